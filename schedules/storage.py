@@ -1,0 +1,131 @@
+"""The node storage model that schedules must honour to run on the RTL.
+
+Every router has one *lane* (a chunk buffer with one write and one read port)
+per network port. This is the constraint the hardware puts on schedules:
+
+* AllGather: a chunk received on in-port ``p`` is written into lane ``p``.
+  A node's own chunk ``c`` is preloaded into its *home lane*
+  ``ports[c mod len(ports)]``. An out-port reads the lane holding the chunk
+  it sends, through the crossbar. **Per step, each lane is read for at most
+  one distinct chunk** (the same chunk may fan out to several out-ports).
+* ReduceScatter (the time- and direction-reverse of AllGather on the mirror
+  topology, Algorithm 3): out-port ``p`` always sends from lane ``p``, and
+  every partial received for a chunk is added into the lane of the port the
+  node later sends that chunk on (the root: into the chunk's home lane).
+  **Per step, each lane accumulates at most one distinct chunk** (several
+  in-ports may add into it at once, the dual of a fan-out).
+
+The two rules are duals: a ReduceScatter obeys the second exactly when the
+AllGather it was reversed from obeys the first on the mirror topology.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .schedule import Phase, Schedule
+from .topology import Topology
+
+
+class StorageConflict(ValueError):
+    """A schedule the node storage cannot execute; the message is one line."""
+
+
+def lane_table(topo: Topology) -> tuple[dict[tuple[int, str], int], np.ndarray]:
+    """Number every (node, port) lane; return the map and the lane count per node."""
+    index: dict[tuple[int, str], int] = {}
+    counts = np.zeros(topo.nodes, dtype=np.int64)
+    for v in range(topo.nodes):
+        for p in topo.ports(v):
+            index[(v, p)] = len(index)
+        counts[v] = len(topo.ports(v))
+    return index, counts
+
+
+def home_lanes(topo: Topology, chunks: int) -> np.ndarray:
+    """``home[v, c]`` = global lane id of the lane that holds node v's own chunk c."""
+    index, _ = lane_table(topo)
+    home = np.zeros((topo.nodes, chunks), dtype=np.int64)
+    for v in range(topo.nodes):
+        ports = topo.ports(v)
+        for c in range(chunks):
+            home[v, c] = index[(v, ports[c % len(ports)])]
+    return home
+
+
+def link_lanes(topo: Topology) -> tuple[np.ndarray, np.ndarray]:
+    """Global lane ids of each link's source port and destination port."""
+    index, _ = lane_table(topo)
+    src = np.array([index[(l.src, l.src_port)] for l in topo.links], dtype=np.int64)
+    dst = np.array([index[(l.dst, l.dst_port)] for l in topo.links], dtype=np.int64)
+    return src, dst
+
+
+def _flat(phase: Phase):
+    if not phase.steps:
+        z = np.zeros(0, dtype=np.int64)
+        return z, z, z, z
+    step = np.concatenate([np.full(len(s), i, dtype=np.int64) for i, s in enumerate(phase.steps)])
+    tr = np.concatenate([np.asarray(s, dtype=np.int64).reshape(-1, 3) for s in phase.steps])
+    return step, tr[:, 0], tr[:, 1], tr[:, 2]
+
+
+def allgather_lanes(topo: Topology, chunks: int, phase: Phase) -> np.ndarray:
+    """``lane[v, root, chunk]``: the lane where node v keeps (root, chunk) after an AllGather."""
+    n = topo.nodes
+    lane = np.full((n, n, chunks), -1, dtype=np.int64)
+    home = home_lanes(topo, chunks)
+    lane[np.arange(n), np.arange(n), :] = home
+    step, link, root, chunk = _flat(phase)
+    _, dst_lane = link_lanes(topo)
+    lane[topo.link_dst[link], root, chunk] = dst_lane[link]
+    return lane
+
+
+def reducescatter_lanes(topo: Topology, chunks: int, phase: Phase) -> np.ndarray:
+    """``lane[v, root, chunk]``: where node v accumulates (root, chunk) in a ReduceScatter."""
+    n = topo.nodes
+    lane = np.full((n, n, chunks), -1, dtype=np.int64)
+    lane[np.arange(n), np.arange(n), :] = home_lanes(topo, chunks)
+    step, link, root, chunk = _flat(phase)
+    src_lane, _ = link_lanes(topo)
+    lane[topo.link_src[link], root, chunk] = src_lane[link]
+    return lane
+
+
+def _first_conflict(step, lane_id, root, chunk, chunks):
+    """Index of the first transfer whose lane already serves another chunk in that step, or None."""
+    if len(step) == 0:
+        return None
+    key = np.stack([step, lane_id, root * chunks + chunk])
+    order = np.lexsort(key[::-1])
+    s, l, x = key[:, order]
+    same_lane = (np.diff(s) == 0) & (np.diff(l) == 0)
+    bad = np.nonzero(same_lane & (np.diff(x) != 0))[0]
+    return None if len(bad) == 0 else order[bad[0] + 1]
+
+
+def check_storage(sched: Schedule) -> None:
+    """Raise :class:`StorageConflict` if a phase breaks the one-chunk-per-lane-per-step rule."""
+    topo, k = sched.topology, sched.chunks
+    index, _ = lane_table(topo)
+    names = {v: key for key, v in index.items()}
+    for i, phase in enumerate(sched.phases):
+        label = f"phase {i} ({phase.collective}): " if len(sched.phases) > 1 else ""
+        step, link, root, chunk = _flat(phase)
+        if phase.collective == "allgather":
+            lane = allgather_lanes(topo, k, phase)
+            node = topo.link_src[link]
+            what = "reads"
+        else:
+            lane = reducescatter_lanes(topo, k, phase)
+            node = topo.link_dst[link]
+            what = "accumulates"
+        lane_id = lane[node, root, chunk]
+        j = _first_conflict(step, lane_id, root, chunk, k)
+        if j is not None:
+            v, port = names[int(lane_id[j])]
+            raise StorageConflict(
+                f"{label}step {step[j]}, link {link[j]}, node {v}, root {root[j]}, chunk {chunk[j]}: "
+                f"lane {port} of node {v} {what} two different chunks in one step "
+                "(one chunk per lane per step; see README 'Node storage')")

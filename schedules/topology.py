@@ -1,0 +1,324 @@
+"""Topologies as data: directed multigraphs whose links record their router ports.
+
+Kinds (seed 000, Section II-A and III-B; seed 003 for the torus):
+
+* ``mesh``: the R x C 2D mesh, one link each way between neighbours.
+* ``equimesh``: the mesh plus one unidirectional ring per edge (Algorithm 1).
+  A ring leaves and enters each of its nodes through the port that faces off
+  the mesh on that edge (top ``N``, bottom ``S``, left ``W``, right ``E``), so
+  every router keeps five ports and every node has in- and out-degree 4.
+* ``mirror-equimesh``: the same rings, each reversed (Section III-B, used by
+  MirrorXTree, Algorithm 3).
+* ``overflow``: every perimeter link duplicated (Fig. 2b); the duplicates use
+  extra router ports ``X0``, ``X1``, ... so edge routers need 6-port crossbars.
+* ``torus``: wrap-around links; a dimension of size 2 has one neighbour, not
+  two parallel links (seed 003).
+
+Node id = ``row * cols + col``; row 0 is the top row, col 0 the left column.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import shortest_path
+
+KINDS = ("mesh", "equimesh", "mirror-equimesh", "overflow", "torus")
+EDGES = ("top", "bottom", "left", "right")
+# The port through which an edge's ring leaves and enters its nodes.
+RING_PORT = {"top": "N", "bottom": "S", "left": "W", "right": "E"}
+# Canonical port order of a router; extra ports X0, X1, ... follow.
+PORT_ORDER = ("N", "E", "S", "W")
+
+
+class TopologyError(ValueError):
+    """A topology that cannot be built (bad size, unknown kind or option)."""
+
+
+def edge_ring(n: int, anticlockwise: bool) -> list[int]:
+    """Algorithm 1 of seed 000: the ring index list ``L`` of one edge of length ``n``.
+
+    ``odds`` and ``evens`` are *all* odd and even indices of the edge (the
+    paper's ``range[1, n-2, 2]`` means this: for n = 5 the top ring of Fig. 5a
+    is 0->1->3->4->2->0). The ring visits ``L`` in order and wraps around.
+    """
+    if n < 2:
+        raise TopologyError(f"edge length must be >= 2, got {n}")
+    odds = list(range(1, n, 2))
+    evens = list(range(0, n, 2))
+    if anticlockwise:
+        return evens + odds[::-1]
+    return odds + evens[::-1]
+
+
+def edge_nodes(edge: str, rows: int, cols: int) -> list[int]:
+    """Node ids along an edge, indexed left to right (top, bottom) or top to bottom (left, right)."""
+    if edge == "top":
+        return [c for c in range(cols)]
+    if edge == "bottom":
+        return [(rows - 1) * cols + c for c in range(cols)]
+    if edge == "left":
+        return [r * cols for r in range(rows)]
+    if edge == "right":
+        return [r * cols + cols - 1 for r in range(rows)]
+    raise TopologyError(f"unknown edge {edge!r}; expected one of {', '.join(EDGES)}")
+
+
+def ring_links(edge: str, rows: int, cols: int, anticlockwise: bool) -> list[tuple[int, int]]:
+    """The directed links ``(src, dst)`` of one edge's ring (Algorithm 1 mapped onto node ids)."""
+    nodes = edge_nodes(edge, rows, cols)
+    order = [nodes[i] for i in edge_ring(len(nodes), anticlockwise)]
+    return [(order[i], order[(i + 1) % len(order)]) for i in range(len(order))]
+
+
+# Defaults: anticlockwise=False on every edge, edges indexed left to right and
+# top to bottom. For the 4x4 EquiMesh with K=1 this is the only one of the 16
+# direction choices that admits a 4-step schedule (the bound), found by the
+# exact solver (`equimesh schedule --algorithm optimal`).
+DEFAULT_RING_DIRS = {"top": False, "bottom": False, "left": False, "right": False}
+
+
+def parse_ring_dirs(text: str | None) -> dict[str, bool] | None:
+    """Parse ``--ring-dirs``: four letters for top, bottom, left, right; ``a`` = anticlockwise, ``c`` = clockwise.
+
+    ``None`` or ``"default"`` gives the defaults. (``auto`` is handled by the scheduler.)
+    """
+    if text is None or text == "default":
+        return dict(DEFAULT_RING_DIRS)
+    if len(text) != 4 or any(ch not in "ac" for ch in text):
+        raise TopologyError(
+            f"--ring-dirs must be 'default', 'auto' or four letters a/c for top,bottom,left,right (got {text!r})")
+    return {edge: ch == "a" for edge, ch in zip(EDGES, text)}
+
+
+def format_ring_dirs(dirs: dict[str, bool]) -> str:
+    return "".join("a" if dirs[e] else "c" for e in EDGES)
+
+
+@dataclass(frozen=True)
+class Link:
+    """One directed link; ``src_port`` / ``dst_port`` name the router ports at each end."""
+
+    src: int
+    dst: int
+    src_port: str
+    dst_port: str
+
+    def as_list(self) -> list:
+        return [self.src, self.dst, self.src_port, self.dst_port]
+
+
+def _port_key(port: str) -> tuple[int, int]:
+    if port in PORT_ORDER:
+        return (0, PORT_ORDER.index(port))
+    return (1, int(port[1:]))
+
+
+@dataclass
+class Topology:
+    """A directed multigraph of routers. ``links[i]`` has link id ``i``."""
+
+    kind: str
+    rows: int
+    cols: int
+    links: list[Link]
+    ring_dirs: dict[str, bool] | None = None
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def nodes(self) -> int:
+        return self.rows * self.cols
+
+    # ----- structure --------------------------------------------------------
+    @cached_property
+    def link_src(self) -> np.ndarray:
+        return np.array([l.src for l in self.links], dtype=np.int64)
+
+    @cached_property
+    def link_dst(self) -> np.ndarray:
+        return np.array([l.dst for l in self.links], dtype=np.int64)
+
+    @cached_property
+    def in_degree(self) -> np.ndarray:
+        return np.bincount(self.link_dst, minlength=self.nodes)
+
+    @cached_property
+    def out_degree(self) -> np.ndarray:
+        return np.bincount(self.link_src, minlength=self.nodes)
+
+    @cached_property
+    def in_links(self) -> list[list[int]]:
+        res: list[list[int]] = [[] for _ in range(self.nodes)]
+        for i, l in enumerate(self.links):
+            res[l.dst].append(i)
+        return res
+
+    @cached_property
+    def out_links(self) -> list[list[int]]:
+        res: list[list[int]] = [[] for _ in range(self.nodes)]
+        for i, l in enumerate(self.links):
+            res[l.src].append(i)
+        return res
+
+    def ports(self, node: int) -> list[str]:
+        """Network ports of a router that carry at least one link, in canonical order."""
+        used = {l.src_port for l in self.links if l.src == node} | {l.dst_port for l in self.links if l.dst == node}
+        return sorted(used, key=_port_key)
+
+    @cached_property
+    def router_ports(self) -> np.ndarray:
+        """Port count P of every router, counting the local port ``L``."""
+        used: list[set[str]] = [set() for _ in range(self.nodes)]
+        for l in self.links:
+            used[l.src].add(l.src_port)
+            used[l.dst].add(l.dst_port)
+        return np.array([len(u) + 1 for u in used], dtype=np.int64)
+
+    @property
+    def crosspoints(self) -> int:
+        """Crossbar crosspoints: the sum over routers of P^2 (seed 000, Section II-A, Fig. 2c/2d)."""
+        return int((self.router_ports ** 2).sum())
+
+    @cached_property
+    def distances(self) -> np.ndarray:
+        """All-pairs hop distances ``d[u, v]`` (BFS; -1 when unreachable)."""
+        n = self.nodes
+        adj = csr_matrix((np.ones(len(self.links)), (self.link_src, self.link_dst)), shape=(n, n))
+        d = shortest_path(adj, method="D", unweighted=True)
+        d[np.isinf(d)] = -1
+        return d.astype(np.int64)
+
+    @property
+    def strongly_connected(self) -> bool:
+        return bool((self.distances >= 0).all())
+
+    @property
+    def diameter(self) -> int:
+        d = self.distances
+        if (d < 0).any():
+            raise TopologyError(f"{self.name} is not strongly connected")
+        return int(d.max())
+
+    @property
+    def name(self) -> str:
+        return f"{self.rows}x{self.cols} {self.kind}"
+
+    def mirror(self) -> "Topology":
+        """The mirror topology of Section III-B: every EquiMesh ring reversed.
+
+        For kinds without rings (bidirectional links everywhere) the mirror is
+        the topology itself.
+        """
+        if self.kind not in ("equimesh", "mirror-equimesh"):
+            return self
+        other = "mirror-equimesh" if self.kind == "equimesh" else "equimesh"
+        return build(other, self.rows, self.cols, ring_dirs=self.ring_dirs)
+
+    # ----- interchange ------------------------------------------------------
+    def to_json(self) -> dict:
+        d = {"kind": self.kind, "rows": self.rows, "cols": self.cols, "nodes": self.nodes,
+             "links": [l.as_list() for l in self.links]}
+        if self.ring_dirs is not None:
+            d["ring_dirs"] = format_ring_dirs(self.ring_dirs)
+        return d
+
+    def summary(self) -> dict:
+        """The figures `equimesh topology` reports."""
+        ports = self.router_ports
+        by_ports = {int(p): int((ports == p).sum()) for p in np.unique(ports)}
+        out = {
+            "kind": self.kind, "rows": self.rows, "cols": self.cols, "nodes": self.nodes,
+            "links": len(self.links),
+            "in_degree": {"min": int(self.in_degree.min()), "max": int(self.in_degree.max())},
+            "out_degree": {"min": int(self.out_degree.min()), "max": int(self.out_degree.max())},
+            "routers_by_ports": by_ports,
+            "crosspoints": self.crosspoints,
+            "diameter": self.diameter,
+        }
+        if self.ring_dirs is not None:
+            out["ring_dirs"] = format_ring_dirs(self.ring_dirs)
+        return out
+
+
+def _mesh_links(rows: int, cols: int) -> list[Link]:
+    links = []
+    for r in range(rows):
+        for c in range(cols):
+            v = r * cols + c
+            if c + 1 < cols:
+                links.append(Link(v, v + 1, "E", "W"))
+                links.append(Link(v + 1, v, "W", "E"))
+            if r + 1 < rows:
+                links.append(Link(v, v + cols, "S", "N"))
+                links.append(Link(v + cols, v, "N", "S"))
+    return links
+
+
+def _is_perimeter(link: Link, rows: int, cols: int) -> bool:
+    (r1, c1), (r2, c2) = divmod(link.src, cols), divmod(link.dst, cols)
+    if r1 == r2:
+        return r1 in (0, rows - 1)
+    return c1 in (0, cols - 1) and c1 == c2
+
+
+def build(kind: str, rows: int, cols: int, ring_dirs: dict[str, bool] | None = None) -> Topology:
+    """Build a topology of the given kind and size.
+
+    ``ring_dirs`` maps each EquiMesh edge (top, bottom, left, right) to
+    Algorithm 1's ``anticlockwise`` flag; ``mirror-equimesh`` reverses every
+    ring of the EquiMesh with those flags.
+    """
+    if kind not in KINDS:
+        raise TopologyError(f"unknown topology kind {kind!r}; expected one of {', '.join(KINDS)}")
+    if rows < 2 or cols < 2:
+        raise TopologyError(f"rows and cols must be >= 2 (got {rows}x{cols})")
+    links = _mesh_links(rows, cols)
+    dirs = None
+    if kind in ("equimesh", "mirror-equimesh"):
+        dirs = dict(DEFAULT_RING_DIRS if ring_dirs is None else ring_dirs)
+        if set(dirs) != set(EDGES):
+            raise TopologyError(f"ring_dirs must name exactly the edges {', '.join(EDGES)}")
+        flip = kind == "mirror-equimesh"
+        for edge in EDGES:
+            port = RING_PORT[edge]
+            for s, d in ring_links(edge, rows, cols, dirs[edge] != flip):
+                links.append(Link(s, d, port, port))
+    elif kind == "overflow":
+        extra_count = [0] * (rows * cols)
+        dup = []
+        for l in links:
+            if _is_perimeter(l, rows, cols):
+                # A duplicated bidirectional link takes one extra port at each end;
+                # both directions of the pair share it, so number on the src->dst direction
+                # with src < dst and mirror the names for the reverse direction.
+                if l.src < l.dst:
+                    ps, pd = f"X{extra_count[l.src]}", f"X{extra_count[l.dst]}"
+                    extra_count[l.src] += 1
+                    extra_count[l.dst] += 1
+                    dup.append(Link(l.src, l.dst, ps, pd))
+                    dup.append(Link(l.dst, l.src, pd, ps))
+        links += dup
+    elif kind == "torus":
+        for r in range(rows):
+            if cols > 2:
+                a, b = r * cols + cols - 1, r * cols
+                links.append(Link(a, b, "E", "W"))
+                links.append(Link(b, a, "W", "E"))
+        for c in range(cols):
+            if rows > 2:
+                a, b = (rows - 1) * cols + c, c
+                links.append(Link(a, b, "S", "N"))
+                links.append(Link(b, a, "N", "S"))
+    return Topology(kind, rows, cols, links, ring_dirs=dirs)
+
+
+def from_json(d: dict) -> Topology:
+    """Rebuild a topology from a schedule file's ``topology`` object, exactly as written there."""
+    links = [Link(int(a), int(b), str(p), str(q)) for a, b, p, q in d["links"]]
+    dirs = None
+    if "ring_dirs" in d:
+        dirs = parse_ring_dirs(d["ring_dirs"])
+    return Topology(str(d["kind"]), int(d["rows"]), int(d["cols"]), links, ring_dirs=dirs)

@@ -1,0 +1,127 @@
+"""The schedule verifier: checks a schedule against its own topology and the semantics of design.md.
+
+* every link carries at most one chunk per step;
+* AllGather: causality (the sender holds the chunk before the step) and
+  every ``(root, chunk)`` reaches every other node exactly once;
+* ReduceScatter: every node other than the root sends each ``(root, chunk)``
+  exactly once, and only after all the partials it receives for it have
+  arrived; together these make a spanning in-tree towards the root;
+* AllReduce: both phases.
+
+Errors are :class:`ScheduleInvalid` with one line naming step, link, node and chunk.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .schedule import Phase, Schedule
+
+
+class ScheduleInvalid(ValueError):
+    """The schedule breaks the collective's semantics; the message is one line."""
+
+
+def _flatten(phase: Phase) -> tuple[np.ndarray, ...]:
+    if phase.steps:
+        step = np.concatenate([np.full(len(s), i, dtype=np.int64) for i, s in enumerate(phase.steps)])
+        tr = np.concatenate([np.asarray(s, dtype=np.int64).reshape(-1, 3) for s in phase.steps])
+    else:
+        step, tr = np.zeros(0, dtype=np.int64), np.zeros((0, 3), dtype=np.int64)
+    return step, tr[:, 0], tr[:, 1], tr[:, 2]
+
+
+def _where(label: str, step, link, src, dst, root, chunk) -> str:
+    return f"{label}step {step}, link {link} ({src}->{dst}), root {root}, chunk {chunk}"
+
+
+def _check_link_capacity(label, step, link, root, chunk, src, dst, n_links):
+    key = step * n_links + link
+    order = np.argsort(key, kind="stable")
+    dup = np.nonzero(np.diff(key[order]) == 0)[0]
+    if len(dup):
+        i = order[dup[0] + 1]
+        raise ScheduleInvalid(_where(label, step[i], link[i], src[i], dst[i], root[i], chunk[i])
+                              + ": link already carries another chunk in this step")
+
+
+def verify_allgather(sched: Schedule, phase: Phase, label: str = "") -> None:
+    topo, n, k = sched.topology, sched.topology.nodes, sched.chunks
+    step, link, root, chunk = _flatten(phase)
+    src, dst = topo.link_src[link], topo.link_dst[link]
+    _check_link_capacity(label, step, link, root, chunk, src, dst, len(topo.links))
+    own = np.nonzero(dst == root)[0]
+    if len(own):
+        i = own[0]
+        raise ScheduleInvalid(_where(label, step[i], link[i], src[i], dst[i], root[i], chunk[i])
+                              + f": node {dst[i]} is the root and already holds its own chunk")
+    key = (dst * n + root) * k + chunk
+    order = np.argsort(key, kind="stable")
+    dup = np.nonzero(np.diff(key[order]) == 0)[0]
+    if len(dup):
+        i = order[dup[0] + 1]
+        raise ScheduleInvalid(_where(label, step[i], link[i], src[i], dst[i], root[i], chunk[i])
+                              + f": node {dst[i]} receives this chunk a second time")
+    # recv[node, root, chunk] = step it arrives; -1 for the root's own chunks.
+    big = np.iinfo(np.int64).max
+    recv = np.full(n * n * k, big, dtype=np.int64)
+    recv[key] = step
+    r = np.arange(n)
+    recv.reshape(n, n, k)[r, r, :] = -1
+    late = np.nonzero(recv[(src * n + root) * k + chunk] >= step)[0]
+    if len(late):
+        i = late[np.argmin(step[late])]
+        raise ScheduleInvalid(_where(label, step[i], link[i], src[i], dst[i], root[i], chunk[i])
+                              + f": sender {src[i]} does not hold the chunk before this step")
+    missing = np.nonzero(recv == big)[0]
+    if len(missing):
+        node, rest = divmod(int(missing[0]), n * k)
+        rt, ch = divmod(rest, k)
+        raise ScheduleInvalid(f"{label}node {node} never receives root {rt}, chunk {ch}")
+
+
+def verify_reducescatter(sched: Schedule, phase: Phase, label: str = "") -> None:
+    topo, n, k = sched.topology, sched.topology.nodes, sched.chunks
+    step, link, root, chunk = _flatten(phase)
+    src, dst = topo.link_src[link], topo.link_dst[link]
+    _check_link_capacity(label, step, link, root, chunk, src, dst, len(topo.links))
+    bad = np.nonzero(src == root)[0]
+    if len(bad):
+        i = bad[0]
+        raise ScheduleInvalid(_where(label, step[i], link[i], src[i], dst[i], root[i], chunk[i])
+                              + f": node {src[i]} is the root and must not send its own shard's sum")
+    key = (src * n + root) * k + chunk
+    order = np.argsort(key, kind="stable")
+    dup = np.nonzero(np.diff(key[order]) == 0)[0]
+    if len(dup):
+        i = order[dup[0] + 1]
+        raise ScheduleInvalid(_where(label, step[i], link[i], src[i], dst[i], root[i], chunk[i])
+                              + f": node {src[i]} sends its partial a second time")
+    big = np.iinfo(np.int64).max
+    sent = np.full(n * n * k, big, dtype=np.int64)
+    sent[key] = step
+    missing = np.nonzero(sent == big)[0]
+    missing = missing[(missing // k) % n != missing // (n * k)]
+    if len(missing):
+        node, rest = divmod(int(missing[0]), n * k)
+        rt, ch = divmod(rest, k)
+        raise ScheduleInvalid(f"{label}node {node} never sends its partial of root {rt}, chunk {ch}: "
+                              "the reduction tree does not span every node")
+    # A receiver other than the root must send strictly after every partial it receives.
+    nonroot = dst != root
+    early = np.nonzero(nonroot & (sent[(dst * n + root) * k + chunk] <= step))[0]
+    if len(early):
+        i = early[np.argmin(step[early])]
+        raise ScheduleInvalid(_where(label, step[i], link[i], src[i], dst[i], root[i], chunk[i])
+                              + f": node {dst[i]} sends its partial at step "
+                              f"{sent[(dst[i] * n + root[i]) * k + chunk[i]]}, before this child's partial arrives")
+
+
+def verify(sched: Schedule) -> None:
+    """Raise :class:`ScheduleInvalid` unless the schedule is a correct collective on its topology."""
+    for i, phase in enumerate(sched.phases):
+        label = f"phase {i} ({phase.collective}): " if len(sched.phases) > 1 else ""
+        if phase.collective == "allgather":
+            verify_allgather(sched, phase, label)
+        else:
+            verify_reducescatter(sched, phase, label)
