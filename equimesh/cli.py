@@ -1,0 +1,41 @@
+"""The ``equimesh`` command line: one subcommand per user verb."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .errors import InputError, UsageError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse's usage errors: one line, exit 2
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def make_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="equimesh", description="EquiMesh / XTree collective networks: topologies, schedules, RTL, simulation.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    # --- subcommand registration: each module adds its own subcommands ---
+    from .commands import register as register_core
+    register_core(sub)
+    # --- end of registration ---
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = make_parser().parse_args(argv)
+        return int(args.func(args) or 0)
+    except (UsageError, InputError) as e:
+        print(f"equimesh: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("equimesh: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

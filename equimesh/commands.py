@@ -1,0 +1,110 @@
+"""Subcommands for the foundation: ``topology``, ``schedule``, ``verify``."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from .errors import InputError, UsageError
+from .schedules import schedule as schedfile
+from .schedules.schedule import lower_bound
+from .schedules.storage import StorageConflict, check_storage
+from .schedules.synth import synthesize
+from .schedules.topology import KINDS, TopologyError, build, parse_ring_dirs
+from .schedules.verify import ScheduleInvalid, verify
+
+
+def add_topology_args(p) -> None:
+    p.add_argument("--kind", default="equimesh", help=f"topology kind: {', '.join(KINDS)} (default equimesh)")
+    p.add_argument("--rows", type=int, default=4, help="mesh rows R >= 2 (default 4)")
+    p.add_argument("--cols", type=int, default=4, help="mesh columns C >= 2 (default 4)")
+    p.add_argument("--ring-dirs", default=None,
+                   help="EquiMesh ring directions: 'default', or four letters a/c (anticlockwise/clockwise) "
+                        "for top,bottom,left,right")
+
+
+def topology_from_args(args):
+    try:
+        return build(args.kind, args.rows, args.cols, ring_dirs=parse_ring_dirs(args.ring_dirs))
+    except TopologyError as e:
+        raise UsageError(str(e)) from None
+
+
+def cmd_topology(args) -> int:
+    t = topology_from_args(args)
+    s = t.summary()
+    if args.json:
+        print(json.dumps(s, indent=2))
+        return 0
+    print(f"{t.name}: {s['nodes']} nodes, {s['links']} links, diameter {s['diameter']}")
+    print(f"  in-degree {s['in_degree']['min']}..{s['in_degree']['max']}, out-degree {s['out_degree']['min']}..{s['out_degree']['max']}")
+    print("  routers by port count (incl. L): " + ", ".join(f"{p}-port x{c}" for p, c in s["routers_by_ports"].items()))
+    print(f"  crossbar crosspoints (sum P^2): {s['crosspoints']}")
+    if "ring_dirs" in s:
+        print(f"  ring directions (top,bottom,left,right; a=anticlockwise): {s['ring_dirs']}")
+    return 0
+
+
+def cmd_schedule(args) -> int:
+    if args.chunks < 1:
+        raise UsageError(f"--chunks must be >= 1 (got {args.chunks})")
+    t = topology_from_args(args)
+    t0 = time.perf_counter()
+    sched = synthesize(t, args.chunks, args.collective, args.algorithm)
+    seconds = time.perf_counter() - t0
+    verify(sched)
+    phases = []
+    for ph in sched.phases:
+        b = lower_bound(t, args.chunks, ph.collective)
+        phases.append({"collective": ph.collective, "steps": ph.num_steps, "bound": b,
+                       "efficiency": round(b / ph.num_steps, 4)})
+    bound = sum(p["bound"] for p in phases)
+    out = {"topology": t.name, "kind": t.kind, "rows": t.rows, "cols": t.cols, "chunks": args.chunks,
+           "collective": args.collective, "algorithm": args.algorithm, "steps": sched.num_steps, "bound": bound,
+           "efficiency": round(bound / sched.num_steps, 4), "seconds": round(seconds, 3)}
+    if len(phases) > 1:
+        out["phases"] = phases
+    if args.out:
+        try:
+            sched.save(args.out)
+        except OSError as e:
+            raise InputError(f"cannot write {args.out}: {e.strerror}") from None
+        out["out"] = args.out
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        print(f"{args.algorithm} {args.collective} on {t.name}, K={args.chunks}: {out['steps']} steps, "
+              f"bound {bound}, efficiency {out['efficiency']:.3f}, {seconds:.2f} s")
+    return 0
+
+
+def cmd_verify(args) -> int:
+    try:
+        sched = schedfile.load(args.file)
+        verify(sched)
+    except (schedfile.ScheduleFileError, ScheduleInvalid) as e:
+        raise InputError(str(e)) from None
+    print(f"{args.file}: valid {sched.collective} ({sched.algorithm}) on {sched.topology.name}, "
+          f"K={sched.chunks}, {sched.num_steps} steps")
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("topology", help="build a topology and report degrees, ports, crosspoints, diameter")
+    add_topology_args(p)
+    p.add_argument("--json", action="store_true", help="machine-readable summary")
+    p.set_defaults(func=cmd_topology)
+
+    p = sub.add_parser("schedule", help="synthesize a collective schedule")
+    add_topology_args(p)
+    p.add_argument("--chunks", type=int, default=4, help="chunks per shard K >= 1 (default 4)")
+    p.add_argument("--algorithm", default="xtree", choices=["xtree", "mirrorxtree", "multitree", "ring2d", "optimal"])
+    p.add_argument("--collective", default="allgather", choices=["allgather", "reducescatter", "allreduce"])
+    p.add_argument("--out", help="write the schedule JSON here")
+    p.add_argument("--json", action="store_true", help="machine-readable summary")
+    p.set_defaults(func=cmd_schedule)
+
+    p = sub.add_parser("verify", help="check a schedule file against its topology and the collective's semantics")
+    p.add_argument("file")
+    p.set_defaults(func=cmd_verify)
