@@ -1,0 +1,270 @@
+"""Event-driven alpha-beta simulator for schedule files (seed 000, Section V-A; TACOS's link model).
+
+Every transfer of a chunk over a link occupies the link for ``alpha + chunk_bytes / B``
+(the per-hop latency plus the serialization time). A transfer starts when
+
+* its link is free: a link serves its transfers one at a time, in schedule order;
+* its data is available: in an AllGather, when the sender holds the chunk; in a
+  ReduceScatter, when every partial the sender receives for that chunk has arrived.
+
+There is no global step barrier: a transfer starts as soon as both conditions hold,
+so the steps of a schedule only fix the order of transfers on each link. An
+AllReduce file runs its ReduceScatter phase and then its AllGather phase on the same
+links; the AllGather of ``(root, chunk)`` leaves the root as soon as the root holds
+the full sum of that chunk (a data dependency, not a barrier between the phases).
+
+Because every data dependency of a verified schedule points to a strictly earlier
+step, processing the transfers step by step and setting
+``start = max(link free, data ready)`` gives exactly the event-driven times. The
+state is one time per ``(node, root, chunk)`` key (when the node holds that chunk,
+or when all partials for it have arrived), updated with numpy per step and
+vectorized over message sizes.
+
+Message size (seed 000, Section V-B, "communication size per node"):
+
+* AllGather: every node contributes ``M`` bytes, split into ``K`` chunks of ``M / K``;
+* ReduceScatter / AllReduce: every node holds an ``M``-byte vector; shard ``root`` is
+  ``M / N`` of it and one chunk is ``M / (N K)``.
+
+Effective bandwidth = ``M`` / completion time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..schedules.schedule import Schedule
+
+# seed 000, Table I: 128 GB/s links, 20 ns per hop.
+TABLE_I_BANDWIDTH = 128e9
+TABLE_I_ALPHA = 20e-9
+# Keep the (keys x sizes) state array below this many float64 values (64 MB).
+_STATE_BUDGET = 1 << 23
+
+
+@dataclass(frozen=True)
+class LinkModel:
+    """``alpha`` in time units per transfer; ``bandwidth`` in bytes (or flits) per time unit."""
+
+    alpha: float = TABLE_I_ALPHA
+    bandwidth: float = TABLE_I_BANDWIDTH
+
+
+@dataclass
+class Transfers:
+    """A schedule flattened into the simulator's terms, one row per transfer.
+
+    ``step`` orders the transfers (non-decreasing); within one step a link
+    appears at most once and no transfer depends on another of the same step.
+    ``src_keys[i]`` are the states transfer ``i`` waits for (it starts after the
+    latest of them), ``dst_keys[i]`` the states its arrival completes (each
+    keeps the latest arrival written to it); ``units[i]`` is its payload in
+    chunks. Key ``n_keys`` pads rows of ``src_keys`` (always time 0) and key
+    ``n_keys + 1`` pads rows of ``dst_keys`` (never read).
+    """
+
+    step: np.ndarray
+    link: np.ndarray
+    src_keys: np.ndarray
+    dst_keys: np.ndarray
+    units: np.ndarray
+    n_keys: int
+    n_links: int
+
+    def __post_init__(self):
+        b = np.flatnonzero(np.diff(self.step)) + 1
+        ends = [len(self.step)] if len(self.step) else []
+        self.bounds = np.concatenate([[0], b, ends]).astype(np.int64)
+
+
+@dataclass
+class Result:
+    """Times in the model's time unit, one entry per message size."""
+
+    sizes: np.ndarray
+    completion: np.ndarray
+    unit_bytes: np.ndarray
+    link_transfers: np.ndarray
+    link_units: np.ndarray
+
+    @property
+    def effective_bandwidth(self) -> np.ndarray:
+        """Message size per node / completion time (seed 000, Section V-B)."""
+        return self.sizes / self.completion
+
+    def link_busy(self, model: LinkModel, i: int = -1) -> np.ndarray:
+        """Busy time of every link for size index ``i``."""
+        return self.link_transfers * model.alpha + self.link_units * self.unit_bytes[i] / model.bandwidth
+
+    def link_utilization(self, model: LinkModel, i: int = -1) -> np.ndarray:
+        """Busy time / completion time per link for size index ``i``."""
+        return self.link_busy(model, i) / self.completion[i]
+
+
+def chunk_bytes(collective: str, nodes: int, chunks: int, message: np.ndarray) -> np.ndarray:
+    """Bytes in one chunk for a message of ``message`` bytes per node (see module docstring)."""
+    message = np.asarray(message, dtype=np.float64)
+    if collective == "allgather":
+        return message / chunks
+    return message / (nodes * chunks)
+
+
+def flatten(sched: Schedule) -> Transfers:
+    """Turn every phase's steps into one global step order with (node, root, chunk) keys."""
+    topo, n, k = sched.topology, sched.topology.nodes, sched.chunks
+    parts, offset = [], 0
+    for phase in sched.phases:
+        for s, a in enumerate(phase.steps):
+            a = np.asarray(a, dtype=np.int64).reshape(-1, 3)
+            if len(a):
+                parts.append((np.full(len(a), offset + s, dtype=np.int64), a))
+        offset += len(phase.steps)
+    if parts:
+        step = np.concatenate([p[0] for p in parts])
+        tr = np.concatenate([p[1] for p in parts])
+    else:
+        step, tr = np.zeros(0, np.int64), np.zeros((0, 3), np.int64)
+    link, root, chunk = tr[:, 0], tr[:, 1], tr[:, 2]
+    rc = root * k + chunk
+    return Transfers(step=step, link=link,
+                     src_keys=(topo.link_src[link] * (n * k) + rc)[:, None],
+                     dst_keys=(topo.link_dst[link] * (n * k) + rc)[:, None],
+                     units=np.ones(len(link), dtype=np.int64),
+                     n_keys=n * n * k, n_links=len(topo.links))
+
+
+def run(tr: Transfers, unit_time, alpha: float) -> np.ndarray:
+    """Completion time for each entry of ``unit_time`` (time to send one chunk's bytes).
+
+    Exact event-driven times: per step, ``start = max(link free, latest src key)``,
+    ``finish = start + alpha + units * unit_time``; every dst key keeps its latest finish.
+    """
+    unit_time = np.atleast_1d(np.asarray(unit_time, dtype=np.float64))
+    out = np.zeros(len(unit_time))
+    group = max(1, _STATE_BUDGET // (tr.n_keys + 2))
+    units = tr.units.astype(np.float64)[:, None]
+    single = tr.src_keys.shape[1] == 1 and tr.dst_keys.shape[1] == 1
+    for g in range(0, len(unit_time), group):
+        ut = unit_time[g:g + group]
+        state = np.zeros((tr.n_keys + 2, len(ut)))
+        free = np.zeros((tr.n_links, len(ut)))
+        for i in range(len(tr.bounds) - 1):
+            lo, hi = tr.bounds[i], tr.bounds[i + 1]
+            link = tr.link[lo:hi]
+            if single:
+                ready = state[tr.src_keys[lo:hi, 0]]
+                dk, fin_rows = tr.dst_keys[lo:hi, 0], None
+            else:
+                ready = state[tr.src_keys[lo:hi]].max(axis=1)
+                dk = tr.dst_keys[lo:hi].reshape(-1)
+                fin_rows = np.repeat(np.arange(hi - lo), tr.dst_keys.shape[1])
+            fin = np.maximum(free[link], ready) + alpha + units[lo:hi] * ut
+            free[link] = fin
+            vals = fin if fin_rows is None else fin[fin_rows]
+            order = np.argsort(dk, kind="stable")
+            dks = dk[order]
+            first = np.concatenate([[0], np.flatnonzero(np.diff(dks)) + 1])
+            uk = dks[first]
+            # several partials may arrive at one node for one chunk in the same step
+            state[uk] = np.maximum(state[uk], np.maximum.reduceat(vals[order], first, axis=0))
+        out[g:g + group] = free.max(axis=0) if tr.n_links else 0.0
+    return out
+
+
+def simulate(sched: Schedule, sizes, model: LinkModel = LinkModel()) -> Result:
+    """Simulate ``sched`` for every message size per node in ``sizes`` (bytes, or flits in RTL units)."""
+    sizes = np.atleast_1d(np.asarray(sizes, dtype=np.float64))
+    if (sizes <= 0).any():
+        raise ValueError(f"message sizes must be > 0 (got {sizes[sizes <= 0][0]:g})")
+    tr = flatten(sched)
+    ub = chunk_bytes(sched.collective, sched.topology.nodes, sched.chunks, sizes)
+    completion = run(tr, ub / model.bandwidth, model.alpha)
+    return Result(sizes=sizes, completion=completion, unit_bytes=ub,
+                  link_transfers=np.bincount(tr.link, minlength=tr.n_links).astype(np.float64),
+                  link_units=np.bincount(tr.link, weights=tr.units, minlength=tr.n_links))
+
+
+# ----- seed 003 cross-check: dimension-decomposed ring AllReduce ---------------------------
+
+def dim_decomposed_allreduce_time(rows: int, cols: int, message: float, model: LinkModel = LinkModel()) -> float:
+    """Seed 003, Sections 3.4 and 4.2: ``2 sum_i (d_i - 1) alpha + 2 (N-1)/N M / BW``.
+
+    The same formula holds on the torus (unidirectional ring per dimension) and on the
+    mesh (bucket-brigade open line per dimension).
+    """
+    n = rows * cols
+    return 2 * ((rows - 1) + (cols - 1)) * model.alpha + 2 * (n - 1) / n * message / model.bandwidth
+
+
+def _line_sends(d: int, wrap: bool) -> list[list[tuple[int, int, int]]]:
+    """ReduceScatter on one dimension of ``d`` positions: per step, ``(from, to, block)``.
+
+    Block ``j`` ends fully reduced at position ``j``. Torus (seed 003, Section 3.4): the
+    unidirectional ring, position ``i`` sends block ``(i - t - 1) mod d`` to ``i + 1`` at
+    step ``t``. Mesh (Section 4.2): the bucket brigade on the open line, blocks right of a
+    position flow right and blocks left of it flow left, ``d - 1`` steps either way.
+    """
+    steps = []
+    for t in range(d - 1):
+        if wrap:
+            steps.append([(i, (i + 1) % d, (i - t - 1) % d) for i in range(d)])
+        else:
+            right = [(p, p + 1, d - 1 - t + p) for p in range(t + 1)]
+            left = [(d - 1 - p, d - 2 - p, t - p) for p in range(t + 1)]
+            steps.append(right + left)
+    return steps
+
+
+def dim_decomposed_allreduce(rows: int, cols: int, wrap: bool) -> Transfers:
+    """Seed 003's dimension-decomposed ring AllReduce as simulator transfers.
+
+    Phases RS-X (rows), RS-Y (columns), AG-Y, AG-X, as in seed 003, Section 3.4; AllGather
+    on a dimension is the time-reverse of its ReduceScatter. One unit is one shard
+    (``M / N`` bytes): an X-phase transfer carries one column block, ``rows`` shards;
+    a Y-phase transfer carries one shard. Link ids are those of
+    ``build("torus" if wrap else "mesh", rows, cols)``.
+
+    Keys: per node and phase, one key per incoming direction (the partial or block that
+    arrived last from that side, which is the one the node forwards next: on a ring or a
+    line each direction's arrivals come in order over one link) and one "phase done" key
+    (the latest arrival of the phase at the node). Every transfer of a phase also waits
+    for the previous phase to be done at its sender.
+    """
+    from ..schedules.topology import build
+
+    topo = build("torus" if wrap else "mesh", rows, cols)
+    index = {(l.src, l.dst): i for i, l in enumerate(topo.links)}
+    n = rows * cols
+    # key layout: [phase][node][slot]; slot 0 = from lower position, 1 = from higher, 2 = done
+    n_keys = 4 * n * 3
+    read_pad = n_keys  # the padding key of Transfers: always time 0
+
+    def key(phase, node, slot):
+        return (phase * n + node) * 3 + slot
+
+    rows_out = []  # (step, link, src0, src1, dst0, dst1, units)
+    step0 = 0
+    phases = [("x", False), ("y", False), ("y", True), ("x", True)]
+    for ph, (dim, is_ag) in enumerate(phases):
+        d = cols if dim == "x" else rows
+        units = rows if dim == "x" else 1
+        plan = _line_sends(d, wrap)
+        if is_ag:
+            plan = [[(b, a, blk) for a, b, blk in st] for st in reversed(plan)]
+        for t, sends in enumerate(plan):
+            for line in range(rows if dim == "x" else cols):
+                for a, b, _ in sends:
+                    u = line * cols + a if dim == "x" else a * cols + line
+                    v = line * cols + b if dim == "x" else b * cols + line
+                    # direction as seen from the receiver: 0 = came from a lower position
+                    slot_in = 0 if (b - a) % d == 1 and (wrap or b > a) else 1
+                    prev = key(ph - 1, u, 2) if ph else read_pad
+                    rows_out.append((step0 + t, index[(u, v)], key(ph, u, slot_in), prev,
+                                     key(ph, v, slot_in), key(ph, v, 2), units))
+        step0 += len(plan)
+    a = np.array(rows_out, dtype=np.int64).reshape(-1, 7)
+    a = a[np.argsort(a[:, 0], kind="stable")]
+    return Transfers(step=a[:, 0], link=a[:, 1], src_keys=a[:, 2:4], dst_keys=a[:, 4:6], units=a[:, 6],
+                     n_keys=n_keys, n_links=len(topo.links))
