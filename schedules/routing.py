@@ -1,0 +1,367 @@
+"""Forwarding tables for MultiWrite packets, their reach masks, and the deadlock check.
+
+Seed 004, Section 4.1 ("Local forwarding table"): a MultiWrite relay reuses the
+unicast forwarding table. For every destination in the packet's bitmap it looks
+up one egress port; the distinct ports are the copies to send. So a router needs
+only ``table[v][d]`` (the egress port of router ``v`` towards node ``d``) and,
+derived from it, one constant per port, ``reach[v][port]`` = the bitmap of the
+destinations that ``v`` sends through ``port``. The relay splits a bitmap with
+``bitmap & reach[v][port]`` (seed 004, Section 4.3.3, rule 3).
+
+Deadlock freedom (checked here, before any hardware is built) uses the channel
+dependency graph (CDG): one vertex per directed link, an edge ``a -> b`` when a
+packet holding ``a`` can wait for ``b``. An acyclic CDG means no deadlock.
+
+* Unicast routing adds ``a -> b`` for consecutive links of every route.
+* Multicast replication can add more, depending on the router's flow control.
+  With ``flow="wormhole"`` a packet forked at router ``v`` into outputs ``o1`` and
+  ``o2`` keeps every link of its ``o1`` sub-tree while its ``o2`` branch waits,
+  so every link of the ``o1`` sub-tree depends on ``o2`` (the classic tree
+  multicast deadlock of wormhole meshes). With ``flow="cut-through"`` (what
+  ``rtl/packet_router.py`` implements) a header is granted all its outputs at
+  once and only when every output's downstream buffer has room for the whole
+  packet; after that the packet never waits on a network link, so replication
+  adds no edge and the multicast CDG equals the unicast CDG: every fork
+  ``c -> o`` lies on the unicast route of a destination in the mask carried on
+  ``c``, because the relay rewrites the mask (seed 004, Section 4.1, metadata
+  update).
+
+Tables:
+
+* ``xy``: dimension order on the mesh links only (columns first).
+* ``shortcut`` (default): start from ``xy``; then, destination by destination and
+  nearest routers first, point ``table[v][d]`` at any link (EquiMesh ring, torus
+  wrap, overflow duplicate) that shortens ``v``'s route to ``d``, keeping the
+  change only if the CDG stays acyclic. The CDG check is the construction rule,
+  so the result is deadlock-free by construction and checked again as a whole.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from .topology import Topology, TopologyError, build, parse_ring_dirs
+
+LOCAL = "L"
+ALGORITHMS = ("shortcut", "xy")
+FORMAT = "equimesh-routing"
+
+
+class RoutingError(ValueError):
+    """A forwarding table that cannot be used: malformed, a routing loop, or a wrong port."""
+
+
+class DeadlockError(RoutingError):
+    """A forwarding table whose channel dependency graph has a cycle."""
+
+
+@dataclass
+class ForwardingTable:
+    """``ports[v][d]``: the egress port of router ``v`` towards node ``d`` (``"L"`` when ``d == v``)."""
+
+    topology: Topology
+    ports: list[list[str]]
+    algorithm: str
+
+    @cached_property
+    def out_link(self) -> list[dict[str, int]]:
+        """``out_link[v][port]`` = id of the link leaving router ``v`` through ``port``."""
+        res: list[dict[str, int]] = [{} for _ in range(self.topology.nodes)]
+        for i, l in enumerate(self.topology.links):
+            res[l.src][l.src_port] = i
+        return res
+
+    def next_link(self, v: int, d: int) -> int:
+        return self.out_link[v][self.ports[v][d]]
+
+    def route(self, s: int, d: int) -> list[int]:
+        """Link ids from ``s`` to ``d``; raises RoutingError on a loop."""
+        links, v = [], s
+        while v != d:
+            if len(links) > self.topology.nodes:
+                raise RoutingError(f"routing loop from node {s} to node {d}")
+            i = self.next_link(v, d)
+            links.append(i)
+            v = self.topology.links[i].dst
+        return links
+
+    @cached_property
+    def reach(self) -> list[dict[str, int]]:
+        """``reach[v][port]``: bitmap of the destinations router ``v`` sends through ``port`` (bit i = node i)."""
+        res: list[dict[str, int]] = []
+        for v in range(self.topology.nodes):
+            masks = {p: 0 for p in self.topology.ports(v)}
+            masks[LOCAL] = 0
+            for d, p in enumerate(self.ports[v]):
+                masks[p] |= 1 << d
+            res.append(masks)
+        return res
+
+    def split(self, v: int, bitmap: int) -> dict[str, int]:
+        """Seed 004, Section 4.3.3: the non-empty per-port masks ``bitmap & reach[v][port]``.
+
+        Each copy leaving on ``port`` carries exactly that mask (the metadata update).
+        ``"L"`` is the local delivery (the router's own bit).
+        """
+        return {p: bitmap & m for p, m in self.reach[v].items() if bitmap & m}
+
+    def hops(self) -> list[list[int]]:
+        n = self.topology.nodes
+        return [[len(self.route(s, d)) for d in range(n)] for s in range(n)]
+
+    def to_json(self) -> dict:
+        return {"format": FORMAT, "version": 1, "algorithm": self.algorithm,
+                "topology": self.topology.to_json(), "ports": self.ports}
+
+
+# ----- construction ---------------------------------------------------------
+
+def _step_towards(topo: Topology, v: int, d: int) -> str:
+    """Dimension-order (XY) port at ``v`` towards ``d`` over mesh links: columns first, then rows."""
+    (r, c), (rd, cd) = divmod(v, topo.cols), divmod(d, topo.cols)
+    if c != cd:
+        return "E" if cd > c else "W"
+    return "S" if rd > r else "N"
+
+
+def xy_table(topo: Topology) -> ForwardingTable:
+    n = topo.nodes
+    ports = [[LOCAL if v == d else _step_towards(topo, v, d) for d in range(n)] for v in range(n)]
+    t = ForwardingTable(topo, ports, "xy")
+    # On EquiMesh/torus the port a mesh step names may carry a ring or wrap link:
+    # XY is only valid if every step lands on the mesh neighbour.
+    for v in range(n):
+        for d in range(n):
+            if v != d:
+                (r, c) = divmod(v, topo.cols)
+                dst = topo.links[t.next_link(v, d)].dst
+                if abs(dst // topo.cols - r) + abs(dst % topo.cols - c) != 1:
+                    raise RoutingError(f"XY step {v}->{d} on port {ports[v][d]} does not reach a mesh neighbour")
+    return t
+
+
+class _CDG:
+    """A channel dependency graph with edge multiplicities, for incremental cycle checks."""
+
+    def __init__(self, n_links: int):
+        self.count: dict[tuple[int, int], int] = defaultdict(int)
+        self.succ: list[set[int]] = [set() for _ in range(n_links)]
+
+    def add(self, a: int, b: int) -> None:
+        self.count[(a, b)] += 1
+        self.succ[a].add(b)
+
+    def remove(self, a: int, b: int) -> None:
+        self.count[(a, b)] -= 1
+        if self.count[(a, b)] == 0:
+            del self.count[(a, b)]
+            self.succ[a].discard(b)
+
+    def reaches(self, src: int, dst: int) -> bool:
+        seen, todo = {src}, [src]
+        while todo:
+            x = todo.pop()
+            if x == dst:
+                return True
+            for y in self.succ[x]:
+                if y not in seen:
+                    seen.add(y)
+                    todo.append(y)
+        return False
+
+
+def _dest_edges(t: ForwardingTable, d: int, v: int) -> list[tuple[int, int]]:
+    """CDG edges of destination ``d`` that involve router ``v``'s choice: into and out of its egress link."""
+    topo = t.topology
+    if v == d:
+        return []
+    out = t.next_link(v, d)
+    edges = []
+    w = topo.links[out].dst
+    if w != d:
+        edges.append((out, t.next_link(w, d)))
+    for x in range(topo.nodes):
+        if x != d and x != v and topo.links[t.next_link(x, d)].dst == v:
+            edges.append((t.next_link(x, d), out))
+    return edges
+
+
+def shortcut_table(topo: Topology) -> ForwardingTable:
+    """XY, improved by every link that shortens a route while the CDG stays acyclic (see module docstring)."""
+    t = xy_table(topo)
+    t.algorithm = "shortcut"
+    n = topo.nodes
+    g = _CDG(len(topo.links))
+    for d in range(n):
+        for v in range(n):
+            if v != d:
+                w = topo.links[t.next_link(v, d)].dst
+                if w != d:
+                    g.add(t.next_link(v, d), t.next_link(w, d))
+    dist = topo.distances
+    for d in range(n):
+        length = [len(t.route(v, d)) for v in range(n)]
+        for v in sorted(range(n), key=lambda v: (dist[v, d], v)):
+            if v == d:
+                continue
+            options = sorted((1 + length[topo.links[i].dst], topo.links[i].src_port) for i in topo.out_links[v])
+            for new_len, port in options:
+                if new_len >= length[v]:
+                    break
+                old_port = t.ports[v][d]
+                old = _dest_edges(t, d, v)
+                for e in old:
+                    g.remove(*e)
+                t.ports[v][d] = port
+                new = _dest_edges(t, d, v)
+                added = []
+                for a, b in new:
+                    if g.reaches(b, a):
+                        break
+                    g.add(a, b)
+                    added.append((a, b))
+                else:
+                    length = [len(t.route(u, d)) for u in range(n)]
+                    break
+                for e in added:
+                    g.remove(*e)
+                t.ports[v][d] = old_port
+                for e in old:
+                    g.add(*e)
+    t.__dict__.pop("reach", None)
+    return t
+
+
+def forwarding_table(topo: Topology, algorithm: str = "shortcut") -> ForwardingTable:
+    if algorithm == "xy":
+        t = xy_table(topo)
+    elif algorithm == "shortcut":
+        t = shortcut_table(topo)
+    else:
+        raise RoutingError(f"unknown routing algorithm {algorithm!r}; expected one of {', '.join(ALGORITHMS)}")
+    check_deadlock_free(t)
+    return t
+
+
+# ----- checking -------------------------------------------------------------
+
+def validate(t: ForwardingTable) -> None:
+    """Shape, ports and loop-freedom of a table; raises RoutingError with the first problem."""
+    topo = t.topology
+    n = topo.nodes
+    if len(t.ports) != n or any(len(row) != n for row in t.ports):
+        raise RoutingError(f"forwarding table must be {n} x {n} for the {topo.name}")
+    for v in range(n):
+        for d in range(n):
+            p = t.ports[v][d]
+            if (v == d) != (p == LOCAL):
+                raise RoutingError(f"table[{v}][{d}] = {p!r}: only table[v][v] may be {LOCAL!r}")
+            if p != LOCAL and p not in t.out_link[v]:
+                raise RoutingError(f"table[{v}][{d}] = {p!r}: router {v} has no outgoing link on port {p!r}")
+    for s in range(n):
+        for d in range(n):
+            t.route(s, d)
+
+
+def channel_dependencies(t: ForwardingTable, flow: str = "cut-through") -> set[tuple[int, int]]:
+    """The CDG edges ``(link_a, link_b)`` of multicast traffic from every source to any destination set."""
+    topo = t.topology
+    n = topo.nodes
+    edges = set()
+    for s in range(n):
+        for d in range(n):
+            r = t.route(s, d)
+            edges.update(zip(r, r[1:]))
+    if flow == "cut-through":
+        return edges
+    if flow != "wormhole":
+        raise RoutingError(f"unknown flow control {flow!r}")
+    # Wormhole replication: at router v, a packet entering on channel c (or injected)
+    # with destinations D splits over outputs; every link of one branch's sub-tree
+    # depends on every other branch's first link.
+    for v in range(n):
+        arrivals: dict[int | None, set[int]] = {None: set(range(n)) - {v}}
+        for i in topo.in_links[v]:
+            x = topo.links[i].src
+            arrivals[i] = {d for d in range(n) if d != v and d != x and t.next_link(x, d) == i}
+        for dests in arrivals.values():
+            branches: dict[str, set[int]] = defaultdict(set)
+            for d in dests:
+                branches[t.ports[v][d]].update(t.route(v, d))
+            for p1, sub in branches.items():
+                for p2 in branches:
+                    if p2 != p1:
+                        first = t.out_link[v][p2]
+                        edges.update((a, first) for a in sub)
+    return edges
+
+
+def find_cycle(n_links: int, edges: set[tuple[int, int]]) -> list[int] | None:
+    succ: list[list[int]] = [[] for _ in range(n_links)]
+    for a, b in edges:
+        succ[a].append(b)
+    color = [0] * n_links
+    parent = [-1] * n_links
+    for root in range(n_links):
+        if color[root]:
+            continue
+        stack = [(root, iter(succ[root]))]
+        color[root] = 1
+        while stack:
+            x, it = stack[-1]
+            y = next(it, None)
+            if y is None:
+                color[x] = 2
+                stack.pop()
+            elif color[y] == 0:
+                color[y], parent[y] = 1, x
+                stack.append((y, iter(succ[y])))
+            elif color[y] == 1:
+                cyc, z = [y], x
+                while z != y:
+                    cyc.append(z)
+                    z = parent[z]
+                return cyc[::-1] if len(cyc) > 1 else cyc
+    return None
+
+
+def describe_link(topo: Topology, i: int) -> str:
+    l = topo.links[i]
+    return f"{l.src}->{l.dst}({l.src_port})"
+
+
+def check_deadlock_free(t: ForwardingTable, flow: str = "cut-through") -> None:
+    """Raise DeadlockError naming one CDG cycle if the table can deadlock under ``flow``."""
+    validate(t)
+    cyc = find_cycle(len(t.topology.links), channel_dependencies(t, flow))
+    if cyc is not None:
+        ring = " -> ".join(describe_link(t.topology, i) for i in cyc + cyc[:1])
+        raise DeadlockError(f"{t.algorithm} routing on the {t.topology.name} can deadlock ({flow}): "
+                            f"channel dependency cycle {ring}")
+
+
+def load(path: str | Path) -> ForwardingTable:
+    """Read a table written by ``equimesh routing --out``; validated and deadlock-checked."""
+    try:
+        d = json.loads(Path(path).read_text())
+    except OSError as e:
+        raise RoutingError(f"cannot read {path}: {e.strerror}") from None
+    except json.JSONDecodeError as e:
+        raise RoutingError(f"{path}: not JSON ({e.msg}, line {e.lineno})") from None
+    if not isinstance(d, dict) or d.get("format") != FORMAT:
+        raise RoutingError(f"{path}: not an {FORMAT} file")
+    try:
+        tj = d["topology"]
+        topo = build(str(tj["kind"]), int(tj["rows"]), int(tj["cols"]), ring_dirs=parse_ring_dirs(tj.get("ring_dirs")))
+        ports = [[str(p) for p in row] for row in d["ports"]]
+    except (KeyError, TypeError, ValueError) as e:
+        if isinstance(e, TopologyError):
+            raise RoutingError(f"{path}: {e}") from None
+        raise RoutingError(f"{path}: malformed routing file ({e!r})") from None
+    t = ForwardingTable(topo, ports, str(d.get("algorithm", "file")))
+    check_deadlock_free(t)
+    return t
