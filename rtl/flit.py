@@ -1,0 +1,37 @@
+"""Flits and links.
+
+A flit is ``flit_bits`` wide (default 64) and is read as ``flit_bits / 32``
+32-bit words: ReduceScatter adds flits word by word, wrapping at 2**32, so the
+hardware sum is bit-exact against an integer model (seed 000, Section II-B).
+A link is a registered ``valid`` bit and a flit; one flit per cycle.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Cat, unsigned
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import Out
+
+WORD_BITS = 32
+
+
+def flit_layout(flit_bits: int = 64) -> data.StructLayout:
+    if flit_bits < WORD_BITS or flit_bits % WORD_BITS:
+        raise ValueError(f"flit width must be a positive multiple of {WORD_BITS} bits (got {flit_bits})")
+    return data.StructLayout({"words": data.ArrayLayout(unsigned(WORD_BITS), flit_bits // WORD_BITS)})
+
+
+def link_signature(flit_bits: int = 64) -> wiring.Signature:
+    """One direction of a link, seen from its sender: ``flit`` is meaningful when ``valid`` is high."""
+    return wiring.Signature({"valid": Out(1), "flit": Out(flit_layout(flit_bits))})
+
+
+def add_flits(flits, flit_bits: int):
+    """Word-wise wrapping 32-bit sum of several flits (a list of flit views); returns a flit value."""
+    words = []
+    for j in range(flit_bits // WORD_BITS):
+        acc = flits[0].words[j]
+        for f in flits[1:]:
+            acc = (acc + f.words[j])[:WORD_BITS]
+        words.append(acc)
+    return Cat(*words)

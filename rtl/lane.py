@@ -1,0 +1,55 @@
+"""A lane: the chunk buffer behind one network port (README "Node storage").
+
+``slots x chunk_flits`` flits in one :class:`~amaranth.lib.memory.Memory`
+with one write port and one or two synchronous read ports:
+
+* ``rd``: the send read port, streaming a slot out to the crossbar;
+* ``acc``: the read-modify-write port of ReduceScatter, present only when the
+  network reduces (the lane is then 2R1W).
+
+Both read ports are transparent for the write port, so a flit written in a
+cycle can be read in that same cycle: this is what lets a step last only
+``max(chunk_flits, 2)`` cycles.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Module, unsigned
+from amaranth.lib import wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from .flit import flit_layout
+
+
+class Lane(wiring.Component):
+    """Ports: ``rd_addr`` -> ``rd_data`` one cycle later; ``acc_addr`` -> ``acc_data`` likewise
+    (only with ``reduce``); ``wr_en``, ``wr_addr``, ``wr_data`` write at the clock edge.
+
+    ``init`` is the lane's initial contents, one integer per flit (the node's preloaded data).
+    """
+
+    def __init__(self, depth: int, flit_bits: int, reduce: bool, init=()):
+        self.depth, self.reduce = depth, reduce
+        flit = flit_layout(flit_bits)
+        addr = range(depth)
+        members = {
+            "rd_addr": In(addr), "rd_data": Out(flit),
+            "wr_en": In(1), "wr_addr": In(addr), "wr_data": In(flit),
+        }
+        if reduce:
+            members.update({"acc_addr": In(addr), "acc_data": Out(flit)})
+        super().__init__(members)
+        self.mem = Memory(shape=unsigned(flit_bits), depth=depth, init=list(init))
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.mem = mem = self.mem
+        wr = mem.write_port()
+        m.d.comb += [wr.en.eq(self.wr_en), wr.addr.eq(self.wr_addr), wr.data.eq(self.wr_data)]
+        rd = mem.read_port(transparent_for=(wr,))
+        m.d.comb += [rd.addr.eq(self.rd_addr), self.rd_data.eq(rd.data)]
+        if self.reduce:
+            acc = mem.read_port(transparent_for=(wr,))
+            m.d.comb += [acc.addr.eq(self.acc_addr), self.acc_data.eq(acc.data)]
+        return m

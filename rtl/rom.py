@@ -1,0 +1,276 @@
+"""The ROM compiler: a verified schedule -> one schedule-table image per router.
+
+This is where the intelligence of the schedule-driven datapath lives (the
+S4NOC idea: the router is a step counter and a table). It is pure Python and
+is tested without a simulator.
+
+Node storage (``schedules/storage.py``, README "Node storage"): one *lane*
+(a chunk buffer) per network port of the router, ``slots`` chunk slots deep,
+``chunk_flits`` flits per slot. The compiler assigns every chunk a
+``(lane, slot)``, and writes, per timestep and router:
+
+* per lane: which slot its send read port streams out (``rd_en``,
+  ``rd_slot``), and which slot its write port fills (``wr_en``, ``wr_slot``)
+  from which in-ports (``wr_mask``), adding the lane's old value or not
+  (``wr_acc``, ReduceScatter only);
+* per out-port: which lane the crossbar connects to it (``valid``, ``lane``).
+
+AllGather (seed 000, Algorithm 2): a chunk received on in-port ``p`` goes to
+lane ``p``; a node's own chunk ``c`` starts in lane ``ports[c mod P]``.
+ReduceScatter (Algorithm 3, MirrorXTree): node ``v`` keeps its partial of
+``(root, chunk)`` in the lane of the port it later sends it on (the root: the
+chunk's home lane), and every partial it receives is added there. AllReduce
+runs both phases on the same lanes; after the ReduceScatter the root's sums
+sit in their home lanes, which is where the AllGather expects them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from amaranth.hdl import unsigned
+from amaranth.lib import data
+
+from ..schedules.schedule import Schedule
+from ..schedules.storage import StorageConflict, check_storage
+from ..schedules.topology import PORT_ORDER, Topology
+from ..schedules.verify import ScheduleInvalid, verify
+
+# A step lasts max(chunk_flits, MIN_PERIOD) cycles: a flit written at stage C of
+# step s must be readable (through the lanes' transparent read ports) at
+# stage A of step s + 1, two cycles after it was read at the sender.
+MIN_PERIOD = 2
+
+
+class RomError(ValueError):
+    """A schedule the hardware cannot execute; the message is one line."""
+
+
+def _bits(n: int) -> int:
+    return max(1, (n - 1).bit_length())
+
+
+def lane_op_layout(lanes: int, slots: int) -> data.StructLayout:
+    """What one lane does in one timestep."""
+    return data.StructLayout({
+        "rd_en":   1,                       # the send read port streams a slot out
+        "rd_slot": unsigned(_bits(slots)),  # ... this one
+        "wr_en":   1,                       # the write port fills a slot
+        "wr_slot": unsigned(_bits(slots)),  # ... this one
+        "wr_acc":  1,                       # add the slot's old value (ReduceScatter)
+        "wr_mask": unsigned(lanes),         # in-ports summed into it (bit i: in-port of lane i)
+    })
+
+
+def out_sel_layout(lanes: int) -> data.StructLayout:
+    """What one out-port sends in one timestep: a lane, or idle."""
+    return data.StructLayout({"valid": 1, "lane": unsigned(_bits(lanes))})
+
+
+def entry_layout(lanes: int, slots: int) -> data.StructLayout:
+    """One schedule-table ROM entry (one timestep of one router)."""
+    return data.StructLayout({
+        "lane": data.ArrayLayout(lane_op_layout(lanes, slots), lanes),
+        "out": data.ArrayLayout(out_sel_layout(lanes), lanes),
+    })
+
+
+def design_ports(topo: Topology, node: int) -> tuple[str, ...]:
+    """The ports of a node's router design: N E S W, plus the node's extra ports X0, X1, ...
+
+    Ports with no link stay in the design and are tied off (mesh edges).
+    """
+    extra = [p for p in topo.ports(node) if p not in PORT_ORDER]
+    return tuple(PORT_ORDER) + tuple(extra)
+
+
+@dataclass
+class RouterImage:
+    """One router's share of the schedule: its lanes and its ROM table (arrays indexed [step, lane])."""
+
+    node: int
+    ports: tuple[str, ...]
+    lanes: tuple[str, ...]
+    rd_en: np.ndarray
+    rd_slot: np.ndarray
+    wr_en: np.ndarray
+    wr_slot: np.ndarray
+    wr_acc: np.ndarray
+    wr_mask: np.ndarray
+    out_valid: np.ndarray
+    out_lane: np.ndarray
+
+    def entry(self, s: int) -> dict:
+        n = len(self.lanes)
+        return {
+            "lane": [{"rd_en": int(self.rd_en[s, i]), "rd_slot": int(self.rd_slot[s, i]),
+                      "wr_en": int(self.wr_en[s, i]), "wr_slot": int(self.wr_slot[s, i]),
+                      "wr_acc": int(self.wr_acc[s, i]), "wr_mask": int(self.wr_mask[s, i])} for i in range(n)],
+            "out": [{"valid": int(self.out_valid[s, i]), "lane": int(self.out_lane[s, i])} for i in range(n)],
+        }
+
+
+@dataclass
+class NetworkImage:
+    """Everything elaboration and checking need: ROM tables, lane size, where data starts and ends.
+
+    ``initial[v]`` and ``final[v]`` map ``(root, chunk)`` to ``(lane index, slot)``
+    at node ``v``. AllGather starts with a node's own shard; ReduceScatter and
+    AllReduce start with the node's whole input vector.
+    """
+
+    topology: Topology
+    collective: str
+    chunks: int
+    chunk_flits: int
+    steps: int
+    slots: int
+    reduce: bool
+    routers: list[RouterImage]
+    initial: list[dict]
+    final: list[dict]
+    link_transfers: np.ndarray
+    phase_steps: list[int] = field(default_factory=list)
+
+    @property
+    def period(self) -> int:
+        """Cycles per timestep."""
+        return max(self.chunk_flits, MIN_PERIOD)
+
+    @property
+    def lane_flits(self) -> int:
+        return self.slots * self.chunk_flits
+
+    def layout(self, node: int) -> data.StructLayout:
+        return entry_layout(len(self.routers[node].lanes), self.slots)
+
+    def rom_words(self, node: int) -> list[int]:
+        """The ROM contents of a router as integers (the bit image of :func:`entry_layout`)."""
+        lay = self.layout(node)
+        r = self.routers[node]
+        return [lay.const(r.entry(s)).as_value().value for s in range(self.steps)]
+
+
+def same_topology(a: Topology, b: Topology) -> bool:
+    return (a.kind, a.rows, a.cols) == (b.kind, b.rows, b.cols) and a.links == b.links
+
+
+class _Lanes:
+    """Slot allocation of one node: per lane, the set of slots in use."""
+
+    def __init__(self, n: int):
+        self.used = [set() for _ in range(n)]
+
+    def alloc(self, lane: int) -> int:
+        s = 0
+        while s in self.used[lane]:
+            s += 1
+        self.used[lane].add(s)
+        return s
+
+    def keep_only(self, live):
+        self.used = [set() for _ in self.used]
+        for lane, slot in live:
+            self.used[lane].add(slot)
+
+
+def compile_schedule(sched: Schedule, chunk_flits: int, topo: Topology | None = None) -> NetworkImage:
+    """Compile a schedule into ROM images; raise :class:`RomError` if the hardware cannot run it."""
+    if chunk_flits < 1:
+        raise RomError(f"chunk_flits must be >= 1 (got {chunk_flits})")
+    t = sched.topology
+    if topo is not None and not same_topology(t, topo):
+        raise RomError(f"the schedule is for the {t.name} ({len(t.links)} links), "
+                       f"but the network is the {topo.name} ({len(topo.links)} links)")
+    try:
+        verify(sched)
+        check_storage(sched)
+    except (ScheduleInvalid, StorageConflict) as e:
+        raise RomError(f"the hardware cannot execute this schedule: {e}") from None
+
+    n, k = t.nodes, sched.chunks
+    lanes = [tuple(t.ports(v)) for v in range(n)]
+    lane_of = [{p: i for i, p in enumerate(lanes[v])} for v in range(n)]
+    steps = sched.num_steps
+    arrays = {name: [np.zeros((steps, len(lanes[v])), dtype=np.int64) for v in range(n)]
+              for name in ("rd_en", "rd_slot", "wr_en", "wr_slot", "wr_acc", "wr_mask", "out_valid", "out_lane")}
+    A = lambda name, v: arrays[name][v]  # noqa: E731
+    alloc = [_Lanes(len(lanes[v])) for v in range(n)]
+    home = [[lane_of[v][lanes[v][c % len(lanes[v])]] for c in range(k)] for v in range(n)]
+    loc: list[dict] = [dict() for _ in range(n)]
+    link_transfers = np.zeros(len(t.links), dtype=np.int64)
+
+    first = sched.phases[0].collective
+    if first == "allgather":
+        for v in range(n):
+            for c in range(k):
+                loc[v][(v, c)] = (home[v][c], alloc[v].alloc(home[v][c]))
+    else:
+        # ReduceScatter input: each partial starts in the lane it will be sent from.
+        send_lane = [dict() for _ in range(n)]
+        for s in sched.phases[0].steps:
+            for link, root, c in np.asarray(s).reshape(-1, 3).tolist():
+                l = t.links[link]
+                send_lane[l.src][(root, c)] = lane_of[l.src][l.src_port]
+        for v in range(n):
+            for root in range(n):
+                for c in range(k):
+                    lane = home[v][c] if root == v else send_lane[v][(root, c)]
+                    loc[v][(root, c)] = (lane, alloc[v].alloc(lane))
+    initial = [dict(d) for d in loc]
+
+    base = 0
+    for phase in sched.phases:
+        if phase.collective == "allgather" and base > 0:
+            # After the ReduceScatter only the root's sums are live; other slots are free.
+            for v in range(n):
+                loc[v] = {(v, c): loc[v][(v, c)] for c in range(k)}
+                alloc[v].keep_only(loc[v].values())
+        for i, step in enumerate(phase.steps):
+            s = base + i
+            arrivals = []
+            for link, root, c in np.asarray(step).reshape(-1, 3).tolist():
+                l = t.links[link]
+                u, w = l.src, l.dst
+                link_transfers[link] += 1
+                lane, slot = loc[u][(root, c)]
+                o = lane_of[u][l.src_port]
+                if phase.collective == "reducescatter" and lane != o:
+                    raise RomError(f"step {s}, link {link}: node {u} must send root {root}, chunk {c} "
+                                   f"from lane {l.src_port}, but it is in lane {lanes[u][lane]}")
+                if A("rd_en", u)[s, lane] and A("rd_slot", u)[s, lane] != slot:
+                    raise RomError(f"step {s}, link {link}: lane {lanes[u][lane]} of node {u} "
+                                   "would read two slots in one step")
+                A("rd_en", u)[s, lane] = 1
+                A("rd_slot", u)[s, lane] = slot
+                A("out_valid", u)[s, o] = 1
+                A("out_lane", u)[s, o] = lane
+                arrivals.append((w, lane_of[w][l.dst_port], root, c, link))
+            for w, p, root, c, link in arrivals:
+                if phase.collective == "allgather":
+                    lane, slot, acc = p, alloc[w].alloc(p), 0
+                    loc[w][(root, c)] = (lane, slot)
+                else:
+                    (lane, slot), acc = loc[w][(root, c)], 1
+                    if A("wr_en", w)[s, lane] and A("wr_slot", w)[s, lane] != slot:
+                        raise RomError(f"step {s}, link {link}: lane {lanes[w][lane]} of node {w} "
+                                       "would accumulate two slots in one step")
+                A("wr_en", w)[s, lane] = 1
+                A("wr_slot", w)[s, lane] = slot
+                A("wr_acc", w)[s, lane] = acc
+                A("wr_mask", w)[s, lane] |= 1 << p
+        base += phase.num_steps
+
+    last = sched.phases[-1].collective
+    final = [dict(loc[v]) if last == "allgather" else {(v, c): loc[v][(v, c)] for c in range(k)}
+             for v in range(n)]
+    slots = max(max((max(u) + 1 for u in a.used if u), default=1) for a in alloc)
+    slots = max(slots, max(s + 1 for d in initial for _, s in d.values()))
+    routers = [RouterImage(v, design_ports(t, v), lanes[v], *(arrays[name][v] for name in
+               ("rd_en", "rd_slot", "wr_en", "wr_slot", "wr_acc", "wr_mask", "out_valid", "out_lane")))
+               for v in range(n)]
+    return NetworkImage(t, sched.collective, k, chunk_flits, steps, slots,
+                        reduce=any(p.collective == "reducescatter" for p in sched.phases),
+                        routers=routers, initial=initial, final=final, link_transfers=link_transfers,
+                        phase_steps=[p.num_steps for p in sched.phases])
