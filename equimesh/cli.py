@@ -19,6 +19,7 @@ def make_parser() -> argparse.ArgumentParser:
     # --- subcommand registration: each module adds its own subcommands ---
     from .commands import register as register_core
     register_core(sub)
+    from .eval_commands import register as register_eval; register_eval(sub)
     # --- end of registration ---
     return p
 

@@ -1,0 +1,178 @@
+"""Subcommands for evaluation at scale: ``evaluate``, ``report``, ``bench-eval``."""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+
+import numpy as np
+
+from .errors import InputError, UsageError
+from .schedules.failures import Disconnected, degrade, parse_fail_links, random_failures
+from .schedules.topology import TopologyError, build
+from .sim.alphabeta import LinkModel
+from .sim.evaluate import (ALGORITHMS, COLLECTIVES, best_baseline, default_sizes, evaluate, format_size,
+                           parse_size, plot_curves, run_curve, to_json)
+
+
+def _algorithms(text: str | None, failures: bool) -> list[str]:
+    if text is None:
+        names = [n for n, a in ALGORITHMS.items() if a.available and (a.topology_agnostic or not failures)]
+    else:
+        names = [t.strip() for t in text.split(",") if t.strip()]
+    for n in names:
+        if n not in ALGORITHMS:
+            raise UsageError(f"unknown algorithm {n!r}; expected one of {', '.join(ALGORITHMS)}")
+        a = ALGORITHMS[n]
+        if not a.available:
+            raise UsageError(f"algorithm {n!r} is not available yet (schedules/{a.module}.py is missing)")
+        if failures and not a.topology_agnostic:
+            raise UsageError(f"algorithm {n!r} has a fixed structure and cannot be resynthesized on a "
+                             "degraded topology; use a topology-agnostic one ("
+                             + ", ".join(k for k, v in ALGORITHMS.items() if v.topology_agnostic) + ")")
+    return names
+
+
+def _sizes(text: str | None) -> np.ndarray:
+    if text is None:
+        return default_sizes()
+    try:
+        return np.array(sorted({parse_size(t) for t in text.split(",") if t.strip()}))
+    except ValueError as e:
+        raise UsageError(f"--sizes: {e}") from None
+
+
+def _chunks(text: str | None) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        ks = [int(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise UsageError(f"--chunks must be comma-separated integers (got {text!r})") from None
+    if not ks or min(ks) < 1:
+        raise UsageError(f"--chunks must be integers >= 1 (got {text!r})")
+    return ks
+
+
+def _model(args) -> LinkModel:
+    if not args.alpha >= 0 or not args.bandwidth > 0:
+        raise UsageError(f"--alpha must be >= 0 and --bandwidth > 0 (got {args.alpha}, {args.bandwidth})")
+    return LinkModel(alpha=args.alpha * 1e-9, bandwidth=args.bandwidth * 1e9)
+
+
+def cmd_evaluate(args) -> int:
+    if args.rows < 2 or args.cols < 2:
+        raise UsageError(f"rows and cols must be >= 2 (got {args.rows}x{args.cols})")
+    failing = args.fail_links is not None or args.fail_random is not None
+    names = _algorithms(args.algorithms, failing)
+    sizes, model, ks = _sizes(args.sizes), _model(args), _chunks(args.chunks)
+    curves = evaluate(args.rows, args.cols, args.collective, names, sizes, model, ks)
+    out = to_json(args.rows, args.cols, args.collective, curves, model)
+    if failing:
+        out["failures"] = _failures(args, names, curves, sizes, model, ks)
+    if args.plot:
+        title = f"{args.collective} on {args.rows}x{args.cols} (alpha {args.alpha:g} ns, {args.bandwidth:g} GB/s)"
+        try:
+            plot_curves(curves, title, args.plot)
+        except OSError as e:
+            raise InputError(f"cannot write {args.plot}: {e.strerror}") from None
+        out["plot"] = args.plot
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    _print_table(out)
+    return 0
+
+
+def _failures(args, names, curves, sizes, model, ks) -> list[dict]:
+    """Resynthesize every (topology-agnostic) algorithm on its degraded topology; report the slowdown."""
+    rows = []
+    for name, intact in zip(names, curves):
+        topo = intact.topology
+        try:
+            if args.fail_links is not None:
+                failed = parse_fail_links(args.fail_links, topo)
+            else:
+                failed = random_failures(topo, args.fail_random, args.seed)
+            deg = degrade(topo, failed, args.collective)
+        except TopologyError as e:
+            raise UsageError(str(e)) from None
+        except Disconnected as e:
+            raise InputError(f"{name}: {e}") from None
+        c = run_curve(ALGORITHMS[name], deg, args.collective, sizes, ks or ALGORITHMS[name].chunk_counts, model)
+        rows.append({"algorithm": name, "topology": deg.name, "failed_links": [list(f) for f in deg.failed],
+                     "verified": True,
+                     "effective_bandwidth_GBps": [round(float(x) / 1e9, 6) for x in c.effective_bandwidth],
+                     "slowdown": [round(float(a / b), 4) for a, b in zip(c.completion, intact.completion)]})
+    return rows
+
+
+def _print_table(out: dict) -> None:
+    sizes = out["sizes"]
+    show = sorted({0, len(sizes) // 2, len(sizes) - 1})
+    head = f"{'algorithm':<16} {'topology':<22}" + "".join(f"{format_size(sizes[i]):>10}" for i in show)
+    print(f"{out['collective']} on {out['rows']}x{out['cols']}: effective bandwidth (GB/s) per message size per node")
+    print(head + f"{'ratio':>8}")
+    for r in out["results"]:
+        bw = "".join(f"{r['effective_bandwidth_GBps'][i]:>10.2f}" for i in show)
+        ratio = f"{r['ratio_vs_best_baseline']:>8.3f}" if "ratio_vs_best_baseline" in r else ""
+        print(f"{r['algorithm']:<16} {r['topology']:<22}{bw}{ratio}")
+    if out.get("best_baseline"):
+        print(f"ratio = effective bandwidth at {format_size(sizes[-1])} / best baseline ({out['best_baseline']})")
+    for f in out.get("failures", []):
+        print(f"{f['algorithm']} on {f['topology']}: verified; slowdown at {format_size(sizes[-1])} "
+              f"{f['slowdown'][-1]:.3f}x, at {format_size(sizes[0])} {f['slowdown'][0]:.3f}x")
+    if "plot" in out:
+        print(f"plot: {out['plot']}")
+
+
+def cmd_bench_eval(args) -> int:
+    """Time synthesis, verification and simulation of one message size on large meshes."""
+    model = LinkModel()
+    size = np.array([parse_size(args.size)])
+    print(f"# equimesh bench-eval, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+          f"{platform.node()} ({platform.machine()}, {platform.processor() or 'cpu'}), Python {platform.python_version()}")
+    print(f"# one message size ({args.size} per node), alpha-beta model of Table I; K = {args.chunks}")
+    print(f"{'mesh':<6} {'algorithm':<16} {'collective':<10} {'transfers':>10} {'steps':>6} "
+          f"{'synth s':>8} {'verify s':>8} {'sim s':>7} {'GB/s':>8}")
+    for dim in args.dims:
+        for name in args.algorithms.split(","):
+            algo = ALGORITHMS[name]
+            for coll in COLLECTIVES:
+                topo = build(algo.kind, dim, dim)
+                c = run_curve(algo, topo, coll, size, [args.chunks], model)
+                v = c.by_chunks[args.chunks]
+                print(f"{dim}x{dim:<4} {name:<16} {coll:<10} {v['transfers']:>10} {v['steps']:>6} "
+                      f"{v['synth_s']:>8.2f} {v['verify_s']:>8.2f} {v['sim_s']:>7.2f} "
+                      f"{c.effective_bandwidth[0] / 1e9:>8.2f}", flush=True)
+    return 0
+
+
+def add_model_args(p) -> None:
+    p.add_argument("--alpha", type=float, default=20.0, help="per-hop latency in ns (default 20, Table I)")
+    p.add_argument("--bandwidth", type=float, default=128.0, help="link bandwidth in GB/s (default 128, Table I)")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("evaluate", help="effective bandwidth of XTree/MirrorXTree and the baselines across message sizes")
+    p.add_argument("--rows", type=int, default=8, help="mesh rows (default 8)")
+    p.add_argument("--cols", type=int, default=8, help="mesh columns (default 8)")
+    p.add_argument("--collective", choices=COLLECTIVES, default="allgather")
+    p.add_argument("--sizes", help="message sizes per node, comma-separated, e.g. 1K,1M,1G (default 1KB..1GB, powers of 2)")
+    p.add_argument("--algorithms", help="comma-separated, from: " + ", ".join(ALGORITHMS) + " (default: all available)")
+    p.add_argument("--chunks", help="chunk counts K to try, best per size (default: each algorithm's own set)")
+    add_model_args(p)
+    p.add_argument("--fail-links", help="also resynthesize on the topology without these links: U-V (both ways) or U>V, comma-separated")
+    p.add_argument("--fail-random", type=int, help="also resynthesize with this many random directed links failed")
+    p.add_argument("--seed", type=int, default=0, help="seed for --fail-random (default 0)")
+    p.add_argument("--plot", help="write the effective-bandwidth plot (PNG) here")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("bench-eval", help="benchmark: alpha-beta evaluation of one size on 16x16 and 32x32")
+    p.add_argument("--dims", type=int, nargs="+", default=[16, 32], help="square mesh sizes (default 16 32)")
+    p.add_argument("--algorithms", default="equimesh-xtree", help="comma-separated (default equimesh-xtree)")
+    p.add_argument("--chunks", type=int, default=4, help="chunk count K (default 4)")
+    p.add_argument("--size", default="1G", help="message size per node (default 1G)")
+    p.set_defaults(func=cmd_bench_eval)

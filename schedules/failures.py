@@ -1,0 +1,90 @@
+"""Link failures: the degraded topology a schedule is resynthesized on.
+
+A failed link is removed from the topology; topology-agnostic synthesizers (XTree,
+Algorithm 2 of seed 000, which only asks for free links out of each tree) then run on
+what is left. MirrorXTree (Algorithm 3) builds the ReduceScatter on the mirror
+topology and reverses it, so the degraded mirror must lack the reverse of every failed
+link: :class:`DegradedTopology` overrides ``mirror`` to say so.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from .topology import Topology, TopologyError
+
+
+class Disconnected(ValueError):
+    """The failures leave some node unable to reach another; the message is one line."""
+
+
+class DegradedTopology(Topology):
+    """A topology with some links removed; ``failed`` lists them as ``(src, dst, src_port, dst_port)``."""
+
+    def __init__(self, base: Topology, failed: list):
+        gone = {tuple(f) for f in failed}
+        links = [l for l in base.links if (l.src, l.dst, l.src_port, l.dst_port) not in gone]
+        super().__init__(base.kind, base.rows, base.cols, links, ring_dirs=base.ring_dirs)
+        self.base = base
+        self.failed = sorted(gone)
+
+    @property
+    def name(self) -> str:
+        return f"{self.rows}x{self.cols} {self.kind} - {len(self.failed)} failed link(s)"
+
+    def mirror(self) -> Topology:
+        """Seed 000, Section III-B mirror, minus the reverse of every failed link."""
+        reversed_failed = [(d, s, pd, ps) for s, d, ps, pd in self.failed]
+        return DegradedTopology(self.base.mirror(), reversed_failed)
+
+    def to_json(self) -> dict:
+        d = super().to_json()
+        d["failed_links"] = [list(f) for f in self.failed]
+        return d
+
+
+def parse_fail_links(text: str, topo: Topology) -> list[tuple]:
+    """``--fail-links``: comma-separated ``U-V`` (every link between U and V, both ways) or ``U>V`` (U to V only)."""
+    out = []
+    for item in (t.strip() for t in text.split(",")):
+        m = re.fullmatch(r"(\d+)\s*([->])\s*(\d+)", item)
+        if not m:
+            raise TopologyError(f"--fail-links: {item!r} is not U-V or U>V (node ids)")
+        u, kind, v = int(m.group(1)), m.group(2), int(m.group(3))
+        for w in (u, v):
+            if not 0 <= w < topo.nodes:
+                raise TopologyError(f"--fail-links: node {w} is not in the {topo.name} (0..{topo.nodes - 1})")
+        hit = [l for l in topo.links
+               if (l.src, l.dst) == (u, v) or (kind == "-" and (l.src, l.dst) == (v, u))]
+        if not hit:
+            raise TopologyError(f"--fail-links: the {topo.name} has no link {item}")
+        out += [(l.src, l.dst, l.src_port, l.dst_port) for l in hit]
+    return out
+
+
+def random_failures(topo: Topology, count: int, seed: int) -> list[tuple]:
+    """``count`` distinct directed links of ``topo`` chosen uniformly with ``seed``."""
+    if not 0 <= count <= len(topo.links):
+        raise TopologyError(f"--fail-random must be between 0 and {len(topo.links)} (got {count})")
+    pick = np.random.default_rng(seed).choice(len(topo.links), size=count, replace=False)
+    return [topo.links[i].as_list() for i in sorted(pick)]
+
+
+def degrade(topo: Topology, failed: list, collective: str) -> DegradedTopology:
+    """Remove ``failed`` from ``topo``; raise :class:`Disconnected` if a node can no longer reach another.
+
+    A ReduceScatter (or the first phase of an AllReduce) runs on the degraded mirror,
+    which must be strongly connected as well.
+    """
+    deg = DegradedTopology(topo, [tuple(f) for f in failed])
+    checks = [("", deg)]
+    if collective != "allgather":
+        checks.append(("mirror ", deg.mirror()))
+    for what, t in checks:
+        if not t.strongly_connected:
+            u, v = (int(x[0]) for x in np.nonzero(t.distances < 0))
+            raise Disconnected(f"failing {len(deg.failed)} link(s) disconnects the {what}network: "
+                               f"node {u} can no longer reach node {v}")
+    return deg

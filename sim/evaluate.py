@@ -1,0 +1,233 @@
+"""Evaluation at scale (seed 000, Section V): effective bandwidth of every algorithm across message sizes.
+
+Each algorithm is a schedule generator on its topology (EquiMesh for XTree/MirrorXTree,
+the 2D mesh for the baselines of Section V-A, the overflow-degree mesh of Fig. 2b as a
+reference). Every schedule is verified, then run through the alpha-beta event simulator
+(:mod:`.alphabeta`) at each message size. An algorithm is tried at each of its chunk
+counts ``K`` and, per size, the best ``K`` is reported: chunking trades the latency bound
+against the bandwidth bound (Section III-A), and XTree adapts ``K`` the same way
+(Section VI).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from ..schedules.schedule import Schedule, lower_bound
+from ..schedules.synth import synthesize
+from ..schedules.topology import Topology, build
+from ..schedules.verify import verify
+from .alphabeta import LinkModel, simulate
+
+COLLECTIVES = ("allgather", "allreduce")
+
+
+def _lead(name: str) -> Callable[[Topology, int, str], Schedule]:
+    """A generator behind ``schedules.synth.synthesize``; XTree-based ones use MirrorXTree for AllReduce."""
+    def make(topo: Topology, chunks: int, collective: str) -> Schedule:
+        algo = "mirrorxtree" if (name == "xtree" and collective != "allgather") else name
+        return synthesize(topo, chunks, collective, algo)
+    return make
+
+
+def _mine(module: str, func: str) -> Callable[[Topology, int, str], Schedule]:
+    def make(topo: Topology, chunks: int, collective: str) -> Schedule:
+        mod = importlib.import_module(f"equimesh.schedules.{module}")
+        return getattr(mod, func)(topo, chunks, collective)
+    return make
+
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """One curve of Figs. 7/8: a schedule generator on a topology kind."""
+
+    name: str
+    kind: str
+    role: str  # "proposed", "baseline" (Section V-A) or "reference"
+    source: str
+    make: Callable[[Topology, int, str], Schedule] = field(repr=False)
+    chunk_counts: tuple[int, ...]
+    module: str  # schedules/<module>.py that must exist for the generator to be available
+    topology_agnostic: bool  # can be resynthesized on a degraded topology
+
+    @property
+    def available(self) -> bool:
+        return importlib.util.find_spec(f"equimesh.schedules.{self.module}") is not None
+
+
+ALGORITHMS = {a.name: a for a in [
+    Algorithm("equimesh-xtree", "equimesh", "proposed",
+              "seed 000, Algorithms 1-3: XTree AllGather, MirrorXTree AllReduce on EquiMesh",
+              _lead("xtree"), (1, 2, 4, 8), "xtree", True),
+    Algorithm("mesh-ring2d", "mesh", "baseline",
+              "seed 000, Section V-A '2DMesh' [13], [32]: hierarchical ring RS-X, RS-Y, AG-Y, AG-X",
+              _lead("ring2d"), (1, 2, 4), "ring2d", False),
+    Algorithm("mesh-multitree", "mesh", "baseline",
+              "seed 000, Section V-A 'MultiTree' [26]: one tree per node; RS on the reversed trees",
+              _lead("multitree"), (1, 2, 4), "multitree", True),
+    Algorithm("mesh-tacos", "mesh", "baseline",
+              "seed 000, Section V-A 'TACOS' [28]: randomized greedy link-chunk matching on the "
+              "time-expanded network, best of several seeds (schedules/tacos.py)",
+              _mine("tacos", "tacos"), (1, 2, 4), "tacos", True),
+    Algorithm("mesh-tto", "mesh", "baseline",
+              "seed 000, Section V-A 'TTO' [27]: three link-disjoint trees with chunk pipelining (schedules/tto.py)",
+              _mine("tto", "tto"), (3, 6, 12), "tto", False),
+    Algorithm("mesh-tidalmesh", "mesh", "baseline",
+              "seed 000, Section V-A 'TidalMesh' [29]: APPROXIMATION, bidirectional 'tide' reduce-scatter/"
+              "all-gather per row and column (schedules/tidalmesh.py)",
+              _mine("tidalmesh", "tidalmesh"), (1, 2, 4), "tidalmesh", False),
+    Algorithm("overflow-xtree", "overflow", "reference",
+              "seed 000, Fig. 2b overflow-degree mesh (6-port edge routers) with XTree/MirrorXTree",
+              _lead("xtree"), (1, 2, 4, 8), "xtree", True),
+    Algorithm("mesh-xtree", "mesh", "reference",
+              "XTree/MirrorXTree on the plain mesh: separates the topology's gain from the algorithm's",
+              _lead("xtree"), (1, 2, 4, 8), "xtree", True),
+]}
+
+
+def default_sizes() -> np.ndarray:
+    """1 KB to 1 GB per node in powers of two (Figs. 7/8)."""
+    return 2.0 ** np.arange(10, 31)
+
+
+def parse_size(text: str) -> float:
+    """``4096``, ``4K``, ``16M``, ``1G`` (binary multiples); must be > 0."""
+    t = text.strip().upper().removesuffix("B")
+    mult = {"K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30}
+    try:
+        v = float(t[:-1]) * mult[t[-1]] if t and t[-1] in mult else float(t)
+    except ValueError:
+        raise ValueError(f"size {text!r} is not a number with an optional K/M/G suffix") from None
+    if not v > 0:
+        raise ValueError(f"sizes must be > 0 bytes (got {text!r})")
+    return v
+
+
+def format_size(v: float) -> str:
+    for unit, m in (("G", 2 ** 30), ("M", 2 ** 20), ("K", 2 ** 10)):
+        if v >= m and v % m == 0:
+            return f"{int(v // m)}{unit}B"
+    return f"{v:g}B"
+
+
+@dataclass
+class Curve:
+    """One algorithm on one topology: the best chunk count and bandwidth per size."""
+
+    algorithm: str
+    role: str
+    topology: Topology
+    sizes: np.ndarray
+    by_chunks: dict  # K -> {"steps", "bound", "completion", "synth_s", "sim_s"}
+    schedules: dict = field(repr=False, default_factory=dict)  # K -> Schedule
+
+    @property
+    def completion(self) -> np.ndarray:
+        return np.min([v["completion"] for v in self.by_chunks.values()], axis=0)
+
+    @property
+    def best_chunks(self) -> list[int]:
+        ks = list(self.by_chunks)
+        return [ks[i] for i in np.argmin([v["completion"] for v in self.by_chunks.values()], axis=0)]
+
+    @property
+    def effective_bandwidth(self) -> np.ndarray:
+        return self.sizes / self.completion
+
+
+def run_curve(algo: Algorithm, topo: Topology, collective: str, sizes: np.ndarray,
+              chunk_counts, model: LinkModel) -> Curve:
+    """Synthesize, verify and simulate ``algo`` on ``topo`` at every chunk count."""
+    by, scheds = {}, {}
+    for k in chunk_counts:
+        t0 = time.perf_counter()
+        sched = algo.make(topo, k, collective)
+        t1 = time.perf_counter()
+        verify(sched)
+        t2 = time.perf_counter()
+        res = simulate(sched, sizes, model)
+        t3 = time.perf_counter()
+        by[k] = {"steps": sched.num_steps, "bound": lower_bound(topo, k, collective),
+                 "completion": res.completion, "synth_s": t1 - t0, "verify_s": t2 - t1, "sim_s": t3 - t2,
+                 "transfers": int(sum(p.transfers for p in sched.phases))}
+        scheds[k] = sched
+    return Curve(algo.name, algo.role, topo, sizes, by, scheds)
+
+
+def evaluate(rows: int, cols: int, collective: str, algorithms: list[str], sizes: np.ndarray,
+             model: LinkModel = LinkModel(), chunk_counts: list[int] | None = None) -> list[Curve]:
+    """Figs. 7/8 for one mesh size: one :class:`Curve` per algorithm."""
+    curves = []
+    for name in algorithms:
+        algo = ALGORITHMS[name]
+        topo = build(algo.kind, rows, cols)
+        curves.append(run_curve(algo, topo, collective, sizes, chunk_counts or algo.chunk_counts, model))
+    return curves
+
+
+def best_baseline(curves: list[Curve]) -> Curve | None:
+    """The Section V-A baseline with the highest effective bandwidth at the largest size."""
+    base = [c for c in curves if c.role == "baseline"]
+    return max(base, key=lambda c: c.effective_bandwidth[-1]) if base else None
+
+
+def to_json(rows: int, cols: int, collective: str, curves: list[Curve], model: LinkModel) -> dict:
+    best = best_baseline(curves)
+    out = {"rows": rows, "cols": cols, "collective": collective,
+           "model": {"alpha_s": model.alpha, "bandwidth_Bps": model.bandwidth},
+           "message_size_definition": ("bytes contributed per node (AllGather shard)" if collective == "allgather"
+                                       else "bytes of the vector each node reduces (shard = M / N)"),
+           "sizes": [float(s) for s in curves[0].sizes] if curves else [],
+           "best_baseline": best.algorithm if best else None, "results": []}
+    for c in curves:
+        r = {"algorithm": c.algorithm, "role": c.role, "source": ALGORITHMS[c.algorithm].source,
+             "topology": c.topology.name, "kind": c.topology.kind,
+             "effective_bandwidth_GBps": [round(float(x) / 1e9, 6) for x in c.effective_bandwidth],
+             "completion_s": [float(x) for x in c.completion],
+             "best_chunks": c.best_chunks,
+             "chunks": {str(k): {"steps": v["steps"], "bound": v["bound"], "transfers": v["transfers"],
+                                 "synth_s": round(v["synth_s"], 4), "sim_s": round(v["sim_s"], 4)}
+                        for k, v in c.by_chunks.items()}}
+        if best is not None:
+            r["ratio_vs_best_baseline"] = round(float(c.effective_bandwidth[-1] / best.effective_bandwidth[-1]), 4)
+        out["results"].append(r)
+    return out
+
+
+# ----- figures --------------------------------------------------------------------------
+
+STYLE = {"equimesh-xtree": ("tab:red", "o", "-"), "overflow-xtree": ("tab:purple", "s", "--"),
+         "mesh-xtree": ("tab:pink", "^", ":"), "mesh-ring2d": ("tab:blue", "v", "-"),
+         "mesh-multitree": ("tab:green", "D", "-"), "mesh-tacos": ("tab:orange", "P", "-"),
+         "mesh-tto": ("tab:brown", "X", "-"), "mesh-tidalmesh": ("tab:cyan", "*", "-")}
+
+
+def plot_curves(curves: list[Curve], title: str, path: str) -> None:
+    """Effective bandwidth against message size per node (log x), one line per algorithm."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=110)
+    for c in curves:
+        color, marker, ls = STYLE.get(c.algorithm, (None, ".", "-"))
+        ax.plot(c.sizes, c.effective_bandwidth / 1e9, ls, color=color, marker=marker, ms=4, lw=1.4,
+                label=f"{c.algorithm} ({c.topology.kind})")
+    ax.set_xscale("log", base=2)
+    ticks = [2.0 ** e for e in range(10, 31, 4)]
+    ax.set_xticks(ticks, [format_size(t) for t in ticks])
+    ax.set_xlabel("message size per node")
+    ax.set_ylabel("effective bandwidth (GB/s)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
