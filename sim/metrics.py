@@ -39,13 +39,13 @@ class LinkStats:
 
 
 def link_stats(image: NetworkImage, valid: np.ndarray, cycles: int) -> LinkStats:
-    """``valid[t, link]``: link valid in the t-th cycle after the edge that sampled ``start``."""
+    """``valid[t, link]``: link valid in cycle ``t``; cycle 0 is stage A of step 0."""
     busy = valid.sum(axis=0).astype(np.int64)
     util = busy / cycles
     P = image.period
     per_step = np.zeros(image.steps)
     for s in range(image.steps):
-        lo = LINK_LATENCY - 1 + s * P  # the trace starts one cycle after stage A of step 0
+        lo = LINK_LATENCY + s * P
         per_step[s] = valid[lo:lo + P].sum() / (valid.shape[1] * P)
     return LinkStats(busy, image.link_transfers * image.chunk_flits, util, per_step,
                      float(util.mean()), float(util.min()), cycles, image.steps, image.chunk_flits)
