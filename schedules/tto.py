@@ -1,0 +1,123 @@
+"""TTO-style baseline: three link-disjoint trees per root with chunk pipelining, and the tree list scheduler.
+
+Source: seed 000, Section V-A ("TTO [27]", Laskar et al., HPCA 2024): "generates three
+trees, where a corner node does not participate", and Section II-B: "builds
+non-interlaced trees spatially combining chunk pipelining". The HPCA paper itself was
+not available to us, so this is an APPROXIMATION built from that description:
+
+* every root gets three broadcast trees that share no link where the mesh allows it;
+  a corner has in-degree 2, so it cannot hang from three link-disjoint trees (the
+  reason a corner sits out of one tree in TTO); here the third tree reaches it over
+  the cheapest already-used link instead of leaving it out, so the result is a
+  complete AllGather;
+* chunk ``c`` of a shard travels on tree ``c mod 3``, so ``K`` should be a multiple of 3
+  and larger ``K`` pipelines more;
+* the trees are turned into timesteps by :func:`schedule_trees`, a list scheduler that
+  gives each link, every step, the ready chunk with the deepest remaining subtree.
+
+ReduceScatter is the time- and direction-reverse of the AllGather on the mirror
+topology (seed 000, Algorithm 3; for the mesh the mirror is the mesh itself).
+"""
+
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+
+from .schedule import Phase, Schedule
+from .synth import reverse_onto
+from .topology import Topology
+
+TREES = 3
+
+
+def schedule_trees(topo: Topology, chunks: int, parent_link: np.ndarray) -> Phase:
+    """Timesteps for broadcast trees: ``parent_link[root * chunks + chunk, v]`` = link into ``v`` (-1 at the root).
+
+    Per step, every link carries the ready transfer (sender holds the chunk) with the
+    largest remaining subtree height below its receiver, ties to the lowest
+    ``(root * chunks + chunk + link) mod (N K)`` so no root is always first.
+    """
+    n = topo.nodes
+    x_count = n * chunks
+    xs, vs = np.nonzero(parent_link >= 0)
+    e_link = parent_link[xs, vs]
+    e_src, e_dst = topo.link_src[e_link], vs
+    # subtree height below each receiver: repeated relaxation over the tree edges
+    height = np.zeros((x_count, n), dtype=np.int64)
+    for _ in range(n):
+        h_new = height.copy()
+        np.maximum.at(h_new, (xs, e_src), height[xs, e_dst] + 1)
+        if (h_new == height).all():
+            break
+        height = h_new
+    prio = height[xs, e_dst]
+    tie = (xs + e_link) % x_count
+    have = np.zeros((n, x_count), dtype=bool)
+    have[np.arange(n)[:, None], np.arange(n)[:, None] * chunks + np.arange(chunks)] = True
+    done = np.zeros(len(xs), dtype=bool)
+    steps = []
+    while not done.all():
+        ready = np.flatnonzero(~done & have[e_src, xs])
+        if not len(ready):
+            raise ValueError("tree schedule is stuck: the trees do not span the topology from their roots")
+        order = ready[np.lexsort((tie[ready], -prio[ready], e_link[ready]))]
+        first = np.concatenate([[True], np.diff(e_link[order]) != 0])
+        pick = order[first]
+        done[pick] = True
+        have[e_dst[pick], xs[pick]] = True
+        steps.append(np.stack([e_link[pick], xs[pick] // chunks, xs[pick] % chunks], axis=1))
+    return Phase("allgather", steps)
+
+
+def _tree(topo: Topology, root: int, used: np.ndarray) -> np.ndarray:
+    """Shortest-path tree from ``root`` where links in ``used`` cost ``nodes`` extra hops."""
+    n = topo.nodes
+    cost = np.where(used, n + 1, 1)
+    dist = np.full(n, np.inf)
+    parent = np.full(n, -1, dtype=np.int64)
+    dist[root] = 0
+    heap = [(0, root)]
+    while heap:
+        d, u = heapq.heappop(heap)
+        if d > dist[u]:
+            continue
+        for l in topo.out_links[u]:
+            w = int(topo.link_dst[l])
+            if d + cost[l] < dist[w]:
+                dist[w], parent[w] = d + cost[l], l
+                heapq.heappush(heap, (d + cost[l], w))
+    if np.isinf(dist).any():
+        raise ValueError(f"{topo.name} is not strongly connected: node {int(np.argmax(np.isinf(dist)))} is unreachable")
+    return parent
+
+
+def tto_trees(topo: Topology) -> np.ndarray:
+    """``trees[t, root, v]``: link into ``v`` in tree ``t`` of ``root`` (three per root, link-disjoint where possible)."""
+    n = topo.nodes
+    trees = np.full((TREES, n, n), -1, dtype=np.int64)
+    for r in range(n):
+        used = np.zeros(len(topo.links), dtype=bool)
+        for t in range(TREES):
+            p = _tree(topo, r, used)
+            trees[t, r] = p
+            used[p[p >= 0]] = True
+    return trees
+
+
+def tto_allgather(topo: Topology, chunks: int) -> Phase:
+    trees = tto_trees(topo)
+    parent = np.stack([trees[c % TREES] for c in range(chunks)], axis=1).reshape(topo.nodes * chunks, topo.nodes)
+    return schedule_trees(topo, chunks, parent)
+
+
+def tto(topo: Topology, chunks: int, collective: str) -> Schedule:
+    """TTO-style AllGather, ReduceScatter or AllReduce (ReduceScatter then AllGather)."""
+    phases = []
+    if collective in ("reducescatter", "allreduce"):
+        m = topo.mirror()
+        phases.append(reverse_onto(tto_allgather(m, chunks), m, topo))
+    if collective in ("allgather", "allreduce"):
+        phases.append(tto_allgather(topo, chunks))
+    return Schedule(collective, "tto", chunks, topo, phases)
