@@ -37,6 +37,9 @@ class Network(wiring.Component):
                    flit_bits, lane_init[r.node])
             for r in image.routers]
         t = image.topology
+        # One named valid signal per link, for waveforms (`link<i>_<src><port>_<dst><port>`).
+        self.link_signals = [Signal(name=f"link{i}_{l.src}{l.src_port}_{l.dst}{l.dst_port}")
+                             for i, l in enumerate(t.links)]
         super().__init__({
             "start": In(1), "done": Out(1),
             "link_valid": Out(len(t.links)),
@@ -54,7 +57,8 @@ class Network(wiring.Component):
             m.d.comb += [r.start.eq(self.start), r.host_lane.eq(self.host_lane), r.host_addr.eq(self.host_addr)]
         for i, l in enumerate(t.links):
             src, dst = getattr(self.routers[l.src], f"o_{l.src_port}"), getattr(self.routers[l.dst], f"i_{l.dst_port}")
-            m.d.comb += [dst.valid.eq(src.valid), dst.flit.eq(src.flit), self.link_valid[i].eq(src.valid)]
+            m.d.comb += [dst.valid.eq(src.valid), dst.flit.eq(src.flit), self.link_signals[i].eq(src.valid)]
+        m.d.comb += self.link_valid.eq(Cat(self.link_signals))
         m.d.comb += self.done.eq(Cat(r.done for r in self.routers).all())
         node = Signal.like(self.host_node)
         m.d.sync += node.eq(self.host_node)

@@ -1,0 +1,137 @@
+"""Subcommands for the hardware: ``simulate``, ``verilog``, ``compare``, ``bench rtl``.
+
+The path of data: topology -> schedule -> ROM images (rtl/rom.py) -> network
+(rtl/network.py) -> simulation (sim/harness.py) -> metrics (sim/metrics.py).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from .commands import add_topology_args, topology_from_args
+from .errors import InputError, UsageError
+from .rtl.rom import RomError, compile_schedule
+from .schedules import schedule as schedfile
+from .schedules.schedule import lower_bound
+from .schedules.synth import synthesize
+
+COLLECTIVES = ("allgather", "reducescatter", "allreduce")
+
+
+class Progress:
+    """A one-line progress bar on stderr, drawn only for long runs."""
+
+    def __init__(self, label: str, min_total: int = 4000):
+        self.label, self.min_total, self.shown = label, min_total, False
+
+    def __call__(self, done: int, total: int) -> None:
+        if total < self.min_total:
+            return
+        frac = min(1.0, done / total)
+        bar = "#" * int(30 * frac)
+        sys.stderr.write(f"\r{self.label} [{bar:<30}] {100 * frac:5.1f}% ({done}/{total} cycles)")
+        self.shown = True
+        if done >= total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+def _check_sizes(args) -> None:
+    if args.chunk_flits < 1:
+        raise UsageError(f"--chunk-flits must be >= 1 (got {args.chunk_flits})")
+    if args.chunks < 1:
+        raise UsageError(f"--chunks must be >= 1 (got {args.chunks})")
+
+
+def load_image(args):
+    """Topology, schedule (synthesized or --schedule FILE) and its compiled ROM image."""
+    _check_sizes(args)
+    topo = topology_from_args(args)
+    if getattr(args, "schedule", None):
+        try:
+            sched = schedfile.load(args.schedule)
+        except schedfile.ScheduleFileError as e:
+            raise InputError(str(e)) from None
+        if args.collective is not None and args.collective != sched.collective:
+            raise InputError(f"{args.schedule}: the schedule is {sched.collective}, not {args.collective}")
+    else:
+        sched = synthesize(topo, args.chunks, args.collective or "allgather")
+    try:
+        image = compile_schedule(sched, args.chunk_flits, topo)
+    except RomError as e:
+        raise InputError(f"{getattr(args, 'schedule', None) or 'schedule'}: {e}") from None
+    return topo, sched, image
+
+
+def bound_of(sched) -> int:
+    return sum(lower_bound(sched.topology, sched.chunks, p.collective) for p in sched.phases)
+
+
+def cmd_simulate(args) -> int:
+    from .sim.harness import simulate
+    from .sim.waveform import write_gtkw
+
+    topo, sched, image = load_image(args)
+    vcd = gtkw = None
+    if args.vcd:
+        vcd = Path(args.vcd)
+        gtkw = vcd.with_suffix(".gtkw")
+        try:
+            vcd.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise InputError(f"cannot write {vcd}: {e.strerror}") from None
+    res = simulate(image, vcd=str(vcd) if vcd else None, progress=Progress(f"simulate {topo.name}"))
+    if gtkw:
+        write_gtkw(gtkw, vcd, topo)
+    st = res.stats
+    bound = bound_of(sched)
+    out = {
+        "topology": topo.name, "kind": topo.kind, "rows": topo.rows, "cols": topo.cols,
+        "collective": sched.collective, "algorithm": sched.algorithm, "chunks": sched.chunks,
+        "bit_exact": res.bit_exact, "mismatches": res.mismatches,
+        "cycles": res.cycles, "steps": sched.num_steps, "chunk_flits": image.chunk_flits,
+        "cycles_per_step": image.period, "bound_steps": bound, "efficiency": round(bound / sched.num_steps, 4),
+        "ratio_to_steps_x_flits": round(st.ratio_to_bound, 4),
+        "link_utilization": round(st.mean, 4), "link_utilization_min": round(st.min, 4),
+        "link_busy_matches_schedule": st.busy_matches_schedule,
+        "link_utilization_per_link": [round(float(u), 4) for u in st.utilization],
+        "link_utilization_per_step": [round(float(u), 4) for u in st.per_step],
+        "sim_seconds": round(res.sim_seconds, 3), "cycles_per_second": round(res.cycles_per_second, 1),
+        "router_cycles_per_second": round(res.cycles_per_second * topo.nodes, 1),
+    }
+    if vcd:
+        out["vcd"], out["gtkw"] = str(vcd), str(gtkw)
+    if res.first_mismatch:
+        out["first_mismatch"] = res.first_mismatch
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        print(f"{sched.collective} on {topo.name}, K={sched.chunks}, {image.chunk_flits} flits/chunk: "
+              f"{'bit-exact' if res.bit_exact else 'MISMATCH: ' + str(res.first_mismatch)}")
+        print(f"  {res.cycles} cycles for {sched.num_steps} steps (bound {bound}); "
+              f"cycles / (steps x chunk_flits) = {st.ratio_to_bound:.3f}")
+        print(f"  link utilization mean {st.mean:.3f}, min {st.min:.3f}; busy cycles "
+              f"{'match' if st.busy_matches_schedule else 'DO NOT match'} the schedule")
+        print(f"  simulated in {res.sim_seconds:.2f} s: {res.cycles_per_second:.0f} cycles/s")
+        if vcd:
+            print(f"  waveform {vcd}, GTKWave save file {gtkw}")
+    return 0 if res.bit_exact and st.busy_matches_schedule else 1
+
+
+def add_run_args(p, collective_default: str | None) -> None:
+    add_topology_args(p)
+    p.add_argument("--chunks", type=int, default=4, help="chunks per shard K >= 1 (default 4)")
+    p.add_argument("--chunk-flits", type=int, default=16, help="flits per chunk F >= 1 (default 16)")
+    p.add_argument("--collective", choices=COLLECTIVES, default=collective_default,
+                   help="collective to run (default allgather)")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("simulate", help="run a collective cycle by cycle on the Amaranth network and check it bit for bit")
+    add_run_args(p, None)
+    p.add_argument("--schedule", help="run this schedule file instead of synthesizing one")
+    p.add_argument("--vcd", help="write a VCD here (and a GTKWave .gtkw next to it)")
+    p.add_argument("--json", action="store_true", help="machine-readable results")
+    p.set_defaults(func=cmd_simulate)

@@ -1,0 +1,27 @@
+"""GTKWave save files for the network's VCDs: start, done, then each router's out-links in a group."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..schedules.topology import Topology
+
+SCOPE = "bench.top"  # where amaranth.sim's write_vcd puts the network top
+
+# GTKWave trace flags: 1-bit binary trace, group begin (open), group end.
+_BIT, _GROUP_BEGIN, _GROUP_END = "@28", "@800200", "@1000200"
+
+
+def link_name(topo: Topology, i: int) -> str:
+    """The name of link ``i``'s valid signal in the network top (see rtl/network.py)."""
+    l = topo.links[i]
+    return f"link{i}_{l.src}{l.src_port}_{l.dst}{l.dst_port}"
+
+
+def write_gtkw(path: str | Path, vcd: str | Path, topo: Topology) -> None:
+    lines = [f'[dumpfile] "{Path(vcd).resolve()}"', "[timestart] 0", _BIT, f"{SCOPE}.start", f"{SCOPE}.done"]
+    for v in range(topo.nodes):
+        lines += [_GROUP_BEGIN, f"-router {v}", _BIT]
+        lines += [f"{SCOPE}.{link_name(topo, i)}" for i in topo.out_links[v]]
+        lines += [_GROUP_END, f"-router {v}"]
+    Path(path).write_text("\n".join(lines) + "\n")
