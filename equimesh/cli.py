@@ -20,6 +20,7 @@ def make_parser() -> argparse.ArgumentParser:
     from .commands import register as register_core
     register_core(sub)
     from .eval_commands import register as register_eval; register_eval(sub)
+    from .rtl_commands import register as register_rtl; register_rtl(sub)
     # --- end of registration ---
     return p
 
