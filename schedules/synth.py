@@ -1,16 +1,31 @@
-"""Schedule synthesis entry point: topology + collective + algorithm -> Schedule."""
+"""Schedule synthesis: topology + collective + algorithm -> Schedule.
+
+ReduceScatter is always built by MirrorXTree's construction (seed 000,
+Algorithm 3): synthesize an AllGather on the mirror topology, then reverse it
+in time and direction onto the links of the original topology. AllReduce is
+that ReduceScatter followed by the AllGather, as two ``phases``.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
+from .multitree import multitree
+from .optimal import optimal
+from .ring2d import ring2d
 from .schedule import Phase, Schedule
-from .topology import Topology, build
+from .topology import Topology
 from .xtree import xtree
+
+ALGORITHMS = ("xtree", "mirrorxtree", "multitree", "ring2d", "optimal")
+
+
+class SynthesisError(RuntimeError):
+    """The algorithm could not produce a schedule (e.g. the exact solver ran out of time)."""
 
 
 def reverse_onto(phase: Phase, mirror: Topology, topo: Topology) -> Phase:
-    """Algorithm 3, line 2: time- and direction-reverse an AllGather of the mirror onto ``topo``'s links."""
+    """Algorithm 3, line 2: time- and direction-reverse an AllGather of ``mirror`` onto ``topo``'s links."""
     index = {}
     for i, l in enumerate(topo.links):
         index.setdefault((l.src, l.dst, l.src_port, l.dst_port), i)
@@ -23,13 +38,35 @@ def reverse_onto(phase: Phase, mirror: Topology, topo: Topology) -> Phase:
     return Phase("reducescatter", steps)
 
 
-def synthesize(topo: Topology, chunks: int, collective: str, algorithm: str = "xtree") -> Schedule:
-    if collective == "allgather":
-        phases = [xtree(topo, chunks)]
-    elif collective == "reducescatter":
+def allgather(topo: Topology, chunks: int, algorithm: str, lanes: bool, time_limit: float, progress) -> Phase:
+    if algorithm in ("xtree", "mirrorxtree"):
+        return xtree(topo, chunks, lanes=lanes, progress=progress)
+    if algorithm == "multitree":
+        return multitree(topo, chunks)
+    if algorithm == "ring2d":
+        return ring2d(topo, chunks)
+    if algorithm == "optimal":
+        res = optimal(topo, chunks, lanes=lanes, time_limit=time_limit)
+        if res.phase is None:
+            raise SynthesisError(
+                f"exact solver: no decision within {time_limit:g} s on {topo.name} (K={chunks}); "
+                f"every step count below {res.infeasible_below} is proven infeasible")
+        return res.phase
+    raise SynthesisError(f"unknown algorithm {algorithm!r}; expected one of {', '.join(ALGORITHMS)}")
+
+
+def synthesize(topo: Topology, chunks: int, collective: str, algorithm: str = "xtree", lanes: bool = False,
+               time_limit: float = 60.0, progress=None) -> Schedule:
+    """Build the schedule; ``lanes=True`` makes it honour the RTL's node storage rule (``storage.py``)."""
+    if algorithm in ("multitree", "ring2d") and lanes:
+        raise SynthesisError(f"{algorithm} does not model the node storage lanes; use xtree or optimal")
+    phases = []
+    if collective in ("reducescatter", "allreduce"):
         m = topo.mirror()
-        phases = [reverse_onto(xtree(m, chunks), m, topo)]
-    else:
-        m = topo.mirror()
-        phases = [reverse_onto(xtree(m, chunks), m, topo), xtree(topo, chunks)]
-    return Schedule(collective, algorithm, chunks, topo, phases)
+        phases.append(reverse_onto(allgather(m, chunks, algorithm, lanes, time_limit, progress), m, topo))
+    if collective in ("allgather", "allreduce"):
+        phases.append(allgather(topo, chunks, algorithm, lanes, time_limit, progress))
+    if not phases:
+        raise SynthesisError(f"unknown collective {collective!r}")
+    meta = {"storage": "lanes"} if lanes else {}
+    return Schedule(collective, algorithm, chunks, topo, phases, meta)
