@@ -95,7 +95,7 @@ def _failures(args, names, curves, sizes, model, ks) -> list[dict]:
                 failed = parse_fail_links(args.fail_links, topo)
             else:
                 failed = random_failures(topo, args.fail_random, args.seed)
-            deg = degrade(topo, failed, args.collective)
+            deg = degrade(topo, failed)
         except TopologyError as e:
             raise UsageError(str(e)) from None
         except Disconnected as e:

@@ -72,19 +72,16 @@ def random_failures(topo: Topology, count: int, seed: int) -> list[tuple]:
     return [topo.links[i].as_list() for i in sorted(pick)]
 
 
-def degrade(topo: Topology, failed: list, collective: str) -> DegradedTopology:
+def degrade(topo: Topology, failed: list) -> DegradedTopology:
     """Remove ``failed`` from ``topo``; raise :class:`Disconnected` if a node can no longer reach another.
 
-    A ReduceScatter (or the first phase of an AllReduce) runs on the degraded mirror,
-    which must be strongly connected as well.
+    The degraded mirror that MirrorXTree's ReduceScatter uses is the reverse graph of
+    the degraded topology (the mesh links are symmetric, the rings reversed, the
+    failures reversed), so it is strongly connected exactly when this one is.
     """
     deg = DegradedTopology(topo, [tuple(f) for f in failed])
-    checks = [("", deg)]
-    if collective != "allgather":
-        checks.append(("mirror ", deg.mirror()))
-    for what, t in checks:
-        if not t.strongly_connected:
-            u, v = (int(x[0]) for x in np.nonzero(t.distances < 0))
-            raise Disconnected(f"failing {len(deg.failed)} link(s) disconnects the {what}network: "
-                               f"node {u} can no longer reach node {v}")
+    if not deg.strongly_connected:
+        u, v = (int(x[0]) for x in np.nonzero(deg.distances < 0))
+        raise Disconnected(f"failing {len(deg.failed)} link(s) disconnects the network: "
+                           f"node {u} can no longer reach node {v}")
     return deg

@@ -21,8 +21,6 @@ topology (seed 000, Algorithm 3; for the mesh the mirror is the mesh itself).
 
 from __future__ import annotations
 
-import heapq
-
 import numpy as np
 
 from .schedule import Phase, Schedule
@@ -71,38 +69,36 @@ def schedule_trees(topo: Topology, chunks: int, parent_link: np.ndarray) -> Phas
     return Phase("allgather", steps)
 
 
-def _tree(topo: Topology, root: int, used: np.ndarray) -> np.ndarray:
-    """Shortest-path tree from ``root`` where links in ``used`` cost ``nodes`` extra hops."""
-    n = topo.nodes
-    cost = np.where(used, n + 1, 1)
-    dist = np.full(n, np.inf)
-    parent = np.full(n, -1, dtype=np.int64)
-    dist[root] = 0
-    heap = [(0, root)]
-    while heap:
-        d, u = heapq.heappop(heap)
-        if d > dist[u]:
-            continue
-        for l in topo.out_links[u]:
-            w = int(topo.link_dst[l])
-            if d + cost[l] < dist[w]:
-                dist[w], parent[w] = d + cost[l], l
-                heapq.heappush(heap, (d + cost[l], w))
-    if np.isinf(dist).any():
-        raise ValueError(f"{topo.name} is not strongly connected: node {int(np.argmax(np.isinf(dist)))} is unreachable")
-    return parent
-
-
 def tto_trees(topo: Topology) -> np.ndarray:
-    """``trees[t, root, v]``: link into ``v`` in tree ``t`` of ``root`` (three per root, link-disjoint where possible)."""
-    n = topo.nodes
+    """``trees[t, root, v]``: link into ``v`` in tree ``t`` of ``root``.
+
+    The three trees of a root grow in turns, one node each, so none can take every
+    good link first. A tree takes a link no tree of that root uses yet, from its
+    shallowest node; only when no such link reaches a new node does it reuse one (a
+    corner, in-degree 2, is reached by at most two trees over distinct links).
+    """
+    n, n_links = topo.nodes, len(topo.links)
+    src, dst = topo.link_src, topo.link_dst
     trees = np.full((TREES, n, n), -1, dtype=np.int64)
     for r in range(n):
-        used = np.zeros(len(topo.links), dtype=bool)
-        for t in range(TREES):
-            p = _tree(topo, r, used)
-            trees[t, r] = p
-            used[p[p >= 0]] = True
+        inside = np.zeros((TREES, n), dtype=bool)
+        inside[:, r] = True
+        depth = np.zeros((TREES, n), dtype=np.int64)
+        used = np.zeros(n_links, dtype=bool)
+        while not inside.all():
+            for t in range(TREES):
+                grow = inside[t, src] & ~inside[t, dst]
+                if not grow.any():
+                    if not inside[t].all():
+                        raise ValueError(f"{topo.name} is not strongly connected: "
+                                         f"node {int(np.argmin(inside[t]))} is unreachable from {r}")
+                    continue
+                fresh = grow & ~used
+                cand = np.flatnonzero(fresh if fresh.any() else grow)
+                l = cand[np.lexsort(((cand + t * n_links // TREES) % n_links, depth[t, src[cand]]))[0]]
+                w = dst[l]
+                inside[t, w], depth[t, w], used[l] = True, depth[t, src[l]] + 1, True
+                trees[t, r, w] = l
     return trees
 
 
