@@ -6,12 +6,15 @@ import json
 import sys
 import time
 
+from itertools import product
+
 from .errors import InputError, UsageError
+from .progress import Progress
 from .schedules import schedule as schedfile
 from .schedules.schedule import lower_bound
 from .schedules.storage import StorageConflict, check_storage
-from .schedules.synth import synthesize
-from .schedules.topology import KINDS, TopologyError, build, parse_ring_dirs
+from .schedules.synth import ALGORITHMS, SynthesisError, synthesize
+from .schedules.topology import EDGES, KINDS, TopologyError, build, format_ring_dirs, parse_ring_dirs
 from .schedules.verify import ScheduleInvalid, verify
 
 
@@ -20,13 +23,14 @@ def add_topology_args(p) -> None:
     p.add_argument("--rows", type=int, default=4, help="mesh rows R >= 2 (default 4)")
     p.add_argument("--cols", type=int, default=4, help="mesh columns C >= 2 (default 4)")
     p.add_argument("--ring-dirs", default=None,
-                   help="EquiMesh ring directions: 'default', or four letters a/c (anticlockwise/clockwise) "
-                        "for top,bottom,left,right")
+                   help="EquiMesh ring directions (Algorithm 1's anticlockwise flag per edge): 'default' (cccc), "
+                        "or four letters a/c for top,bottom,left,right; `schedule` also takes 'auto'")
 
 
-def topology_from_args(args):
+def topology_from_args(args, ring_dirs: str | None = None):
     try:
-        return build(args.kind, args.rows, args.cols, ring_dirs=parse_ring_dirs(args.ring_dirs))
+        return build(args.kind, args.rows, args.cols,
+                     ring_dirs=parse_ring_dirs(ring_dirs if ring_dirs is not None else args.ring_dirs))
     except TopologyError as e:
         raise UsageError(str(e)) from None
 
@@ -46,14 +50,39 @@ def cmd_topology(args) -> int:
     return 0
 
 
+def _synthesize(args, t, progress):
+    try:
+        return synthesize(t, args.chunks, args.collective, args.algorithm, lanes=args.storage == "lanes",
+                          time_limit=args.time_limit, progress=progress)
+    except SynthesisError as e:
+        raise InputError(str(e)) from None
+
+
 def cmd_schedule(args) -> int:
     if args.chunks < 1:
         raise UsageError(f"--chunks must be >= 1 (got {args.chunks})")
-    t = topology_from_args(args)
+    if args.time_limit <= 0:
+        raise UsageError(f"--time-limit must be > 0 (got {args.time_limit})")
+    if args.storage is None:
+        args.storage = "lanes" if args.algorithm in ("xtree", "mirrorxtree", "optimal") else "none"
+    auto = args.ring_dirs == "auto"
+    if auto and args.kind not in ("equimesh", "mirror-equimesh"):
+        raise UsageError("--ring-dirs auto applies to equimesh and mirror-equimesh only")
+    choices = ["".join(p) for p in product("ca", repeat=len(EDGES))] if auto else [args.ring_dirs]
+    progress = Progress(f"{args.algorithm} {args.kind} {args.rows}x{args.cols}")
     t0 = time.perf_counter()
-    sched = synthesize(t, args.chunks, args.collective, args.algorithm)
+    sched = None
+    for dirs in choices:
+        t = topology_from_args(args, dirs)
+        cand = _synthesize(args, t, progress)
+        if sched is None or cand.num_steps < sched.num_steps:
+            sched = cand
     seconds = time.perf_counter() - t0
+    progress.close()
+    t = sched.topology
     verify(sched)
+    if args.storage == "lanes":
+        check_storage(sched)
     phases = []
     for ph in sched.phases:
         b = lower_bound(t, args.chunks, ph.collective)
@@ -61,8 +90,11 @@ def cmd_schedule(args) -> int:
                        "efficiency": round(b / ph.num_steps, 4)})
     bound = sum(p["bound"] for p in phases)
     out = {"topology": t.name, "kind": t.kind, "rows": t.rows, "cols": t.cols, "chunks": args.chunks,
-           "collective": args.collective, "algorithm": args.algorithm, "steps": sched.num_steps, "bound": bound,
+           "collective": args.collective, "algorithm": args.algorithm, "storage": args.storage,
+           "steps": sched.num_steps, "bound": bound,
            "efficiency": round(bound / sched.num_steps, 4), "seconds": round(seconds, 3)}
+    if t.ring_dirs is not None:
+        out["ring_dirs"] = format_ring_dirs(t.ring_dirs)
     if len(phases) > 1:
         out["phases"] = phases
     if args.out:
@@ -99,8 +131,14 @@ def register(sub) -> None:
     p = sub.add_parser("schedule", help="synthesize a collective schedule")
     add_topology_args(p)
     p.add_argument("--chunks", type=int, default=4, help="chunks per shard K >= 1 (default 4)")
-    p.add_argument("--algorithm", default="xtree", choices=["xtree", "mirrorxtree", "multitree", "ring2d", "optimal"])
+    p.add_argument("--algorithm", default="xtree", choices=ALGORITHMS,
+                   help="xtree / mirrorxtree (Algorithms 2, 3), multitree, ring2d, optimal (exact ILP, small sizes)")
     p.add_argument("--collective", default="allgather", choices=["allgather", "reducescatter", "allreduce"])
+    p.add_argument("--storage", default=None, choices=["lanes", "none"],
+                   help="lanes: honour the RTL node storage (one chunk per lane per step) so `equimesh simulate` "
+                        "can run it; none: links only. Default: lanes for xtree, mirrorxtree and optimal; "
+                        "none for the baselines, which do not model lanes")
+    p.add_argument("--time-limit", type=float, default=60.0, help="seconds for --algorithm optimal (default 60)")
     p.add_argument("--out", help="write the schedule JSON here")
     p.add_argument("--json", action="store_true", help="machine-readable summary")
     p.set_defaults(func=cmd_schedule)

@@ -55,11 +55,17 @@ def allgather(topo: Topology, chunks: int, algorithm: str, lanes: bool, time_lim
     raise SynthesisError(f"unknown algorithm {algorithm!r}; expected one of {', '.join(ALGORITHMS)}")
 
 
-def synthesize(topo: Topology, chunks: int, collective: str, algorithm: str = "xtree", lanes: bool = False,
+def synthesize(topo: Topology, chunks: int, collective: str, algorithm: str = "xtree", lanes: bool = True,
                time_limit: float = 60.0, progress=None) -> Schedule:
-    """Build the schedule; ``lanes=True`` makes it honour the RTL's node storage rule (``storage.py``)."""
+    """Build the schedule.
+
+    ``lanes=True`` (the default) makes it honour the RTL's node storage rule
+    (``storage.py``), so the hardware can run it; ``lanes=False`` gives the
+    pure collective schedule, limited only by the links.
+    """
     if algorithm in ("multitree", "ring2d") and lanes:
-        raise SynthesisError(f"{algorithm} does not model the node storage lanes; use xtree or optimal")
+        raise SynthesisError(f"{algorithm} does not model the node storage lanes; pass lanes=False "
+                             "(--storage none), or use xtree or optimal")
     phases = []
     if collective in ("reducescatter", "allreduce"):
         m = topo.mirror()

@@ -32,7 +32,7 @@ def _lead(name: str) -> Callable[[Topology, int, str], Schedule]:
     """A generator behind ``schedules.synth.synthesize``; XTree-based ones use MirrorXTree for AllReduce."""
     def make(topo: Topology, chunks: int, collective: str) -> Schedule:
         algo = "mirrorxtree" if (name == "xtree" and collective != "allgather") else name
-        return synthesize(topo, chunks, collective, algo)
+        return synthesize(topo, chunks, collective, algo, lanes=False)
     return make
 
 
