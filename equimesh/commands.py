@@ -146,3 +146,73 @@ def register(sub) -> None:
     p = sub.add_parser("verify", help="check a schedule file against its topology and the collective's semantics")
     p.add_argument("file")
     p.set_defaults(func=cmd_verify)
+    register_bench(sub)
+
+
+BENCH_KINDS = ("mesh", "equimesh", "overflow", "torus")
+BENCH_SIZES = ("4x4", "8x8", "5x11", "16x16", "32x32")
+
+
+def _parse_size(text: str) -> tuple[int, int]:
+    try:
+        r, c = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise UsageError(f"size must look like RxC, e.g. 8x8 (got {text!r})") from None
+    if r < 2 or c < 2:
+        raise UsageError(f"rows and cols must be >= 2 (got {text})")
+    return r, c
+
+
+def cmd_bench_schedules(args) -> int:
+    """Steps, bound, efficiency and synthesis seconds for XTree and MultiTree across kinds and sizes."""
+    sizes = [_parse_size(s) for s in args.sizes.split(",")]
+    chunks = [int(k) for k in args.chunks.split(",")]
+    if any(k < 1 for k in chunks):
+        raise UsageError("--chunks values must be >= 1")
+    kinds = args.kinds.split(",")
+    for k in kinds:
+        if k not in KINDS:
+            raise UsageError(f"unknown topology kind {k!r}; expected one of {', '.join(KINDS)}")
+    algos = args.algorithms.split(",")
+    for a in algos:
+        if a not in ("xtree", "multitree", "ring2d"):
+            raise UsageError(f"bench-schedules runs xtree, multitree or ring2d (got {a!r})")
+    import platform
+    lines = [f"# equimesh bench-schedules ({time.strftime('%Y-%m-%d')}, {platform.machine()}, "
+             f"{__import__('os').cpu_count()} cores, Python {platform.python_version()})", "",
+             "| topology | size | K | algorithm | storage | steps | bound | efficiency | seconds |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    print("\n".join(lines), flush=True)
+    for r, c in sizes:
+        for kind in kinds:
+            t = build(kind, r, c)
+            for k in chunks:
+                for a in algos:
+                    storages = ["none", "lanes"] if (a == "xtree" and args.lanes and r * c <= 256) else ["none"]
+                    for st in storages:
+                        t0 = time.perf_counter()
+                        s = synthesize(t, k, "allgather", a, lanes=st == "lanes")
+                        sec = time.perf_counter() - t0
+                        verify(s)
+                        b = lower_bound(t, k, "allgather")
+                        line = (f"| {kind} | {r}x{c} | {k} | {a} | {st} | {s.num_steps} | {b} | "
+                                f"{b / s.num_steps:.3f} | {sec:.2f} |")
+                        lines.append(line)
+                        print(line, flush=True)
+    if args.out:
+        from pathlib import Path
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text("\n".join(lines) + "\n")
+        print(f"saved {args.out}", file=sys.stderr)
+    return 0
+
+
+def register_bench(sub) -> None:
+    p = sub.add_parser("bench-schedules", help="benchmark: steps, bound, efficiency and seconds of schedule synthesis")
+    p.add_argument("--kinds", default=",".join(BENCH_KINDS))
+    p.add_argument("--sizes", default=",".join(BENCH_SIZES), help="comma-separated RxC sizes")
+    p.add_argument("--chunks", default="1,4", help="comma-separated K values")
+    p.add_argument("--algorithms", default="xtree,multitree")
+    p.add_argument("--lanes", action="store_true", help="also run lane-constrained XTree (sizes up to 256 nodes)")
+    p.add_argument("--out", default="bench/schedules.md", help="save the table here (default bench/schedules.md)")
+    p.set_defaults(func=cmd_bench_schedules)
