@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import platform
+import sys
 import time
 
 import numpy as np
@@ -127,6 +128,20 @@ def _print_table(out: dict) -> None:
         print(f"plot: {out['plot']}")
 
 
+def cmd_report(args) -> int:
+    from pathlib import Path
+
+    from .sim.report import write_report
+
+    out = Path(args.out)
+    try:
+        path = write_report(out, log=lambda msg: print(f"report: {msg}", file=sys.stderr, flush=True))
+    except OSError as e:
+        raise InputError(f"cannot write the report under {out}: {e.strerror}") from None
+    print(f"wrote {path} and {out / 'figures'}")
+    return 0
+
+
 def cmd_bench_eval(args) -> int:
     """Time synthesis, verification and simulation of one message size on large meshes."""
     model = LinkModel()
@@ -169,6 +184,11 @@ def register(sub) -> None:
     p.add_argument("--plot", help="write the effective-bandwidth plot (PNG) here")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("report", help="write the evaluation report (Markdown + figures): Figs. 7/8, ratios, "
+                                      "chunk sweep, seed 003 and RTL cross-checks, failures, compare")
+    p.add_argument("--out", required=True, help="directory for evaluation.md and figures/")
+    p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("bench-eval", help="benchmark: alpha-beta evaluation of one size on 16x16 and 32x32")
     p.add_argument("--dims", type=int, nargs="+", default=[16, 32], help="square mesh sizes (default 16 32)")

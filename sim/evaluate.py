@@ -193,6 +193,8 @@ def to_json(rows: int, cols: int, collective: str, curves: list[Curve], model: L
              "completion_s": [float(x) for x in c.completion],
              "best_chunks": c.best_chunks,
              "chunks": {str(k): {"steps": v["steps"], "bound": v["bound"], "transfers": v["transfers"],
+                                 "effective_bandwidth_GBps": [round(float(x) / 1e9, 6)
+                                                              for x in c.sizes / v["completion"]],
                                  "synth_s": round(v["synth_s"], 4), "sim_s": round(v["sim_s"], 4)}
                         for k, v in c.by_chunks.items()}}
         if best is not None:
