@@ -1,0 +1,148 @@
+"""The packet network: one :class:`~equimesh.rtl.packet_router.PacketRouter` per node, wired along
+the topology's links, and :class:`TrafficTop`, the network with its endpoints.
+
+The forwarding table is checked for deadlock freedom before elaboration
+(:func:`~equimesh.schedules.routing.check_deadlock_free`); each router gets only
+its ``reach`` masks. Every link has a flit counter (Constellation: a utilization
+counter per channel); flit-hops = the sum of the counters.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Module, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..schedules.routing import ForwardingTable, check_deadlock_free
+from .packet import PacketFormat
+from .packet_endpoints import COUNTER_BITS, Checker, Generator, Sink
+from .packet_router import PacketRouter
+
+
+def monitor_signature(fmt: PacketFormat) -> wiring.Signature:
+    """A copy of one stream's handshake and payload, for test benches and the checker."""
+    return wiring.Signature({"valid": Out(1), "ready": Out(1), "payload": Out(fmt.flit)})
+
+
+class PacketNetwork(wiring.Component):
+    """Routers and links of ``table.topology``.
+
+    Ports
+    -----
+    inject : In(stream).array(nodes)
+    eject : Out(stream).array(lanes)  -- lane ``k`` is ``lanes[k] = (node, port)``: local copies
+        that reached ``node`` through ``port``.
+    link_flits : Out(32).array(links)  -- flits carried by each link.
+    """
+
+    def __init__(self, table: ForwardingTable, payload_flits: int, depth: int | None = None):
+        check_deadlock_free(table)
+        self.table = table
+        topo = table.topology
+        self.fmt = PacketFormat(topo.nodes, payload_flits)
+        self.depth = depth or self.fmt.packet_flits + 2
+        self.lanes = [(v, p) for v in range(topo.nodes) for p in topo.ports(v)]
+        flit = stream.Signature(self.fmt.flit)
+        super().__init__({
+            "inject": In(flit).array(topo.nodes),
+            "eject": Out(flit).array(len(self.lanes)),
+            "link_flits": Out(COUNTER_BITS).array(len(topo.links)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        topo = self.table.topology
+        routers = []
+        for v in range(topo.nodes):
+            reach = {p: mask for p, mask in self.table.reach[v].items() if p != "L"}
+            r = PacketRouter(self.fmt, v, topo.ports(v), reach, self.depth)
+            m.submodules[f"router_{v}"] = r
+            routers.append(r)
+            wiring.connect(m, wiring.flipped(self.inject[v]), r.inject)
+        for k, (v, p) in enumerate(self.lanes):
+            wiring.connect(m, getattr(routers[v], f"eject_{p}"), wiring.flipped(self.eject[k]))
+        for i, l in enumerate(topo.links):
+            tx, rx = getattr(routers[l.src], f"o_{l.src_port}"), getattr(routers[l.dst], f"i_{l.dst_port}")
+            wiring.connect(m, tx, rx)
+            with m.If(tx.valid & tx.ready):
+                m.d.sync += self.link_flits[i].eq(self.link_flits[i] + 1)
+        return m
+
+
+class TrafficTop(wiring.Component):
+    """The network with a :class:`Generator` and a :class:`Sink` per node (and a :class:`Checker` if asked).
+
+    Ports
+    -----
+    stop : In(1)  -- generators start no new packet.
+    sent : Out(32).array(nodes)  -- packets injected per node.
+    ejected : Out(32)  -- flits taken by all sinks (progress, for the watchdog).
+    link_flits : Out(32).array(links)
+    inject_mon : Out(monitor).array(nodes), eject_mon : Out(monitor).array(lanes)
+    with ``check``: count, seq_sum : Out(32).array(nodes * nodes) (index ``dst * nodes + src``),
+        order_errors, header_errors, payload_errors : Out(32) (summed over nodes).
+    """
+
+    def __init__(self, table: ForwardingTable, payload_flits: int, roms: list[list[int]],
+                 counts: list[int] | None, rate: float, stall: float, check: bool):
+        self.net = PacketNetwork(table, payload_flits)
+        self.fmt = fmt = self.net.fmt
+        self.roms, self.counts, self.rate, self.stall, self.check = roms, counts, rate, stall, check
+        nodes = fmt.nodes
+        members = {
+            "stop": In(1),
+            "sent": Out(COUNTER_BITS).array(nodes),
+            "ejected": Out(COUNTER_BITS),
+            "link_flits": Out(COUNTER_BITS).array(len(table.topology.links)),
+            "inject_mon": Out(monitor_signature(fmt)).array(nodes),
+            "eject_mon": Out(monitor_signature(fmt)).array(len(self.net.lanes)),
+        }
+        if check:
+            members.update({
+                "count": Out(COUNTER_BITS).array(nodes * nodes),
+                "seq_sum": Out(COUNTER_BITS).array(nodes * nodes),
+                "order_errors": Out(COUNTER_BITS),
+                "header_errors": Out(COUNTER_BITS),
+                "payload_errors": Out(COUNTER_BITS),
+            })
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+        fmt, net = self.fmt, self.net
+        m.submodules.net = net
+        nodes = fmt.nodes
+        chks = []
+        m.d.comb += [self.link_flits[i].eq(net.link_flits[i]) for i in range(len(net.link_flits))]
+        for v in range(nodes):
+            gen = Generator(fmt, v, self.roms[v], None if self.counts is None else self.counts[v], self.rate)
+            m.submodules[f"gen_{v}"] = gen
+            wiring.connect(m, gen.o, net.inject[v])
+            m.d.comb += [gen.stop.eq(self.stop), self.sent[v].eq(gen.sent)]
+            mon = self.inject_mon[v]
+            m.d.comb += [mon.valid.eq(gen.o.valid), mon.ready.eq(gen.o.ready), mon.payload.eq(gen.o.payload)]
+            lanes = [k for k, (u, _) in enumerate(net.lanes) if u == v]
+            sink = Sink(fmt, v, len(lanes), self.stall)
+            m.submodules[f"sink_{v}"] = sink
+            for j, k in enumerate(lanes):
+                wiring.connect(m, net.eject[k], sink.i[j])
+            if self.check:
+                chk = Checker(fmt, v, len(lanes))
+                m.submodules[f"check_{v}"] = chk
+                chks.append(chk)
+                for j, k in enumerate(lanes):
+                    e, c = net.eject[k], chk.i[j]
+                    m.d.comb += [c.valid.eq(e.valid), c.ready.eq(e.ready), c.payload.eq(e.payload)]
+                for s in range(nodes):
+                    m.d.comb += [self.count[v * nodes + s].eq(chk.count[s]),
+                                 self.seq_sum[v * nodes + s].eq(chk.seq_sum[s])]
+        took = Signal(range(len(net.lanes) + 1))
+        m.d.comb += took.eq(sum(e.valid & e.ready for e in net.eject))
+        m.d.sync += self.ejected.eq(self.ejected + took)
+        for k, e in enumerate(net.eject):
+            mon = self.eject_mon[k]
+            m.d.comb += [mon.valid.eq(e.valid), mon.ready.eq(e.ready), mon.payload.eq(e.payload)]
+        if self.check:
+            for name in ("order_errors", "header_errors", "payload_errors"):
+                m.d.comb += getattr(self, name).eq(sum(getattr(c, name) for c in chks))
+        return m

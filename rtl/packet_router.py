@@ -1,0 +1,217 @@
+"""The packet router: input buffers, one :class:`~equimesh.rtl.relay.Relay` per input, an allocator,
+and the crossbar of the schedule-driven router (:class:`~equimesh.rtl.crossbar.Crossbar`).
+
+Datapath of one router with network ports ``P`` (seed 000, Section III-B: the
+mesh's N/E/S/W, an EquiMesh ring entering and leaving through its edge's port):
+
+* inputs: one :class:`InputBuffer` per network port, plus ``inject`` (the local
+  generator, unbuffered: the source holds its flit until it is taken);
+* each input's relay asks for the outputs its header needs (``req``);
+* :class:`Allocator` grants a header all its outputs at once, round robin over
+  the inputs;
+* the crossbar moves each input's head flit to the outputs it owns; each output
+  rewrites the header bitmap to ``bitmap & reach[port]``;
+* local delivery: one ``eject_<port>`` lane per network input (the local copy
+  leaves on the lane of the port it arrived on, so a node can take a flit from
+  every in-link in the same cycle, like the per-port lanes of the scheduled
+  router). Its header is rewritten to the router's own bit.
+
+Virtual cut-through: a receiver takes a header only when its buffer has room
+for the whole packet (:class:`InputBuffer`), and the allocator grants only when
+every requested output's receiver takes the header. A granted packet then never
+waits on a network link, which is why multicast replication adds no channel
+dependency (:mod:`equimesh.schedules.routing`).
+"""
+
+from __future__ import annotations
+
+import operator
+from functools import reduce
+
+from amaranth.hdl import Assert, Cat, Module, Mux, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.wiring import In, Out
+
+from .crossbar import Crossbar
+from .flit import WORD_BITS
+from .packet import PacketFormat
+from .relay import Relay, rewrite_header
+
+
+class InputBuffer(wiring.Component):
+    """A FIFO of ``depth`` >= packet length flits, ready for a header only when the whole packet fits.
+
+    Ports
+    -----
+    i : In(stream)  -- the link. ``i.ready`` depends only on registers (the FIFO level and
+        whether a packet is half received), never on ``i.valid`` or the payload.
+    o : Out(stream)  -- the head flit, for the relay.
+    """
+
+    def __init__(self, fmt: PacketFormat, depth: int):
+        if depth < fmt.packet_flits:
+            raise ValueError(f"input buffer depth {depth} is smaller than a packet ({fmt.packet_flits} flits)")
+        self.fmt, self.depth = fmt, depth
+        super().__init__({"i": In(stream.Signature(fmt.flit)), "o": Out(stream.Signature(fmt.flit))})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.fifo = fifo = SyncFIFOBuffered(width=self.fmt.flit.size, depth=self.depth)
+        between = Signal(init=1)  # the next flit on the link is a header
+        take = self.i.valid & self.i.ready
+        m.d.comb += [
+            self.i.ready.eq(fifo.w_rdy & (~between | (fifo.level <= self.depth - self.fmt.packet_flits))),
+            fifo.w_data.eq(self.i.payload),
+            fifo.w_en.eq(self.i.valid & self.i.ready),
+            self.o.payload.eq(fifo.r_data),
+            self.o.valid.eq(fifo.r_rdy),
+            fifo.r_en.eq(self.o.ready),
+        ]
+        with m.If(take):
+            m.d.sync += between.eq(self.i.payload.last)
+        m.d.sync += [
+            Assert(~take | (self.i.payload.first == between), "input buffer: packets interleaved on a link"),
+            Assert(between | ~self.i.valid | fifo.w_rdy, "input buffer: a packet body waited for room"),
+        ]
+        return m
+
+
+class Allocator(wiring.Component):
+    """All-or-nothing output allocation, round robin over ``inputs``.
+
+    Each cycle the inputs are visited from the priority pointer on. A waiting
+    header is granted when none of its requested outputs is busy, refusing, or
+    granted to an input visited before it. The pointer leaves an input only once
+    that input is served or idle, so the oldest waiting input has first pick
+    whenever its outputs are free together.
+
+    A waiting input reserves nothing: if it did, another input of the router
+    would wait for the outputs *it* waits for, a dependency outside the routing
+    function that closes cycles in the channel dependency graph (the first
+    version did this and deadlocked the 2x3 mesh at 20% load). The price is
+    that a wide multicast has no hard bound on its wait for all its outputs to
+    be free in the same cycle; the soak measures that it still gets through.
+
+    Ports
+    -----
+    pending : In(inputs), req : In(ArrayLayout(outputs, inputs)) -- from the relays.
+    free : In(outputs)  -- output not owned and its receiver ready for a header.
+    grant : Out(inputs)
+    """
+
+    def __init__(self, inputs: int, outputs: int):
+        self.inputs, self.outputs = inputs, outputs
+        super().__init__({
+            "pending": In(inputs),
+            "req": In(outputs).array(inputs),
+            "free": In(outputs),
+            "grant": Out(inputs),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        n = self.inputs
+        ptr = Signal(range(n))
+        with m.Switch(ptr):
+            for p in range(n):
+                with m.Case(p):
+                    taken = ~self.free
+                    for j in [(p + k) % n for k in range(n)]:
+                        m.d.comb += self.grant[j].eq(self.pending[j] & ((self.req[j] & taken) == 0))
+                        now = Signal(self.outputs, name=f"taken_{p}_{j}")  # a signal: keeps the chain linear
+                        m.d.comb += now.eq(taken | Mux(self.grant[j], self.req[j], 0))
+                        taken = now
+        with m.If(~self.pending.bit_select(ptr, 1) | self.grant.bit_select(ptr, 1)):
+            m.d.sync += ptr.eq(Mux(ptr == n - 1, 0, ptr + 1))
+        return m
+
+
+class PacketRouter(wiring.Component):
+    """One MultiWrite router.
+
+    Parameters
+    ----------
+    fmt : PacketFormat.
+    node : this router's node id.
+    ports : its network ports (each carries one link in and one link out).
+    reach : ``reach[port]`` bitmaps from the forwarding table.
+    depth : input buffer depth in flits.
+
+    Ports
+    -----
+    i_<port> : In(stream)   -- the link arriving on ``port``.
+    o_<port> : Out(stream)  -- the link leaving on ``port``.
+    inject : In(stream)     -- packets from the local generator.
+    eject_<port> : Out(stream) -- local copies that arrived on ``port``.
+    """
+
+    def __init__(self, fmt: PacketFormat, node: int, ports: list[str], reach: dict[str, int], depth: int):
+        self.fmt, self.node, self.ports, self.reach, self.depth = fmt, node, list(ports), reach, depth
+        flit = stream.Signature(fmt.flit)
+        members = {"inject": In(flit)}
+        for p in self.ports:
+            members[f"i_{p}"] = In(flit)
+            members[f"o_{p}"] = Out(flit)
+            members[f"eject_{p}"] = Out(flit)
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+        fmt, ports = self.fmt, self.ports
+        outs = len(ports)
+        reach = [self.reach[p] for p in ports]
+        xbar_bits = -(-fmt.flit.size // WORD_BITS) * WORD_BITS
+
+        sources = []  # the head stream of every input: network ports, then inject
+        relays = []
+        for p in ports:
+            buf = InputBuffer(fmt, self.depth)
+            m.submodules[f"buf_{p}"] = buf
+            wiring.connect(m, wiring.flipped(getattr(self, f"i_{p}")), buf.i)
+            sources.append(buf.o)
+            relays.append(Relay(fmt, self.node, reach, local=True))
+        sources.append(self.inject)
+        relays.append(Relay(fmt, self.node, reach, local=False))
+        for j, (src, relay) in enumerate(zip(sources, relays)):
+            m.submodules[f"relay_{j}"] = relay
+            m.d.comb += [relay.i.payload.eq(src.payload), relay.i.valid.eq(src.valid), src.ready.eq(relay.i.ready)]
+
+        m.submodules.alloc = alloc = Allocator(len(relays), outs)
+        m.submodules.xbar = xbar = Crossbar(len(relays), outs, xbar_bits)
+        busy = Signal(outs)
+        for j, relay in enumerate(relays):
+            m.d.comb += [
+                alloc.pending[j].eq(relay.pending),
+                alloc.req[j].eq(relay.req),
+                relay.grant.eq(alloc.grant[j]),
+                xbar.i[j].as_value().eq(relay.i.payload.as_value()),
+            ]
+        m.d.comb += busy.eq(reduce(operator.or_, [relay.held for relay in relays]))
+
+        for k, p in enumerate(ports):
+            out = getattr(self, f"o_{p}")
+            drivers = [relay.valid[k] for relay in relays]
+            m.d.comb += [
+                alloc.free[k].eq(~busy[k] & out.ready),
+                out.valid.eq(Cat(*drivers).any()),
+                xbar.sel[k].valid.eq(out.valid),
+            ]
+            for j, d in enumerate(drivers):
+                with m.If(d):
+                    m.d.comb += xbar.sel[k].input.eq(j)
+                m.d.comb += relays[j].ready[k].eq(out.ready)
+            rewrite_header(m, out.payload, fmt.flit(xbar.o[k].as_value()[:fmt.flit.size]), reach[k])
+            # Constellation's switch assertion: at most one input drives an output.
+            onehot = Signal(len(drivers))
+            m.d.comb += onehot.eq(Cat(*drivers))
+            m.d.sync += Assert((onehot & (onehot - 1)) == 0, f"router {self.node}: two inputs drive output {p}")
+
+        for j, p in enumerate(ports):  # local delivery: the lane of the arrival port
+            lane = getattr(self, f"eject_{p}")
+            relay = relays[j]
+            m.d.comb += [lane.valid.eq(relay.valid[outs]), relay.ready[outs].eq(lane.ready)]
+            rewrite_header(m, lane.payload, relay.i.payload, 1 << self.node)
+        m.d.comb += relays[-1].ready[outs].eq(1)  # the injection relay never delivers locally
+        return m
+

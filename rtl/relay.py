@@ -1,0 +1,132 @@
+"""The MultiWrite relay of one router input (seed 004, Section 4.1 and 4.3.3).
+
+On a header the relay splits the destination bitmap over the router's outputs:
+``bitmap & reach[port]`` for every network port (``reach`` is a constant built
+from the forwarding table, :mod:`equimesh.schedules.routing`) and the router's
+own bit for the local delivery. Every non-empty part is a branch: one copy of
+the packet leaves on that port. The copy's header is rewritten to its part
+(:func:`rewrite_header`), which is the metadata update that keeps downstream
+relays from delivering twice or looping; a part with one bit becomes a plain
+WRITE (rule 2 of Section 4.3.3).
+
+Flow control (FlooNoC's multicast contract): a flit is released from the input
+only when every branch has accepted it. The branches are asynchronous within
+one flit: each branch's ``valid`` stays up until that branch takes the flit
+(a ``sent`` bit per branch remembers it), so no branch waits on another's
+``ready`` combinationally and branches drift apart by at most one flit. The
+network branches of the header are granted together (``grant``, from the
+router's allocator, only when every requested output is free and its receiver
+has room for the whole packet), so they always take the header in the grant
+cycle; only the local delivery can lag.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Assert, Module, Mux, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .packet import Opcode, PacketFormat
+
+
+def rewrite_header(m: Module, out, flit, mask) -> None:
+    """Drive ``out`` with ``flit``; on a header, the bitmap becomes ``bitmap & mask`` and the opcode
+    WRITE when one destination is left, MULTIWRITE otherwise (seed 004, Section 4.1 metadata update)."""
+    part = Signal.like(flit.body.header.bitmap)
+    m.d.comb += [part.eq(flit.body.header.bitmap & mask), out.eq(flit)]
+    with m.If(flit.first):
+        m.d.comb += [
+            out.body.header.bitmap.eq(part),
+            out.body.header.opcode.eq(Mux((part & (part - 1)) != 0, Opcode.MULTIWRITE, Opcode.WRITE)),
+        ]
+
+
+class Relay(wiring.Component):
+    """Branch control of one input: route computation, the fork and its release.
+
+    Parameters
+    ----------
+    fmt : PacketFormat.
+    own : the router's node id (its bit is delivered locally).
+    reach : per network output, in the router's output order, the bitmap it serves.
+    local : whether this input can deliver locally (False for the injection input:
+        a node never addresses itself).
+
+    Ports
+    -----
+    i : In(stream of flits)  -- the input buffer's head; a header when the relay is idle.
+    branch : Out(outputs + local)  -- the presented flit's branches (bit ``outputs`` = local);
+        ``valid[k]`` asks output ``k`` (or the local lane) to take the flit now.
+    valid, ready : per branch, the handshake with that output.
+    req : Out(outputs)  -- the outputs the waiting header needs; meaningful while ``pending``.
+    pending : Out(1)  -- a header waits for its grant.
+    grant : In(1)  -- from the allocator: all of ``req`` are this input's from now to the tail.
+    held : Out(outputs)  -- outputs owned by this input's packet after its grant cycle.
+    """
+
+    def __init__(self, fmt: PacketFormat, own: int, reach: list[int], local: bool):
+        self.fmt, self.own, self.reach, self.local = fmt, own, reach, local
+        n = len(reach) + 1
+        super().__init__({
+            "i": In(stream.Signature(fmt.flit)),
+            "valid": Out(n),
+            "ready": In(n),
+            "req": Out(len(reach)),
+            "pending": Out(1),
+            "grant": In(1),
+            "held": Out(len(reach)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        outs = len(self.reach)
+        head = self.i.payload
+        bitmap = head.body.header.bitmap
+
+        active = Signal()          # a granted packet is passing (set at grant, cleared after the tail)
+        branches = Signal(outs + 1)  # its branches, latched at the grant
+        sent = Signal(outs + 1)      # branches that already took the presented flit
+
+        want = Signal(outs + 1)
+        for k, mask in enumerate(self.reach):
+            m.d.comb += want[k].eq((bitmap & mask) != 0)
+        if self.local:
+            m.d.comb += want[outs].eq(bitmap[self.own])
+        m.d.comb += [
+            self.req.eq(want[:outs]),
+            self.pending.eq(self.i.valid & ~active),
+            self.held.eq(Mux(active, branches[:outs], 0)),
+        ]
+
+        sel = Mux(active, branches, want)
+        go = self.i.valid & (active | self.grant)
+        done = Signal(outs + 1)
+        m.d.comb += [
+            self.valid.eq(Mux(go, sel & ~sent, 0)),
+            done.eq(~sel | sent | self.ready),
+        ]
+        release = go & done.all()
+        m.d.comb += self.i.ready.eq(release)
+
+        with m.If(self.grant):
+            m.d.sync += [active.eq(1), branches.eq(want)]
+        with m.If(release):
+            m.d.sync += sent.eq(0)
+            with m.If(head.last):
+                m.d.sync += active.eq(0)
+        with m.Elif(go):
+            m.d.sync += sent.eq(sent | (self.valid & self.ready))
+
+        # Invariants: an idle relay sees headers only; a grant comes only for a waiting header;
+        # a header addresses somebody and never its own injector; network branches take the
+        # header in its grant cycle (the allocator checked room downstream).
+        m.d.sync += [
+            Assert(~self.pending | head.first, "relay: a body flit arrived without its header"),
+            Assert(~self.grant | self.pending, "relay: grant without a waiting header"),
+            Assert(~self.pending | (bitmap != 0), "relay: header with an empty bitmap"),
+            Assert(~self.grant | ((self.valid[:outs] & ~self.ready[:outs]) == 0),
+                   "relay: a granted output refused the header"),
+        ]
+        if not self.local:
+            m.d.sync += Assert(~self.pending | ~bitmap[self.own], "relay: a node addressed its own packet")
+        return m

@@ -1,0 +1,261 @@
+"""Packet traffic on the MultiWrite network: patterns, the scoreboard, the Amaranth-simulator harness.
+
+Patterns (generator ROM contents, seed 004 Sections 3 and 5.2):
+
+* ``multicast``: every packet goes to ``fanout`` distinct random nodes (not the source);
+* ``unicast``: every packet goes to one uniformly random node;
+* ``allgather-multiwrite``: each node sends its shard as ``packets`` MultiWrites to all other nodes;
+* ``allgather-unicast``: the same shard as ``packets * (nodes - 1)`` unicasts, destinations staggered
+  (node ``s`` sends to ``s+1, s+2, ...``) so no node is every source's first target.
+
+The :class:`Scoreboard` is the independent reference: it sees the generators'
+headers as they enter the network and every flit the sinks take, and checks
+each arrival against the bitmaps sent: one intact copy per destination, none
+elsewhere, payload words as the source built them.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..rtl.packet import SEQ_BITS, Opcode, PacketError, PacketFormat
+from ..schedules.routing import ForwardingTable
+
+PATTERNS = ("multicast", "unicast", "allgather-multiwrite", "allgather-unicast")
+ROM_DEPTH = 256       # random patterns loop over this many bitmaps per node
+WATCHDOG = 2000       # cycles without any flit taken, with packets in flight, that count as deadlock
+
+
+@dataclass
+class Traffic:
+    """What the generators send: ``roms[v]`` bitmaps, ``counts[v]`` packets (None: until stopped)."""
+
+    pattern: str
+    roms: list[list[int]]
+    counts: list[int] | None
+    rate: float
+
+    def bitmap(self, src: int, seq: int) -> int:
+        rom = self.roms[src]
+        return rom[seq % len(rom)]
+
+
+def make_traffic(fmt: PacketFormat, pattern: str, *, fanout: int = 4, rate: float = 1.0, packets: int = 4,
+                 seed: int = 1, bitmap: int | None = None, src: int | None = None) -> Traffic:
+    """Build the generator ROMs. ``bitmap`` (with ``src``) replaces the random choice: only node ``src``
+    sends, always to ``bitmap`` (the others' ROMs hold one entry and ``count`` stops them)."""
+    n = fmt.nodes
+    if pattern not in PATTERNS:
+        raise PacketError(f"unknown pattern {pattern!r}; expected one of {', '.join(PATTERNS)}")
+    if not 0.0 < rate <= 1.0:
+        raise PacketError(f"--rate must be in (0, 1] packets per node per cycle (got {rate})")
+    rng = random.Random(seed)
+    others = [[d for d in range(n) if d != s] for s in range(n)]
+    if bitmap is not None:
+        if src is None or not 0 <= src < n:
+            raise PacketError(f"source node {src} does not exist (nodes are 0..{n - 1})")
+        fmt.check_bitmap(bitmap, src)
+        if pattern in ("allgather-multiwrite", "allgather-unicast"):
+            raise PacketError("an explicit bitmap goes with --pattern multicast or unicast")
+        if pattern == "unicast" and bitmap & (bitmap - 1):
+            raise PacketError(f"a unicast bitmap has one bit (got {bitmap:#x})")
+        roms = [[bitmap] if v == src else [1 << others[v][0]] for v in range(n)]
+        return Traffic(pattern, roms, [packets if v == src else 0 for v in range(n)], rate)
+    if pattern == "multicast":
+        if not 1 <= fanout <= n - 1:
+            raise PacketError(f"--fanout must be 1..{n - 1} on {n} nodes (got {fanout})")
+        roms = [[fmt.bitmap(rng.sample(others[s], fanout), s) for _ in range(ROM_DEPTH)] for s in range(n)]
+        return Traffic(pattern, roms, None, rate)
+    if pattern == "unicast":
+        roms = [[fmt.bitmap([rng.choice(others[s])], s) for _ in range(ROM_DEPTH)] for s in range(n)]
+        return Traffic(pattern, roms, None, rate)
+    if packets < 1:
+        raise PacketError(f"--packets must be >= 1 (got {packets})")
+    if pattern == "allgather-multiwrite":
+        roms = [[fmt.bitmap(others[s], s)] * packets for s in range(n)]
+        return Traffic(pattern, roms, [packets] * n, 1.0)
+    roms = [[1 << ((s + k) % n) for _ in range(packets) for k in range(1, n)] for s in range(n)]
+    return Traffic(pattern, roms, [packets * (n - 1)] * n, 1.0)
+
+
+class Scoreboard:
+    """Checks every arrival against the packets the generators sent (see module docstring)."""
+
+    def __init__(self, fmt: PacketFormat, traffic: Traffic, lane_nodes: list[int]):
+        self.fmt, self.traffic, self.lane_nodes = fmt, traffic, lane_nodes
+        self.sent: dict[tuple[int, int], tuple[int, int]] = {}  # (src, seq) -> (bitmap, header cycle)
+        self.got: dict[tuple[int, int], int] = {}                 # (src, seq) -> bitmap of intact arrivals
+        self.lane_pkt: list[list | None] = [None] * len(lane_nodes)
+        self.expected = self.delivered = self.duplicates = self.corrupted = self.misdelivered = 0
+        self.latencies: list[int] = []
+        self.errors: list[str] = []
+        self.last_arrival = 0
+        f = fmt
+        self._src_mask, self._seq_shift = (1 << f.src_bits) - 1, 1 + f.src_bits
+        self._bm_shift = self._seq_shift + SEQ_BITS
+
+    def _header(self, body: int) -> tuple[int, int, int, int]:
+        return (body & 1, (body >> 1) & self._src_mask, (body >> self._seq_shift) & ((1 << SEQ_BITS) - 1),
+                body >> self._bm_shift)
+
+    def _error(self, msg: str) -> None:
+        if len(self.errors) < 10:
+            self.errors.append(msg)
+
+    def inject(self, cycle: int, node: int, flit: int) -> None:
+        if not flit & 1:
+            return
+        opcode, src, seq, bitmap = self._header(flit >> 2)
+        want = self.traffic.bitmap(node, seq)
+        if src != node or bitmap != want:
+            self._error(f"generator {node} sent seq {seq} to {bitmap:#x}, expected {want:#x}")
+        self.sent[(src, seq)] = (bitmap, cycle)
+        self.expected += bin(bitmap).count("1")
+
+    def eject(self, cycle: int, lane: int, flit: int) -> None:
+        node = self.lane_nodes[lane]
+        first, last, body = flit & 1, (flit >> 1) & 1, flit >> 2
+        if first:
+            opcode, src, seq, bitmap = self._header(body)
+            ok = bitmap == 1 << node and opcode == Opcode.WRITE.value and not last
+            self.lane_pkt[lane] = [src, seq, 1, ok]
+            return
+        pkt = self.lane_pkt[lane]
+        if pkt is None:
+            self._error(f"cycle {cycle}: node {node} got a payload flit without a header")
+            self.corrupted += 1
+            return
+        src, seq, idx, ok = pkt
+        ok = ok and body == self.fmt.payload_word(src, seq, idx) and bool(last) == (idx == self.fmt.payload_flits)
+        pkt[2], pkt[3] = idx + 1, ok
+        if not last:
+            return
+        self.lane_pkt[lane] = None
+        self.last_arrival = cycle
+        if (src, seq) not in self.sent or not self.sent[(src, seq)][0] >> node & 1:
+            self.misdelivered += 1
+            self._error(f"cycle {cycle}: node {node} got ({src}, {seq}), not addressed to it")
+            return
+        have = self.got.get((src, seq), 0)
+        if have >> node & 1:
+            self.duplicates += 1
+            self._error(f"cycle {cycle}: node {node} got ({src}, {seq}) twice")
+            return
+        if not ok:
+            self.corrupted += 1
+            self._error(f"cycle {cycle}: node {node} got ({src}, {seq}) corrupted")
+            return
+        self.got[(src, seq)] = have | 1 << node
+        self.delivered += 1
+        self.latencies.append(cycle - self.sent[(src, seq)][1])
+
+    @property
+    def in_flight(self) -> int:
+        return self.expected - self.delivered - self.corrupted
+
+    def results(self, cycles: int, link_flits: list[int], deadlock: bool) -> dict:
+        lat = np.array(self.latencies) if self.latencies else np.zeros(1)
+        hops = int(sum(link_flits))
+        links = len(link_flits)
+        return {
+            "packets": len(self.sent),
+            "expected": self.expected,
+            "delivered": self.delivered,
+            "duplicates": self.duplicates,
+            "lost": self.expected - self.delivered - self.corrupted,
+            "corrupted": self.corrupted,
+            "misdelivered": self.misdelivered,
+            "deadlock": deadlock,
+            "cycles": cycles,
+            "completion": self.last_arrival,
+            "flit_hops": hops,
+            "link_utilization": round(hops / (links * max(cycles, 1)), 4),
+            "latency_mean": round(float(lat.mean()), 2),
+            "latency_p99": float(np.percentile(lat, 99)),
+            "errors": self.errors,
+        }
+
+
+class Run:
+    """One run's control and checking, independent of the simulator (Amaranth or cocotb).
+
+    Random patterns inject for ``cycles`` cycles, then stop and drain; AllGather
+    patterns run until every generator is done and nothing is in flight. The
+    watchdog ends a run that takes no flit for ``WATCHDOG`` cycles while packets
+    are in flight or generators still have packets to send: a deadlock.
+    """
+
+    def __init__(self, fmt: PacketFormat, traffic: Traffic, lane_nodes: list[int], cycles: int):
+        self.sb = Scoreboard(fmt, traffic, lane_nodes)
+        self.total = sum(traffic.counts) if traffic.counts is not None else None
+        self.cycles = cycles
+        self.cycle = self.idle = 0
+        self.deadlock = False
+
+    @property
+    def stop(self) -> bool:
+        return self.total is None and self.cycle >= self.cycles
+
+    def observe(self, inj, ej) -> bool:
+        """One cycle's monitors, lists of ``(valid, ready, flit)``; True when the run is over."""
+        sb = self.sb
+        moved = False
+        for v, (valid, ready, flit) in enumerate(inj):
+            if valid and ready:
+                sb.inject(self.cycle, v, flit)
+                moved = True
+        for k, (valid, ready, flit) in enumerate(ej):
+            if valid and ready:
+                sb.eject(self.cycle, k, flit)
+                moved = True
+        done_sending = self.stop if self.total is None else len(sb.sent) == self.total
+        self.cycle += 1
+        self.idle = 0 if moved else self.idle + 1
+        if done_sending and sb.in_flight == 0 and not any(sb.lane_pkt):
+            return True
+        if self.idle >= WATCHDOG:
+            self.deadlock = True
+            return True
+        return False
+
+    def results(self, link_flits: list[int]) -> dict:
+        return self.sb.results(self.cycle, link_flits, self.deadlock)
+
+
+def simulate(table: ForwardingTable, traffic: Traffic, payload_flits: int, *, cycles: int = 2000,
+             stall: float = 0.0, vcd: str | None = None) -> dict:
+    """Run ``traffic`` on the Amaranth simulator; returns the scoreboard's results."""
+    from amaranth.sim import Simulator
+
+    from ..rtl.packet_network import TrafficTop
+
+    top = TrafficTop(table, payload_flits, traffic.roms, traffic.counts, traffic.rate, stall, check=False)
+    sigs = []
+    for mon in list(top.inject_mon) + list(top.eject_mon):
+        sigs += [mon.valid, mon.ready, mon.payload.as_value()]
+    n_inj = len(top.inject_mon)
+    run = Run(top.fmt, traffic, [v for v, _ in top.net.lanes], cycles)
+    out = {}
+
+    async def bench(ctx):
+        sampler = ctx.tick().sample(*sigs).__aiter__()
+        while True:
+            ctx.set(top.stop, run.stop)
+            _, _, *vals = await sampler.__anext__()
+            mons = [tuple(vals[i:i + 3]) for i in range(0, len(vals), 3)]
+            if run.observe(mons[:n_inj], mons[n_inj:]):
+                break
+        out.update(run.results([ctx.get(s) for s in top.link_flits]))
+
+    sim = Simulator(top)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    if vcd:
+        with sim.write_vcd(vcd):
+            sim.run()
+    else:
+        sim.run()
+    return out
