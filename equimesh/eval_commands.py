@@ -12,7 +12,7 @@ import numpy as np
 from .errors import InputError, UsageError
 from .schedules.failures import Disconnected, degrade, parse_fail_links, random_failures
 from .schedules.topology import TopologyError, build
-from .sim.alphabeta import LinkModel
+from .sim.alphabeta import LINK_ORDERS, LinkModel
 from .sim.evaluate import (ALGORITHMS, COLLECTIVES, best_baseline, default_sizes, evaluate, format_size,
                            parse_size, plot_curves, run_curve, to_json)
 
@@ -68,8 +68,8 @@ def cmd_evaluate(args) -> int:
     failing = args.fail_links is not None or args.fail_random is not None
     names = _algorithms(args.algorithms, failing)
     sizes, model, ks = _sizes(args.sizes), _model(args), _chunks(args.chunks)
-    curves = evaluate(args.rows, args.cols, args.collective, names, sizes, model, ks)
-    out = to_json(args.rows, args.cols, args.collective, curves, model)
+    curves = evaluate(args.rows, args.cols, args.collective, names, sizes, model, ks, args.link_order)
+    out = to_json(args.rows, args.cols, args.collective, curves, model, args.link_order)
     if failing:
         out["failures"] = _failures(args, names, curves, sizes, model, ks)
     if args.plot:
@@ -101,7 +101,8 @@ def _failures(args, names, curves, sizes, model, ks) -> list[dict]:
             raise UsageError(str(e)) from None
         except Disconnected as e:
             raise InputError(f"{name}: {e}") from None
-        c = run_curve(ALGORITHMS[name], deg, args.collective, sizes, ks or ALGORITHMS[name].chunk_counts, model)
+        c = run_curve(ALGORITHMS[name], deg, args.collective, sizes, ks or ALGORITHMS[name].chunk_counts, model,
+                      args.link_order)
         rows.append({"algorithm": name, "topology": deg.name, "failed_links": [list(f) for f in deg.failed],
                      "verified": True,
                      "effective_bandwidth_GBps": [round(float(x) / 1e9, 6) for x in c.effective_bandwidth],
@@ -178,6 +179,9 @@ def register(sub) -> None:
     p.add_argument("--algorithms", help="comma-separated, from: " + ", ".join(ALGORITHMS) + " (default: all available)")
     p.add_argument("--chunks", help="chunk counts K to try, best per size (default: each algorithm's own set)")
     add_model_args(p)
+    p.add_argument("--link-order", choices=LINK_ORDERS, default="schedule",
+                   help="how a link orders its transfers: schedule (as the schedule ROM does; default) or ready "
+                        "(in the order their data becomes ready, a FIFO per link; slower pure-Python event loop)")
     p.add_argument("--fail-links", help="also resynthesize on the topology without these links: U-V (both ways) or U>V, comma-separated")
     p.add_argument("--fail-random", type=int, help="also resynthesize with this many random directed links failed")
     p.add_argument("--seed", type=int, default=0, help="seed for --fail-random (default 0)")

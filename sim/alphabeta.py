@@ -112,27 +112,37 @@ def chunk_bytes(collective: str, nodes: int, chunks: int, message: np.ndarray) -
 
 
 def flatten(sched: Schedule) -> Transfers:
-    """Turn every phase's steps into one global step order with (node, root, chunk) keys."""
+    """Turn every phase's steps into one global step order with (phase, node, root, chunk) keys.
+
+    Key ``(p, v, root, chunk)``: when node ``v`` holds the chunk (AllGather) or has all
+    its partials (ReduceScatter) in phase ``p``. The AllGather phase of an AllReduce
+    sends a root's own chunk once the root's ReduceScatter key is complete.
+    """
     topo, n, k = sched.topology, sched.topology.nodes, sched.chunks
+    per_phase = n * n * k
     parts, offset = [], 0
-    for phase in sched.phases:
+    for p, phase in enumerate(sched.phases):
         for s, a in enumerate(phase.steps):
             a = np.asarray(a, dtype=np.int64).reshape(-1, 3)
             if len(a):
-                parts.append((np.full(len(a), offset + s, dtype=np.int64), a))
+                parts.append((np.full(len(a), offset + s, dtype=np.int64), np.full(len(a), p), a))
         offset += len(phase.steps)
     if parts:
-        step = np.concatenate([p[0] for p in parts])
-        tr = np.concatenate([p[1] for p in parts])
+        step = np.concatenate([x[0] for x in parts])
+        phase_of = np.concatenate([x[1] for x in parts])
+        tr = np.concatenate([x[2] for x in parts])
     else:
-        step, tr = np.zeros(0, np.int64), np.zeros((0, 3), np.int64)
+        step, phase_of, tr = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, 3), np.int64)
     link, root, chunk = tr[:, 0], tr[:, 1], tr[:, 2]
     rc = root * k + chunk
+    src = topo.link_src[link]
+    # a root starts its AllGather from the previous phase's (ReduceScatter) key
+    src_phase = np.where((src == root) & (phase_of > 0), phase_of - 1, phase_of)
     return Transfers(step=step, link=link,
-                     src_keys=(topo.link_src[link] * (n * k) + rc)[:, None],
-                     dst_keys=(topo.link_dst[link] * (n * k) + rc)[:, None],
+                     src_keys=(src_phase * per_phase + src * (n * k) + rc)[:, None],
+                     dst_keys=(phase_of * per_phase + topo.link_dst[link] * (n * k) + rc)[:, None],
                      units=np.ones(len(link), dtype=np.int64),
-                     n_keys=n * n * k, n_links=len(topo.links))
+                     n_keys=per_phase * max(1, len(sched.phases)), n_links=len(topo.links))
 
 
 def run(tr: Transfers, unit_time, alpha: float) -> np.ndarray:
@@ -173,14 +183,90 @@ def run(tr: Transfers, unit_time, alpha: float) -> np.ndarray:
     return out
 
 
-def simulate(sched: Schedule, sizes, model: LinkModel = LinkModel()) -> Result:
-    """Simulate ``sched`` for every message size per node in ``sizes`` (bytes, or flits in RTL units)."""
+def run_ready_order(tr: Transfers, unit_time: float, alpha: float) -> float:
+    """Completion time when every link serves its transfers in the order their data becomes ready.
+
+    The alternative link discipline to :func:`run`'s schedule order: a link that falls
+    idle starts, among its transfers whose data is ready, the one that became ready
+    first (ties: schedule order), as a FIFO queue per link would. A key is complete
+    when every transfer writing it has arrived (all partials, or the one delivery), so
+    a ReduceScatter chunk of one root may overtake the AllGather of another on a link:
+    this is the overlap of the two phases across chunks that TidalMesh schedules
+    explicitly (seed 000, Section V-A). Discrete-event loop with heaps, one size at a time.
+    """
+    import heapq
+
+    n_t = len(tr.step)
+    pad = tr.n_keys  # reads of the padding key are always satisfied
+    writers = np.bincount(tr.dst_keys.reshape(-1), minlength=tr.n_keys + 2)
+    value = np.zeros(tr.n_keys + 2)
+    src = [[int(k) for k in row if k != pad] for row in tr.src_keys]
+    dst = [[int(k) for k in row if k < pad] for row in tr.dst_keys]
+    readers: list[list[int]] = [[] for _ in range(tr.n_keys)]
+    waiting = np.zeros(n_t, dtype=np.int64)
+    for i, keys in enumerate(src):
+        for k in keys:
+            if writers[k]:
+                readers[k].append(i)
+                waiting[i] += 1
+    link = tr.link.tolist()
+    dur = (alpha + tr.units * unit_time).tolist()
+    queue: list[list] = [[] for _ in range(tr.n_links)]
+    busy = [False] * tr.n_links
+    events: list[tuple] = []  # (time, kind 0 = ready / 1 = finish, transfer)
+    for i in np.flatnonzero(waiting == 0):
+        heapq.heappush(events, (0.0, 0, int(i)))
+    end = 0.0
+
+    def start(l: int, now: float) -> None:
+        _, _, j = heapq.heappop(queue[l])
+        busy[l] = True
+        heapq.heappush(events, (now + dur[j], 1, j))
+
+    while events:
+        now, kind, i = heapq.heappop(events)
+        l = link[i]
+        if kind == 0:
+            heapq.heappush(queue[l], (now, i, i))
+            if not busy[l]:
+                start(l, now)
+            continue
+        end = now
+        busy[l] = False
+        for k in dst[i]:
+            value[k] = max(value[k], now)
+            writers[k] -= 1
+            if writers[k] == 0:
+                for j in readers[k]:
+                    waiting[j] -= 1
+                    if waiting[j] == 0:
+                        heapq.heappush(events, (max(value[m] for m in src[j]), 0, j))
+        if queue[l]:
+            start(l, now)
+    return end
+
+
+LINK_ORDERS = ("schedule", "ready")
+
+
+def simulate(sched: Schedule, sizes, model: LinkModel = LinkModel(), link_order: str = "schedule") -> Result:
+    """Simulate ``sched`` for every message size per node in ``sizes`` (bytes, or flits in RTL units).
+
+    ``link_order``: ``schedule`` (each link serves its transfers in schedule order, as the
+    schedule ROM does; :func:`run`) or ``ready`` (in the order their data becomes ready;
+    :func:`run_ready_order`).
+    """
     sizes = np.atleast_1d(np.asarray(sizes, dtype=np.float64))
     if (sizes <= 0).any():
         raise ValueError(f"message sizes must be > 0 (got {sizes[sizes <= 0][0]:g})")
     tr = flatten(sched)
     ub = chunk_bytes(sched.collective, sched.topology.nodes, sched.chunks, sizes)
-    completion = run(tr, ub / model.bandwidth, model.alpha)
+    if link_order == "schedule":
+        completion = run(tr, ub / model.bandwidth, model.alpha)
+    elif link_order == "ready":
+        completion = np.array([run_ready_order(tr, u / model.bandwidth, model.alpha) for u in ub])
+    else:
+        raise ValueError(f"unknown link order {link_order!r}; expected one of {', '.join(LINK_ORDERS)}")
     return Result(sizes=sizes, completion=completion, unit_bytes=ub,
                   link_transfers=np.bincount(tr.link, minlength=tr.n_links).astype(np.float64),
                   link_units=np.bincount(tr.link, weights=tr.units, minlength=tr.n_links))

@@ -143,7 +143,7 @@ class Curve:
 
 
 def run_curve(algo: Algorithm, topo: Topology, collective: str, sizes: np.ndarray,
-              chunk_counts, model: LinkModel) -> Curve:
+              chunk_counts, model: LinkModel, link_order: str = "schedule") -> Curve:
     """Synthesize, verify and simulate ``algo`` on ``topo`` at every chunk count."""
     by, scheds = {}, {}
     for k in chunk_counts:
@@ -152,7 +152,7 @@ def run_curve(algo: Algorithm, topo: Topology, collective: str, sizes: np.ndarra
         t1 = time.perf_counter()
         verify(sched)
         t2 = time.perf_counter()
-        res = simulate(sched, sizes, model)
+        res = simulate(sched, sizes, model, link_order)
         t3 = time.perf_counter()
         by[k] = {"steps": sched.num_steps, "bound": lower_bound(topo, k, collective),
                  "completion": res.completion, "synth_s": t1 - t0, "verify_s": t2 - t1, "sim_s": t3 - t2,
@@ -162,13 +162,14 @@ def run_curve(algo: Algorithm, topo: Topology, collective: str, sizes: np.ndarra
 
 
 def evaluate(rows: int, cols: int, collective: str, algorithms: list[str], sizes: np.ndarray,
-             model: LinkModel = LinkModel(), chunk_counts: list[int] | None = None) -> list[Curve]:
+             model: LinkModel = LinkModel(), chunk_counts: list[int] | None = None,
+             link_order: str = "schedule") -> list[Curve]:
     """Figs. 7/8 for one mesh size: one :class:`Curve` per algorithm."""
     curves = []
     for name in algorithms:
         algo = ALGORITHMS[name]
         topo = build(algo.kind, rows, cols)
-        curves.append(run_curve(algo, topo, collective, sizes, chunk_counts or algo.chunk_counts, model))
+        curves.append(run_curve(algo, topo, collective, sizes, chunk_counts or algo.chunk_counts, model, link_order))
     return curves
 
 
@@ -178,10 +179,11 @@ def best_baseline(curves: list[Curve]) -> Curve | None:
     return max(base, key=lambda c: c.effective_bandwidth[-1]) if base else None
 
 
-def to_json(rows: int, cols: int, collective: str, curves: list[Curve], model: LinkModel) -> dict:
+def to_json(rows: int, cols: int, collective: str, curves: list[Curve], model: LinkModel,
+            link_order: str = "schedule") -> dict:
     best = best_baseline(curves)
     out = {"rows": rows, "cols": cols, "collective": collective,
-           "model": {"alpha_s": model.alpha, "bandwidth_Bps": model.bandwidth},
+           "model": {"alpha_s": model.alpha, "bandwidth_Bps": model.bandwidth, "link_order": link_order},
            "message_size_definition": ("bytes contributed per node (AllGather shard)" if collective == "allgather"
                                        else "bytes of the vector each node reduces (shard = M / N)"),
            "sizes": [float(s) for s in curves[0].sizes] if curves else [],

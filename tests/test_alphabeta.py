@@ -7,7 +7,7 @@ from equimesh.schedules.schedule import Phase, Schedule
 from equimesh.schedules.topology import build
 from equimesh.schedules.verify import verify
 from equimesh.sim.alphabeta import (LinkModel, Transfers, dim_decomposed_allreduce,
-                                    dim_decomposed_allreduce_time, run, simulate)
+                                    dim_decomposed_allreduce_time, run, run_ready_order, simulate)
 
 # alpha = 1, B = 100 bytes per time unit: a 1000-byte chunk takes T = 1 + 10 = 11.
 MODEL = LinkModel(alpha=1.0, bandwidth=100.0)
@@ -96,6 +96,34 @@ def test_latest_of_several_partials_and_payload_units():
     # unit time 10, alpha 1: [0,11] on link 0; [11,22] link 0; link 1 waits key 3 = 11: [11, 42];
     # key 2 = max(22, 42) = 42; link 2: [42, 42 + 21].
     assert run(tr, [10.0], 1.0)[0] == pytest.approx(63.0)
+
+
+def test_ready_order_lets_a_ready_transfer_overtake():
+    # C on link 1 (2 units) feeds A on link 0; B on link 0 needs nothing but comes after A.
+    # Schedule order: A [21, 32], B [32, 43]. Ready order: B [0, 11], A [21, 32].
+    tr = Transfers(step=np.array([0, 1, 2]), link=np.array([1, 0, 0]),
+                   src_keys=np.array([[3], [0], [3]]), dst_keys=np.array([[0], [1], [2]]),
+                   units=np.array([2, 1, 1]), n_keys=3, n_links=2)
+    assert run(tr, [10.0], 1.0)[0] == pytest.approx(43.0)
+    assert run_ready_order(tr, 10.0, 1.0) == pytest.approx(32.0)
+
+
+@pytest.mark.parametrize("steps,collective", [(AG_STEP_SYNC, "allgather"), (RS_STEPS, "reducescatter")])
+def test_ready_order_equals_schedule_order_when_nothing_can_overtake(steps, collective):
+    # The lockstep 2x2 schedules: every link's transfers are ready in schedule order.
+    t = mesh22()
+    s = Schedule(collective, "hand", 1, t, [phase(t, collective, steps)])
+    assert simulate(s, [4000.0], MODEL, "ready").completion == pytest.approx(simulate(s, [4000.0], MODEL).completion)
+
+
+def test_allreduce_ready_order_by_hand():
+    t = mesh22()
+    s = Schedule("allreduce", "hand", 1, t, [phase(t, "reducescatter", RS_STEPS),
+                                              phase(t, "allgather", AG_STEP_SYNC)])
+    # Ready order. Sums complete: r0 at 3T, r1..r3 at 2T. AllGather step 0 by data: 1->3 r1, 2->0 r2, 2->3 r2,
+    # 3->1 r3, 3->2 r3 run [2T, 3T]; 1->0 r1 waits for 1->0 (RS r0) [2T, 3T]: [3T, 4T];
+    # 0->1 r0, 0->2 r0 [3T, 4T]. Step 1: 1->3 r0 needs r0 at 1 (4T): [4T, 5T]. Same as in order.
+    assert simulate(s, [4000.0], MODEL, "ready").completion[0] == pytest.approx(5 * T)
 
 
 def test_vectorized_sizes_match_one_at_a_time():
