@@ -137,6 +137,7 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_simulate)
     register_verilog(sub)
     register_compare(sub)
+    register_bench(sub)
 
 
 def cmd_compare(args) -> int:
@@ -201,3 +202,63 @@ def register_verilog(sub) -> None:
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--rom-dir", help="also write each router's ROM here as a $readmemh hex file")
     p.set_defaults(func=cmd_verilog)
+
+
+def cmd_bench_rtl(args) -> int:
+    """Simulated cycles/s and router-cycles/s, Amaranth simulator and Icarus, for each size."""
+    import platform
+    import tempfile
+    import time
+
+    from .rtl.rom import compile_schedule
+    from .schedules.topology import build
+    from .sim.harness import simulate
+    from .sim.verilog_sim import SimulatorMissing, run
+
+    rows = []
+    for size in args.sizes:
+        try:
+            r, c = (int(x) for x in size.lower().split("x"))
+            topo = build("equimesh", r, c)
+        except ValueError:
+            raise UsageError(f"--sizes takes RxC sizes such as 4x4 (got {size!r})") from None
+        sched = synthesize(topo, args.chunks, "allgather")
+        image = compile_schedule(sched, args.chunk_flits, topo)
+        res = simulate(image, progress=Progress(f"amaranth {topo.name}"))
+        rows.append((topo.name, "amaranth", res.cycles, res.sim_seconds, 0.0, res.bit_exact, "all"))
+        if not args.no_icarus:
+            # Reading every flit back through the host port is slow on big networks: check corners.
+            check = None if topo.nodes <= 16 else {0, topo.nodes - 1}
+            with tempfile.TemporaryDirectory() as tmp:
+                try:
+                    v = run(image, tmp, "icarus", check_nodes=check)
+                except SimulatorMissing as e:
+                    raise InputError(str(e)) from None
+            ok = v.bit_exact and v.busy == (image.link_transfers * image.chunk_flits).tolist()
+            rows.append((topo.name, "icarus", v.cycles, v.run_seconds, v.build_seconds, ok,
+                         "all" if check is None else "nodes " + ", ".join(map(str, sorted(check)))))
+    lines = [f"# equimesh bench-rtl ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.machine()}, "
+             f"{platform.python_implementation()} {platform.python_version()}): "
+             f"EquiMesh AllGather, K={args.chunks}, {args.chunk_flits} flits/chunk", "",
+             "| network | backend | cycles | run s | cycles/s | router-cycles/s | build s | bit-exact | memory checked |",
+             "|---|---|---:|---:|---:|---:|---:|---|---|"]
+    for name, backend, cycles, secs, build_s, ok, checked in rows:
+        nodes = int(name.split()[0].split("x")[0]) * int(name.split()[0].split("x")[1])
+        lines.append(f"| {name} | {backend} | {cycles} | {secs:.2f} | {cycles / secs:.0f} | {cycles * nodes / secs:.0f} "
+                     f"| {build_s:.1f} | {'yes' if ok else 'NO'} | {checked} |")
+    text = "\n".join(lines) + "\n"
+    print(text, end="")
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(text)
+    return 0 if all(r[5] for r in rows) else 1
+
+
+def register_bench(sub) -> None:
+    p = sub.add_parser("bench-rtl", help="benchmark: simulated cycles/s and router-cycles/s, Amaranth simulator and Icarus")
+    p.add_argument("--sizes", nargs="+", default=["4x4", "8x8"], help="EquiMesh sizes (default 4x4 8x8)")
+    p.add_argument("--chunks", type=int, default=4, help="chunks per shard K (default 4)")
+    p.add_argument("--chunk-flits", type=int, default=16, help="flits per chunk F (default 16)")
+    p.add_argument("--no-icarus", action="store_true", help="only the Amaranth simulator")
+    p.add_argument("--out", default="bench/rtl.md", help="save the table here (default bench/rtl.md)")
+    p.set_defaults(func=cmd_bench_rtl)

@@ -5,7 +5,7 @@ Each output selects one input or is idle. The select is checked in simulation.
 
 from __future__ import annotations
 
-from amaranth.hdl import Assert, Module, Mux, unsigned
+from amaranth.hdl import Assert, Module, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -44,5 +44,11 @@ class Crossbar(wiring.Component):
             if 1 << len(sel.input) != self.inputs:  # some select codes name no input
                 m.d.sync += Assert(~sel.valid | (sel.input < self.inputs),
                                    f"crossbar output {o} selects a missing input")
-            m.d.comb += self.o[o].eq(Mux(sel.valid, self.i[sel.input], 0))
+            with m.If(sel.valid):
+                with m.Switch(sel.input):
+                    for i in range(self.inputs):
+                        with m.Case(i):
+                            m.d.comb += self.o[o].eq(self.i[i])
+                    with m.Default():  # an illegal select (asserted above) gives an idle output
+                        m.d.comb += self.o[o].eq(0)
         return m

@@ -66,4 +66,6 @@ class Network(wiring.Component):
             for v, r in enumerate(self.routers):
                 with m.Case(v):
                     m.d.comb += self.host_data.eq(r.host_data)
+            with m.Default():
+                m.d.comb += self.host_data.eq(0)
         return m

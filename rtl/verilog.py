@@ -19,6 +19,18 @@ from .router import Router
 
 TOP = "equimesh_top"
 
+# Verilator waivers for what Amaranth's Verilog output always contains (docs/rtl.md, "Lint").
+LINT_WAIVERS = """`verilator_config
+// Per-field alias wires of Amaranth data layouts, and the inputs of tied-off router ports, are never read.
+lint_off -rule UNUSEDSIGNAL
+// Yosys writes register reset values as declaration initialisers.
+lint_off -rule PROCASSINIT
+// Amaranth widens adder operands to the result width (exact: the same arithmetic as the Amaranth model).
+lint_off -rule WIDTHEXPAND
+// The submodules of the network top are written into its file.
+lint_off -rule DECLFILENAME
+"""
+
 
 def router_designs(image: NetworkImage, lane_init, flit_bits: int) -> dict[int, Router]:
     """One representative :class:`Router` per port count."""
@@ -49,6 +61,9 @@ def export(image: NetworkImage, lane_init, out_dir: str | Path, flit_bits: int,
         path = out / f"{router_name(ports)}.v"
         path.write_text(verilog.convert(router, name=router_name(ports), emit_src=False))
         written.append(path)
+    path = out / "lint.vlt"
+    path.write_text(LINT_WAIVERS)
+    written.append(path)
     if rom_dir is not None:
         written += write_roms(image, rom_dir)
     return written
