@@ -213,8 +213,13 @@ def cmd_bench_rtl(args) -> int:
     from .rtl.rom import compile_schedule
     from .schedules.topology import build
     from .sim.harness import simulate
-    from .sim.verilog_sim import SimulatorMissing, run
+    from .sim.verilog_sim import SimulatorMissing, check_simulator, run
 
+    if not args.no_icarus:
+        try:
+            check_simulator("icarus")
+        except SimulatorMissing as e:
+            raise InputError(str(e)) from None
     rows = []
     for size in args.sizes:
         try:
@@ -230,10 +235,7 @@ def cmd_bench_rtl(args) -> int:
             # Reading every flit back through the host port is slow on big networks: check corners.
             check = None if topo.nodes <= 16 else {0, topo.nodes - 1}
             with tempfile.TemporaryDirectory() as tmp:
-                try:
-                    v = run(image, tmp, "icarus", check_nodes=check)
-                except SimulatorMissing as e:
-                    raise InputError(str(e)) from None
+                v = run(image, tmp, "icarus", check_nodes=check)
             ok = v.bit_exact and v.busy == (image.link_transfers * image.chunk_flits).tolist()
             rows.append((topo.name, "icarus", v.cycles, v.run_seconds, v.build_seconds, ok,
                          "all" if check is None else "nodes " + ", ".join(map(str, sorted(check)))))
