@@ -5,11 +5,11 @@ trees, where a corner node does not participate", and Section II-B: "builds
 non-interlaced trees spatially combining chunk pipelining". The HPCA paper itself was
 not available to us, so this is an APPROXIMATION built from that description:
 
-* every root gets three broadcast trees that share no link where the mesh allows it;
-  a corner has in-degree 2, so it cannot hang from three link-disjoint trees (the
-  reason a corner sits out of one tree in TTO); here the third tree reaches it over
-  the cheapest already-used link instead of leaving it out, so the result is a
-  complete AllGather;
+* every root gets three broadcast trees, grown in turns, each preferring links the
+  root's other trees do not use (:func:`tto_trees`); a corner has in-degree 2, so it
+  cannot hang from three link-disjoint trees (the reason a corner sits out of one tree
+  in TTO); here a tree that finds no unused link reuses one instead of leaving the
+  corner out, so the result is a complete AllGather;
 * chunk ``c`` of a shard travels on tree ``c mod 3``, so ``K`` should be a multiple of 3
   and larger ``K`` pipelines more;
 * the trees are turned into timesteps by :func:`schedule_trees`, a list scheduler that
