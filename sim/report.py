@@ -247,11 +247,12 @@ def failures_section(model: LinkModel, log) -> str:
             log(f"failures {collective} k={k}")
             deg = degrade(topo, random_failures(topo, k, seed=0))
             c = run_curve(algo, deg, collective, size, [4], model)  # run_curve verifies
-            rows.append([collective, k, c.by_chunks[4]["steps"], intact.by_chunks[4]["steps"],
+            rows.append([collective, k, int(deg.in_degree.min()), int(deg.out_degree.min()),
+                         lower_bound(deg, 4, collective), c.by_chunks[4]["steps"], intact.by_chunks[4]["steps"],
                          f"{c.effective_bandwidth[0] / 1e9:.2f}", f"{intact.effective_bandwidth[0] / 1e9:.2f}",
                          f"{c.completion[0] / intact.completion[0]:.3f}"])
-    return _table(["collective", "failed links (seed 0)", "steps", "steps intact", "GB/s @ 1GB", "GB/s intact",
-                   "slowdown"], rows)
+    return _table(["collective", "failed links (seed 0)", "min in-degree", "min out-degree", "bound (steps)",
+                   "steps", "steps intact", "GB/s @ 1GB", "GB/s intact", "slowdown"], rows)
 
 
 def rtl_check(log) -> tuple[str, list]:
@@ -430,7 +431,9 @@ shards) and the event simulator reproduces the formula (requirement: within 1%):
 resynthesizes every topology-agnostic algorithm on what is left, verifies the result
 (`verify`) and reports the slowdown; a failure set that disconnects the network is an error
 ("failing 2 link(s) disconnects the network: node 0 can no longer reach node 1").
-XTree / MirrorXTree on the 8x8 EquiMesh, K = 4, 1 GB per node, k random directed links failed:
+XTree / MirrorXTree on the 8x8 EquiMesh, K = 4, 1 GB per node, k random directed links failed.
+The slowdown follows the least in- (AllGather) and out-degree (ReduceScatter) left by the
+failures, through the bound max(D, ceil(K (N-1) / d)) of Section III-A:
 
 {fail}
 
