@@ -197,7 +197,8 @@ def register(sub) -> None:
 
     p = sub.add_parser("report", help="write the evaluation report (Markdown + figures): Figs. 7/8, ratios, "
                                       "chunk sweep, seed 003 and RTL cross-checks, failures, compare")
-    p.add_argument("--out", required=True, help="directory for evaluation.md and figures/")
+    p.add_argument("--out", required=True, help="directory for evaluation.md and figures/ "
+                                                "(a bench-eval.txt found there is quoted in the report)")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("bench-eval", help="benchmark: synthesis, verification and alpha-beta evaluation of one size "

@@ -291,20 +291,30 @@ def rtl_check(log) -> tuple[str, list]:
 
 
 def compare_section(out: Path, log) -> str:
-    """The RTL engineer's ``equimesh compare`` (cycle-level mesh / EquiMesh / overflow), run as a subprocess."""
+    """The RTL engineer's ``equimesh compare`` (cycle-level mesh / EquiMesh / overflow), run as a subprocess.
+
+    It runs in a scratch directory; only its heatmaps are copied into the report.
+    """
+    import shutil
+    import tempfile
+
     log("equimesh compare")
-    where = out / "figures" / "compare"
-    try:
-        p = subprocess.run([sys.executable, "-m", "equimesh.cli", "compare", "--out", str(where)],
-                           capture_output=True, text=True, timeout=900)
-    except subprocess.TimeoutExpired:
-        return "`equimesh compare` did not finish within 15 minutes."
-    if p.returncode == 2 and "invalid choice" in p.stderr:
-        return "`equimesh compare` is not available in this build yet."
-    body = p.stdout.strip() or p.stderr.strip()
-    pngs = sorted(where.glob("*.png")) if where.is_dir() else []
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            p = subprocess.run([sys.executable, "-m", "equimesh.cli", "compare", "--out", tmp],
+                               capture_output=True, text=True, timeout=900)
+        except subprocess.TimeoutExpired:
+            return "`equimesh compare` did not finish within 15 minutes."
+        if p.returncode == 2 and "invalid choice" in p.stderr:
+            return "`equimesh compare` is not available in this build yet."
+        where = out / "figures" / "compare"
+        where.mkdir(parents=True, exist_ok=True)
+        pngs = sorted(Path(tmp).glob("*.png"))
+        for f in pngs:
+            shutil.copy(f, where / f.name)
+    body = (p.stdout.strip() or p.stderr.strip()).replace(tmp, "OUT")
     imgs = "\n".join(f"![{f.stem}](figures/compare/{f.name})" for f in pngs)
-    return f"Output of `equimesh compare --out {where}` (exit {p.returncode}):\n\n```\n{body}\n```\n\n{imgs}"
+    return f"Output of `equimesh compare --out OUT` (exit {p.returncode}):\n\n```\n{body}\n```\n\n{imgs}"
 
 
 # ----- the report -----------------------------------------------------------------------
@@ -333,6 +343,10 @@ def write_report(out: Path, log=lambda s: None) -> Path:
     fail = failures_section(model, log)
     rtl_text, rtl_data = rtl_check(log)
     compare = compare_section(out, log)
+    bench_file = out / "bench-eval.txt"
+    bench = (f"The last run saved in `{bench_file}` (its own date and machine in the header):\n\n```\n"
+             f"{bench_file.read_text().strip()}\n```" if bench_file.is_file() else
+             f"Save a run as `{bench_file}` (`equimesh bench-eval > {bench_file}`) to quote it here.")
     seconds = time.perf_counter() - t0
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     machine = f"{platform.node()} ({platform.machine()}), Python {platform.python_version()}"
@@ -465,8 +479,7 @@ transfers beats lockstep).
 ## Benchmark
 
 `equimesh bench-eval --dims 16 32` times synthesis, verification and the one-size alpha-beta
-simulation on the 16x16 and 32x32 meshes, each separately; the quoted run is in
-`docs/bench-eval.txt` (timings are kept out of this report, which is regenerated often).
+simulation on the 16x16 and 32x32 meshes, each separately. {bench}
 """
     (out / "evaluation.md").write_text(md)
     for v in figs["figs"].values():
