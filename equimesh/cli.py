@@ -21,6 +21,7 @@ def make_parser() -> argparse.ArgumentParser:
     register_core(sub)
     from .eval_commands import register as register_eval; register_eval(sub)
     from .rtl_commands import register as register_rtl; register_rtl(sub)
+    from .traffic_commands import register as register_traffic; register_traffic(sub)
     # --- end of registration ---
     return p
 

@@ -79,8 +79,8 @@ class TrafficTop(wiring.Component):
     ejected : Out(32)  -- flits taken by all sinks (progress, for the watchdog).
     link_flits : Out(32).array(links)
     inject_mon : Out(monitor).array(nodes), eject_mon : Out(monitor).array(lanes)
-    with ``check``: count, seq_sum : Out(32).array(nodes * nodes) (index ``dst * nodes + src``),
-        order_errors, header_errors, payload_errors : Out(32) (summed over nodes).
+    with ``check``: count, key_sum, key_sq_sum : Out(32).array(nodes) (per receiving node),
+        header_errors, payload_errors : Out(32) (summed over nodes).
     """
 
     def __init__(self, table: ForwardingTable, payload_flits: int, roms: list[list[int]],
@@ -99,9 +99,9 @@ class TrafficTop(wiring.Component):
         }
         if check:
             members.update({
-                "count": Out(COUNTER_BITS).array(nodes * nodes),
-                "seq_sum": Out(COUNTER_BITS).array(nodes * nodes),
-                "order_errors": Out(COUNTER_BITS),
+                "count": Out(COUNTER_BITS).array(nodes),
+                "key_sum": Out(COUNTER_BITS).array(nodes),
+                "key_sq_sum": Out(COUNTER_BITS).array(nodes),
                 "header_errors": Out(COUNTER_BITS),
                 "payload_errors": Out(COUNTER_BITS),
             })
@@ -133,9 +133,8 @@ class TrafficTop(wiring.Component):
                 for j, k in enumerate(lanes):
                     e, c = net.eject[k], chk.i[j]
                     m.d.comb += [c.valid.eq(e.valid), c.ready.eq(e.ready), c.payload.eq(e.payload)]
-                for s in range(nodes):
-                    m.d.comb += [self.count[v * nodes + s].eq(chk.count[s]),
-                                 self.seq_sum[v * nodes + s].eq(chk.seq_sum[s])]
+                m.d.comb += [self.count[v].eq(chk.count), self.key_sum[v].eq(chk.key_sum),
+                             self.key_sq_sum[v].eq(chk.key_sq_sum)]
         took = Signal(range(len(net.lanes) + 1))
         m.d.comb += took.eq(sum(e.valid & e.ready for e in net.eject))
         m.d.sync += self.ejected.eq(self.ejected + took)
@@ -143,6 +142,6 @@ class TrafficTop(wiring.Component):
             mon = self.eject_mon[k]
             m.d.comb += [mon.valid.eq(e.valid), mon.ready.eq(e.ready), mon.payload.eq(e.payload)]
         if self.check:
-            for name in ("order_errors", "header_errors", "payload_errors"):
+            for name in ("header_errors", "payload_errors"):
                 m.d.comb += getattr(self, name).eq(sum(getattr(c, name) for c in chks))
         return m

@@ -113,15 +113,20 @@ class Allocator(wiring.Component):
         m = Module()
         n = self.inputs
         ptr = Signal(range(n))
+        grants = []
+        for p in range(n):  # the grants for each pointer value, then select one
+            g = Signal(n, name=f"grant_from_{p}")
+            taken = ~self.free
+            for j in [(p + k) % n for k in range(n)]:
+                m.d.comb += g[j].eq(self.pending[j] & ((self.req[j] & taken) == 0))
+                now = Signal(self.outputs, name=f"taken_{p}_{j}")  # a signal: keeps the chain linear
+                m.d.comb += now.eq(taken | Mux(g[j], self.req[j], 0))
+                taken = now
+            grants.append(g)
         with m.Switch(ptr):
             for p in range(n):
                 with m.Case(p):
-                    taken = ~self.free
-                    for j in [(p + k) % n for k in range(n)]:
-                        m.d.comb += self.grant[j].eq(self.pending[j] & ((self.req[j] & taken) == 0))
-                        now = Signal(self.outputs, name=f"taken_{p}_{j}")  # a signal: keeps the chain linear
-                        m.d.comb += now.eq(taken | Mux(self.grant[j], self.req[j], 0))
-                        taken = now
+                    m.d.comb += self.grant.eq(grants[p])
         with m.If(~self.pending.bit_select(ptr, 1) | self.grant.bit_select(ptr, 1)):
             m.d.sync += ptr.eq(Mux(ptr == n - 1, 0, ptr + 1))
         return m

@@ -1,0 +1,214 @@
+"""Subcommands for MultiWrite packet traffic (seed 004, Section 4): ``routing``, ``traffic``, ``soak``."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+
+from .commands import add_topology_args, topology_from_args
+from .errors import InputError, UsageError
+from .rtl.packet import PacketError, PacketFormat
+from .schedules.routing import ALGORITHMS, DeadlockError, RoutingError, check_deadlock_free, forwarding_table
+from .schedules.routing import load as load_table
+from .sim.traffic import PATTERNS, make_traffic, run_verilog, simulate
+
+BACKENDS = ("amaranth", "icarus", "verilator")
+
+
+def _table(args, topo):
+    """``--routing``: an algorithm name, or a table file written by ``equimesh routing --out``."""
+    if args.routing in ALGORITHMS:
+        try:
+            return forwarding_table(topo, args.routing)
+        except RoutingError as e:
+            raise UsageError(str(e)) from None
+    try:
+        t = load_table(args.routing)
+    except RoutingError as e:
+        raise InputError(str(e)) from None
+    if t.topology.to_json() != topo.to_json():
+        raise InputError(f"{args.routing}: the table is for the {t.topology.name}, not the {topo.name}")
+    return t
+
+
+def _int(text: str, what: str) -> int:
+    try:
+        return int(text, 0)
+    except ValueError:
+        raise UsageError(f"{what} must be an integer (got {text!r})") from None
+
+
+def cmd_routing(args) -> int:
+    topo = topology_from_args(args)
+    t = _table(args, topo)
+    n = topo.nodes
+    hops = t.hops()
+    pairs = n * (n - 1)
+    ring = {i for i, l in enumerate(topo.links) if l.src_port == l.dst_port}
+    used = {i for s in range(n) for d in range(n) for i in t.route(s, d)}
+    try:
+        check_deadlock_free(t, "wormhole")
+        wormhole = "acyclic"
+    except DeadlockError:
+        wormhole = "cyclic"
+    out = {"topology": topo.name, "routing": t.algorithm,
+           "mean_hops": round(sum(map(sum, hops)) / pairs, 4),
+           "shortest_mean_hops": round(float(topo.distances.sum()) / pairs, 4),
+           "max_hops": max(map(max, hops)), "diameter": topo.diameter,
+           "shortest_pairs": sum(hops[s][d] == topo.distances[s, d] for s in range(n) for d in range(n)) - n,
+           "pairs": pairs, "links_used": len(used), "links": len(topo.links),
+           "ring_links_used": len(used & ring), "ring_links": len(ring),
+           "cdg_cut_through": "acyclic", "cdg_wormhole_multicast": wormhole}
+    if args.out:
+        try:
+            with open(args.out, "w") as f:
+                json.dump(t.to_json(), f)
+        except OSError as e:
+            raise InputError(f"cannot write {args.out}: {e.strerror}") from None
+        out["out"] = args.out
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    print(f"{t.algorithm} routing on the {topo.name}: mean {out['mean_hops']} hops "
+          f"(shortest paths {out['shortest_mean_hops']}), max {out['max_hops']} (diameter {out['diameter']}), "
+          f"{out['shortest_pairs']}/{pairs} pairs on a shortest path")
+    print(f"  links used {len(used)}/{len(topo.links)}, ring links used {out['ring_links_used']}/{len(ring)}")
+    print(f"  channel dependency graph: acyclic with cut-through replication (the router's), "
+          f"{wormhole} with wormhole tree replication")
+    return 0
+
+
+def _traffic(args, fmt):
+    bitmap = None
+    if args.dests is not None:
+        if args.bitmap is not None:
+            raise UsageError("give --dests or --bitmap, not both")
+        try:
+            bitmap = fmt.bitmap([_int(x, "--dests entry") for x in args.dests.split(",") if x.strip()], args.src)
+        except PacketError as e:
+            raise UsageError(str(e)) from None
+    elif args.bitmap is not None:
+        bitmap = _int(args.bitmap, "--bitmap")
+    if bitmap is not None and args.src is None:
+        raise UsageError("--bitmap and --dests need --src")
+    try:
+        return make_traffic(fmt, args.pattern, fanout=args.fanout, rate=args.rate, packets=args.packets,
+                            seed=args.seed, bitmap=bitmap, src=args.src)
+    except PacketError as e:
+        raise UsageError(str(e)) from None
+
+
+def _check_common(args):
+    if args.cycles < 1:
+        raise UsageError(f"--cycles must be >= 1 (got {args.cycles})")
+    if not 0.0 <= args.stall < 1.0:
+        raise UsageError(f"--stall must be in [0, 1) (got {args.stall})")
+
+
+def _run(args, table, traffic, mode):
+    fmt_args = dict(cycles=args.cycles, stall=args.stall)
+    try:
+        if args.backend == "amaranth":
+            return simulate(table, traffic, args.payload_flits, **fmt_args)
+        build = args.build_dir or tempfile.mkdtemp(prefix="equimesh-traffic-")
+        return run_verilog(table, traffic, args.payload_flits, build, mode=mode, simulator=args.backend, **fmt_args)
+    except PacketError as e:
+        raise UsageError(str(e)) from None
+
+
+def _report(args, topo, table, r, seconds) -> None:
+    r = {"topology": topo.name, "routing": table.algorithm, "pattern": args.pattern, "backend": args.backend,
+         "payload_flits": args.payload_flits, **r, "seconds": round(seconds, 1)}
+    if args.json:
+        print(json.dumps(r, indent=2))
+        return
+    print(f"{r['pattern']} on the {topo.name} ({table.algorithm} routing, {args.backend}): "
+          f"{r['packets']} packets, {r['delivered']}/{r['expected']} copies delivered in {r['cycles']} cycles")
+    print(f"  duplicates {r['duplicates']}, lost {r['lost']}, corrupted {r['corrupted']}, "
+          f"misdelivered {r['misdelivered']}, deadlock {'YES' if r['deadlock'] else 'no'}")
+    print(f"  flit-hops {r['flit_hops']}, link utilization {r['link_utilization']:.3f}" +
+          (f", latency mean {r['latency_mean']} p99 {r['latency_p99']} cycles" if r.get("latency_mean") is not None
+           else "") + f"; {seconds:.1f} s")
+    for e in r["errors"]:
+        print(f"  error: {e}")
+
+
+def _ok(r) -> bool:
+    return (not r["deadlock"] and r["duplicates"] == r["lost"] == r["corrupted"] == r["misdelivered"] == 0
+            and r["delivered"] == r["expected"] and not r.get("sum_mismatch_nodes"))
+
+
+def cmd_traffic(args) -> int:
+    _check_common(args)
+    if args.payload_flits < 1:
+        raise UsageError(f"--payload-flits must be >= 1 (got {args.payload_flits})")
+    topo = topology_from_args(args)
+    table = _table(args, topo)
+    traffic = _traffic(args, PacketFormat(topo.nodes, args.payload_flits))
+    t0 = time.perf_counter()
+    r = _run(args, table, traffic, "trace")
+    _report(args, topo, table, r, time.perf_counter() - t0)
+    return 0 if _ok(r) else 1
+
+
+def cmd_soak(args) -> int:
+    _check_common(args)
+    topo = topology_from_args(args)
+    table = _table(args, topo)
+    fmt = PacketFormat(topo.nodes, args.payload_flits)
+    args.pattern = "multicast"
+    try:
+        traffic = make_traffic(fmt, "multicast", fanout=args.fanout, rate=args.rate, seed=args.seed)
+    except PacketError as e:
+        raise UsageError(str(e)) from None
+    t0 = time.perf_counter()
+    r = _run(args, table, traffic, "soak")
+    _report(args, topo, table, r, time.perf_counter() - t0)
+    ok = _ok(r)
+    if not args.json:
+        print("soak: PASS" if ok else "soak: FAIL")
+    return 0 if ok else 1
+
+
+def _add_run_args(p, backends, default_backend, cycles, rate) -> None:
+    add_topology_args(p)
+    p.add_argument("--routing", default="shortcut",
+                   help="forwarding tables: 'shortcut' (XY plus deadlock-free ring/wrap shortcuts), 'xy', "
+                        "or a table file from 'equimesh routing --out'")
+    p.add_argument("--fanout", type=int, default=4, help="destinations per random multicast (default 4)")
+    p.add_argument("--rate", type=float, default=rate,
+                   help=f"probability that an idle node starts a packet in a cycle; 1 = saturation (default {rate})")
+    p.add_argument("--cycles", type=int, default=cycles,
+                   help=f"injection cycles for random patterns, then drain (default {cycles})")
+    p.add_argument("--payload-flits", type=int, default=8, help="payload flits per packet (default 8)")
+    p.add_argument("--stall", type=float, default=0.0, help="sink backpressure: probability a lane refuses a flit")
+    p.add_argument("--seed", type=int, default=1, help="random seed of the bitmaps (default 1)")
+    p.add_argument("--backend", default=default_backend, choices=backends,
+                   help=f"simulator (default {default_backend})")
+    p.add_argument("--build-dir", help="where the Verilog backends build (default: a temporary directory)")
+    p.add_argument("--json", action="store_true", help="machine-readable result")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("routing", help="MultiWrite forwarding tables: hops, ring use, deadlock check")
+    add_topology_args(p)
+    p.add_argument("--routing", default="shortcut", help=f"{' or '.join(ALGORITHMS)}, or a table file to check")
+    p.add_argument("--out", help="write the table (JSON) here")
+    p.add_argument("--json", action="store_true", help="machine-readable summary")
+    p.set_defaults(func=cmd_routing)
+
+    p = sub.add_parser("traffic", help="run MultiWrite / unicast packet traffic on the packet network and check it")
+    _add_run_args(p, BACKENDS, "amaranth", 1000, 0.2)
+    p.add_argument("--pattern", default="multicast", choices=PATTERNS)
+    p.add_argument("--packets", type=int, default=4,
+                   help="AllGather: packets per shard; with --bitmap/--dests: packets to send (default 4)")
+    p.add_argument("--src", type=int, help="with --bitmap or --dests: the only sending node")
+    p.add_argument("--bitmap", help="destination bitmap of node --src's packets (bit i = node i), e.g. 0x8421")
+    p.add_argument("--dests", help="destination list of node --src's packets, e.g. 1,6,11")
+    p.set_defaults(func=cmd_traffic)
+
+    p = sub.add_parser("soak", help="random multicast at saturation on a compiled simulator; checks no duplicate, "
+                                    "loss or deadlock")
+    _add_run_args(p, BACKENDS[1:], "verilator", 1_000_000, 1.0)
+    p.set_defaults(func=cmd_soak)
