@@ -13,7 +13,7 @@ from .errors import InputError, UsageError
 from .schedules.failures import Disconnected, degrade, parse_fail_links, random_failures
 from .schedules.topology import TopologyError, build
 from .sim.alphabeta import LINK_ORDERS, LinkModel
-from .sim.evaluate import (ALGORITHMS, COLLECTIVES, best_baseline, default_sizes, evaluate, format_size,
+from .sim.evaluate import (ALGORITHMS, COLLECTIVES, default_sizes, evaluate, format_size,
                            parse_size, plot_curves, run_curve, to_json)
 
 
