@@ -146,10 +146,18 @@ class NetworkImage:
         return entry_layout(len(self.routers[node].lanes), self.slots)
 
     def rom_words(self, node: int) -> list[int]:
-        """The ROM contents of a router as integers (the bit image of :func:`entry_layout`)."""
+        """The ROM contents of a router as integers: the bit image of :func:`entry_layout`."""
         lay = self.layout(node)
         r = self.routers[node]
-        return [lay.const(r.entry(s)).as_value().value for s in range(self.steps)]
+        lane_f, out_f = lay["lane"], lay["out"]
+        op, sel = lane_f.shape.elem_shape, out_f.shape.elem_shape
+        fields = []  # (array, bit offset) for every field of every lane and out-port
+        for i in range(len(r.lanes)):
+            base = lane_f.offset + i * op.size
+            fields += [(getattr(r, name), base + op[name].offset, i) for name, _ in op]
+            base = out_f.offset + i * sel.size
+            fields += [(r.out_valid, base + sel["valid"].offset, i), (r.out_lane, base + sel["lane"].offset, i)]
+        return [sum(int(a[s, i]) << off for a, off, i in fields) for s in range(self.steps)]
 
 
 def same_topology(a: Topology, b: Topology) -> bool:
