@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..schedules.failures import degrade, random_failures
+from ..schedules.failures import Disconnected, degrade, parse_fail_links, random_failures
 from ..schedules.schedule import lower_bound
 from ..schedules.topology import Topology, build
 from .alphabeta import LinkModel, dim_decomposed_allreduce, dim_decomposed_allreduce_time, run, simulate
@@ -347,6 +347,12 @@ def write_report(out: Path, log=lambda s: None) -> Path:
     bench = (f"The last run saved in `{bench_file}` (its own date and machine in the header):\n\n```\n"
              f"{bench_file.read_text().strip()}\n```" if bench_file.is_file() else
              f"Save a run as `{bench_file}` (`equimesh bench-eval > {bench_file}`) to quote it here.")
+    try:
+        m44 = build("mesh", 4, 4)
+        degrade(m44, parse_fail_links("0-1,0-4", m44))
+        disconnect = "(not disconnected)"
+    except Disconnected as e:
+        disconnect = str(e)
     by_coll = {c: [float(r[2]) for r in figs["ratios"] if r[0] == c] for c in ("allgather", "allreduce")}
     ag_ratio, ar_ratio = ("-".join(f"{v:.2f}" for v in sorted(set(np.round(x, 2)))) for x in by_coll.values())
     link_ratios = ", ".join(f"{len(build('equimesh', r, c).links) / len(build('mesh', r, c).links):.2f} on {r}x{c}"
@@ -466,7 +472,7 @@ shards) and the event simulator reproduces the formula (requirement: within 1%):
 `equimesh evaluate --fail-links U-V,...` (or `--fail-random k --seed s`) removes links,
 resynthesizes every topology-agnostic algorithm on what is left, verifies the result
 (`verify`) and reports the slowdown; a failure set that disconnects the network is an error
-("failing 2 link(s) disconnects the network: node 0 can no longer reach node 1").
+(`--fail-links 0-1,0-4` on a 4x4 mesh: "{disconnect}").
 XTree / MirrorXTree on the 8x8 EquiMesh, K = 4, 1 GB per node, k random directed links failed.
 The slowdown follows the least in- (AllGather) and out-degree (ReduceScatter) left by the
 failures, through the bound max(D, ceil(K (N-1) / d)) of Section III-A:
