@@ -213,8 +213,11 @@ STYLE = {"equimesh-xtree": ("tab:red", "o", "-"), "overflow-xtree": ("tab:purple
          "mesh-tto": ("tab:brown", "X", "-"), "mesh-tidalmesh": ("tab:cyan", "*", "-")}
 
 
-def plot_curves(curves: list[Curve], title: str, path: str) -> None:
-    """Effective bandwidth against message size per node (log x), one line per algorithm."""
+def plot_curves(curves: list[Curve], title: str, path: str, hlines: list[tuple[str, float]] = ()) -> None:
+    """Effective bandwidth against message size per node (log x), one line per algorithm.
+
+    ``hlines``: ``(label, bytes/s)`` reference levels such as saturation bounds, drawn dashed.
+    """
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -224,6 +227,8 @@ def plot_curves(curves: list[Curve], title: str, path: str) -> None:
         color, marker, ls = STYLE.get(c.algorithm, (None, ".", "-"))
         ax.plot(c.sizes, c.effective_bandwidth / 1e9, ls, color=color, marker=marker, ms=4, lw=1.4,
                 label=f"{c.algorithm} ({c.topology.kind})")
+    for (label, level), color in zip(hlines, ("0.3", "0.6", "0.45")):
+        ax.axhline(level / 1e9, ls="--", lw=0.9, color=color, label=label)
     ax.set_xscale("log", base=2)
     ticks = [2.0 ** e for e in range(10, 31, 4)]
     ax.set_xticks(ticks, [format_size(t) for t in ticks])
