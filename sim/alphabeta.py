@@ -8,7 +8,9 @@ Every transfer of a chunk over a link occupies the link for ``alpha + chunk_byte
   ReduceScatter, when every partial the sender receives for that chunk has arrived.
 
 There is no global step barrier: a transfer starts as soon as both conditions hold,
-so the steps of a schedule only fix the order of transfers on each link. An
+so the steps of a schedule only fix the order of transfers on each link
+(:func:`run_ready_order` is the alternative discipline: each link serves its transfers
+in the order their data becomes ready, a FIFO per link). An
 AllReduce file runs its ReduceScatter phase and then its AllGather phase on the same
 links; the AllGather of ``(root, chunk)`` leaves the root as soon as the root holds
 the full sum of that chunk (a data dependency, not a barrier between the phases).
