@@ -147,6 +147,7 @@ def register(sub) -> None:
     p.add_argument("file")
     p.set_defaults(func=cmd_verify)
     register_bench(sub)
+    register_bench_optimal(sub)
 
 
 BENCH_KINDS = ("mesh", "equimesh", "overflow", "torus")
@@ -216,3 +217,45 @@ def register_bench(sub) -> None:
     p.add_argument("--lanes", action="store_true", help="also run lane-constrained XTree (sizes up to 256 nodes)")
     p.add_argument("--out", default="bench/schedules.md", help="save the table here (default bench/schedules.md)")
     p.set_defaults(func=cmd_bench_schedules)
+
+
+def cmd_bench_optimal(args) -> int:
+    """XTree against the exact solver: proven optimum (or the proven lower limit on a timeout) per size."""
+    from .schedules.optimal import optimal
+    from .schedules.xtree import xtree
+    sizes = [_parse_size(s) for s in args.sizes.split(",")]
+    chunks = [int(k) for k in args.chunks.split(",")]
+    lanes = args.storage == "lanes"
+    lines = [f"# equimesh bench-optimal ({time.strftime('%Y-%m-%d')}, storage {args.storage}, "
+             f"time limit {args.time_limit:g} s per size)", "",
+             "| topology | size | K | bound | optimum | XTree | XTree gap | solver seconds |",
+             "|---|---|---|---|---|---|---|---|"]
+    print("\n".join(lines), flush=True)
+    for r, c in sizes:
+        t = build(args.kind, r, c)
+        for k in chunks:
+            res = optimal(t, k, lanes=lanes, time_limit=args.time_limit)
+            xs = xtree(t, k, lanes=lanes).num_steps
+            opt = str(res.steps) if res.steps is not None else f">= {res.infeasible_below} (timeout)"
+            gap = str(xs - res.steps) if res.steps is not None else f"<= {xs - res.infeasible_below}"
+            line = (f"| {args.kind} | {r}x{c} | {k} | {lower_bound(t, k, 'allgather')} | {opt} | {xs} | {gap} | "
+                    f"{res.seconds:.1f} |")
+            lines.append(line)
+            print(line, flush=True)
+    if args.out:
+        from pathlib import Path
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text("\n".join(lines) + "\n")
+        print(f"saved {args.out}", file=sys.stderr)
+    return 0
+
+
+def register_bench_optimal(sub) -> None:
+    p = sub.add_parser("bench-optimal", help="benchmark: XTree's steps against the exact solver's proven optimum")
+    p.add_argument("--kind", default="equimesh", choices=KINDS)
+    p.add_argument("--sizes", default="2x3,3x3,3x4,4x4,4x5,5x5")
+    p.add_argument("--chunks", default="1")
+    p.add_argument("--storage", default="none", choices=["none", "lanes"])
+    p.add_argument("--time-limit", type=float, default=120.0, help="seconds per size (default 120)")
+    p.add_argument("--out", default="bench/optimal.md")
+    p.set_defaults(func=cmd_bench_optimal)

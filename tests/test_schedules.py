@@ -107,3 +107,11 @@ def test_property_every_synthesized_schedule_verifies(kind, rows, cols, chunks, 
         check_storage(s)
     for ph in s.phases:
         assert ph.num_steps >= lower_bound(t, chunks, ph.collective)
+
+
+@pytest.mark.parametrize("rows,cols", [(3, 3), (3, 4)])
+def test_xtree_k1_matches_proven_optimum(rows, cols):
+    t = build("equimesh", rows, cols)
+    res = optimal(t, 1, time_limit=120)
+    assert res.steps is not None
+    assert synthesize(t, 1, "allgather", lanes=False).num_steps == res.steps
