@@ -204,9 +204,9 @@ def register(sub) -> None:
     p = sub.add_parser("bench-eval", help="benchmark: synthesis, verification and alpha-beta evaluation of one size "
                                           "on 16x16 and 32x32")
     p.add_argument("--dims", type=int, nargs="+", default=[16, 32], help="square mesh sizes (default 16 32)")
-    p.add_argument("--algorithms", default="mesh-ring2d",
-                   help="comma-separated (default mesh-ring2d, the fastest generator, so the table times the "
-                        "simulator on 4M-transfer schedules; synthesis time is reported separately)")
+    p.add_argument("--algorithms", default="equimesh-xtree",
+                   help="comma-separated (default equimesh-xtree); synthesis, verification and simulation "
+                        "are timed separately")
     p.add_argument("--chunks", type=int, default=4, help="chunk count K (default 4)")
     p.add_argument("--size", default="1G", help="message size per node (default 1G)")
     p.set_defaults(func=cmd_bench_eval)
