@@ -218,7 +218,7 @@ def run_ready_order(tr: Transfers, unit_time: float, alpha: float) -> float:
     events: list[tuple] = []  # (time, kind 0 = ready / 1 = finish, transfer)
     for i in np.flatnonzero(waiting == 0):
         heapq.heappush(events, (0.0, 0, int(i)))
-    end = 0.0
+    end, finished = 0.0, 0
 
     def start(l: int, now: float) -> None:
         _, _, j = heapq.heappop(queue[l])
@@ -233,7 +233,7 @@ def run_ready_order(tr: Transfers, unit_time: float, alpha: float) -> float:
             if not busy[l]:
                 start(l, now)
             continue
-        end = now
+        end, finished = now, finished + 1
         busy[l] = False
         for k in dst[i]:
             value[k] = max(value[k], now)
@@ -245,6 +245,9 @@ def run_ready_order(tr: Transfers, unit_time: float, alpha: float) -> float:
                         heapq.heappush(events, (max(value[m] for m in src[j]), 0, j))
         if queue[l]:
             start(l, now)
+    if finished < n_t:
+        raise ValueError(f"{n_t - finished} transfers never get their data: the schedule's dependencies "
+                         "are not met (run the verifier)")
     return end
 
 

@@ -108,6 +108,14 @@ def test_ready_order_lets_a_ready_transfer_overtake():
     assert run_ready_order(tr, 10.0, 1.0) == pytest.approx(32.0)
 
 
+def test_ready_order_reports_unmet_dependencies():
+    # Transfer 1 waits for key 0, which transfer 0 writes only after reading key 1 (a cycle).
+    tr = Transfers(step=np.array([0, 1]), link=np.array([0, 1]), src_keys=np.array([[1], [0]]),
+                   dst_keys=np.array([[0], [1]]), units=np.array([1, 1]), n_keys=2, n_links=2)
+    with pytest.raises(ValueError, match="2 transfers never get their data"):
+        run_ready_order(tr, 1.0, 0.0)
+
+
 @pytest.mark.parametrize("steps,collective", [(AG_STEP_SYNC, "allgather"), (RS_STEPS, "reducescatter")])
 def test_ready_order_equals_schedule_order_when_nothing_can_overtake(steps, collective):
     # The lockstep 2x2 schedules: every link's transfers are ready in schedule order.
