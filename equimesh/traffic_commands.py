@@ -107,6 +107,8 @@ def _check_common(args):
 
 
 def _run(args, table, traffic, mode):
+    if mode == "trace" and args.counters:
+        mode = "soak" if traffic.counts is None else "count"
     fmt_args = dict(cycles=args.cycles, stall=args.stall)
     try:
         if args.backend == "amaranth":
@@ -171,6 +173,69 @@ def cmd_soak(args) -> int:
     return 0 if ok else 1
 
 
+def cmd_bench_relay(args) -> int:
+    import platform
+
+    from .schedules.synth import synthesize
+    from .schedules.topology import TopologyError, build
+
+    if args.chunks < 1 or args.payload_flits < 1:
+        raise UsageError("--chunks and --payload-flits must be >= 1")
+    rows = []
+    for size in args.sizes.split(","):
+        try:
+            r, c = (int(x) for x in size.lower().split("x"))
+        except ValueError:
+            raise UsageError(f"--sizes entries look like 4x4 (got {size!r})") from None
+        for kind in args.kinds.split(","):
+            try:
+                topo = build(kind, r, c)
+            except TopologyError as e:
+                raise UsageError(str(e)) from None
+            table = forwarding_table(topo)
+            fmt = PacketFormat(topo.nodes, args.payload_flits)
+            row = {"topology": topo.name, "nodes": topo.nodes, "chunks": args.chunks,
+                   "chunk_flits": args.payload_flits}
+            for pattern in ("allgather-multiwrite", "allgather-unicast"):
+                traffic = make_traffic(fmt, pattern, packets=args.chunks)
+                t0 = time.perf_counter()
+                if args.backend == "amaranth":
+                    res = simulate(table, traffic, args.payload_flits)
+                else:
+                    build_dir = (f"{args.build_dir}/{kind}-{r}x{c}-{pattern}" if args.build_dir
+                                 else tempfile.mkdtemp(prefix="equimesh-bench-relay-"))
+                    res = run_verilog(table, traffic, args.payload_flits, build_dir, mode="count",
+                                      simulator=args.backend)
+                if not _ok(res):
+                    raise InputError(f"{pattern} on the {topo.name} did not complete cleanly: {res}")
+                key = "multiwrite" if pattern.endswith("multiwrite") else "unicast"
+                row[f"{key}_cycles"] = res["completion"]
+                row[f"{key}_flit_hops"] = res["flit_hops"]
+                row[f"{key}_seconds"] = round(time.perf_counter() - t0, 1)
+            phase = synthesize(topo, args.chunks, "allgather").phases[0]
+            # RTL timing model (sim/harness.py expected_run_cycles): steps x max(chunk_flits, 2) + 3.
+            row["xtree_steps"] = phase.num_steps
+            row["xtree_cycles"] = phase.num_steps * max(args.payload_flits, 2) + 3
+            row["xtree_flit_hops"] = phase.transfers * args.payload_flits
+            rows.append(row)
+            print(json.dumps(row) if args.json else f"measured {topo.name}", flush=True)
+    if args.json:
+        return 0
+    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    print(f"\n# equimesh bench-relay --backend {args.backend} ({stamp}, {platform.machine()}, "
+          f"{args.chunks} packets x {args.payload_flits} payload flits per shard)\n")
+    print("| topology | AllGather | completion cycles | flit-hops | flit-hops vs unicast |")
+    print("|---|---|---:|---:|---:|")
+    for row in rows:
+        base = row["unicast_flit_hops"]
+        for name, key, src in (("MultiWrite", "multiwrite", "measured"), ("N-1 unicasts", "unicast", "measured"),
+                               ("XTree (scheduled)", "xtree", "model")):
+            cyc = row[f"{key}_cycles"]
+            print(f"| {row['topology']} | {name} ({src}) | {cyc} | {row[f'{key}_flit_hops']} | "
+                  f"{row[f'{key}_flit_hops'] / base:.2f} |")
+    return 0
+
+
 def _add_run_args(p, backends, default_backend, cycles, rate) -> None:
     add_topology_args(p)
     p.add_argument("--routing", default="shortcut",
@@ -206,7 +271,21 @@ def register(sub) -> None:
     p.add_argument("--src", type=int, help="with --bitmap or --dests: the only sending node")
     p.add_argument("--bitmap", help="destination bitmap of node --src's packets (bit i = node i), e.g. 0x8421")
     p.add_argument("--dests", help="destination list of node --src's packets, e.g. 1,6,11")
+    p.add_argument("--counters", action="store_true",
+                   help="Verilog backends: check with the hardware checkers' counters instead of every flit in "
+                        "Python (much faster; no latency figures)")
     p.set_defaults(func=cmd_traffic)
+
+    p = sub.add_parser("bench-relay", help="benchmark: AllGather by MultiWrite, by unicasts, and scheduled XTree "
+                                           "(completion cycles, flit-hops); writes the README table")
+    p.add_argument("--sizes", default="4x4,8x8", help="RxC list (default 4x4,8x8)")
+    p.add_argument("--kinds", default="mesh,equimesh", help="topology kinds (default mesh,equimesh)")
+    p.add_argument("--chunks", type=int, default=4, help="packets (= XTree chunks) per shard (default 4)")
+    p.add_argument("--payload-flits", type=int, default=8, help="flits per packet payload = chunk_flits (default 8)")
+    p.add_argument("--backend", default="icarus", choices=BACKENDS, help="simulator for the packet runs")
+    p.add_argument("--build-dir", help="where the Verilog backends build (default: temporary directories)")
+    p.add_argument("--json", action="store_true", help="machine-readable rows")
+    p.set_defaults(func=cmd_bench_relay)
 
     p = sub.add_parser("soak", help="random multicast at saturation on a compiled simulator; checks no duplicate, "
                                     "loss or deadlock")

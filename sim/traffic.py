@@ -170,7 +170,7 @@ class Scoreboard:
             "misdelivered": self.misdelivered,
             "deadlock": deadlock,
             "cycles": cycles,
-            "completion": self.last_arrival,
+            "completion": self.last_arrival + 1,  # cycles until the last flit was taken
             "flit_hops": hops,
             "link_utilization": round(hops / (links * max(cycles, 1)), 4),
             "latency_mean": round(float(lat.mean()), 2),
@@ -314,8 +314,9 @@ def run_verilog(table: ForwardingTable, traffic: Traffic, payload_flits: int, bu
                 cycles: int = 2000, stall: float = 0.0, simulator: str = "icarus") -> dict:
     """Export the network with its endpoints to Verilog and run it under cocotb (Icarus or Verilator).
 
-    ``mode="trace"`` checks every flit in Python (as :func:`simulate`); ``mode="soak"`` adds the
-    hardware checkers and reads only their counters, for million-cycle runs.
+    ``mode="trace"`` checks every flit in Python (as :func:`simulate`); ``mode="soak"`` (random
+    traffic) and ``mode="count"`` (finite traffic, exact completion cycle) add the hardware checkers
+    and read only their counters, for long runs.
     """
     import json
     import os
@@ -335,7 +336,11 @@ def run_verilog(table: ForwardingTable, traffic: Traffic, payload_flits: int, bu
     build = Path(build_dir).resolve()
     build.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    top = TrafficTop(table, payload_flits, traffic.roms, traffic.counts, traffic.rate, stall, check=mode == "soak")
+    top = TrafficTop(table, payload_flits, traffic.roms, traffic.counts, traffic.rate, stall, check=mode != "trace")
+    target = None
+    if traffic.counts is not None:
+        target = top.fmt.packet_flits * sum(bin(traffic.bitmap(s, q)).count("1")
+                                            for s, c in enumerate(traffic.counts) for q in range(c))
     name = "equimesh_traffic"
     src = build / f"{name}.v"
     src.write_text(verilog.convert(top, name=name, emit_src=False))
@@ -343,7 +348,8 @@ def run_verilog(table: ForwardingTable, traffic: Traffic, payload_flits: int, bu
     manifest.write_text(json.dumps({
         "mode": mode, "nodes": top.fmt.nodes, "payload_flits": payload_flits, "pattern": traffic.pattern,
         "roms": traffic.roms, "counts": traffic.counts, "rate": traffic.rate, "cycles": cycles,
-        "links": len(table.topology.links), "lanes": [v for v, _ in top.net.lanes], "result": str(result)}))
+        "links": len(table.topology.links), "lanes": [v for v, _ in top.net.lanes], "result": str(result),
+        "target_flits": target}))
     if result.exists():
         result.unlink()
     build_args = []

@@ -6,8 +6,11 @@ Two modes, chosen by the manifest that ``EQUIMESH_TRAFFIC`` names:
   feeds the same :class:`~equimesh.sim.traffic.Run` (scoreboard + watchdog) as
   the Amaranth harness.
 * ``soak``: the bench only advances the clock in blocks and reads the hardware
-  checker's per-source counters at the end (:func:`~equimesh.sim.traffic.soak_verdict`);
+  checkers' counters at the end (:func:`~equimesh.sim.traffic.soak_verdict`);
   the watchdog is "no flit ejected during a block while copies are outstanding".
+* ``count``: for finite traffic (AllGather): the bench watches only the ejected-flit
+  counter, every cycle, until every copy is in (the completion cycle), then
+  reads the checkers as in ``soak``.
 """
 
 from __future__ import annotations
@@ -18,10 +21,10 @@ import time
 
 import cocotb
 from cocotb.clock import Clock
-from cocotb.triggers import ClockCycles, FallingEdge
+from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge
 
 from ..rtl.packet import PacketFormat
-from .traffic import Run, Traffic, soak_verdict
+from .traffic import WATCHDOG, Run, Traffic, soak_verdict
 
 BLOCK = 10_000  # soak: cycles between progress checks
 
@@ -63,22 +66,32 @@ async def traffic(dut):
         result = run.results([_get(dut, f"link_flits__{i}") for i in range(n_links)])
     else:
         cycles, deadlock, last = 0, False, -1
-        while cycles < cfg["cycles"]:
-            await ClockCycles(dut.clk, BLOCK)
-            cycles += BLOCK
-            now = _get(dut, "ejected")
-            if now == last:
-                deadlock = True
-                break
-            last = now
-        dut.stop.value = 1
-        while not deadlock:  # drain: until a block ejects nothing
-            await ClockCycles(dut.clk, 1000)
-            cycles += 1000
-            now = _get(dut, "ejected")
-            if now == last:
-                break
-            last = now
+        if cfg["mode"] == "count":
+            target, idle = cfg["target_flits"], 0
+            while last < target and not deadlock:
+                await RisingEdge(dut.clk)
+                cycles += 1
+                now = _get(dut, "ejected")
+                idle = 0 if now != last else idle + 1
+                deadlock = idle >= WATCHDOG
+                last = now
+        else:
+            while cycles < cfg["cycles"]:
+                await ClockCycles(dut.clk, BLOCK)
+                cycles += BLOCK
+                now = _get(dut, "ejected")
+                if now == last:
+                    deadlock = True
+                    break
+                last = now
+            dut.stop.value = 1
+            while not deadlock:  # drain: until a block ejects nothing
+                await ClockCycles(dut.clk, 1000)
+                cycles += 1000
+                now = _get(dut, "ejected")
+                if now == last:
+                    break
+                last = now
         n = fmt.nodes
         result = soak_verdict(
             fmt, traffic,
@@ -89,6 +102,8 @@ async def traffic(dut):
             errors={k: _get(dut, f"{k}_errors") for k in ("header", "payload")},
             ejected=_get(dut, "ejected"), cycles=cycles, deadlock=deadlock,
             link_flits=[_get(dut, f"link_flits__{i}") for i in range(n_links)])
+        if cfg["mode"] == "count":
+            result["completion"] = cycles - 1  # `ejected` is read one edge after the last flit was taken
     result["sim_seconds"] = round(time.perf_counter() - t0, 1)
     with open(cfg["result"], "w") as f:
         json.dump(result, f)

@@ -1,0 +1,44 @@
+"""The traffic/soak/routing commands: results, and one clear line with a non-zero exit for bad input."""
+
+import json
+
+import pytest
+
+from equimesh.cli import main
+from equimesh.schedules.routing import xy_table
+from equimesh.schedules.topology import build
+
+
+def _fails(capsys, argv, code, text):
+    assert main(argv) == code
+    err = capsys.readouterr().err
+    assert text in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_explicit_multicast_json(capsys):
+    argv = ["traffic", "--kind", "equimesh", "--rows", "2", "--cols", "3", "--src", "4", "--dests", "0,2,5",
+            "--packets", "3", "--payload-flits", "2", "--json"]
+    assert main(argv) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert (r["packets"], r["expected"], r["delivered"], r["duplicates"], r["lost"]) == (3, 9, 9, 0, 0)
+    for key in ("corrupted", "deadlock", "cycles", "flit_hops", "link_utilization", "latency_mean", "latency_p99"):
+        assert key in r
+
+
+def test_bad_input_is_one_line(capsys, tmp_path):
+    base = ["traffic", "--kind", "equimesh", "--rows", "4", "--cols", "4"]
+    _fails(capsys, base + ["--src", "0", "--bitmap", "0x10002"], 2, "wider than the network")
+    _fails(capsys, base + ["--src", "0", "--dests", "3,17"], 2, "destination 17 does not exist")
+    _fails(capsys, base + ["--src", "16", "--dests", "3"], 2, "source node 16 does not exist")
+    _fails(capsys, base + ["--src", "3", "--dests", "3"], 2, "own packet")
+    _fails(capsys, base + ["--fanout", "16"], 2, "--fanout must be 1..15")
+    _fails(capsys, base + ["--rate", "0"], 2, "--rate")
+    t = xy_table(build("mesh", 2, 2))
+    t.ports[0][3], t.ports[1][2], t.ports[3][0], t.ports[2][1] = "E", "S", "W", "N"
+    path = tmp_path / "cyclic.json"
+    path.write_text(json.dumps(t.to_json()))
+    _fails(capsys, ["traffic", "--kind", "mesh", "--rows", "2", "--cols", "2", "--routing", str(path)], 1,
+           "channel dependency cycle")
+    _fails(capsys, ["routing", "--kind", "mesh", "--rows", "2", "--cols", "2", "--routing", str(path)], 1,
+           "channel dependency cycle")
+    _fails(capsys, ["routing", "--routing", str(tmp_path / "missing.json")], 1, "cannot read")
