@@ -26,7 +26,7 @@ sit in their home lanes, which is where the AllGather expects them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from amaranth.hdl import unsigned
@@ -131,7 +131,6 @@ class NetworkImage:
     initial: list[dict]
     final: list[dict]
     link_transfers: np.ndarray
-    phase_steps: list[int] = field(default_factory=list)
 
     @property
     def period(self) -> int:
@@ -280,5 +279,4 @@ def compile_schedule(sched: Schedule, chunk_flits: int, topo: Topology | None = 
                for v in range(n)]
     return NetworkImage(t, sched.collective, k, chunk_flits, steps, slots,
                         reduce=any(p.collective == "reducescatter" for p in sched.phases),
-                        routers=routers, initial=initial, final=final, link_transfers=link_transfers,
-                        phase_steps=[p.num_steps for p in sched.phases])
+                        routers=routers, initial=initial, final=final, link_transfers=link_transfers)

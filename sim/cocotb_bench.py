@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from pathlib import Path
 
 import cocotb
 from cocotb.clock import Clock
@@ -20,7 +21,7 @@ from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
 
 @cocotb.test()
 async def run_collective(dut):
-    man = json.loads(open(os.environ["EQUIMESH_MANIFEST"]).read())
+    man = json.loads(Path(os.environ["EQUIMESH_MANIFEST"]).read_text())
     links, limit = man["links"], man["expected_cycles"] + 16
     cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
     dut.rst.value = 1
@@ -61,5 +62,4 @@ async def run_collective(dut):
         await FallingEdge(dut.clk)
     result = {"cycles": cycles, "busy": busy, "mismatches": mismatches, "first_mismatch": first,
               "run_seconds": run_seconds}
-    with open(os.environ["EQUIMESH_RESULT"], "w") as f:
-        json.dump(result, f)
+    Path(os.environ["EQUIMESH_RESULT"]).write_text(json.dumps(result))

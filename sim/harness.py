@@ -61,9 +61,11 @@ class RunResult:
         return self.cycles / self.sim_seconds if self.sim_seconds else 0.0
 
 
-def simulate(image: NetworkImage, flit_bits: int = FLIT_BITS, vcd: str | None = None, gtkw: str | None = None,
-             progress=None) -> RunResult:
-    """Run the network in the Amaranth simulator; ``progress(cycle, expected)`` is called now and then."""
+def simulate(image: NetworkImage, flit_bits: int = FLIT_BITS, vcd: str | None = None, progress=None) -> RunResult:
+    """Run the network in the Amaranth simulator; ``progress(cycle, expected)`` is called now and then.
+
+    ``vcd``: write every signal to this VCD file (sim/waveform.py writes the matching GTKWave file).
+    """
     dut = Network(image, lane_init(image, flit_bits), flit_bits)
     links = len(image.topology.links)
     expected_cycles = expected_run_cycles(image)
@@ -83,7 +85,7 @@ def simulate(image: NetworkImage, flit_bits: int = FLIT_BITS, vcd: str | None = 
             cycles += 1
             if cycles > limit:
                 raise RuntimeError(f"network not done after {limit} cycles")
-            if progress is not None and cycles % 256 == 0:
+            if progress is not None and cycles % 32 == 0:
                 progress(cycles, expected_cycles)
         out["cycles"] = cycles
         mism, first = 0, None
@@ -101,8 +103,7 @@ def simulate(image: NetworkImage, flit_bits: int = FLIT_BITS, vcd: str | None = 
     sim.add_testbench(bench)
     t0 = time.perf_counter()
     if vcd:
-        traces = [dut.start, dut.done] + [dut.link_valid]
-        with sim.write_vcd(vcd, gtkw, traces=traces):
+        with sim.write_vcd(vcd, traces=[dut.start, dut.done, dut.link_valid]):
             sim.run()
     else:
         sim.run()

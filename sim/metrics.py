@@ -33,7 +33,7 @@ class LinkStats:
         return bool((self.busy == self.expected_busy).all())
 
     @property
-    def ratio_to_bound(self) -> float:
+    def ratio_to_steps_x_flits(self) -> float:
         """cycles / (steps x chunk_flits)."""
         return self.cycles / (self.steps * self.chunk_flits)
 

@@ -56,9 +56,9 @@ def test_a_wrong_rom_entry_is_caught_by_the_memory_check():
     image = compile_schedule(synthesize(t, 1, "allgather"), 2, t)
     r = image.routers[0]
     s, lane = map(int, np.argwhere(r.wr_en)[0])
-    r.wr_en[s, lane] = 0  # drop one write: that chunk never lands
+    r.wr_en[s, lane] = 0  # drop one write: that chunk never lands (nor where node 0 forwards it)
     res = simulate(image)
-    assert not res.bit_exact and res.mismatches == 2
+    assert not res.bit_exact and res.mismatches >= 2 and res.first_mismatch.startswith("node 0 ")
 
 
 def test_crossbar_asserts_on_a_select_naming_no_input():
