@@ -222,7 +222,7 @@ def plot_curves(curves: list[Curve], title: str, path: str, hlines: list[tuple[s
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=110)
+    fig, ax = plt.subplots(figsize=(8.4, 4.0), dpi=100)
     for c in curves:
         color, marker, ls = STYLE.get(c.algorithm, (None, ".", "-"))
         ax.plot(c.sizes, c.effective_bandwidth / 1e9, ls, color=color, marker=marker, ms=4, lw=1.4,
@@ -236,7 +236,7 @@ def plot_curves(curves: list[Curve], title: str, path: str, hlines: list[tuple[s
     ax.set_ylabel("effective bandwidth (GB/s)")
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left")
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

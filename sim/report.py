@@ -449,8 +449,8 @@ Table of the bounds:
   scheduled (as TidalMesh does), not left to the links. With the best discipline for each
   side the ratio stays well above the paper's 1.2x; we report the schedule-order numbers as
   the reproduction and this table as the reason for the difference.
-* The overflow-degree mesh (Fig. 2b, 6-port edge routers) reaches the same bandwidth as
-  EquiMesh: its least-connected nodes also have in-degree 4, at a higher crossbar cost.
+* The overflow-degree mesh (Fig. 2b, 6-port edge routers) reaches about the same bandwidth
+  as EquiMesh: its least-connected nodes also have in-degree 4, at a higher crossbar cost.
 
 ## Chunk count (Section III-A)
 
