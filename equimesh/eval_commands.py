@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import platform
 import sys
 import time
 
@@ -13,7 +12,7 @@ from .errors import InputError, UsageError
 from .schedules.failures import Disconnected, degrade, parse_fail_links, random_failures
 from .schedules.topology import TopologyError, build
 from .sim.alphabeta import LINK_ORDERS, LinkModel
-from .sim.evaluate import (ALGORITHMS, COLLECTIVES, default_sizes, evaluate, format_size,
+from .sim.evaluate import (ALGORITHMS, COLLECTIVES, default_sizes, evaluate, format_size, machine,
                            parse_size, plot_curves, run_curve, to_json)
 
 
@@ -152,8 +151,7 @@ def cmd_bench_eval(args) -> int:
         raise UsageError(f"--size: {e}") from None
     if min(args.dims) < 2 or args.chunks < 1:
         raise UsageError(f"--dims must be >= 2 and --chunks >= 1 (got {args.dims}, {args.chunks})")
-    print(f"# equimesh bench-eval, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-          f"{platform.node()} ({platform.machine()}, {platform.processor() or 'cpu'}), Python {platform.python_version()}")
+    print(f"# equimesh bench-eval, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {machine()}")
     print(f"# one message size ({args.size} per node), alpha-beta model of Table I; K = {args.chunks}")
     print(f"{'mesh':<6} {'algorithm':<16} {'collective':<10} {'transfers':>10} {'steps':>6} "
           f"{'synth s':>8} {'verify s':>8} {'sim s':>7} {'GB/s':>8}")
@@ -188,8 +186,9 @@ def register(sub) -> None:
     p.add_argument("--link-order", choices=LINK_ORDERS, default="schedule",
                    help="how a link orders its transfers: schedule (as the schedule ROM does; default) or ready "
                         "(in the order their data becomes ready, a FIFO per link; slower pure-Python event loop)")
-    p.add_argument("--fail-links", help="also resynthesize on the topology without these links: U-V (both ways) or U>V, comma-separated")
-    p.add_argument("--fail-random", type=int, help="also resynthesize with this many random directed links failed")
+    fail = p.add_mutually_exclusive_group()
+    fail.add_argument("--fail-links", help="also resynthesize on the topology without these links: U-V (both ways) or U>V, comma-separated")
+    fail.add_argument("--fail-random", type=int, help="also resynthesize with this many random directed links failed")
     p.add_argument("--seed", type=int, default=0, help="seed for --fail-random (default 0)")
     p.add_argument("--plot", help="write the effective-bandwidth plot (PNG) here")
     p.add_argument("--json", action="store_true", help="machine-readable output")

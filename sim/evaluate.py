@@ -92,6 +92,21 @@ ALGORITHMS = {a.name: a for a in [
 ]}
 
 
+def machine() -> str:
+    """Host, CPU model and core count, Python version: the header of every measured table."""
+    import os
+    import platform
+
+    model = platform.processor() or "cpu"
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), model)
+    except OSError:
+        pass
+    return (f"{platform.node()} ({platform.machine()}, {model}, {os.cpu_count()} cores), "
+            f"Python {platform.python_version()}, numpy {np.__version__}")
+
+
 def default_sizes() -> np.ndarray:
     """1 KB to 1 GB per node in powers of two (Figs. 7/8)."""
     return 2.0 ** np.arange(10, 31)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-import platform
 import subprocess
 import sys
 import time
@@ -24,7 +23,7 @@ from ..schedules.failures import Disconnected, degrade, parse_fail_links, random
 from ..schedules.schedule import lower_bound
 from ..schedules.topology import Topology, build
 from .alphabeta import LinkModel, dim_decomposed_allreduce, dim_decomposed_allreduce_time, run, simulate
-from .evaluate import ALGORITHMS, best_baseline, evaluate, format_size, plot_curves, run_curve, to_json
+from .evaluate import ALGORITHMS, best_baseline, evaluate, format_size, machine, plot_curves, run_curve, to_json
 
 FIG_SHAPES = ((8, 8), (5, 11))
 KSWEEP = (1, 2, 4, 8, 16)
@@ -365,10 +364,10 @@ def write_report(out: Path, log=lambda s: None) -> Path:
                             for r, c in FIG_SHAPES)
     seconds = time.perf_counter() - t0
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    machine = f"{platform.node()} ({platform.machine()}), Python {platform.python_version()}"
+    host = machine()
     md = f"""# Evaluation at scale
 
-Written by `equimesh report --out {out}` on {stamp}, {machine}, in {seconds:.0f} s.
+Written by `equimesh report --out {out}` on {stamp}, {host}, in {seconds:.0f} s.
 Every number below was measured in that run. Model: the event-driven alpha-beta simulator
 (`sim/alphabeta.py`) with seed 000's Table I links, alpha = 20 ns per hop and B = 128 GB/s.
 Message size per node M: AllGather, the bytes each node contributes; AllReduce, the vector each

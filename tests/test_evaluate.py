@@ -69,3 +69,15 @@ def test_bad_input_is_one_line(capsys, argv, code, msg):
     assert main(["evaluate", *[x for kv in base.items() for x in kv], *argv]) == code
     err = capsys.readouterr().err
     assert msg in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_sizes_parse_with_binary_suffixes():
+    from equimesh.sim.evaluate import format_size, parse_size
+    assert parse_size("4K") == 4096 and parse_size("1G") == 2 ** 30 and parse_size("16MB") == 2 ** 24
+    assert parse_size("1000") == 1000
+    assert [format_size(v) for v in (1024, 2 ** 20, 3 * 2 ** 30, 1000)] == ["1KB", "1MB", "3GB", "1000B"]
+
+
+def test_fail_links_and_fail_random_exclude_each_other(capsys):
+    assert main(["evaluate", "--fail-links", "0-1", "--fail-random", "2"]) == 2
+    assert "not allowed with" in capsys.readouterr().err
