@@ -55,9 +55,9 @@ class Relay(wiring.Component):
     Ports
     -----
     i : In(stream of flits)  -- the input buffer's head; a header when the relay is idle.
-    branch : Out(outputs + local)  -- the presented flit's branches (bit ``outputs`` = local);
-        ``valid[k]`` asks output ``k`` (or the local lane) to take the flit now.
-    valid, ready : per branch, the handshake with that output.
+    valid : Out(outputs + 1), ready : In(outputs + 1)  -- one handshake per branch: bit ``k`` is
+        network output ``k``, the last bit the local lane. ``valid[k]`` asks that branch to take the
+        presented flit; the router copies the flit there through its crossbar.
     req : Out(outputs)  -- the outputs the waiting header needs; meaningful while ``pending``.
     pending : Out(1)  -- a header waits for its grant.
     grant : In(1)  -- from the allocator: all of ``req`` are this input's from now to the tail.

@@ -26,7 +26,7 @@ from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge
 from ..rtl.packet import PacketFormat
 from .traffic import WATCHDOG, Run, Traffic, soak_verdict
 
-BLOCK = 10_000  # soak: cycles between progress checks
+BLOCK = 10_000  # soak: cycles between progress checks (the watchdog's window while injecting)
 
 
 def _get(dut, name: str) -> int:
@@ -76,9 +76,10 @@ async def traffic(dut):
                 deadlock = idle >= WATCHDOG
                 last = now
         else:
+            block = min(BLOCK, cfg["cycles"])
             while cycles < cfg["cycles"]:
-                await ClockCycles(dut.clk, BLOCK)
-                cycles += BLOCK
+                await ClockCycles(dut.clk, block)
+                cycles += block
                 now = _get(dut, "ejected")
                 if now == last:
                     deadlock = True
@@ -86,8 +87,8 @@ async def traffic(dut):
                 last = now
             dut.stop.value = 1
             while not deadlock:  # drain: until a block ejects nothing
-                await ClockCycles(dut.clk, 1000)
-                cycles += 1000
+                await ClockCycles(dut.clk, WATCHDOG)
+                cycles += WATCHDOG
                 now = _get(dut, "ejected")
                 if now == last:
                     break

@@ -35,7 +35,7 @@ def test_soak_checkers_on_icarus(tmp_path):
     topo = build("equimesh", 2, 3)
     fmt = PacketFormat(topo.nodes, 2)
     traffic = make_traffic(fmt, "multicast", fanout=3, rate=1.0, seed=5)
-    r = run_verilog(forwarding_table(topo), traffic, 2, tmp_path, mode="soak", cycles=10_000, stall=0.2)
+    r = run_verilog(forwarding_table(topo), traffic, 2, tmp_path, mode="soak", cycles=1500, stall=0.2)
     _clean(r)
     assert r["sum_mismatch_nodes"] == []
-    assert r["packets"] > 1000
+    assert r["packets"] > 300
