@@ -26,7 +26,7 @@ into its lanes.
 
 from __future__ import annotations
 
-from amaranth.hdl import Assert, Module, Mux, Signal, unsigned
+from amaranth.hdl import Assert, Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -136,7 +136,7 @@ class Router(wiring.Component):
         m.d.sync += [c_live.eq(b_live), c_flit.eq(b_flit), c_ops.eq(b_ops.lane)]
         ins = [getattr(self, f"i_{port}") for port in self.lanes]
         arrived = Signal(n)
-        m.d.comb += arrived.eq(sum(ins[j].valid << j for j in range(n)))
+        m.d.comb += arrived.eq(Cat(link.valid for link in ins))
         for i, lane in enumerate(lanes):
             op = c_ops[i]
             en = c_live & op.wr_en

@@ -17,6 +17,7 @@ CASES = [
     ("equimesh", 2, 3, 2, "allreduce", 2),
     ("equimesh", 4, 4, 2, "allgather", 2),
     ("equimesh", 4, 4, 1, "allreduce", 3),
+    ("mesh", 3, 3, 1, "allreduce", 2),  # 2-, 3- and 4-lane routers behind one host port
 ]
 
 
