@@ -165,6 +165,31 @@ def _parse_size(text: str) -> tuple[int, int]:
     return r, c
 
 
+class _Table:
+    """A Markdown table printed row by row as it is measured (benchmarks take a while)."""
+
+    def __init__(self, title: str, columns: list[str]):
+        self.lines = [f"# {title} ({time.strftime('%Y-%m-%d')})", "",
+                      "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+        print("\n".join(self.lines), flush=True)
+
+    def row(self, *cells) -> None:
+        line = "| " + " | ".join(str(c) for c in cells) + " |"
+        self.lines.append(line)
+        print(line, flush=True)
+
+
+def _save_table(lines: list[str], out: str | None) -> None:
+    if out:
+        from pathlib import Path
+        try:
+            Path(out).parent.mkdir(parents=True, exist_ok=True)
+            Path(out).write_text("\n".join(lines) + "\n")
+        except OSError as e:
+            raise InputError(f"cannot write {out}: {e.strerror}") from None
+        print(f"saved {out}", file=sys.stderr)
+
+
 def cmd_bench_schedules(args) -> int:
     """Steps, bound, efficiency and synthesis seconds for XTree and MultiTree across kinds and sizes."""
     sizes = [_parse_size(s) for s in args.sizes.split(",")]
@@ -179,12 +204,11 @@ def cmd_bench_schedules(args) -> int:
     for a in algos:
         if a not in ("xtree", "multitree", "ring2d"):
             raise UsageError(f"bench-schedules runs xtree, multitree or ring2d (got {a!r})")
+    import os
     import platform
-    lines = [f"# equimesh bench-schedules ({time.strftime('%Y-%m-%d')}, {platform.machine()}, "
-             f"{__import__('os').cpu_count()} cores, Python {platform.python_version()})", "",
-             "| topology | size | K | algorithm | storage | steps | bound | efficiency | seconds |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    print("\n".join(lines), flush=True)
+    table = _Table(f"equimesh bench-schedules: {platform.machine()}, {os.cpu_count()} cores, "
+                   f"Python {platform.python_version()}",
+                   ["topology", "size", "K", "algorithm", "storage", "steps", "bound", "efficiency", "seconds"])
     for r, c in sizes:
         for kind in kinds:
             t = build(kind, r, c)
@@ -197,15 +221,8 @@ def cmd_bench_schedules(args) -> int:
                         sec = time.perf_counter() - t0
                         verify(s)
                         b = lower_bound(t, k, "allgather")
-                        line = (f"| {kind} | {r}x{c} | {k} | {a} | {st} | {s.num_steps} | {b} | "
-                                f"{b / s.num_steps:.3f} | {sec:.2f} |")
-                        lines.append(line)
-                        print(line, flush=True)
-    if args.out:
-        from pathlib import Path
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text("\n".join(lines) + "\n")
-        print(f"saved {args.out}", file=sys.stderr)
+                        table.row(kind, f"{r}x{c}", k, a, st, s.num_steps, b, f"{b / s.num_steps:.3f}", f"{sec:.2f}")
+    _save_table(table.lines, args.out)
     return 0
 
 
@@ -227,11 +244,8 @@ def cmd_bench_optimal(args) -> int:
     sizes = [_parse_size(s) for s in args.sizes.split(",")]
     chunks = [int(k) for k in args.chunks.split(",")]
     lanes = args.storage == "lanes"
-    lines = [f"# equimesh bench-optimal ({time.strftime('%Y-%m-%d')}, storage {args.storage}, "
-             f"time limit {args.time_limit:g} s per size)", "",
-             "| topology | size | K | bound | optimum | XTree | XTree gap | solver seconds |",
-             "|---|---|---|---|---|---|---|---|"]
-    print("\n".join(lines), flush=True)
+    table = _Table(f"equimesh bench-optimal: storage {args.storage}, time limit {args.time_limit:g} s per size",
+                   ["topology", "size", "K", "bound", "optimum", "XTree", "XTree gap", "solver seconds"])
     for r, c in sizes:
         t = build(args.kind, r, c)
         for k in chunks:
@@ -239,15 +253,8 @@ def cmd_bench_optimal(args) -> int:
             xs = xtree(t, k, lanes=lanes).num_steps
             opt = str(res.steps) if res.steps is not None else f">= {res.infeasible_below} (timeout)"
             gap = str(xs - res.steps) if res.steps is not None else f"<= {xs - res.infeasible_below}"
-            line = (f"| {args.kind} | {r}x{c} | {k} | {lower_bound(t, k, 'allgather')} | {opt} | {xs} | {gap} | "
-                    f"{res.seconds:.1f} |")
-            lines.append(line)
-            print(line, flush=True)
-    if args.out:
-        from pathlib import Path
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text("\n".join(lines) + "\n")
-        print(f"saved {args.out}", file=sys.stderr)
+            table.row(args.kind, f"{r}x{c}", k, lower_bound(t, k, "allgather"), opt, xs, gap, f"{res.seconds:.1f}")
+    _save_table(table.lines, args.out)
     return 0
 
 

@@ -35,12 +35,16 @@ def _where(label: str, step, link, src, dst, root, chunk) -> str:
     return f"{label}step {step}, link {link} ({src}->{dst}), root {root}, chunk {chunk}"
 
 
-def _check_link_capacity(label, step, link, root, chunk, src, dst, n_links):
-    key = step * n_links + link
+def _second_occurrence(key: np.ndarray) -> int | None:
+    """Index of the first transfer whose key an earlier transfer already has, or None."""
     order = np.argsort(key, kind="stable")
     dup = np.nonzero(np.diff(key[order]) == 0)[0]
-    if len(dup):
-        i = order[dup[0] + 1]
+    return None if len(dup) == 0 else int(order[dup[0] + 1])
+
+
+def _check_link_capacity(label, step, link, root, chunk, src, dst, n_links):
+    i = _second_occurrence(step * n_links + link)
+    if i is not None:
         raise ScheduleInvalid(_where(label, step[i], link[i], src[i], dst[i], root[i], chunk[i])
                               + ": link already carries another chunk in this step")
 
@@ -56,10 +60,8 @@ def verify_allgather(sched: Schedule, phase: Phase, label: str = "") -> None:
         raise ScheduleInvalid(_where(label, step[i], link[i], src[i], dst[i], root[i], chunk[i])
                               + f": node {dst[i]} is the root and already holds its own chunk")
     key = (dst * n + root) * k + chunk
-    order = np.argsort(key, kind="stable")
-    dup = np.nonzero(np.diff(key[order]) == 0)[0]
-    if len(dup):
-        i = order[dup[0] + 1]
+    i = _second_occurrence(key)
+    if i is not None:
         raise ScheduleInvalid(_where(label, step[i], link[i], src[i], dst[i], root[i], chunk[i])
                               + f": node {dst[i]} receives this chunk a second time")
     # recv[node, root, chunk] = step it arrives; -1 for the root's own chunks.
@@ -91,10 +93,8 @@ def verify_reducescatter(sched: Schedule, phase: Phase, label: str = "") -> None
         raise ScheduleInvalid(_where(label, step[i], link[i], src[i], dst[i], root[i], chunk[i])
                               + f": node {src[i]} is the root and must not send its own shard's sum")
     key = (src * n + root) * k + chunk
-    order = np.argsort(key, kind="stable")
-    dup = np.nonzero(np.diff(key[order]) == 0)[0]
-    if len(dup):
-        i = order[dup[0] + 1]
+    i = _second_occurrence(key)
+    if i is not None:
         raise ScheduleInvalid(_where(label, step[i], link[i], src[i], dst[i], root[i], chunk[i])
                               + f": node {src[i]} sends its partial a second time")
     big = np.iinfo(np.int64).max
