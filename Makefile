@@ -18,14 +18,25 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
+# The main job: schedules for the 4x4 mesh / EquiMesh / overflow, then the RTL comparison
+# (AllGather and AllReduce), Verilog for an FPGA/ASIC flow and a waveform.
 demo: $(STAMP)
 	$(BIN)/equimesh demo
+	$(BIN)/equimesh compare --rows 4 --cols 4 --chunks 4 --chunk-flits 8 --collective allgather --out out/compare-allgather
+	$(BIN)/equimesh compare --rows 4 --cols 4 --chunks 4 --chunk-flits 8 --collective allreduce --out out/compare-allreduce
+	$(BIN)/equimesh verilog --kind equimesh --rows 4 --cols 4 --chunks 4 --chunk-flits 8 --collective allreduce --out out/verilog --rom-dir out/verilog/rom
+	$(BIN)/equimesh simulate --kind equimesh --rows 4 --cols 4 --chunks 4 --chunk-flits 8 --collective allreduce --vcd waveforms/equimesh_4x4_allreduce.vcd
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
+# Benchmarks print their tables and save them under bench/ (timings: never in tests).
 bench: $(STAMP)
-	$(BIN)/equimesh bench schedules
+	$(BIN)/equimesh bench-schedules --lanes
+	$(BIN)/equimesh bench-optimal
+	$(BIN)/equimesh bench-rtl
+	$(BIN)/equimesh bench-eval
+	$(BIN)/equimesh bench-relay
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info out bench
