@@ -109,11 +109,12 @@ def _candidates(U: np.ndarray, start: np.ndarray, limit: int) -> tuple[np.ndarra
         k = np.concatenate([k, idx[rs, ks]])
         o = np.argsort(r, kind="stable")                          # rows sorted, words in window order
         r, w, k = r[o], w[o], k[o]
-    nz = w != 0
-    r, w, k = r[nz], w[nz], k[nz]
-    bits = np.unpackbits(w.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little").view(bool)
+    # unpack only the nonzero bytes: early and late in the schedule the words are sparse
+    wi, byte = np.nonzero(w.view(np.uint8).reshape(-1, 8))
+    bits = np.unpackbits(w.view(np.uint8).reshape(-1, 8)[wi, byte][:, None], axis=1, bitorder="little")
     j, b = np.nonzero(bits)
-    return r[j], k[j] * 64 + b
+    wi = wi[j]
+    return r[wi], k[wi] * 64 + byte[j] * 8 + b
 
 
 def _match(rows: np.ndarray, cols: np.ndarray, L: int, ncols: int, cap: int, perm: np.ndarray) -> np.ndarray:
