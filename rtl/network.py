@@ -7,7 +7,7 @@ the source router's ``o_<src_port>`` to the destination's ``i_<dst_port>``.
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -54,9 +54,14 @@ class Network(wiring.Component):
         t = self.image.topology
         for v, r in enumerate(self.routers):
             m.submodules[f"r{v}"] = r
-            # Only the addressed router sees the lane number: another may have fewer lanes.
-            m.d.comb += [r.start.eq(self.start), r.host_addr.eq(self.host_addr),
-                         r.host_lane.eq(Mux(self.host_node == v, self.host_lane, 0))]
+            m.d.comb += [r.start.eq(self.start), r.host_addr.eq(self.host_addr)]
+        # Only the addressed router sees the lane number (the others may have fewer lanes).
+        with m.Switch(self.host_node):
+            for v, r in enumerate(self.routers):
+                with m.Case(v):
+                    m.d.comb += r.host_lane.eq(self.host_lane)
+            with m.Default():
+                m.d.comb += [r.host_lane.eq(0) for r in self.routers]
         for i, l in enumerate(t.links):
             src, dst = getattr(self.routers[l.src], f"o_{l.src_port}"), getattr(self.routers[l.dst], f"i_{l.dst_port}")
             m.d.comb += [dst.valid.eq(src.valid), dst.flit.eq(src.flit), self.link_signals[i].eq(src.valid)]
