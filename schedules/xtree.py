@@ -11,25 +11,27 @@ link. The choices made here are what let XTree reach the bound:
   holds and its destination lacks. First-fit greedy leaves links idle that a
   re-assignment would fill (it needs 6 steps on the 2x3 EquiMesh with K=4,
   where the paper and this matching reach the bound of 5).
-* **Balanced growth.** A tree grows by at most ``ceil(d_max / K)`` nodes per
-  step (``d_max`` = max in-degree): with ``K >= d`` every chunk spreads like
-  a pipelined ring, so none races ahead and none lags behind, and in the last
+* **Balanced growth.** A tree grows by at most ``ceil(d / K)`` nodes per
+  step (``d`` = min in-degree): with ``K >= d`` every chunk spreads like a
+  pipelined ring, so none races ahead and none lags behind, and in the last
   steps every node still has useful chunks on all of its in-links.
-* **Fill.** Links left idle by the matching take, greedily, any tree they can
-  still extend (chunks fan out over spare links, e.g. the overflow mesh's
-  duplicated perimeter).
+* **Fill.** Links left idle take, in up to ``FILL_ROUNDS`` residual
+  matchings, any tree they can still extend, without the growth limit
+  (chunks fan out over spare links, e.g. the overflow mesh's duplicates).
 
 Speed: holdings are bit-packed (one bit per chunk, 64 per word). Each link
 offers the matching a window of about ``WINDOW`` candidate trees, taken from
 whole words starting at a position that rotates with the step and the link
 (a seeded random bit order spreads the roots over the words). When that
 matching leaves a link idle that had candidates outside its window, the step
-is matched again with every candidate, so the window never costs utilization.
+is matched again with a window of ``RETRY`` candidates.
 
 With ``lanes=True`` the schedule honours the node storage rule of
 :mod:`.storage` (per step, each lane is read for at most one distinct chunk),
-so the RTL can run it: conflicting matches are dropped, and the fill only
-takes lane-compatible chunks.
+so the RTL can run it: every candidate is offered, lagging trees (fewest
+holders) first; when two matched links read different chunks from one lane,
+the link with fewer alternatives keeps it; the fill only takes
+lane-compatible chunks.
 """
 
 from __future__ import annotations
