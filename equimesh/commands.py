@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 import sys
 import time
-
 from itertools import product
+from pathlib import Path
 
-from .errors import InputError, UsageError
+from .errors import InputError, UsageError, writing
 from .progress import Progress
 from .schedules import schedule as schedfile
 from .schedules.schedule import lower_bound
-from .schedules.storage import StorageConflict, check_storage
+from .schedules.storage import check_storage
 from .schedules.synth import ALGORITHMS, SynthesisError, synthesize
 from .schedules.topology import EDGES, KINDS, TopologyError, build, format_ring_dirs, parse_ring_dirs
 from .schedules.verify import ScheduleInvalid, verify
@@ -98,10 +98,8 @@ def cmd_schedule(args) -> int:
     if len(phases) > 1:
         out["phases"] = phases
     if args.out:
-        try:
+        with writing(args.out):
             sched.save(args.out)
-        except OSError as e:
-            raise InputError(f"cannot write {args.out}: {e.strerror}") from None
         out["out"] = args.out
     if args.json:
         print(json.dumps(out, indent=2))
@@ -181,12 +179,9 @@ class _Table:
 
 def _save_table(lines: list[str], out: str | None) -> None:
     if out:
-        from pathlib import Path
-        try:
+        with writing(out):
             Path(out).parent.mkdir(parents=True, exist_ok=True)
             Path(out).write_text("\n".join(lines) + "\n")
-        except OSError as e:
-            raise InputError(f"cannot write {out}: {e.strerror}") from None
         print(f"saved {out}", file=sys.stderr)
 
 
@@ -271,7 +266,6 @@ def register_bench_optimal(sub) -> None:
 
 def cmd_demo(args) -> int:
     """The main job's schedule part: XTree / MirrorXTree on the 4x4 EquiMesh, mesh and overflow mesh, verified."""
-    from pathlib import Path
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     k = args.chunks

@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 
-from .errors import InputError, UsageError
+from .errors import InputError, UsageError, writing
 from .schedules.failures import Disconnected, degrade, parse_fail_links, random_failures
 from .schedules.topology import TopologyError, build
 from .sim.alphabeta import LINK_ORDERS, LinkModel
@@ -73,10 +73,8 @@ def cmd_evaluate(args) -> int:
         out["failures"] = _failures(args, names, curves, sizes, model, ks)
     if args.plot:
         title = f"{args.collective} on {args.rows}x{args.cols} (alpha {args.alpha:g} ns, {args.bandwidth:g} GB/s)"
-        try:
+        with writing(args.plot):
             plot_curves(curves, title, args.plot)
-        except OSError as e:
-            raise InputError(f"cannot write {args.plot}: {e.strerror}") from None
         out["plot"] = args.plot
     if args.json:
         print(json.dumps(out, indent=2))
@@ -134,10 +132,8 @@ def cmd_report(args) -> int:
     from .sim.report import write_report
 
     out = Path(args.out)
-    try:
+    with writing(f"the report under {out}"):
         path = write_report(out, log=lambda msg: print(f"report: {msg}", file=sys.stderr, flush=True))
-    except OSError as e:
-        raise InputError(f"cannot write the report under {out}: {e.strerror}") from None
     print(f"wrote {path} and {out / 'figures'}")
     return 0
 

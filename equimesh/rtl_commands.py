@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from .commands import add_topology_args, topology_from_args
-from .errors import InputError, UsageError
+from .errors import InputError, UsageError, writing
 from .rtl.rom import RomError, compile_schedule
 from .schedules import schedule as schedfile
 from .schedules.schedule import lower_bound
@@ -78,10 +78,8 @@ def cmd_simulate(args) -> int:
     if args.vcd:
         vcd = Path(args.vcd)
         gtkw = vcd.with_suffix(".gtkw")
-        try:
+        with writing(vcd):
             vcd.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise InputError(f"cannot write {vcd}: {e.strerror}") from None
     res = simulate(image, vcd=str(vcd) if vcd else None, progress=Progress(f"simulate {topo.name}", LONG_RUN // topo.nodes))
     if gtkw:
         write_gtkw(gtkw, vcd, topo)
@@ -182,10 +180,8 @@ def cmd_verilog(args) -> int:
     from .sim.harness import FLIT_BITS, lane_init
 
     topo, sched, image = load_image(args)
-    try:
+    with writing(args.out):
         paths = export(image, lane_init(image, FLIT_BITS), args.out, FLIT_BITS, args.rom_dir)
-    except OSError as e:
-        raise InputError(f"cannot write {args.out}: {e.strerror}") from None
     print(f"{sched.collective} on {topo.name}, K={sched.chunks}, {image.chunk_flits} flits/chunk, "
           f"{sched.num_steps} steps: wrote {len(paths)} files")
     for p in paths[:8]:

@@ -7,7 +7,7 @@ import tempfile
 import time
 
 from .commands import add_topology_args, topology_from_args
-from .errors import InputError, UsageError
+from .errors import InputError, UsageError, writing
 from .rtl.packet import PacketError, PacketFormat
 from .schedules.routing import ALGORITHMS, DeadlockError, RoutingError, check_deadlock_free, forwarding_table
 from .schedules.routing import load as load_table
@@ -61,11 +61,8 @@ def cmd_routing(args) -> int:
            "ring_links_used": len(used & ring), "ring_links": len(ring),
            "cdg_cut_through": "acyclic", "cdg_wormhole_multicast": wormhole}
     if args.out:
-        try:
-            with open(args.out, "w") as f:
-                json.dump(t.to_json(), f)
-        except OSError as e:
-            raise InputError(f"cannot write {args.out}: {e.strerror}") from None
+        with writing(args.out), open(args.out, "w") as f:
+            json.dump(t.to_json(), f)
         out["out"] = args.out
     if args.json:
         print(json.dumps(out, indent=2))

@@ -163,19 +163,22 @@ class Topology:
             res[l.src].append(i)
         return res
 
-    def ports(self, node: int) -> list[str]:
-        """Network ports of a router that carry at least one link, in canonical order."""
-        used = {l.src_port for l in self.links if l.src == node} | {l.dst_port for l in self.links if l.dst == node}
-        return sorted(used, key=_port_key)
-
     @cached_property
-    def router_ports(self) -> np.ndarray:
-        """Port count P of every router, counting the local port ``L``."""
+    def _ports(self) -> list[list[str]]:
         used: list[set[str]] = [set() for _ in range(self.nodes)]
         for l in self.links:
             used[l.src].add(l.src_port)
             used[l.dst].add(l.dst_port)
-        return np.array([len(u) + 1 for u in used], dtype=np.int64)
+        return [sorted(u, key=_port_key) for u in used]
+
+    def ports(self, node: int) -> list[str]:
+        """Network ports of a router that carry at least one link, in canonical order."""
+        return list(self._ports[node])
+
+    @cached_property
+    def router_ports(self) -> np.ndarray:
+        """Port count P of every router, counting the local port ``L``."""
+        return np.array([len(p) + 1 for p in self._ports], dtype=np.int64)
 
     @property
     def crosspoints(self) -> int:
