@@ -180,10 +180,24 @@ def cmd_verilog(args) -> int:
     from .sim.harness import FLIT_BITS, lane_init
 
     topo, sched, image = load_image(args)
+    packets = None
+    if args.packets:
+        from .rtl.packet import PacketError
+        from .rtl.packet_network import PacketSetup
+        from .traffic_commands import table_from_args
+
+        if args.payload_flits < 1:
+            raise UsageError(f"--payload-flits must be >= 1 (got {args.payload_flits})")
+        try:
+            packets = PacketSetup(table_from_args(args, topo), args.payload_flits)
+        except PacketError as e:
+            raise UsageError(str(e)) from None
     with writing(args.out):
-        paths = export(image, lane_init(image, FLIT_BITS), args.out, FLIT_BITS, args.rom_dir)
+        paths = export(image, lane_init(image, FLIT_BITS), args.out, FLIT_BITS, args.rom_dir, packets)
     print(f"{sched.collective} on {topo.name}, K={sched.chunks}, {image.chunk_flits} flits/chunk, "
-          f"{sched.num_steps} steps: wrote {len(paths)} files")
+          f"{sched.num_steps} steps" + (f", routers also carry packets ({packets.table.algorithm} routing, "
+                                        f"{args.payload_flits} payload flits)" if packets else "") +
+          f": wrote {len(paths)} files")
     for p in paths[:8]:
         print(f"  {p}")
     if len(paths) > 8:
@@ -197,6 +211,10 @@ def register_verilog(sub) -> None:
     p.add_argument("--schedule", help="build the ROMs from this schedule file instead of synthesizing one")
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--rom-dir", help="also write each router's ROM here as a $readmemh hex file")
+    p.add_argument("--packets", action="store_true",
+                   help="routers that also carry MultiWrite packets (inject/eject streams, links with ready)")
+    p.add_argument("--routing", default="shortcut", help="with --packets: forwarding tables (default shortcut)")
+    p.add_argument("--payload-flits", type=int, default=8, help="with --packets: payload flits per packet (default 8)")
     p.set_defaults(func=cmd_verilog)
 
 

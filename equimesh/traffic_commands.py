@@ -1,4 +1,5 @@
-"""Subcommands for MultiWrite packet traffic (seed 004, Section 4): ``routing``, ``traffic``, ``soak``."""
+"""Subcommands for MultiWrite packet traffic (seed 004, Section 4): ``routing``, ``traffic``, ``soak``,
+``bench-relay``, and ``mixed`` (packets and a scheduled collective on the same routers)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import tempfile
 import time
 
 from .commands import add_topology_args, topology_from_args
+from .rtl_commands import add_run_args
 from .errors import InputError, UsageError, writing
 from .rtl.packet import PacketError, PacketFormat
 from .schedules.routing import ALGORITHMS, DeadlockError, RoutingError, check_deadlock_free, forwarding_table
@@ -16,7 +18,7 @@ from .sim.traffic import PATTERNS, make_traffic, run_verilog, simulate
 BACKENDS = ("amaranth", "icarus", "verilator")
 
 
-def _table(args, topo):
+def table_from_args(args, topo):
     """``--routing``: an algorithm name, or a table file written by ``equimesh routing --out``."""
     if args.routing in ALGORITHMS:
         try:
@@ -41,7 +43,7 @@ def _int(text: str, what: str) -> int:
 
 def cmd_routing(args) -> int:
     topo = topology_from_args(args)
-    t = _table(args, topo)
+    t = table_from_args(args, topo)
     n = topo.nodes
     hops = t.hops()
     pairs = n * (n - 1)
@@ -143,7 +145,7 @@ def cmd_traffic(args) -> int:
     if args.payload_flits < 1:
         raise UsageError(f"--payload-flits must be >= 1 (got {args.payload_flits})")
     topo = topology_from_args(args)
-    table = _table(args, topo)
+    table = table_from_args(args, topo)
     traffic = _traffic(args, PacketFormat(topo.nodes, args.payload_flits))
     t0 = time.perf_counter()
     r = _run(args, table, traffic, "trace")
@@ -154,7 +156,7 @@ def cmd_traffic(args) -> int:
 def cmd_soak(args) -> int:
     _check_common(args)
     topo = topology_from_args(args)
-    table = _table(args, topo)
+    table = table_from_args(args, topo)
     fmt = PacketFormat(topo.nodes, args.payload_flits)
     args.pattern = "multicast"
     try:
@@ -167,6 +169,55 @@ def cmd_soak(args) -> int:
     ok = _ok(r)
     if not args.json:
         print("soak: PASS" if ok else "soak: FAIL")
+    return 0 if ok else 1
+
+
+def cmd_mixed(args) -> int:
+    from .rtl_commands import load_image
+    from .sim.mixed import simulate_mixed
+
+    _check_common(args)
+    if args.payload_flits < 1:
+        raise UsageError(f"--payload-flits must be >= 1 (got {args.payload_flits})")
+    if args.start_at < 0:
+        raise UsageError(f"--start-at must be >= 0 (got {args.start_at})")
+    topo, sched, image = load_image(args)
+    table = table_from_args(args, topo)
+    traffic = _traffic(args, PacketFormat(topo.nodes, args.payload_flits))
+    if args.vcd:
+        with writing(args.vcd), open(args.vcd, "w"):
+            pass
+    try:
+        r = simulate_mixed(image, table, traffic, args.payload_flits, start_at=args.start_at, cycles=args.cycles,
+                           stall=args.stall, vcd=args.vcd)
+    except PacketError as e:
+        raise UsageError(str(e)) from None
+    s, p = r["schedule"], r["packets"]
+    r = {"topology": topo.name, "collective": sched.collective, "steps": sched.num_steps, "chunks": sched.chunks,
+         "chunk_flits": image.chunk_flits, "routing": table.algorithm, "pattern": args.pattern,
+         "payload_flits": args.payload_flits, **r}
+    ok = (s["done"] and s["bit_exact"] and s["link_busy_matches_schedule"] and s["cycles"] == s["expected_cycles"]
+          and s["packet_flits_during_schedule"] == 0 and _ok(p))
+    if args.json:
+        print(json.dumps(r, indent=2))
+        return 0 if ok else 1
+    print(f"{sched.collective} (K={sched.chunks}, {sched.num_steps} steps) and {args.pattern} packets on the "
+          f"{topo.name}, one router per node for both ({table.algorithm} routing)")
+    if not s["done"]:
+        print(f"  schedule requested at cycle {s['requested_at']}: NEVER LAUNCHED")
+    else:
+        print(f"  schedule requested at cycle {s['requested_at']} with {s['in_flight_at_request']} packet copies "
+              f"in flight; launched {s['drain_cycles']} cycles later, when the network held no packet")
+        print(f"  schedule: {s['cycles']} cycles (expected {s['expected_cycles']}), "
+              f"{'bit-exact' if s['bit_exact'] else 'MISMATCH: ' + s.get('first_mismatch', '')}, link busy cycles "
+              f"{'match' if s['link_busy_matches_schedule'] else 'DO NOT match'} the schedule, "
+              f"packet flits while it ran: {s['packet_flits_during_schedule']}")
+    print(f"  packets: {p['packets']} ({p['injected_before']} before the schedule, {p['injected_after']} after), "
+          f"{p['delivered']}/{p['expected']} copies delivered; duplicates {p['duplicates']}, lost {p['lost']}, "
+          f"corrupted {p['corrupted']}, misdelivered {p['misdelivered']}, deadlock {'YES' if p['deadlock'] else 'no'}")
+    print(f"  {p['cycles']} cycles in {r['sim_seconds']:.1f} s" + (f"; waveform {args.vcd}" if args.vcd else ""))
+    for e in p["errors"]:
+        print(f"  error: {e}")
     return 0 if ok else 1
 
 
@@ -283,6 +334,25 @@ def register(sub) -> None:
     p.add_argument("--build-dir", help="where the Verilog backends build (default: temporary directories)")
     p.add_argument("--json", action="store_true", help="machine-readable rows")
     p.set_defaults(func=cmd_bench_relay)
+
+    p = sub.add_parser("mixed", help="packets and a scheduled collective on the same routers: traffic, the schedule "
+                                     "requested mid-traffic (packets drain first), more traffic; checks both")
+    add_run_args(p, "allgather")
+    p.add_argument("--schedule", help="run this schedule file instead of synthesizing one")
+    p.add_argument("--start-at", type=int, default=200, help="cycle at which the schedule is requested (default 200)")
+    p.add_argument("--routing", default="shortcut", help=f"{' or '.join(ALGORITHMS)}, or a table file")
+    p.add_argument("--pattern", default="multicast", choices=PATTERNS)
+    p.add_argument("--packets", type=int, default=4, help="AllGather patterns: packets per shard (default 4)")
+    p.add_argument("--fanout", type=int, default=4, help="destinations per random multicast (default 4)")
+    p.add_argument("--rate", type=float, default=0.05,
+                   help="probability that an idle node starts a packet in a cycle (default 0.05)")
+    p.add_argument("--cycles", type=int, default=600, help="injection cycles for random patterns (default 600)")
+    p.add_argument("--payload-flits", type=int, default=8, help="payload flits per packet (default 8)")
+    p.add_argument("--stall", type=float, default=0.0, help="sink backpressure: probability a lane refuses a flit")
+    p.add_argument("--seed", type=int, default=1, help="random seed of the bitmaps (default 1)")
+    p.add_argument("--vcd", help="write every signal to this VCD file")
+    p.add_argument("--json", action="store_true", help="machine-readable result")
+    p.set_defaults(func=cmd_mixed, src=None, bitmap=None, dests=None)
 
     p = sub.add_parser("soak", help="random multicast at saturation on a compiled simulator; checks no duplicate, "
                                     "loss or deadlock")

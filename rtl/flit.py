@@ -3,14 +3,15 @@
 A flit is ``flit_bits`` wide (default 64) and is read as ``flit_bits / 32``
 32-bit words: ReduceScatter adds flits word by word, wrapping at 2**32, so the
 hardware sum is bit-exact against an integer model (seed 000, Section II-B).
-A link is a registered ``valid`` bit and a flit; one flit per cycle.
+A link is a registered ``valid`` bit and a flit; one flit per cycle. A link that
+also carries packets adds the receiver's ``ready``.
 """
 
 from __future__ import annotations
 
 from amaranth.hdl import Cat, unsigned
 from amaranth.lib import data, wiring
-from amaranth.lib.wiring import Out
+from amaranth.lib.wiring import In, Out
 
 WORD_BITS = 32
 
@@ -21,9 +22,16 @@ def flit_layout(flit_bits: int = 64) -> data.StructLayout:
     return data.StructLayout({"words": data.ArrayLayout(unsigned(WORD_BITS), flit_bits // WORD_BITS)})
 
 
-def link_signature(flit_bits: int = 64) -> wiring.Signature:
-    """One direction of a link, seen from its sender: ``flit`` is meaningful when ``valid`` is high."""
-    return wiring.Signature({"valid": Out(1), "flit": Out(flit_layout(flit_bits))})
+def link_signature(flit_bits: int = 64, ready: bool = False) -> wiring.Signature:
+    """One direction of a link, seen from its sender: ``flit`` is meaningful when ``valid`` is high.
+
+    ``ready``: the receiver's ready, for a link that also carries packets (valid/ready flow control,
+    ``rtl/packet_router.py``); scheduled flits never wait for it.
+    """
+    members = {"valid": Out(1), "flit": Out(flit_layout(flit_bits))}
+    if ready:
+        members["ready"] = In(1)
+    return wiring.Signature(members)
 
 
 def add_flits(flits, flit_bits: int):

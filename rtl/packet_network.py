@@ -16,7 +16,22 @@ from amaranth.lib.wiring import In, Out
 from ..schedules.routing import ForwardingTable, check_deadlock_free
 from .packet import PacketFormat
 from .packet_endpoints import COUNTER_BITS, Checker, Generator, Sink
-from .packet_router import PacketRouter
+from .packet_router import PacketConfig, PacketRouter
+
+
+class PacketSetup:
+    """Packets on a network: the forwarding table (checked for deadlock freedom here), the packet
+    format and the input buffer depth (``packet_flits + 2`` unless given)."""
+
+    def __init__(self, table: ForwardingTable, payload_flits: int, depth: int | None = None):
+        check_deadlock_free(table)
+        self.table = table
+        self.fmt = PacketFormat(table.topology.nodes, payload_flits)
+        self.depth = depth or self.fmt.packet_flits + 2
+
+    def router(self, v: int) -> PacketConfig:
+        reach = {p: mask for p, mask in self.table.reach[v].items() if p != "L"}
+        return PacketConfig(self.fmt, v, reach, self.depth)
 
 
 def monitor_signature(fmt: PacketFormat) -> wiring.Signature:
@@ -36,11 +51,9 @@ class PacketNetwork(wiring.Component):
     """
 
     def __init__(self, table: ForwardingTable, payload_flits: int, depth: int | None = None):
-        check_deadlock_free(table)
-        self.table = table
+        self.setup = PacketSetup(table, payload_flits, depth)
+        self.table, self.fmt = table, self.setup.fmt
         topo = table.topology
-        self.fmt = PacketFormat(topo.nodes, payload_flits)
-        self.depth = depth or self.fmt.packet_flits + 2
         self.lanes = [(v, p) for v in range(topo.nodes) for p in topo.ports(v)]
         flit = stream.Signature(self.fmt.flit)
         super().__init__({
@@ -54,8 +67,7 @@ class PacketNetwork(wiring.Component):
         topo = self.table.topology
         routers = []
         for v in range(topo.nodes):
-            reach = {p: mask for p, mask in self.table.reach[v].items() if p != "L"}
-            r = PacketRouter(self.fmt, v, topo.ports(v), reach, self.depth)
+            r = PacketRouter(self.setup.router(v), topo.ports(v))
             m.submodules[f"router_{v}"] = r
             routers.append(r)
             wiring.connect(m, wiring.flipped(self.inject[v]), r.inject)
@@ -70,7 +82,11 @@ class PacketNetwork(wiring.Component):
 
 
 class TrafficTop(wiring.Component):
-    """The network with a :class:`Generator` and a :class:`Sink` per node (and a :class:`Checker` if asked).
+    """A network with a :class:`Generator` and a :class:`Sink` per node (and a :class:`Checker` if asked).
+
+    ``net`` is a :class:`PacketNetwork`, or a scheduled :class:`~equimesh.rtl.network.Network` built
+    with ``packets`` (then ``start``, ``done``, ``launch``, ``link_valid`` and the host read port
+    ``host_node``, ``host_lane``, ``host_addr``, ``host_data`` pass through).
 
     Ports
     -----
@@ -83,20 +99,26 @@ class TrafficTop(wiring.Component):
         header_errors, payload_errors : Out(32) (summed over nodes).
     """
 
-    def __init__(self, table: ForwardingTable, payload_flits: int, roms: list[list[int]],
-                 counts: list[int] | None, rate: float, stall: float, check: bool):
-        self.net = PacketNetwork(table, payload_flits)
-        self.fmt = fmt = self.net.fmt
+    def __init__(self, net, roms: list[list[int]], counts: list[int] | None, rate: float, stall: float,
+                 check: bool):
+        self.net = net
+        self.fmt = fmt = net.fmt
+        self.scheduled = "launch" in net.signature.members
         self.roms, self.counts, self.rate, self.stall, self.check = roms, counts, rate, stall, check
         nodes = fmt.nodes
         members = {
             "stop": In(1),
             "sent": Out(COUNTER_BITS).array(nodes),
             "ejected": Out(COUNTER_BITS),
-            "link_flits": Out(COUNTER_BITS).array(len(table.topology.links)),
+            "link_flits": Out(COUNTER_BITS).array(len(net.link_flits)),
             "inject_mon": Out(monitor_signature(fmt)).array(nodes),
             "eject_mon": Out(monitor_signature(fmt)).array(len(self.net.lanes)),
         }
+        if self.scheduled:
+            members.update({"start": In(1), "done": Out(1), "launch": Out(1),
+                            "link_valid": Out(len(net.link_valid))})
+            members.update({name: net.signature.members[name] for name in ("host_node", "host_lane", "host_addr",
+                                                                             "host_data")})
         if check:
             members.update({
                 "count": Out(COUNTER_BITS).array(nodes),
@@ -114,6 +136,11 @@ class TrafficTop(wiring.Component):
         nodes = fmt.nodes
         chks = []
         m.d.comb += [self.link_flits[i].eq(net.link_flits[i]) for i in range(len(net.link_flits))]
+        if self.scheduled:
+            m.d.comb += [net.start.eq(self.start), self.done.eq(net.done), self.launch.eq(net.launch),
+                         self.link_valid.eq(net.link_valid), net.host_node.eq(self.host_node),
+                         net.host_lane.eq(self.host_lane), net.host_addr.eq(self.host_addr),
+                         self.host_data.eq(net.host_data)]
         for v in range(nodes):
             gen = Generator(fmt, v, self.roms[v], None if self.counts is None else self.counts[v], self.rate)
             m.submodules[f"gen_{v}"] = gen

@@ -1,6 +1,10 @@
 """The packet router: input buffers, one :class:`~equimesh.rtl.relay.Relay` per input, an allocator,
 and the crossbar of the schedule-driven router (:class:`~equimesh.rtl.crossbar.Crossbar`).
 
+:class:`PacketPath` is all of it but the crossbar; :class:`PacketRouter` adds a
+crossbar of its own, and the scheduled router (``rtl/router.py``, with
+``packets=``) shares its crossbar and links with it.
+
 Datapath of one router with network ports ``P`` (seed 000, Section III-B: the
 mesh's N/E/S/W, an EquiMesh ring entering and leaving through its edge's port):
 
@@ -26,15 +30,16 @@ dependency (:mod:`equimesh.schedules.routing`).
 from __future__ import annotations
 
 import operator
+from dataclasses import dataclass
 from functools import reduce
 
 from amaranth.hdl import Assert, Cat, Module, Mux, Signal
-from amaranth.lib import stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
-from .crossbar import Crossbar
-from .flit import WORD_BITS
+from .crossbar import Crossbar, select_layout
+from .flit import WORD_BITS, flit_layout
 from .packet import PacketFormat
 from .relay import Relay, rewrite_header
 
@@ -47,13 +52,15 @@ class InputBuffer(wiring.Component):
     i : In(stream)  -- the link. ``i.ready`` depends only on registers (the FIFO level and
         whether a packet is half received), never on ``i.valid`` or the payload.
     o : Out(stream)  -- the head flit, for the relay.
+    empty : Out(1)  -- no flit buffered.
     """
 
     def __init__(self, fmt: PacketFormat, depth: int):
         if depth < fmt.packet_flits:
             raise ValueError(f"input buffer depth {depth} is smaller than a packet ({fmt.packet_flits} flits)")
         self.fmt, self.depth = fmt, depth
-        super().__init__({"i": In(stream.Signature(fmt.flit)), "o": Out(stream.Signature(fmt.flit))})
+        super().__init__({"i": In(stream.Signature(fmt.flit)), "o": Out(stream.Signature(fmt.flit)),
+                          "empty": Out(1)})
 
     def elaborate(self, platform):
         m = Module()
@@ -67,6 +74,7 @@ class InputBuffer(wiring.Component):
             self.o.payload.eq(fifo.r_data),
             self.o.valid.eq(fifo.r_rdy),
             fifo.r_en.eq(self.o.ready),
+            self.empty.eq(fifo.level == 0),
         ]
         with m.If(take):
             m.d.sync += between.eq(self.i.payload.last)
@@ -132,33 +140,66 @@ class Allocator(wiring.Component):
         return m
 
 
-class PacketRouter(wiring.Component):
-    """One MultiWrite router.
+@dataclass(frozen=True)
+class PacketConfig:
+    """What a router needs to carry packets: the format, its node id, ``reach[port]`` from the
+    forwarding table (:mod:`equimesh.schedules.routing`) and the input buffer depth in flits."""
+
+    fmt: PacketFormat
+    node: int
+    reach: dict[str, int]
+    depth: int
+
+    @property
+    def flit_bits(self) -> int:
+        """Crossbar width for these flits: whole 32-bit words."""
+        return -(-self.fmt.flit.size // WORD_BITS) * WORD_BITS
+
+
+class PacketPath(wiring.Component):
+    """The packet datapath of one router except its crossbar: input buffers, relays, allocator,
+    header rewrite and local lanes. :class:`PacketRouter` gives it a crossbar of its own; the
+    scheduled :class:`~equimesh.rtl.router.Router` built with ``packets=`` shares its crossbar with it.
+
+    Crossbar inputs are the network ports in ``ports`` order, then ``inject``; its outputs are the
+    network ports.
 
     Parameters
     ----------
-    fmt : PacketFormat.
-    node : this router's node id.
-    ports : its network ports (each carries one link in and one link out).
-    reach : ``reach[port]`` bitmaps from the forwarding table.
-    depth : input buffer depth in flits.
+    fmt, node, reach, depth : as :class:`PacketConfig`.
+    ports : the network ports (each carries one link in and one link out).
+    xbar_bits : width of the crossbar flits (a multiple of 32 bits, at least ``fmt.flit.size``).
 
     Ports
     -----
-    i_<port> : In(stream)   -- the link arriving on ``port``.
-    o_<port> : Out(stream)  -- the link leaving on ``port``.
-    inject : In(stream)     -- packets from the local generator.
-    eject_<port> : Out(stream) -- local copies that arrived on ``port``.
+    i_<port>, o_<port>, inject, eject_<port> : as :class:`PacketRouter`.
+    heads : Out(ArrayLayout(flit, inputs))  -- each input's head flit, to the crossbar inputs.
+    sel : Out(ArrayLayout(select, outputs))  -- the crossbar selects.
+    switched : In(ArrayLayout(flit, outputs))  -- the crossbar outputs; ``o_<port>`` carries them
+        with the header rewritten.
+    hold : In(1)  -- take no new packet from ``inject`` (a packet already granted completes).
+    idle : Out(1)  -- no flit buffered and no packet passing: the router holds no packet.
     """
 
-    def __init__(self, fmt: PacketFormat, node: int, ports: list[str], reach: dict[str, int], depth: int):
+    def __init__(self, fmt: PacketFormat, node: int, ports: list[str], reach: dict[str, int], depth: int,
+                 xbar_bits: int):
+        if xbar_bits < fmt.flit.size:
+            raise ValueError(f"a {xbar_bits}-bit crossbar cannot carry {fmt.flit.size}-bit packet flits")
         self.fmt, self.node, self.ports, self.reach, self.depth = fmt, node, list(ports), reach, depth
+        inputs, outs = len(self.ports) + 1, len(self.ports)
         flit = stream.Signature(fmt.flit)
         members = {"inject": In(flit)}
         for p in self.ports:
             members[f"i_{p}"] = In(flit)
             members[f"o_{p}"] = Out(flit)
             members[f"eject_{p}"] = Out(flit)
+        members.update({
+            "heads": Out(data.ArrayLayout(flit_layout(xbar_bits), inputs)),
+            "sel": Out(data.ArrayLayout(select_layout(inputs), outs)),
+            "switched": In(data.ArrayLayout(flit_layout(xbar_bits), outs)),
+            "hold": In(1),
+            "idle": Out(1),
+        })
         super().__init__(members)
 
     def elaborate(self, platform):
@@ -166,31 +207,35 @@ class PacketRouter(wiring.Component):
         fmt, ports = self.fmt, self.ports
         outs = len(ports)
         reach = [self.reach[p] for p in ports]
-        xbar_bits = -(-fmt.flit.size // WORD_BITS) * WORD_BITS
 
         sources = []  # the head stream of every input: network ports, then inject
         relays = []
+        empty = []
         for p in ports:
             buf = InputBuffer(fmt, self.depth)
             m.submodules[f"buf_{p}"] = buf
             wiring.connect(m, wiring.flipped(getattr(self, f"i_{p}")), buf.i)
             sources.append(buf.o)
+            empty.append(buf.empty)
             relays.append(Relay(fmt, self.node, reach, local=True))
         sources.append(self.inject)
         relays.append(Relay(fmt, self.node, reach, local=False))
         for j, (src, relay) in enumerate(zip(sources, relays)):
             m.submodules[f"relay_{j}"] = relay
-            m.d.comb += [relay.i.payload.eq(src.payload), relay.i.valid.eq(src.valid), src.ready.eq(relay.i.ready)]
+            valid = src.valid
+            if src is self.inject:  # ``hold`` stops a new header; a granted packet completes
+                valid = src.valid & (relay.active | ~self.hold)
+            m.d.comb += [relay.i.payload.eq(src.payload), relay.i.valid.eq(valid), src.ready.eq(relay.i.ready)]
+        m.d.comb += self.idle.eq(Cat(*empty).all() & ~Cat(r.active for r in relays).any())
 
         m.submodules.alloc = alloc = Allocator(len(relays), outs)
-        m.submodules.xbar = xbar = Crossbar(len(relays), outs, xbar_bits)
         busy = Signal(outs)
         for j, relay in enumerate(relays):
             m.d.comb += [
                 alloc.pending[j].eq(relay.pending),
                 alloc.req[j].eq(relay.req),
                 relay.grant.eq(alloc.grant[j]),
-                xbar.i[j].as_value().eq(relay.i.payload.as_value()),
+                self.heads[j].as_value().eq(relay.i.payload.as_value()),
             ]
         m.d.comb += busy.eq(reduce(operator.or_, [relay.held for relay in relays]))
 
@@ -200,13 +245,13 @@ class PacketRouter(wiring.Component):
             m.d.comb += [
                 alloc.free[k].eq(~busy[k] & out.ready),
                 out.valid.eq(Cat(*drivers).any()),
-                xbar.sel[k].valid.eq(out.valid),
+                self.sel[k].valid.eq(out.valid),
             ]
             for j, d in enumerate(drivers):
                 with m.If(d):
-                    m.d.comb += xbar.sel[k].input.eq(j)
+                    m.d.comb += self.sel[k].input.eq(j)
                 m.d.comb += relays[j].ready[k].eq(out.ready)
-            rewrite_header(m, out.payload, fmt.flit(xbar.o[k].as_value()[:fmt.flit.size]), reach[k])
+            rewrite_header(m, out.payload, fmt.flit(self.switched[k].as_value()[:fmt.flit.size]), reach[k])
             # Constellation's switch assertion: at most one input drives an output.
             onehot = Signal(len(drivers))
             m.d.comb += onehot.eq(Cat(*drivers))
@@ -220,3 +265,43 @@ class PacketRouter(wiring.Component):
         m.d.comb += relays[-1].ready[outs].eq(1)  # the injection relay never delivers locally
         return m
 
+
+class PacketRouter(wiring.Component):
+    """One MultiWrite router: a :class:`PacketPath` and its own :class:`~equimesh.rtl.crossbar.Crossbar`.
+
+    Parameters
+    ----------
+    cfg : the format, node id, ``reach[port]`` bitmaps and buffer depth (:class:`PacketConfig`).
+    ports : its network ports (each carries one link in and one link out).
+
+    Ports
+    -----
+    i_<port> : In(stream)   -- the link arriving on ``port``.
+    o_<port> : Out(stream)  -- the link leaving on ``port``.
+    inject : In(stream)     -- packets from the local generator.
+    eject_<port> : Out(stream) -- local copies that arrived on ``port``.
+    """
+
+    def __init__(self, cfg: PacketConfig, ports: list[str]):
+        self.path = PacketPath(cfg.fmt, cfg.node, ports, cfg.reach, cfg.depth, cfg.flit_bits)
+        self.ports = list(ports)
+        flit = stream.Signature(cfg.fmt.flit)
+        members = {"inject": In(flit)}
+        for p in self.ports:
+            members[f"i_{p}"] = In(flit)
+            members[f"o_{p}"] = Out(flit)
+            members[f"eject_{p}"] = Out(flit)
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.path = path = self.path
+        outs = len(self.ports)
+        m.submodules.xbar = xbar = Crossbar(outs + 1, outs, len(path.heads[0].as_value()))
+        m.d.comb += [xbar.i.eq(path.heads), xbar.sel.eq(path.sel), path.switched.eq(xbar.o)]
+        wiring.connect(m, wiring.flipped(self.inject), path.inject)
+        for p in self.ports:
+            wiring.connect(m, wiring.flipped(getattr(self, f"i_{p}")), getattr(path, f"i_{p}"))
+            wiring.connect(m, getattr(path, f"o_{p}"), wiring.flipped(getattr(self, f"o_{p}")))
+            wiring.connect(m, getattr(path, f"eject_{p}"), wiring.flipped(getattr(self, f"eject_{p}")))
+        return m

@@ -62,6 +62,7 @@ class Relay(wiring.Component):
     pending : Out(1)  -- a header waits for its grant.
     grant : In(1)  -- from the allocator: all of ``req`` are this input's from now to the tail.
     held : Out(outputs)  -- outputs owned by this input's packet after its grant cycle.
+    active : Out(1)  -- a granted packet is passing (from the cycle after its grant to its tail).
     """
 
     def __init__(self, fmt: PacketFormat, own: int, reach: list[int], local: bool):
@@ -75,6 +76,7 @@ class Relay(wiring.Component):
             "pending": Out(1),
             "grant": In(1),
             "held": Out(len(reach)),
+            "active": Out(1),
         })
 
     def elaborate(self, platform):
@@ -96,6 +98,7 @@ class Relay(wiring.Component):
             self.req.eq(want[:outs]),
             self.pending.eq(self.i.valid & ~active),
             self.held.eq(Mux(active, branches[:outs], 0)),
+            self.active.eq(active),
         ]
 
         sel = Mux(active, branches, want)

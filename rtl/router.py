@@ -18,22 +18,33 @@ Datapath, per timestep of ``max(chunk_flits, 2)`` cycles (README "Router"):
   (read at stage B through the read-modify-write port) and all in-ports in
   the entry's mask, word by word with wrapping 32-bit adds.
 
-The crossbar has one input per lane and one output per network port plus
-``L``: the local output reads any lane for the host (``host_*``) while the
-router is not running; there is no local input, the node's data is preloaded
-into its lanes.
+The crossbar has one input per lane and one output per network port; there
+is no local input, the node's data is preloaded into its lanes. The host reads
+any lane (``host_*``) through the lanes' send read ports while the router is
+not running.
+
+Packets (``packets=``, seed 004 Section 4; ``docs/relay.md``): the same router
+also carries MultiWrite packets, over the same crossbar and links. The
+crossbar gets one more input (``inject``) and its inputs and selects come from
+the packet path (:class:`~equimesh.rtl.packet_router.PacketPath`) in every
+cycle that is not a schedule's stage B; links gain ``ready``. Packets flow only
+while no schedule runs: ``hold`` stops new packets from ``inject``, and the
+network starts the schedule once every router is ``idle`` (no packet held
+anywhere, :class:`~equimesh.rtl.network.Network`). From ``start`` to ``done``
+the packet path sees no link and takes no packet; after ``done`` packets flow again.
 """
 
 from __future__ import annotations
 
 from amaranth.hdl import Assert, Cat, Module, Mux, Signal, unsigned
-from amaranth.lib import data, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from .crossbar import Crossbar
+from .crossbar import Crossbar, select_layout
 from .flit import add_flits, flit_layout, link_signature
 from .lane import Lane
+from .packet_router import PacketConfig, PacketPath
 from .rom import MIN_PERIOD, entry_layout
 
 
@@ -48,25 +59,29 @@ class Router(wiring.Component):
     rom : the schedule table, one integer per timestep (:func:`~equimesh.rtl.rom.entry_layout`).
     reduce : build the ReduceScatter adders and read-modify-write ports.
     lane_init : per lane, its initial flits (integers).
+    packets : also carry MultiWrite packets (:class:`~equimesh.rtl.packet_router.PacketConfig`).
 
     Ports
     -----
     start : In(1)  -- begin the schedule (sampled while idle).
     done : Out(1)  -- high once the last flit is written; stays high.
-    i_<port>, o_<port> : the links of each port (``valid`` + ``flit``).
-    host_lane, host_addr : In -- a flit to read through the crossbar's ``L`` output
-        while the router is not running; ``host_data`` is valid the next cycle.
+    i_<port>, o_<port> : the links of each port (``valid`` + ``flit``, and ``ready`` with packets).
+    host_lane, host_addr : In -- a lane flit for the host while the router is not running;
+        ``host_data`` is valid the next cycle.
+    with ``packets``: inject : In(stream), eject_<port> : Out(stream) (one per lane port),
+        hold : In(1), idle : Out(1) -- as :class:`~equimesh.rtl.packet_router.PacketPath`.
     """
 
     def __init__(self, ports, lanes, slots: int, chunk_flits: int, rom: list[int], reduce: bool,
-                 flit_bits: int = 64, lane_init=None):
+                 flit_bits: int = 64, lane_init=None, packets: PacketConfig | None = None):
         self.ports, self.lanes = tuple(ports), tuple(lanes)
         self.slots, self.chunk_flits, self.rom, self.reduce = slots, chunk_flits, list(rom), reduce
-        self.flit_bits = flit_bits
+        self.flit_bits, self.packets = flit_bits, packets
         # Built here so that a testbench can reach the lane memories.
         self.lane_units = [Lane(slots * chunk_flits, flit_bits, reduce, init)
                            for init in (lane_init or [[] for _ in self.lanes])]
-        link = link_signature(flit_bits)
+        self.link_bits = flit_bits if packets is None else max(flit_bits, packets.flit_bits)
+        link = link_signature(self.link_bits, ready=packets is not None)
         members = {"start": In(1), "done": Out(1)}
         for p in self.ports:
             members[f"i_{p}"] = In(link)
@@ -74,6 +89,10 @@ class Router(wiring.Component):
         members.update({"host_lane": In(range(len(self.lanes))),
                         "host_addr": In(range(slots * chunk_flits)),
                         "host_data": Out(flit_layout(flit_bits))})
+        if packets is not None:
+            pkt = stream.Signature(packets.fmt.flit)
+            members.update({"inject": In(pkt), "hold": In(1), "idle": Out(1)})
+            members.update({f"eject_{p}": Out(pkt) for p in self.lanes})
         super().__init__(members)
 
     def elaborate(self, platform):
@@ -111,21 +130,25 @@ class Router(wiring.Component):
             m.submodules[f"lane_{port}"] = lane = lanes[i]
             m.d.comb += lane.rd_addr.eq(Mux(run, entry.lane[i].rd_slot * F + flit, self.host_addr))
 
-        # Stage B: crossbar onto the link registers.
+        # Stage B: crossbar onto the link registers; the host read.
         b_live, b_flit = Signal(), Signal(range(P))
         b_ops = Signal(entry_lay)
         b_host_lane = Signal.like(self.host_lane)
         m.d.sync += [b_live.eq(a_live), b_flit.eq(flit), b_ops.eq(entry), b_host_lane.eq(self.host_lane)]
-        m.submodules.xbar = xbar = Crossbar(n, n + 1, self.flit_bits)
-        for i, lane in enumerate(lanes):
-            m.d.comb += xbar.i[i].eq(lane.rd_data)
-        for o, port in enumerate(self.lanes):
-            link = getattr(self, f"o_{port}")
-            sel_valid = b_live & b_ops.out[o].valid
-            m.d.comb += [xbar.sel[o].valid.eq(sel_valid), xbar.sel[o].input.eq(b_ops.out[o].lane)]
-            m.d.sync += [link.valid.eq(sel_valid), link.flit.eq(xbar.o[o])]
-        m.d.comb += [xbar.sel[n].valid.eq(1), xbar.sel[n].input.eq(b_host_lane),
-                     self.host_data.eq(xbar.o[n])]
+        with m.Switch(b_host_lane):
+            for i, lane in enumerate(lanes):
+                with m.Case(i):
+                    m.d.comb += self.host_data.eq(lane.rd_data)
+            with m.Default():  # lane numbers past the last lane read zero
+                m.d.comb += self.host_data.eq(0)
+        inputs = n if self.packets is None else n + 1  # with packets: the lanes or the packet inputs, and inject
+        m.submodules.xbar = xbar = Crossbar(inputs, n, self.link_bits)
+        sched_sel = [Signal(select_layout(inputs), name=f"sched_sel_{p}") for p in self.lanes]
+        sched_valid = [Signal(name=f"sched_valid_{p}") for p in self.lanes]
+        sched_flit = [Signal(flit_layout(self.link_bits), name=f"sched_flit_{p}") for p in self.lanes]
+        for o in range(n):
+            m.d.comb += [sched_sel[o].valid.eq(b_live & b_ops.out[o].valid), sched_sel[o].input.eq(b_ops.out[o].lane)]
+            m.d.sync += [sched_valid[o].eq(sched_sel[o].valid), sched_flit[o].eq(xbar.o[o])]
         if self.reduce:
             for i, lane in enumerate(lanes):
                 m.d.comb += lane.acc_addr.eq(b_ops.lane[i].wr_slot * F + b_flit)
@@ -135,6 +158,8 @@ class Router(wiring.Component):
         c_ops = Signal(data.ArrayLayout(entry_lay["lane"].shape.elem_shape, n))
         m.d.sync += [c_live.eq(b_live), c_flit.eq(b_flit), c_ops.eq(b_ops.lane)]
         ins = [getattr(self, f"i_{port}") for port in self.lanes]
+        fl = flit_layout(self.flit_bits)
+        in_flits = [fl(link.flit.as_value()[:self.flit_bits]) for link in ins]
         arrived = Signal(n)
         m.d.comb += arrived.eq(Cat(link.valid for link in ins))
         for i, lane in enumerate(lanes):
@@ -144,11 +169,50 @@ class Router(wiring.Component):
                                f"lane {self.lanes[i]} writes from an in-port with no flit")
             m.d.comb += [lane.wr_en.eq(en), lane.wr_addr.eq(op.wr_slot * F + c_flit)]
             if self.reduce:
-                fl = flit_layout(self.flit_bits)
                 terms = [fl(Mux(op.wr_acc, lane.acc_data.as_value(), 0))]
-                terms += [fl(Mux(op.wr_mask[j], ins[j].flit.as_value(), 0)) for j in range(n)]
+                terms += [fl(Mux(op.wr_mask[j], in_flits[j].as_value(), 0)) for j in range(n)]
                 m.d.comb += lane.wr_data.eq(add_flits(terms, self.flit_bits))
             else:
                 # AllGather: lane i is written only from its own in-port.
-                m.d.comb += lane.wr_data.eq(ins[i].flit)
+                m.d.comb += lane.wr_data.eq(in_flits[i])
+
+        if self.packets is None:
+            for i, lane in enumerate(lanes):
+                m.d.comb += xbar.i[i].eq(lane.rd_data)
+            for o, port in enumerate(self.lanes):
+                link = getattr(self, f"o_{port}")
+                m.d.comb += [xbar.sel[o].eq(sched_sel[o]), link.valid.eq(sched_valid[o]), link.flit.eq(sched_flit[o])]
+            return m
+
+        # Packets share the crossbar in every cycle but a schedule's stage B, and the links while
+        # no schedule runs (from ``start`` to ``done``).
+        schedule = Signal()
+        m.d.comb += schedule.eq(run | (over & ~self.done))
+        cfg = self.packets
+        m.submodules.packets = pkt = PacketPath(cfg.fmt, cfg.node, self.lanes, cfg.reach, cfg.depth, self.link_bits)
+        m.d.comb += [pkt.hold.eq(self.hold | schedule), self.idle.eq(pkt.idle), xbar.i[n].eq(pkt.heads[n])]
+        wiring.connect(m, wiring.flipped(self.inject), pkt.inject)
+        for i, lane in enumerate(lanes):
+            m.d.comb += xbar.i[i].eq(Mux(b_live, lane.rd_data.as_value(), pkt.heads[i].as_value()))
+        for o, port in enumerate(self.lanes):
+            m.d.comb += xbar.sel[o].eq(Mux(b_live, sched_sel[o], pkt.sel[o]))
+        m.d.comb += pkt.switched.eq(xbar.o)
+        fmt_bits = cfg.fmt.flit.size
+        for o, port in enumerate(self.lanes):
+            link, out = getattr(self, f"o_{port}"), getattr(pkt, f"o_{port}")
+            m.d.comb += [
+                link.valid.eq(sched_valid[o] | out.valid),
+                link.flit.eq(Mux(sched_valid[o], sched_flit[o].as_value(), out.payload.as_value())),
+                out.ready.eq(link.ready),
+            ]
+            m.d.sync += Assert(~(sched_valid[o] & out.valid), f"port {port}: a packet on a link the schedule drives")
+        for port in self.lanes:
+            link, inp = getattr(self, f"i_{port}"), getattr(pkt, f"i_{port}")
+            m.d.comb += [
+                inp.valid.eq(link.valid & ~schedule),
+                inp.payload.eq(link.flit.as_value()[:fmt_bits]),
+                link.ready.eq(inp.ready | schedule),  # scheduled flits never wait
+            ]
+            wiring.connect(m, getattr(pkt, f"eject_{port}"), wiring.flipped(getattr(self, f"eject_{port}")))
+        m.d.sync += Assert(~run | pkt.idle, "a packet in the router while the schedule runs")
         return m

@@ -14,6 +14,7 @@ from pathlib import Path
 from amaranth.back import verilog
 
 from .network import Network
+from .packet_network import PacketSetup
 from .rom import NetworkImage
 from .router import Router
 
@@ -32,14 +33,16 @@ lint_off -rule DECLFILENAME
 """
 
 
-def router_designs(image: NetworkImage, lane_init, flit_bits: int) -> dict[int, Router]:
-    """One representative :class:`Router` per port count."""
+def router_designs(image: NetworkImage, lane_init, flit_bits: int,
+                   packets: PacketSetup | None = None) -> dict[int, Router]:
+    """One representative :class:`Router` per port count (carrying packets too with ``packets``)."""
     out: dict[int, Router] = {}
     for r in image.routers:
         ports = len(r.lanes) + 1
         if ports not in out:
             out[ports] = Router(r.ports, r.lanes, image.slots, image.chunk_flits, image.rom_words(r.node),
-                                image.reduce, flit_bits, lane_init[r.node])
+                                image.reduce, flit_bits, lane_init[r.node],
+                                None if packets is None else packets.router(r.node))
     return dict(sorted(out.items()))
 
 
@@ -48,16 +51,17 @@ def router_name(ports: int) -> str:
 
 
 def export(image: NetworkImage, lane_init, out_dir: str | Path, flit_bits: int,
-           rom_dir: str | Path | None = None) -> list[Path]:
-    """Write the Verilog (and ROM hex files); return the paths written."""
+           rom_dir: str | Path | None = None, packets: PacketSetup | None = None) -> list[Path]:
+    """Write the Verilog (and ROM hex files); return the paths written. ``packets``: routers that
+    also carry MultiWrite packets (``rtl/router.py``)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    top = Network(image, lane_init, flit_bits)
+    top = Network(image, lane_init, flit_bits, packets)
     path = out / f"{TOP}.v"
     path.write_text(verilog.convert(top, name=TOP, emit_src=False))
     written.append(path)
-    for ports, router in router_designs(image, lane_init, flit_bits).items():
+    for ports, router in router_designs(image, lane_init, flit_bits, packets).items():
         path = out / f"{router_name(ports)}.v"
         path.write_text(verilog.convert(router, name=router_name(ports), emit_src=False))
         written.append(path)

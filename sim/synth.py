@@ -17,6 +17,7 @@ from pathlib import Path
 
 from amaranth.back import verilog
 
+from ..rtl.packet_network import PacketSetup
 from ..rtl.rom import NetworkImage
 from ..rtl.verilog import router_designs, router_name
 
@@ -56,10 +57,12 @@ def cell_count(verilog_text: str, top: str, workdir: Path) -> int:
     return int(m.group(1))
 
 
-def router_cells(image: NetworkImage, lane_init, flit_bits: int, workdir: str | Path) -> dict[int, int]:
-    """Cells of each distinct router, by port count (including L)."""
+def router_cells(image: NetworkImage, lane_init, flit_bits: int, workdir: str | Path,
+                 packets: PacketSetup | None = None) -> dict[int, int]:
+    """Cells of each distinct router, by port count (including L); ``packets``: the routers that also
+    carry MultiWrite packets."""
     out = {}
-    for ports, router in router_designs(image, lane_init, flit_bits).items():
+    for ports, router in router_designs(image, lane_init, flit_bits, packets).items():
         name = router_name(ports)
         out[ports] = cell_count(verilog.convert(router, name=name, emit_src=False), name, Path(workdir))
     return out

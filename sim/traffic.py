@@ -199,8 +199,10 @@ class Run:
     def stop(self) -> bool:
         return self.total is None and self.cycle >= self.cycles
 
-    def observe(self, inj, ej) -> bool:
-        """One cycle's monitors, lists of ``(valid, ready, flit)``; True when the run is over."""
+    def observe(self, inj, ej, paused: bool = False) -> bool:
+        """One cycle's monitors, lists of ``(valid, ready, flit)``; True when the run is over.
+        ``paused``: packets are not expected to move this cycle (a schedule owns the links), so the
+        cycle does not count towards the watchdog."""
         sb = self.sb
         moved = False
         for v, (valid, ready, flit) in enumerate(inj):
@@ -213,7 +215,7 @@ class Run:
                 moved = True
         done_sending = self.stop if self.total is None else len(sb.sent) == self.total
         self.cycle += 1
-        self.idle = 0 if moved else self.idle + 1
+        self.idle = 0 if moved else self.idle + (not paused)
         if done_sending and sb.in_flight == 0 and not any(sb.lane_pkt):
             return True
         if self.idle >= WATCHDOG:
@@ -230,9 +232,10 @@ def simulate(table: ForwardingTable, traffic: Traffic, payload_flits: int, *, cy
     """Run ``traffic`` on the Amaranth simulator; returns the scoreboard's results."""
     from amaranth.sim import Simulator
 
-    from ..rtl.packet_network import TrafficTop
+    from ..rtl.packet_network import PacketNetwork, TrafficTop
 
-    top = TrafficTop(table, payload_flits, traffic.roms, traffic.counts, traffic.rate, stall, check=False)
+    top = TrafficTop(PacketNetwork(table, payload_flits), traffic.roms, traffic.counts, traffic.rate, stall,
+                     check=False)
     sigs = []
     for mon in list(top.inject_mon) + list(top.eject_mon):
         sigs += [mon.valid, mon.ready, mon.payload.as_value()]
@@ -326,7 +329,7 @@ def run_verilog(table: ForwardingTable, traffic: Traffic, payload_flits: int, bu
     from amaranth.back import verilog
     from cocotb_tools.runner import get_runner
 
-    from ..rtl.packet_network import TrafficTop
+    from ..rtl.packet_network import PacketNetwork, TrafficTop
     from .verilog_sim import SimulatorMissing, check_simulator, find_verilator
 
     try:
@@ -336,7 +339,8 @@ def run_verilog(table: ForwardingTable, traffic: Traffic, payload_flits: int, bu
     build = Path(build_dir).resolve()
     build.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    top = TrafficTop(table, payload_flits, traffic.roms, traffic.counts, traffic.rate, stall, check=mode != "trace")
+    top = TrafficTop(PacketNetwork(table, payload_flits), traffic.roms, traffic.counts, traffic.rate, stall,
+                     check=mode != "trace")
     target = None
     if traffic.counts is not None:
         target = top.fmt.packet_flits * sum(bin(traffic.bitmap(s, q)).count("1")

@@ -5,7 +5,7 @@ every branch took it)."""
 from amaranth.sim import Simulator
 
 from equimesh.rtl.packet import Opcode, PacketFormat
-from equimesh.rtl.packet_router import PacketRouter
+from equimesh.rtl.packet_router import PacketConfig, PacketRouter
 from equimesh.schedules.routing import xy_table
 from equimesh.schedules.topology import build
 
@@ -17,7 +17,7 @@ def _router():
     table = xy_table(topo)
     fmt = PacketFormat(topo.nodes, payload_flits=3)
     reach = {p: table.reach[5][p] for p in PORTS}
-    return fmt, table, PacketRouter(fmt, 5, PORTS, reach, depth=fmt.packet_flits + 2)
+    return fmt, table, PacketRouter(PacketConfig(fmt, 5, reach, depth=fmt.packet_flits + 2), PORTS)
 
 
 def _flits(fmt, src, seq, bitmap):

@@ -1,0 +1,163 @@
+"""One network, both modes: packet traffic, a scheduled collective requested in the middle of it,
+and more traffic after it (seed 004 Section 4 on the routers of seed 000 Section III).
+
+The network is :class:`~equimesh.rtl.network.Network` built with packets: every
+router carries MultiWrite packets and runs its schedule table over the same
+crossbar and links. ``start`` is raised at cycle ``start_at``; the routers stop
+taking new packets, the packets in flight drain, and the schedule starts in the
+first cycle no router holds a packet (``launch``). After ``done`` the packets
+flow again.
+
+Two independent references check the run: the schedule semantics (every node's
+final lanes bit for bit, every link busy ``transfers x chunk_flits`` cycles
+during the schedule, the run lasting ``steps x period + 3`` cycles from launch,
+exactly as without packets) and the packet scoreboard of
+:mod:`equimesh.sim.traffic` (one intact copy per destination, nothing lost,
+nothing duplicated, nothing misdelivered).
+"""
+
+from __future__ import annotations
+
+import time
+
+from amaranth.sim import Simulator
+
+from ..rtl.network import Network
+from ..rtl.packet_network import PacketSetup, TrafficTop
+from ..rtl.rom import NetworkImage
+from ..schedules.routing import ForwardingTable
+from .harness import FLIT_BITS, _decode, expected_memory, expected_run_cycles, lane_init
+from .metrics import link_stats
+from .traffic import Run, Traffic
+
+
+class MixedRun:
+    """One mixed run's control and checking, independent of the simulator (like :class:`~equimesh.sim.traffic.Run`).
+
+    Every cycle: drive ``stop`` and ``start`` from :meth:`drive`, then hand the sampled ``launch``,
+    ``done``, ``link_valid`` and the endpoint monitors to :meth:`observe` until it returns True;
+    then :meth:`results` with the link counters and a reader of the lanes.
+    """
+
+    def __init__(self, image: NetworkImage, fmt, traffic: Traffic, lane_nodes: list[int], *, start_at: int,
+                 cycles: int, flit_bits: int = FLIT_BITS):
+        self.image, self.start_at, self.flit_bits = image, start_at, flit_bits
+        self.run = Run(fmt, traffic, lane_nodes, cycles)
+        self.limit = start_at + cycles + expected_run_cycles(image) + 100_000
+        self.edge = 0
+        self.launched = self.done_at = self.in_flight_at_request = None
+        self.trace: list[int] = []  # link_valid from the cycle after the launch to ``done``
+        self.moved_in_schedule = 0  # packet handshakes at the endpoints while the schedule runs
+        self.headers = [0, 0, 0]    # packets injected before the launch, while it runs, after ``done``
+
+    def drive(self) -> tuple[bool, bool]:
+        """``(stop, start)`` for the coming cycle."""
+        return self.run.stop, self.edge == self.start_at
+
+    @property
+    def running(self) -> bool:
+        return self.launched is not None and self.done_at is None
+
+    def observe(self, launch: int, done: int, link_valid: int, inj, ej) -> bool:
+        """One cycle's samples (monitors as in :meth:`Run.observe`); True when the run is over."""
+        run = self.run
+        if self.edge == self.start_at:
+            self.in_flight_at_request = run.sb.in_flight
+        self.edge += 1
+        if launch and self.launched is None:
+            self.launched = self.edge
+        elif self.running:
+            self.trace.append(link_valid)
+            if done:
+                self.done_at = self.edge
+                self.trace[-1] = 0  # packets may move again in this cycle; the schedule's last flit was earlier
+        running = self.running
+        if running:
+            self.moved_in_schedule += sum(1 for v, r, _ in list(inj) + list(ej) if v and r)
+        phase = 0 if self.launched is None else 1 if running else 2
+        self.headers[phase] += sum(1 for v, r, f in inj if v and r and f & 1)
+        over = run.observe(inj, ej, paused=running)
+        return run.deadlock or (over and self.done_at is not None) or self.edge > self.limit
+
+    def results(self, link_flits: list[int], read_lane) -> dict:
+        """``read_lane(node, lane, address)`` reads the final lane contents."""
+        image = self.image
+        links = len(image.topology.links)
+        schedule = {"requested_at": self.start_at, "in_flight_at_request": self.in_flight_at_request,
+                    "launched_at": self.launched, "done": self.done_at is not None,
+                    "expected_cycles": expected_run_cycles(image)}
+        sched_flits = 0
+        if self.done_at is not None:
+            mism, first = 0, None
+            for v, lane, addr, value in expected_memory(image, self.flit_bits):
+                got = read_lane(v, lane, addr)
+                if got != value:
+                    mism += 1
+                    first = first or (f"node {v} lane {image.routers[v].lanes[lane]} flit {addr}: "
+                                      f"got {got:#x}, expected {value:#x}")
+            st = link_stats(image, _decode(self.trace, links), self.done_at - self.launched)
+            sched_flits = int(st.busy.sum())
+            schedule.update({
+                "drain_cycles": self.launched - self.start_at - 1,
+                "cycles": st.cycles,
+                "bit_exact": mism == 0, "mismatches": mism,
+                "link_busy_matches_schedule": st.busy_matches_schedule,
+                "link_utilization": round(st.mean, 4),
+                "packet_flits_during_schedule": self.moved_in_schedule,
+            })
+            if first:
+                schedule["first_mismatch"] = first
+        packets = self.run.results(link_flits)
+        packets["injected_before"], _, packets["injected_after"] = self.headers
+        # The link counters count every flit; the schedule's are the busy cycles of its window.
+        packets["flit_hops"] -= sched_flits
+        packets["link_utilization"] = round(packets["flit_hops"] / (links * max(packets["cycles"], 1)), 4)
+        return {"schedule": schedule, "packets": packets}
+
+
+def mixed_top(image: NetworkImage, table: ForwardingTable, traffic: Traffic, payload_flits: int, stall: float,
+              flit_bits: int = FLIT_BITS) -> TrafficTop:
+    """The network carrying both modes, with a generator and a sink per node."""
+    net = Network(image, lane_init(image, flit_bits), flit_bits, PacketSetup(table, payload_flits))
+    return TrafficTop(net, traffic.roms, traffic.counts, traffic.rate, stall, check=False)
+
+
+def simulate_mixed(image: NetworkImage, table: ForwardingTable, traffic: Traffic, payload_flits: int, *,
+                   start_at: int, cycles: int, stall: float = 0.0, flit_bits: int = FLIT_BITS,
+                   vcd: str | None = None) -> dict:
+    """Run packets for ``cycles`` cycles (random patterns) with the collective requested at ``start_at``,
+    in the Amaranth simulator. Returns the schedule's and the packets' results (see module docstring)."""
+    top = mixed_top(image, table, traffic, payload_flits, stall, flit_bits)
+    sigs = [top.launch, top.done, top.link_valid]
+    for mon in list(top.inject_mon) + list(top.eject_mon):
+        sigs += [mon.valid, mon.ready, mon.payload.as_value()]
+    n_inj = len(top.inject_mon)
+    mixed = MixedRun(image, top.fmt, traffic, [v for v, _ in top.net.lanes], start_at=start_at, cycles=cycles,
+                     flit_bits=flit_bits)
+    out = {}
+
+    async def bench(ctx):
+        sampler = ctx.tick().sample(*sigs).__aiter__()
+        while True:
+            stop, start = mixed.drive()
+            ctx.set(top.stop, stop)
+            ctx.set(top.start, start)
+            _, _, launch, done, valid, *vals = await sampler.__anext__()
+            mons = [tuple(vals[i:i + 3]) for i in range(0, len(vals), 3)]
+            if mixed.observe(launch, done, valid, mons[:n_inj], mons[n_inj:]):
+                break
+        routers = top.net.routers
+        out.update(mixed.results([ctx.get(s) for s in top.link_flits],
+                                 lambda v, lane, addr: ctx.get(routers[v].lane_units[lane].mem.data[addr])))
+
+    sim = Simulator(top)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    t0 = time.perf_counter()
+    if vcd:
+        with sim.write_vcd(vcd):
+            sim.run()
+    else:
+        sim.run()
+    out["sim_seconds"] = round(time.perf_counter() - t0, 3)
+    return out

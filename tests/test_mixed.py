@@ -1,0 +1,84 @@
+"""One router for both modes (seed 004 Section 4 on the routers of seed 000 Section III): packets,
+a scheduled collective requested while packets are in flight, more packets after it.
+
+References: the schedule semantics (bit-exact lanes, link busy cycles, the cycle formula) and the
+packet scoreboard of sim/traffic.py, both independent of the routers."""
+
+import pytest
+from amaranth.lib import wiring
+
+from equimesh.rtl import network
+from equimesh.rtl.packet import PacketFormat
+from equimesh.rtl.rom import compile_schedule
+from equimesh.schedules.routing import forwarding_table
+from equimesh.schedules.synth import synthesize
+from equimesh.schedules.topology import build
+from equimesh.sim.harness import simulate
+from equimesh.sim.mixed import simulate_mixed
+from equimesh.sim.traffic import make_traffic
+
+
+def _run(kind, rows, cols, collective, *, rate=0.1, stall=0.2, start_at=60, cycles=200, pattern="multicast"):
+    topo = build(kind, rows, cols)
+    image = compile_schedule(synthesize(topo, 2, collective), 4, topo)
+    traffic = make_traffic(PacketFormat(topo.nodes, 3), pattern, fanout=2, rate=rate, packets=2)
+    return image, simulate_mixed(image, forwarding_table(topo), traffic, 3, start_at=start_at, cycles=cycles,
+                                 stall=stall)
+
+
+def _clean(p):
+    assert not p["deadlock"] and p["errors"] == []
+    assert p["delivered"] == p["expected"] > 0
+    assert p["duplicates"] == p["lost"] == p["corrupted"] == p["misdelivered"] == 0
+
+
+@pytest.mark.parametrize("kind,collective", [("equimesh", "allgather"), ("equimesh", "allreduce"),
+                                             ("mesh", "allreduce")])
+def test_schedule_requested_mid_traffic(kind, collective):
+    image, r = _run(kind, 2, 3, collective)
+    s, p = r["schedule"], r["packets"]
+    assert s["in_flight_at_request"] > 0          # the request really met packets in flight
+    assert s["drain_cycles"] > 0 and s["done"]
+    assert s["bit_exact"], s.get("first_mismatch")
+    assert s["link_busy_matches_schedule"]
+    assert s["cycles"] == image.steps * image.period + 3
+    assert s["packet_flits_during_schedule"] == 0
+    assert p["injected_before"] > 0 and p["injected_after"] > 0  # packets flow before and after
+    _clean(p)
+
+
+def test_same_timing_as_the_schedule_only_network():
+    """No packet in flight at the request: the schedule launches at once and matches the network built
+    without packets cycle for cycle and link for link."""
+    topo = build("equimesh", 2, 3)
+    image = compile_schedule(synthesize(topo, 2, "allgather"), 4, topo)
+    traffic = make_traffic(PacketFormat(topo.nodes, 3), "allgather-multiwrite", packets=1)
+    r = simulate_mixed(image, forwarding_table(topo), traffic, 3, start_at=0, cycles=1)
+    alone = simulate(image)
+    s = r["schedule"]
+    assert s["in_flight_at_request"] == 0 and s["drain_cycles"] == 0
+    assert s["cycles"] == alone.cycles and s["bit_exact"] and alone.bit_exact
+    assert s["link_utilization"] == round(alone.stats.mean, 4)
+    assert r["packets"]["injected_after"] == r["packets"]["packets"] == topo.nodes  # all wait for `done`
+    _clean(r["packets"])
+
+
+def test_backpressured_allgather_packets_around_the_schedule():
+    image, r = _run("equimesh", 2, 3, "allgather", pattern="allgather-multiwrite", stall=0.5, start_at=5)
+    assert r["schedule"]["bit_exact"] and r["schedule"]["link_busy_matches_schedule"]
+    _clean(r["packets"])
+
+
+def test_launch_without_drain_is_caught(monkeypatch):
+    """A network that starts the schedule at once, ignoring packets in flight, trips the router's assertion."""
+    def launch_at_once(self, m):
+        m.d.comb += self.launch.eq(self.start)
+        for v, r in enumerate(self.routers):
+            m.d.comb += [r.start.eq(self.launch), r.hold.eq(self.start)]
+            wiring.connect(m, wiring.flipped(self.inject[v]), r.inject)
+        for k, (v, p) in enumerate(self.lanes):
+            wiring.connect(m, getattr(self.routers[v], f"eject_{p}"), wiring.flipped(self.eject[k]))
+
+    monkeypatch.setattr(network.Network, "_packets", launch_at_once)
+    with pytest.raises(AssertionError, match="while the schedule runs|a packet on a link the schedule drives"):
+        _run("equimesh", 2, 3, "allgather")
