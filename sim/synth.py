@@ -18,6 +18,7 @@ from pathlib import Path
 from amaranth.back import verilog
 
 from ..rtl.packet_network import PacketSetup
+from ..rtl.packet_router import PacketRouter
 from ..rtl.rom import NetworkImage
 from ..rtl.verilog import router_designs, router_name
 
@@ -65,4 +66,22 @@ def router_cells(image: NetworkImage, lane_init, flit_bits: int, workdir: str | 
     for ports, router in router_designs(image, lane_init, flit_bits, packets).items():
         name = router_name(ports)
         out[ports] = cell_count(verilog.convert(router, name=name, emit_src=False), name, Path(workdir))
+    return out
+
+
+def mode_cells(image: NetworkImage, lane_init, flit_bits: int, packets: PacketSetup,
+               workdir: str | Path) -> dict[int, dict[str, int]]:
+    """Per port count (including L): cells of the router for scheduled collectives only, for packets
+    only (:class:`~equimesh.rtl.packet_router.PacketRouter`), and for both on one crossbar."""
+    work = Path(workdir)
+    sched = router_cells(image, lane_init, flit_bits, work / "schedule")
+    both = router_cells(image, lane_init, flit_bits, work / "both", packets)
+    out = {}
+    for ports in sched:
+        r = next(r for r in image.routers if len(r.lanes) + 1 == ports)
+        name = f"packet_router_{ports}port"
+        pkt = PacketRouter(packets.router(r.node), r.lanes)
+        out[ports] = {"schedule": sched[ports], "packets": cell_count(verilog.convert(pkt, name=name, emit_src=False),
+                                                                      name, work / "packets"),
+                      "both": both[ports]}
     return out
