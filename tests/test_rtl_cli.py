@@ -3,7 +3,6 @@
 import json
 
 import numpy as np
-import pytest
 
 from equimesh.cli import main
 from equimesh.schedules.schedule import Phase, Schedule

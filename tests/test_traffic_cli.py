@@ -2,8 +2,6 @@
 
 import json
 
-import pytest
-
 from equimesh.cli import main
 from equimesh.schedules.routing import xy_table
 from equimesh.schedules.topology import build
