@@ -24,7 +24,12 @@ offers the matching a window of about ``WINDOW`` candidate trees, taken from
 whole words starting at a position that rotates with the step and the link
 (a seeded random bit order spreads the roots over the words). When that
 matching leaves a link idle that had candidates outside its window, the step
-is matched again with a window of ``RETRY`` candidates.
+is matched again with a window of ``RETRY`` candidates. Each link's packed
+useful chunks (source holds, destination lacks) and their popcounts are kept
+word-major and updated only at the words of the links at nodes that received
+something; a window's length comes from prefix sums of the popcounts, and its
+bits are unpacked 16 at a time through a lookup table. The matching's sparse
+matrix is laid out in the shuffled link order directly (no sort).
 
 With ``lanes=True`` the schedule honours the node storage rule of
 :mod:`.storage` (per step, each lane is read for at most one distinct chunk),
@@ -35,6 +40,8 @@ lane-compatible chunks.
 """
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 from scipy.sparse import csr_matrix
@@ -50,6 +57,7 @@ FILL_ROUNDS = 3
 SMALL = 64           # networks up to this many nodes keep the best of SEEDS tie-break orders
 SEEDS = 4
 _BIT = np.uint64(1) << np.arange(64, dtype=np.uint64)
+_LITTLE = np.little_endian
 
 
 def _first_of_each(keys: np.ndarray) -> np.ndarray:
@@ -59,7 +67,13 @@ def _first_of_each(keys: np.ndarray) -> np.ndarray:
 
 
 class _State:
-    """Bit-packed holdings ``P[node, word]`` and, with lanes, where every node keeps every chunk."""
+    """Bit-packed holdings ``P[node, word]`` and, with lanes, where every node keeps every chunk.
+
+    Also kept up to date: ``UT[word, link]``, the chunks a link can carry (its source holds them,
+    its destination does not), word-major, with its popcounts ``pcT``; a step only rewrites the
+    words of the links at the nodes that received something. ``held[bit]`` counts the holders of
+    every chunk.
+    """
 
     def __init__(self, topo: Topology, chunks: int, lanes: bool, rng):
         n, K = topo.nodes, chunks
@@ -71,8 +85,24 @@ class _State:
         self.pos = np.empty(X, dtype=np.int64)
         self.pos[order] = np.arange(X)
         self.P = np.zeros((n, W), dtype=np.uint64)
+        self.Pf = self.P.reshape(-1)                              # a view
+        self.held = np.zeros(W * 64, dtype=np.int64)
+        self.src, self.dst = src, dst = topo.link_src, topo.link_dst
+        # the links at each node (in or out): a delivery to the node changes their U. Rows are
+        # padded by repeating a link (rewriting a word twice does no harm).
+        ends = np.concatenate([src, dst])
+        lk = np.concatenate([np.arange(len(src))] * 2)
+        o = np.argsort(ends, kind="stable")
+        ends, lk = ends[o], lk[o]
+        deg = np.bincount(ends, minlength=n)
+        first = np.cumsum(deg) - deg
+        col = np.arange(len(ends)) - first[ends]
+        self.adj = np.repeat(lk[np.minimum(first, len(lk) - 1)][:, None], max(1, int(deg.max())), axis=1)
+        self.adj[ends, col] = lk
         own = np.arange(X)
-        self.give(own // K, own)
+        self.give(own // K, own, update=False)
+        self.UT = np.ascontiguousarray((self.P[src] & ~self.P[dst]).T)
+        self.pcT = np.bitwise_count(self.UT)
         self.lane = None
         if lanes:
             self.lane = np.full((n, X), -1, dtype=np.int64)
@@ -82,63 +112,115 @@ class _State:
     @property
     def count(self) -> np.ndarray:
         """Holders of the chunk at every bit position (padding bits count as complete)."""
-        c = np.unpackbits(self.P.view(np.uint8), axis=1, bitorder="little").sum(axis=0, dtype=np.int64)
+        c = self.held.copy()
         c[self.chunk_at < 0] = np.iinfo(np.int64).max // 2
         return c
 
-    def give(self, nodes: np.ndarray, chunks: np.ndarray) -> None:
+    def give(self, nodes: np.ndarray, chunks: np.ndarray, update: bool = True) -> None:
+        """Node ``nodes[i]`` receives ``chunks[i]`` (no node receives a chunk it holds, or twice)."""
         p = self.pos[chunks]
-        np.bitwise_or.at(self.P, (nodes, p // 64), _BIT[p % 64])
+        word = p // 64
+        np.bitwise_or.at(self.Pf, nodes * self.W + word, _BIT[p % 64])
+        self.held += np.bincount(p, minlength=len(self.held))
+        if update:
+            D = self.adj.shape[1]
+            lk = self.adj[nodes].reshape(-1)
+            wk = np.repeat(word, D)
+            u = self.Pf[self.src[lk] * self.W + wk] & ~self.Pf[self.dst[lk] * self.W + wk]
+            i = wk * len(self.src) + lk
+            self.UT.reshape(-1)[i] = u
+            self.pcT.reshape(-1)[i] = np.bitwise_count(u)
 
 
-def _candidates(U: np.ndarray, start: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per link (row of U), candidate bit positions in preference order: whole words from a
+@functools.cache
+def _bit_tables() -> tuple[np.ndarray, np.ndarray]:
+    """For every 16-bit value ``v``: its popcount, and ``where[16 * v + i]`` = position of its
+    ``i``-th set bit (ascending)."""
+    v = np.arange(1 << 16, dtype=np.uint32)
+    bits = ((v[:, None] >> np.arange(16, dtype=np.uint32)) & 1).astype(bool)
+    count = bits.sum(axis=1).astype(np.int64)
+    where = np.zeros((1 << 16, 16), dtype=np.uint8)
+    r, b = np.nonzero(bits)
+    where[r, np.arange(len(r)) - (np.cumsum(count) - count)[r]] = b
+    return count, where.reshape(-1)
+
+
+def _pieces(w: np.ndarray) -> np.ndarray:
+    """The 16-bit pieces of 64-bit words, least significant first: shape (len(w) * 4,)."""
+    if _LITTLE:
+        return w.view(np.uint16)
+    return (w[:, None] >> np.arange(0, 64, 16, dtype=np.uint64)).astype(np.uint16).reshape(-1)
+
+
+def _window_words(pcT: np.ndarray, start: np.ndarray, limit: int) -> np.ndarray:
+    """Per link (column of ``pcT``), how many words, from ``start`` on cyclically, its window
+    takes: every word whose predecessors in that order hold fewer than ``limit`` set bits."""
+    W, L = pcT.shape
+    if limit >= 64 * W:
+        return np.full(L, W, dtype=np.int64)
+    dt = np.int16 if 128 * W < np.iinfo(np.int16).max else np.int32
+    ce = pcT.astype(dt)
+    for w in range(1, W):                      # prefix sums down the words (np.cumsum on axis 0 is slow)
+        np.add(ce[w], ce[w - 1], out=ce[w])
+    total = ce[-1].copy()
+    ce -= pcT                                  # exclusive: bits in the words before
+    thr = ce[start, np.arange(L)] + dt(limit)
+    # ce is non-decreasing down a column: words start.. (wrapping) are those with ce < thr, minus
+    # the start words before, plus the words from 0 whose ce + total < thr
+    n = (ce < thr).view(np.uint8).sum(axis=0, dtype=np.int64) - start
+    n += np.minimum(start, (ce < thr - total).view(np.uint8).sum(axis=0, dtype=np.int64))
+    return n
+
+
+def _candidates(UT: np.ndarray, pcT: np.ndarray, start: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per link (column of UT), candidate bit positions in preference order: whole words from a
     rotating start until ``limit`` candidates are covered. Returns (row, bitpos), row-sorted."""
-    L, W = U.shape
-    rows_all = np.arange(L)
-    first = U[rows_all, start]
-    short = np.nonzero(np.bitwise_count(first) < limit)[0]        # rows needing more than one word
-    r, w, k = rows_all, first, start
-    if len(short):
-        idx = (start[short, None] + np.arange(1, W)[None, :]) % W
-        words = U[short[:, None], idx]
-        pc = np.bitwise_count(words).astype(np.int64)
-        need = limit - np.bitwise_count(first[short]).astype(np.int64)
-        take = ((np.cumsum(pc, axis=1) - pc) < need[:, None]) & (pc > 0)
-        rs, ks = np.nonzero(take)
-        r = np.concatenate([r, short[rs]])
-        w = np.concatenate([w, words[rs, ks]])
-        k = np.concatenate([k, idx[rs, ks]])
-        o = np.argsort(r, kind="stable")                          # rows sorted, words in window order
-        r, w, k = r[o], w[o], k[o]
-    # unpack only the nonzero bytes: early and late in the schedule the words are sparse
-    wi, byte = np.nonzero(w.view(np.uint8).reshape(-1, 8))
-    bits = np.unpackbits(w.view(np.uint8).reshape(-1, 8)[wi, byte][:, None], axis=1, bitorder="little")
-    j, b = np.nonzero(bits)
-    wi = wi[j]
-    return r[wi], k[wi] * 64 + byte[j] * 8 + b
+    W, L = UT.shape
+    n = _window_words(pcT, start, limit)
+    # the windows' words, link by link, each from its start word on
+    k = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n - start, n)
+    k[k >= W] -= W
+    r = np.repeat(np.arange(L), n)
+    w = np.take(UT.reshape(-1), k * L + r)
+    nzw = np.flatnonzero(w != 0)
+    # their set bits, 16 at a time through a table, in word order and ascending within a word
+    h = _pieces(w[nzw])
+    nz = np.flatnonzero(h != 0)
+    h = h[nz]
+    count, where = _bit_tables()
+    c = count[h]
+    j = np.repeat(np.arange(len(h)), c)
+    rank = np.arange(len(j)) - np.repeat(np.cumsum(c) - c, c)
+    piece = nz[j]
+    wi = nzw[piece >> 2]
+    return r[wi], k[wi] * 64 + (piece & 3) * 16 + where[h[j].astype(np.int64) * 16 + rank]
 
 
 def _match(rows: np.ndarray, cols: np.ndarray, L: int, ncols: int, cap: int, perm: np.ndarray) -> np.ndarray:
     """Maximum matching links -> columns, each column usable ``cap`` times. Returns column or -1.
 
+    ``rows`` must be grouped in ascending order (each link's candidates in preference order).
     Links are presented to Hopcroft-Karp in the shuffled order ``perm``: in link-id order the
-    grid structure makes its augmenting-path search take seconds on some steps.
+    grid structure makes its augmenting-path search take seconds on some steps. With ``cap > 1``
+    a link's row lists its candidates ``cap`` times, copy ``i`` as columns ``col + i * ncols``.
     """
+    cnt = np.bincount(rows, minlength=L)
+    first = np.cumsum(cnt) - cnt
+    c, f = cnt[perm], first[perm]                          # row i of the matrix is link perm[i]
+    indptr = np.zeros(L + 1, dtype=np.int64)
+    np.cumsum(c * cap, out=indptr[1:])
+    if cap == 1:
+        ind = cols[np.arange(indptr[-1]) + np.repeat(f - indptr[:-1], c)]
+    else:
+        i = np.repeat(np.arange(L), c * cap)
+        t = np.arange(indptr[-1]) - indptr[i]
+        ind = cols[f[i] + t % c[i]] + ncols * (t // c[i])
+    itype = np.int32 if max(ncols * cap, indptr[-1]) < 2**31 else np.int64
+    graph = csr_matrix((np.ones(len(ind), dtype=np.int8), ind.astype(itype), indptr.astype(itype)),
+                       shape=(L, ncols * cap))
     inv = np.empty(L, dtype=np.int64)
     inv[perm] = np.arange(L)
-    rows = inv[rows]
-    o = np.argsort(rows, kind="stable")
-    rows, cols = rows[o], cols[o]
-    if cap > 1:
-        rows = np.concatenate([rows] * cap)
-        cols = np.concatenate([cols + ncols * i for i in range(cap)])
-        o = np.argsort(rows, kind="stable")
-        rows, cols = rows[o], cols[o]
-    indptr = np.zeros(L + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows, minlength=L), out=indptr[1:])
-    m = csr_matrix((np.ones(len(rows), dtype=np.int8), cols, indptr), shape=(L, ncols * cap))
-    match = maximum_bipartite_matching(m, perm_type="column")[inv]
+    match = maximum_bipartite_matching(graph, perm_type="column")[inv]
     return np.where(match >= 0, match % ncols, -1)
 
 
@@ -172,9 +254,8 @@ def _xtree_once(topo: Topology, chunks: int, lanes: bool, seed: int, progress=No
     steps: list[np.ndarray] = []
     total, done, step = n * (n - 1) * K, 0, 0
     while done < total:
-        U = st.P[src] & ~st.P[dst]                                # useful chunks per link, packed
         start = (step * 7 + link_ids * 13) % W
-        rows, cols = _candidates(U, start, window)
+        rows, cols = _candidates(st.UT, st.pcT, start, window)
         if lanes:
             # offer the lagging trees (fewest holders) first: lane conflicts make the tail fragile
             rank = np.lexsort((rng.random(W * 64), st.count))
@@ -185,14 +266,14 @@ def _xtree_once(topo: Topology, chunks: int, lanes: bool, seed: int, progress=No
         perm = rng.permutation(L)
         m = _match(rows, cols, L, W * 64, cap, perm)
         idle = m < 0
-        if idle.any():
+        offered = np.bincount(rows, minlength=L)
+        if idle.any() and (idle & (st.pcT.sum(axis=0, dtype=np.int64) > offered)).any():
+            rows, cols = _candidates(st.UT, st.pcT, start, RETRY)  # match again with a wider window
+            m = _match(rows, cols, L, W * 64, cap, perm)
             offered = np.bincount(rows, minlength=L)
-            if (idle & (np.bitwise_count(U).sum(axis=1) > offered)).any():
-                rows, cols = _candidates(U, start, RETRY)          # match again with a wider window
-                m = _match(rows, cols, L, W * 64, cap, perm)
         links = np.nonzero(m >= 0)[0]
         # conflicts go to the link with the fewest alternatives
-        links = links[np.argsort(np.bincount(rows, minlength=L)[links], kind="stable")]
+        links = links[np.argsort(offered[links], kind="stable")]
         links, xs = _resolve(st, src, dst, links, st.chunk_at[m[links]])
         got = np.full(L, -1, dtype=np.int64)
         got[links] = xs
