@@ -185,12 +185,20 @@ def cmd_mixed(args) -> int:
     topo, sched, image = load_image(args)
     table = table_from_args(args, topo)
     traffic = _traffic(args, PacketFormat(topo.nodes, args.payload_flits))
+    if args.vcd and args.backend != "amaranth":
+        raise UsageError("--vcd goes with --backend amaranth")
     if args.vcd:
         with writing(args.vcd), open(args.vcd, "w"):
             pass
     try:
-        r = simulate_mixed(image, table, traffic, args.payload_flits, start_at=args.start_at, cycles=args.cycles,
-                           stall=args.stall, vcd=args.vcd)
+        if args.backend == "amaranth":
+            r = simulate_mixed(image, table, traffic, args.payload_flits, start_at=args.start_at,
+                               cycles=args.cycles, stall=args.stall, vcd=args.vcd)
+        else:
+            from .sim.mixed_cocotb import run_mixed_verilog
+            build = args.build_dir or tempfile.mkdtemp(prefix="equimesh-mixed-")
+            r = run_mixed_verilog(image, table, traffic, args.payload_flits, build, start_at=args.start_at,
+                                  cycles=args.cycles, stall=args.stall, simulator=args.backend)
     except PacketError as e:
         raise UsageError(str(e)) from None
     s, p = r["schedule"], r["packets"]
@@ -216,7 +224,9 @@ def cmd_mixed(args) -> int:
     print(f"  packets: {p['packets']} ({p['injected_before']} before the schedule, {p['injected_after']} after), "
           f"{p['delivered']}/{p['expected']} copies delivered; duplicates {p['duplicates']}, lost {p['lost']}, "
           f"corrupted {p['corrupted']}, misdelivered {p['misdelivered']}, deadlock {'YES' if p['deadlock'] else 'no'}")
-    print(f"  {p['cycles']} cycles in {r['sim_seconds']:.1f} s" + (f"; waveform {args.vcd}" if args.vcd else ""))
+    print(f"  {p['cycles']} cycles in {r['sim_seconds']:.1f} s ({args.backend})"
+          + (f"; build {r['build_seconds']} s" if "build_seconds" in r else "")
+          + (f"; waveform {args.vcd}" if args.vcd else ""))
     for e in p["errors"]:
         print(f"  error: {e}")
     return 0 if ok else 1
@@ -404,7 +414,11 @@ def register(sub) -> None:
     p.add_argument("--payload-flits", type=int, default=8, help="payload flits per packet (default 8)")
     p.add_argument("--stall", type=float, default=0.0, help="sink backpressure: probability a lane refuses a flit")
     p.add_argument("--seed", type=int, default=1, help="random seed of the bitmaps (default 1)")
-    p.add_argument("--vcd", help="write every signal to this VCD file")
+    p.add_argument("--vcd", help="write every signal to this VCD file (amaranth backend)")
+    p.add_argument("--backend", default="amaranth", choices=BACKENDS,
+                   help="simulator: amaranth, or the generated Verilog under cocotb on icarus or verilator "
+                        "(default amaranth)")
+    p.add_argument("--build-dir", help="where the Verilog backends build (default: a temporary directory)")
     p.add_argument("--json", action="store_true", help="machine-readable result")
     p.set_defaults(func=cmd_mixed, src=None, bitmap=None, dests=None)
 
