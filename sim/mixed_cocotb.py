@@ -112,10 +112,8 @@ def run_mixed_verilog(image, table, traffic: Traffic, payload_flits: int, build_
     bench observed), ``simulator``, ``build_seconds`` (Verilog export + compile) and ``run_seconds``
     (the whole simulator process, lane read-back included).
     """
-    from amaranth.back import verilog
-
     from .mixed import mixed_top
-    from .verilog_sim import SIMULATORS, SimulatorMissing, check_simulator, prepare_runner
+    from .verilog_sim import SIMULATORS, SimulatorMissing, check_simulator, run_bench
 
     if simulator not in SIMULATORS:
         raise PacketError(f"unknown simulator {simulator!r}; expected one of {', '.join(SIMULATORS)}")
@@ -125,30 +123,13 @@ def run_mixed_verilog(image, table, traffic: Traffic, payload_flits: int, build_
         raise PacketError(str(e)) from None
     build = Path(build_dir).resolve()
     build.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
     top = mixed_top(image, table, traffic, payload_flits, stall, flit_bits)
-    src = build / f"{NAME}.v"
-    src.write_text(verilog.convert(top, name=NAME, emit_src=False))
-    manifest, result, pkl = build / "mixed.json", build / "result.json", build / "image.pkl"
+    pkl = build / "image.pkl"
     pkl.write_bytes(pickle.dumps(image))
-    manifest.write_text(json.dumps({
+    out, build_s, run_s = run_bench(top, NAME, build, simulator, "equimesh.sim.mixed_cocotb", "EQUIMESH_MIXED", {
         "image": str(pkl), "nodes": top.fmt.nodes, "payload_flits": payload_flits, "flit_bits": flit_bits,
         "pattern": traffic.pattern, "roms": traffic.roms, "counts": traffic.counts, "rate": traffic.rate,
         "start_at": start_at, "cycles": cycles, "links": len(image.topology.links),
-        "lanes": [v for v, _ in top.net.lanes], "result": str(result)}))
-    if result.exists():
-        result.unlink()
-    runner, build_args = prepare_runner(simulator)
-    if simulator == "verilator":
-        build_args = build_args + ["-O3"]
-    runner.build(sources=[src], hdl_toplevel=NAME, build_dir=build / simulator, timescale=("1ns", "1ps"),
-                 build_args=build_args, always=True, log_file=build / "build.log")
-    t1 = time.perf_counter()
-    runner.test(test_module="equimesh.sim.mixed_cocotb", hdl_toplevel=NAME, build_dir=build / simulator,
-                test_dir=build, extra_env={"EQUIMESH_MIXED": str(manifest)}, log_file=build / "test.log")
-    t2 = time.perf_counter()
-    if not result.exists():
-        raise RuntimeError(f"the cocotb bench wrote no result; see {build / 'test.log'}")
-    out = json.loads(result.read_text())
-    out.update({"simulator": simulator, "build_seconds": round(t1 - t0, 1), "run_seconds": round(t2 - t1, 1)})
+        "lanes": [v for v, _ in top.net.lanes]})
+    out.update({"simulator": simulator, "build_seconds": round(build_s, 1), "run_seconds": round(run_s, 1)})
     return out

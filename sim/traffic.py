@@ -321,14 +321,10 @@ def run_verilog(table: ForwardingTable, traffic: Traffic, payload_flits: int, bu
     traffic) and ``mode="count"`` (finite traffic, exact completion cycle) add the hardware checkers
     and read only their counters, for long runs.
     """
-    import json
-    import time
     from pathlib import Path
 
-    from amaranth.back import verilog
-
     from ..rtl.packet_network import PacketNetwork, TrafficTop
-    from .verilog_sim import SimulatorMissing, check_simulator, prepare_runner
+    from .verilog_sim import SimulatorMissing, check_simulator, run_bench
 
     try:
         check_simulator(simulator)
@@ -336,35 +332,17 @@ def run_verilog(table: ForwardingTable, traffic: Traffic, payload_flits: int, bu
         raise PacketError(str(e)) from None
     build = Path(build_dir).resolve()
     build.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
     top = TrafficTop(PacketNetwork(table, payload_flits), traffic.roms, traffic.counts, traffic.rate, stall,
                      check=mode != "trace")
     target = None
     if traffic.counts is not None:
         target = top.fmt.packet_flits * sum(bin(traffic.bitmap(s, q)).count("1")
                                             for s, c in enumerate(traffic.counts) for q in range(c))
-    name = "equimesh_traffic"
-    src = build / f"{name}.v"
-    src.write_text(verilog.convert(top, name=name, emit_src=False))
-    manifest, result = build / "traffic.json", build / "result.json"
-    manifest.write_text(json.dumps({
+    out, build_s, _ = run_bench(top, "equimesh_traffic", build, simulator, "equimesh.sim.traffic_cocotb",
+                                "EQUIMESH_TRAFFIC", {
         "mode": mode, "nodes": top.fmt.nodes, "payload_flits": payload_flits, "pattern": traffic.pattern,
         "roms": traffic.roms, "counts": traffic.counts, "rate": traffic.rate, "cycles": cycles,
-        "links": len(table.topology.links), "lanes": [v for v, _ in top.net.lanes], "result": str(result),
-        "target_flits": target}))
-    if result.exists():
-        result.unlink()
-    runner, build_args = prepare_runner(simulator)
-    if simulator == "verilator":
-        build_args = build_args + ["-O3"]
-    runner.build(sources=[src], hdl_toplevel=name, build_dir=build / simulator, timescale=("1ns", "1ps"),
-                 build_args=build_args, always=True, log_file=build / "build.log")
-    t1 = time.perf_counter()
-    runner.test(test_module="equimesh.sim.traffic_cocotb", hdl_toplevel=name, build_dir=build / simulator,
-                test_dir=build, extra_env={"EQUIMESH_TRAFFIC": str(manifest)}, log_file=build / "test.log")
-    if not result.exists():
-        raise RuntimeError(f"the cocotb bench wrote no result; see {build / 'test.log'}")
-    out = json.loads(result.read_text())
+        "links": len(table.topology.links), "lanes": [v for v, _ in top.net.lanes], "target_flits": target})
     out["simulator"] = simulator
-    out["build_seconds"] = round(t1 - t0, 1)
+    out["build_seconds"] = round(build_s, 1)
     return out

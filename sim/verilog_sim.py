@@ -61,6 +61,38 @@ def prepare_runner(simulator: str):
     return get_runner(simulator), build_args
 
 
+def run_bench(top, name: str, build: Path, simulator: str, test_module: str, env_var: str,
+              manifest: dict) -> tuple[dict, float, float]:
+    """Write ``top`` as Verilog module ``name`` into ``build``, build it with ``simulator`` (Verilator
+    with ``-O3``) and run the cocotb ``test_module``. The bench finds ``manifest`` (plus ``result``,
+    the path it writes its JSON to) through the environment variable ``env_var``.
+
+    Returns the bench's result, the build seconds (Verilog export and compile) and the run seconds.
+    """
+    from amaranth.back import verilog
+
+    t0 = time.perf_counter()
+    src = build / f"{name}.v"
+    src.write_text(verilog.convert(top, name=name, emit_src=False))
+    result = build / "result.json"
+    if result.exists():
+        result.unlink()
+    path = build / f"{name}.json"
+    path.write_text(json.dumps({**manifest, "result": str(result)}))
+    runner, build_args = prepare_runner(simulator)
+    if simulator == "verilator":
+        build_args = build_args + ["-O3"]
+    runner.build(sources=[src], hdl_toplevel=name, build_dir=build / simulator, timescale=("1ns", "1ps"),
+                 build_args=build_args, always=True, log_file=build / "build.log")
+    t1 = time.perf_counter()
+    runner.test(test_module=test_module, hdl_toplevel=name, build_dir=build / simulator, test_dir=build,
+                extra_env={env_var: str(path)}, log_file=build / "test.log")
+    t2 = time.perf_counter()
+    if not result.exists():
+        raise RuntimeError(f"the cocotb bench wrote no result; see {build / 'test.log'}")
+    return json.loads(result.read_text()), t1 - t0, t2 - t1
+
+
 @dataclass
 class VerilogRun:
     bit_exact: bool
