@@ -1,5 +1,6 @@
-"""XTree's vectorized internals against plain reference versions, and its schedules against digests
-recorded with the implementation before the speed-up (commit e093175): same inputs, same schedule."""
+"""XTree's vectorized internals against plain reference versions; links-only schedules against
+digests recorded with the implementation before the speed-up (commit e093175): same inputs, same
+schedule; lane-aware schedules against the step counts before lanes were matched first."""
 
 import hashlib
 
@@ -9,7 +10,10 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import maximum_bipartite_matching
 
 from equimesh.schedules import xtree as xt
+from equimesh.schedules.schedule import Schedule
+from equimesh.schedules.storage import check_storage
 from equimesh.schedules.topology import build
+from equimesh.schedules.verify import verify
 
 
 def _reference_candidates(U, start, limit):
@@ -129,3 +133,25 @@ BEFORE = [
 def test_schedule_unchanged_by_the_speedup(kind, rows, cols, chunks, lanes, steps, digest):
     ph = xt.xtree(build(kind, rows, cols), chunks, lanes=lanes)
     assert (ph.num_steps, _digest(ph)) == (steps, digest)
+
+
+# (kind, rows, cols, K, steps before lanes were matched first, steps now) with the storage rule
+LANES = [
+    ("equimesh", 2, 3, 4, 6, 6),
+    ("equimesh", 4, 4, 4, 17, 16),
+    ("equimesh", 3, 5, 4, 16, 15),
+    ("overflow", 4, 5, 4, 20, 19),
+    ("torus", 4, 4, 5, 20, 19),
+    ("mesh", 3, 3, 3, 13, 12),
+    ("equimesh", 4, 4, 1, 5, 5),        # growth limit 4: one matching, as before
+]
+
+
+@pytest.mark.parametrize("kind,rows,cols,chunks,before,now", LANES)
+def test_lanes_first_steps_fit_storage_and_do_not_get_longer(kind, rows, cols, chunks, before, now):
+    topo = build(kind, rows, cols)
+    ph = xt.xtree(topo, chunks, lanes=True)
+    s = Schedule("allgather", "xtree", chunks, topo, [ph], {"storage": "lanes"})
+    verify(s)
+    check_storage(s)
+    assert ph.num_steps == now <= before
