@@ -50,10 +50,11 @@ Tables:
   hops, but 210 routes on one ring link of the 8x8 EquiMesh (XY: 128) and a
   unicast AllGather 2.2x slower than on the mesh in the RTL. Load-aware versions
   of that greedy brought the busiest link down to 116-139 routes and were still
-  1.8-2.3x slower than these tables in a packet-level model of the router (not in
-  this repository; it matches the RTL cycle counts within 3%). Their CDG chains
-  were 87-95 links long (XY: 14); with one queue per input and no virtual
-  channels, blocking spreads back along such chains, which no link-load bound sees.
+  1.8-2.4x slower than these tables in a packet-level model of the router (not
+  in this repository; within 3% of the RTL cycle counts on 14 of 15 runs). Their
+  CDG chains were 87-95 links long (XY: 14, these tables: 12); with one queue per
+  input and no virtual channels, blocking spreads back along such chains, which
+  no link-load bound sees.
 """
 
 from __future__ import annotations
