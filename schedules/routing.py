@@ -45,16 +45,10 @@ Tables:
 
   Against XY, no route gets longer and no link carries more routes or more
   MultiWrite trees (:func:`link_loads`; ``tests/test_routing_load.py``).
-  Shortcuts that leave a row or column for a ring and come back are not taken.
-  The previous default took every such shortcut that kept the CDG acyclic: fewer
-  hops, but 210 routes on one ring link of the 8x8 EquiMesh (XY: 128) and a
-  unicast AllGather 2.2x slower than on the mesh in the RTL. Load-aware versions
-  of that greedy brought the busiest link down to 116-139 routes and were still
-  1.8-2.4x slower than these tables in a packet-level model of the router (not
-  in this repository; within 3% of the RTL cycle counts on 14 of 15 runs). Their
-  CDG chains were 87-95 links long (XY: 14, these tables: 12); with one queue per
-  input and no virtual channels, blocking spreads back along such chains, which
-  no link-load bound sees.
+  Shortcuts that leave a row or column for a ring and come back are not taken:
+  they pile routes onto the ring links and lengthen the CDG's dependency chains,
+  and with one queue per input and no virtual channels blocking spreads back
+  along such chains (``docs/relay.md``, "Forwarding tables", has the measurements).
 """
 
 from __future__ import annotations
