@@ -34,6 +34,14 @@ class PacketSetup:
         return PacketConfig(self.fmt, v, reach, self.depth)
 
 
+def tree_sum(terms: list):
+    """The sum of many values as a balanced adder tree (a linear chain of hundreds of adds is
+    as deep in logic, and too deep for the Amaranth simulator's recursive compiler)."""
+    while len(terms) > 1:
+        terms = [terms[i] + terms[i + 1] if i + 1 < len(terms) else terms[i] for i in range(0, len(terms), 2)]
+    return terms[0]
+
+
 def monitor_signature(fmt: PacketFormat) -> wiring.Signature:
     """A copy of one stream's handshake and payload, for test benches and the checker."""
     return wiring.Signature({"valid": Out(1), "ready": Out(1), "payload": Out(fmt.flit)})
@@ -163,12 +171,12 @@ class TrafficTop(wiring.Component):
                 m.d.comb += [self.count[v].eq(chk.count), self.key_sum[v].eq(chk.key_sum),
                              self.key_sq_sum[v].eq(chk.key_sq_sum)]
         took = Signal(range(len(net.lanes) + 1))
-        m.d.comb += took.eq(sum(e.valid & e.ready for e in net.eject))
+        m.d.comb += took.eq(tree_sum([e.valid & e.ready for e in net.eject]))
         m.d.sync += self.ejected.eq(self.ejected + took)
         for k, e in enumerate(net.eject):
             mon = self.eject_mon[k]
             m.d.comb += [mon.valid.eq(e.valid), mon.ready.eq(e.ready), mon.payload.eq(e.payload)]
         if self.check:
             for name in ("header_errors", "payload_errors"):
-                m.d.comb += getattr(self, name).eq(sum(getattr(c, name) for c in chks))
+                m.d.comb += getattr(self, name).eq(tree_sum([getattr(c, name) for c in chks]))
         return m
