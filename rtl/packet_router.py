@@ -156,6 +156,16 @@ class PacketConfig:
         return -(-self.fmt.flit.size // WORD_BITS) * WORD_BITS
 
 
+def packet_ports(fmt: PacketFormat, ports: list[str]) -> dict:
+    """The packet ports of a router: ``inject``, and per network port its links ``i_<port>``,
+    ``o_<port>`` and its local lane ``eject_<port>`` (:class:`PacketPath`, :class:`PacketRouter`)."""
+    flit = stream.Signature(fmt.flit)
+    members = {"inject": In(flit)}
+    for p in ports:
+        members.update({f"i_{p}": In(flit), f"o_{p}": Out(flit), f"eject_{p}": Out(flit)})
+    return members
+
+
 class PacketPath(wiring.Component):
     """The packet datapath of one router except its crossbar: input buffers, relays, allocator,
     header rewrite and local lanes. :class:`PacketRouter` gives it a crossbar of its own; the
@@ -187,12 +197,7 @@ class PacketPath(wiring.Component):
             raise ValueError(f"a {xbar_bits}-bit crossbar cannot carry {fmt.flit.size}-bit packet flits")
         self.fmt, self.node, self.ports, self.reach, self.depth = fmt, node, list(ports), reach, depth
         inputs, outs = len(self.ports) + 1, len(self.ports)
-        flit = stream.Signature(fmt.flit)
-        members = {"inject": In(flit)}
-        for p in self.ports:
-            members[f"i_{p}"] = In(flit)
-            members[f"o_{p}"] = Out(flit)
-            members[f"eject_{p}"] = Out(flit)
+        members = packet_ports(fmt, self.ports)
         members.update({
             "heads": Out(data.ArrayLayout(flit_layout(xbar_bits), inputs)),
             "sel": Out(data.ArrayLayout(select_layout(inputs), outs)),
@@ -285,13 +290,7 @@ class PacketRouter(wiring.Component):
     def __init__(self, cfg: PacketConfig, ports: list[str]):
         self.path = PacketPath(cfg.fmt, cfg.node, ports, cfg.reach, cfg.depth, cfg.flit_bits)
         self.ports = list(ports)
-        flit = stream.Signature(cfg.fmt.flit)
-        members = {"inject": In(flit)}
-        for p in self.ports:
-            members[f"i_{p}"] = In(flit)
-            members[f"o_{p}"] = Out(flit)
-            members[f"eject_{p}"] = Out(flit)
-        super().__init__(members)
+        super().__init__(packet_ports(cfg.fmt, self.ports))
 
     def elaborate(self, platform):
         m = Module()
@@ -299,9 +298,9 @@ class PacketRouter(wiring.Component):
         outs = len(self.ports)
         m.submodules.xbar = xbar = Crossbar(outs + 1, outs, len(path.heads[0].as_value()))
         m.d.comb += [xbar.i.eq(path.heads), xbar.sel.eq(path.sel), path.switched.eq(xbar.o)]
-        wiring.connect(m, wiring.flipped(self.inject), path.inject)
-        for p in self.ports:
-            wiring.connect(m, wiring.flipped(getattr(self, f"i_{p}")), getattr(path, f"i_{p}"))
-            wiring.connect(m, getattr(path, f"o_{p}"), wiring.flipped(getattr(self, f"o_{p}")))
-            wiring.connect(m, getattr(path, f"eject_{p}"), wiring.flipped(getattr(self, f"eject_{p}")))
+        for name, member in self.signature.members.items():  # the path's packet ports are ours
+            if member.flow == In:
+                wiring.connect(m, wiring.flipped(getattr(self, name)), getattr(path, name))
+            else:
+                wiring.connect(m, getattr(path, name), wiring.flipped(getattr(self, name)))
         return m
