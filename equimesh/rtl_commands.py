@@ -69,53 +69,93 @@ def bound_of(sched) -> int:
     return sum(lower_bound(sched.topology, sched.chunks, p.collective) for p in sched.phases)
 
 
+def _design(args, image):
+    from .rtl.design import fit
+
+    for name in ("depth", "slots"):
+        v = getattr(args, name, None)
+        if v is not None and v < 1:
+            raise UsageError(f"--{name} must be >= 1 (got {v})")
+    try:
+        return fit(image, slots=getattr(args, "slots", None), depth=getattr(args, "depth", None))
+    except RomError as e:
+        raise InputError(f"{getattr(args, 'schedule', None) or 'schedule'}: {e}") from None
+
+
+def run_backend(image, backend: str, design=None, vcd=None, label: str = ""):
+    """Run a compiled image on ``backend``; missing or failing simulators become one-line errors."""
+    from .sim.backends import run_image
+    from .sim.verilator import VerilatorError
+    from .sim.verilog_sim import SimulatorMissing
+
+    def log(line):
+        print(f"equimesh: {line}", file=sys.stderr, flush=True)
+
+    try:
+        return run_image(image, backend, design, vcd=vcd, log=log,
+                         progress=Progress(f"{backend} {label}", LONG_RUN // image.topology.nodes))
+    except (VerilatorError, SimulatorMissing) as e:
+        raise InputError(str(e)) from None
+    except RuntimeError as e:  # a cocotb bench that wrote nothing, a network that never finished
+        raise InputError(f"{backend}: {e}") from None
+
+
 def cmd_simulate(args) -> int:
-    from .sim.harness import simulate
     from .sim.waveform import write_gtkw
 
     topo, sched, image = load_image(args)
+    design = _design(args, image)
     vcd = gtkw = None
     if args.vcd:
         vcd = Path(args.vcd)
         gtkw = vcd.with_suffix(".gtkw")
+        if vcd.suffix == ".fst" and args.backend != "verilator":
+            raise UsageError("FST waveforms need --backend verilator; use a .vcd file name")
         with writing(vcd):
             vcd.parent.mkdir(parents=True, exist_ok=True)
-    res = simulate(image, vcd=str(vcd) if vcd else None, progress=Progress(f"simulate {topo.name}", LONG_RUN // topo.nodes))
+    res = run_backend(image, args.backend, design, str(vcd) if vcd else None, topo.name)
     if gtkw:
-        write_gtkw(gtkw, vcd, topo)
-    st = res.stats
+        write_gtkw(gtkw, vcd, topo, args.backend)
+    st, o = res.stats, res.outcome
     bound = bound_of(sched)
+    ok = res.bit_exact and st.busy_matches_schedule and res.counters_agree
     out = {
         "topology": topo.name, "kind": topo.kind, "rows": topo.rows, "cols": topo.cols,
         "collective": sched.collective, "algorithm": sched.algorithm, "chunks": sched.chunks,
-        "bit_exact": res.bit_exact, "mismatches": res.mismatches,
-        "cycles": res.cycles, "steps": sched.num_steps, "chunk_flits": image.chunk_flits,
-        "cycles_per_step": image.period, "bound_steps": bound, "efficiency": round(bound / sched.num_steps, 4),
+        "backend": res.backend, "design": design.describe(),
+        "bit_exact": res.bit_exact, "mismatches": o.mismatches,
+        "cycles": res.cycles, "rtl_cycle_counter": o.rtl_cycles, "steps": sched.num_steps,
+        "chunk_flits": image.chunk_flits, "cycles_per_step": image.period, "bound_steps": bound,
+        "efficiency": round(bound / sched.num_steps, 4),
         "ratio_to_steps_x_flits": round(st.ratio_to_steps_x_flits, 4),
         "link_utilization": round(st.mean, 4), "link_utilization_min": round(st.min, 4),
         "link_busy_matches_schedule": st.busy_matches_schedule,
         "link_utilization_per_link": [round(float(u), 4) for u in st.utilization],
         "link_utilization_per_step": [round(float(u), 4) for u in st.per_step],
-        "sim_seconds": round(res.sim_seconds, 3), "cycles_per_second": round(res.cycles_per_second, 1),
+        "sim_seconds": round(res.run_seconds, 4), "cycles_per_second": round(res.cycles_per_second, 1),
         "router_cycles_per_second": round(res.cycles_per_second * topo.nodes, 1),
+        "build_seconds": round(res.build_seconds, 2), "cached": res.cached,
     }
     if vcd:
         out["vcd"], out["gtkw"] = str(vcd), str(gtkw)
-    if res.first_mismatch:
-        out["first_mismatch"] = res.first_mismatch
+    if o.first_mismatch:
+        out["first_mismatch"] = o.first_mismatch
     if args.json:
         print(json.dumps(out, indent=2))
     else:
-        print(f"{sched.collective} on {topo.name}, K={sched.chunks}, {image.chunk_flits} flits/chunk: "
-              f"{'bit-exact' if res.bit_exact else 'MISMATCH: ' + str(res.first_mismatch)}")
+        print(f"{sched.collective} on {topo.name}, K={sched.chunks}, {image.chunk_flits} flits/chunk, "
+              f"{res.backend}: {'bit-exact' if res.bit_exact else 'MISMATCH: ' + str(o.first_mismatch)}")
         print(f"  {res.cycles} cycles for {sched.num_steps} steps (bound {bound}); "
-              f"cycles / (steps x chunk_flits) = {st.ratio_to_steps_x_flits:.3f}")
+              f"cycles / (steps x chunk_flits) = {st.ratio_to_steps_x_flits:.3f}; the RTL cycle counter "
+              f"{'agrees' if res.counters_agree else 'says ' + str(o.rtl_cycles)}")
         print(f"  link utilization mean {st.mean:.3f}, min {st.min:.3f}; busy cycles "
               f"{'match' if st.busy_matches_schedule else 'DO NOT match'} the schedule")
-        print(f"  simulated in {res.sim_seconds:.2f} s: {res.cycles_per_second:.0f} cycles/s")
+        build = "cached model" if res.cached else f"built in {res.build_seconds:.1f} s"
+        print(f"  run phase {res.run_seconds:.3f} s: {res.cycles_per_second:,.0f} cycles/s ({build})")
+        print(f"  design: {design.describe()}")
         if vcd:
             print(f"  waveform {vcd}, GTKWave save file {gtkw}")
-    return 0 if res.bit_exact and st.busy_matches_schedule else 1
+    return 0 if ok else 1
 
 
 def add_run_args(p, collective_default: str | None) -> None:
@@ -126,11 +166,28 @@ def add_run_args(p, collective_default: str | None) -> None:
                    help="collective to run (default allgather)")
 
 
+def add_design_args(p) -> None:
+    p.add_argument("--depth", type=int, help="schedule-table entries of the design (default: the next power "
+                                             "of two >= 16 that holds the schedule)")
+    p.add_argument("--slots", type=int, help="chunk slots per lane of the design (default: the next power of "
+                                             "two >= 16 that holds the schedule)")
+
+
+def add_backend_arg(p) -> None:
+    from .sim.backends import BACKENDS
+
+    p.add_argument("--backend", choices=BACKENDS, default="verilator",
+                   help="simulator: verilator (compiled, cached per design; default), icarus (cocotb), "
+                        "amaranth (the reference simulator)")
+
+
 def register(sub) -> None:
-    p = sub.add_parser("simulate", help="run a collective cycle by cycle on the Amaranth network and check it bit for bit")
+    p = sub.add_parser("simulate", help="run a collective cycle by cycle on the RTL and check it bit for bit")
     add_run_args(p, None)
+    add_design_args(p)
+    add_backend_arg(p)
     p.add_argument("--schedule", help="run this schedule file instead of synthesizing one")
-    p.add_argument("--vcd", help="write a VCD here (and a GTKWave .gtkw next to it)")
+    p.add_argument("--vcd", help="write a waveform here (.vcd; .fst with verilator) and a GTKWave .gtkw next to it")
     p.add_argument("--json", action="store_true", help="machine-readable results")
     p.set_defaults(func=cmd_simulate)
     register_verilog(sub)

@@ -26,10 +26,10 @@ class Lane(wiring.Component):
     """Ports: ``rd_addr`` -> ``rd_data`` one cycle later; ``acc_addr`` -> ``acc_data`` likewise
     (only with ``reduce``); ``wr_en``, ``wr_addr``, ``wr_data`` write at the clock edge.
 
-    ``init`` is the lane's initial contents, one integer per flit (the node's preloaded data).
+    The router multiplexes the host's load port onto the write port while it is not running.
     """
 
-    def __init__(self, depth: int, flit_bits: int, reduce: bool, init=()):
+    def __init__(self, depth: int, flit_bits: int, reduce: bool):
         self.depth, self.reduce = depth, reduce
         flit = flit_layout(flit_bits)
         addr = range(depth)
@@ -40,7 +40,7 @@ class Lane(wiring.Component):
         if reduce:
             members.update({"acc_addr": In(addr), "acc_data": Out(flit)})
         super().__init__(members)
-        self.mem = Memory(shape=unsigned(flit_bits), depth=depth, init=list(init))
+        self.mem = Memory(shape=unsigned(flit_bits), depth=depth, init=[])
 
     def elaborate(self, platform):
         m = Module()

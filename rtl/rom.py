@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from amaranth.hdl import unsigned
+from amaranth.hdl import Shape, unsigned
 from amaranth.lib import data
 
 from ..schedules.schedule import Schedule
@@ -141,22 +141,45 @@ class NetworkImage:
     def lane_flits(self) -> int:
         return self.slots * self.chunk_flits
 
-    def layout(self, node: int) -> data.StructLayout:
-        return entry_layout(len(self.routers[node].lanes), self.slots)
+    def layout(self, node: int, slots: int | None = None) -> data.StructLayout:
+        """The table entry of ``node``'s router in a design with ``slots`` slots per lane (default: the image's)."""
+        return entry_layout(len(self.routers[node].lanes), slots or self.slots)
 
-    def rom_words(self, node: int) -> list[int]:
-        """The ROM contents of a router as integers: the bit image of :func:`entry_layout`."""
-        lay = self.layout(node)
-        r = self.routers[node]
-        lane_f, out_f = lay["lane"], lay["out"]
-        op, sel = lane_f.shape.elem_shape, out_f.shape.elem_shape
-        fields = []  # (array, bit offset) for every field of every lane and out-port
-        for i in range(len(r.lanes)):
-            base = lane_f.offset + i * op.size
-            fields += [(getattr(r, name), base + op[name].offset, i) for name, _ in op]
-            base = out_f.offset + i * sel.size
-            fields += [(r.out_valid, base + sel["valid"].offset, i), (r.out_lane, base + sel["lane"].offset, i)]
-        return [sum(int(a[s, i]) << off for a, off, i in fields) for s in range(self.steps)]
+    def table_bits(self, slots: int | None = None, width: int | None = None) -> np.ndarray:
+        """Every router's schedule table as bits: uint8 ``[nodes, steps, width]``, bit 0 first.
+
+        Entry ``s`` of node ``v`` is the bit image of :func:`entry_layout` for a design with ``slots``
+        slots per lane; ``width`` (default: the widest entry) pads every entry with zeros.
+        """
+        slots = slots or self.slots
+        if slots < self.slots:
+            raise RomError(f"the schedule needs {self.slots} slots per lane; the design has {slots}")
+        n = self.topology.nodes
+        width = width or max(self.layout(v, slots).size for v in range(n))
+        out = np.zeros((n, self.steps, width), dtype=np.uint8)
+        by_lanes: dict[int, list[int]] = {}
+        for r in self.routers:
+            by_lanes.setdefault(len(r.lanes), []).append(r.node)
+        for lanes, nodes in by_lanes.items():
+            lay = entry_layout(lanes, slots)
+            lane_f, out_f = lay["lane"], lay["out"]
+            op, sel = lane_f.shape.elem_shape, out_f.shape.elem_shape
+            for i in range(lanes):
+                fields = [(name, lane_f.offset + i * op.size + op[name].offset, Shape.cast(op[name].shape).width)
+                          for name, _ in op]
+                fields += [(f"out_{name}", out_f.offset + i * sel.size + sel[name].offset, Shape.cast(sel[name].shape).width)
+                           for name, _ in sel]
+                for name, off, w in fields:
+                    vals = np.stack([getattr(self.routers[v], name)[:, i] for v in nodes])  # [nodes, steps]
+                    bits = (vals[..., None] >> np.arange(w)) & 1
+                    out[nodes, :, off:off + w] = bits.astype(np.uint8)
+        return out
+
+    def rom_words(self, node: int, slots: int | None = None) -> list[int]:
+        """The table of a router as integers: the bit image of :func:`entry_layout`, step 0 first."""
+        bits = self.table_bits(slots)[node, :, :self.layout(node, slots).size]
+        packed = np.packbits(bits, axis=1, bitorder="little")
+        return [int.from_bytes(row.tobytes(), "little") for row in packed]
 
 
 def same_topology(a: Topology, b: Topology) -> bool:

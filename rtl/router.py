@@ -51,44 +51,51 @@ from .rom import MIN_PERIOD, entry_layout
 class Router(wiring.Component):
     """One router and its node storage.
 
+    The router's Verilog depends only on its design parameters: the schedule table and the lanes
+    are memories the host loads (design.md, "Schedule tables in hardware"; S4NOC's TDM tables).
+
     Parameters
     ----------
     ports : the router design's network ports (``N E S W`` and any ``X<i>``).
     lanes : the ports that carry links, in lane order (one lane each).
     slots, chunk_flits : lane size in chunks, chunk size in flits.
-    rom : the schedule table, one integer per timestep (:func:`~equimesh.rtl.rom.entry_layout`).
+    depth : schedule-table entries (the longest schedule the router runs).
     reduce : build the ReduceScatter adders and read-modify-write ports.
-    lane_init : per lane, its initial flits (integers).
     packets : also carry MultiWrite packets (:class:`~equimesh.rtl.packet_router.PacketConfig`).
 
     Ports
     -----
-    start : In(1)  -- begin the schedule (sampled while idle).
-    done : Out(1)  -- high once the last flit is written; stays high.
+    start : In(1)  -- begin the schedule (taken while not running); ``steps`` is its length.
+    done : Out(1)  -- high once the last flit is written; stays high until the next ``start``.
     i_<port>, o_<port> : the links of each port (``valid`` + ``flit``, and ``ready`` with packets).
-    host_lane, host_addr : In -- a lane flit for the host while the router is not running;
-        ``host_data`` is valid the next cycle.
+    tab_we, tab_addr, tab_data : In -- write schedule-table entry ``tab_addr``
+        (:func:`~equimesh.rtl.rom.entry_layout`).
+    load_we, load_addr, load_data : In -- write flit ``load_addr`` of lane ``i`` from
+        ``load_data[i]`` where bit ``i`` of ``load_we`` is set (the node's DMA port).
+    host_addr : In, host_data : Out -- flit ``host_addr`` of every lane, valid the next cycle.
+    The host loads and reads only while the router is not running.
     with ``packets``: inject : In(stream), eject_<port> : Out(stream) (one per lane port),
         hold : In(1), idle : Out(1) -- as :class:`~equimesh.rtl.packet_router.PacketPath`.
     """
 
-    def __init__(self, ports, lanes, slots: int, chunk_flits: int, rom: list[int], reduce: bool,
-                 flit_bits: int = 64, lane_init=None, packets: PacketConfig | None = None):
+    def __init__(self, ports, lanes, slots: int, chunk_flits: int, depth: int, reduce: bool,
+                 flit_bits: int = 64, packets: PacketConfig | None = None):
         self.ports, self.lanes = tuple(ports), tuple(lanes)
-        self.slots, self.chunk_flits, self.rom, self.reduce = slots, chunk_flits, list(rom), reduce
+        self.slots, self.chunk_flits, self.depth, self.reduce = slots, chunk_flits, depth, reduce
         self.flit_bits, self.packets = flit_bits, packets
-        # Built here so that a testbench can reach the lane memories.
-        self.lane_units = [Lane(slots * chunk_flits, flit_bits, reduce, init)
-                           for init in (lane_init or [[] for _ in self.lanes])]
+        n = len(self.lanes)
         self.link_bits = flit_bits if packets is None else max(flit_bits, packets.flit_bits)
         link = link_signature(self.link_bits, ready=packets is not None)
-        members = {"start": In(1), "done": Out(1)}
+        flit = flit_layout(flit_bits)
+        members = {"start": In(1), "steps": In(range(1, depth + 1)), "done": Out(1)}
         for p in self.ports:
             members[f"i_{p}"] = In(link)
             members[f"o_{p}"] = Out(link)
-        members.update({"host_lane": In(range(len(self.lanes))),
-                        "host_addr": In(range(slots * chunk_flits)),
-                        "host_data": Out(flit_layout(flit_bits))})
+        members.update({
+            "tab_we": In(1), "tab_addr": In(range(depth)), "tab_data": In(entry_layout(n, slots)),
+            "load_we": In(n), "load_addr": In(range(slots * chunk_flits)), "load_data": In(data.ArrayLayout(flit, n)),
+            "host_addr": In(range(slots * chunk_flits)), "host_data": Out(data.ArrayLayout(flit, n)),
+        })
         if packets is not None:
             pkt = stream.Signature(packets.fmt.flit)
             members.update({"inject": In(pkt), "hold": In(1), "idle": Out(1)})
@@ -97,50 +104,47 @@ class Router(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        F, P, S, n = self.chunk_flits, max(self.chunk_flits, MIN_PERIOD), len(self.rom), len(self.lanes)
+        F, P, n = self.chunk_flits, max(self.chunk_flits, MIN_PERIOD), len(self.lanes)
         entry_lay = entry_layout(n, self.slots)
 
-        # Timestep counter: `flit` counts the cycles of a step, `step` the ROM address.
+        # Timestep counter: `flit` counts the cycles of a step, `step` the table address.
         run, over = Signal(), Signal()
-        step, flit = Signal(range(S)), Signal(range(P))
+        step, flit = Signal(range(self.depth)), Signal(range(P))
+        last = Signal(range(self.depth))
         with m.If(run):
             with m.If(flit == P - 1):
                 m.d.sync += flit.eq(0)
-                with m.If(step == S - 1):
+                with m.If(step == last):
                     m.d.sync += [run.eq(0), over.eq(1)]
                 with m.Else():
                     m.d.sync += step.eq(step + 1)
             with m.Else():
                 m.d.sync += flit.eq(flit + 1)
-        with m.Elif(self.start & ~over):
-            m.d.sync += run.eq(1)
+        with m.Elif(self.start):
+            m.d.sync += [run.eq(1), over.eq(0), step.eq(0), flit.eq(0), last.eq(self.steps - 1)]
         drained = Signal()  # the last write happens two cycles after the last read
-        m.d.sync += [drained.eq(over), self.done.eq(drained)]
+        m.d.sync += [drained.eq(over & ~self.start), self.done.eq(drained & ~self.start)]
 
-        # Schedule table.
-        m.submodules.rom = rom = Memory(shape=unsigned(entry_lay.size), depth=S, init=self.rom)
-        rom_rd = rom.read_port(domain="comb")
-        m.d.comb += rom_rd.addr.eq(step)
-        entry = data.View(entry_lay, rom_rd.data)
+        # Schedule table: written by the host, read combinationally at the current step.
+        m.submodules.table = table = Memory(shape=unsigned(entry_lay.size), depth=self.depth, init=[])
+        tab_wr = table.write_port()
+        m.d.comb += [tab_wr.en.eq(self.tab_we), tab_wr.addr.eq(self.tab_addr), tab_wr.data.eq(self.tab_data)]
+        tab_rd = table.read_port(domain="comb")
+        m.d.comb += tab_rd.addr.eq(step)
+        entry = data.View(entry_lay, tab_rd.data)
 
         # Stage A: address the lanes.
         a_live = run & (flit < F)
-        lanes = self.lane_units
+        lanes = [Lane(self.slots * F, self.flit_bits, self.reduce) for _ in self.lanes]
         for i, port in enumerate(self.lanes):
             m.submodules[f"lane_{port}"] = lane = lanes[i]
-            m.d.comb += lane.rd_addr.eq(Mux(run, entry.lane[i].rd_slot * F + flit, self.host_addr))
+            m.d.comb += [lane.rd_addr.eq(Mux(run, entry.lane[i].rd_slot * F + flit, self.host_addr)),
+                         self.host_data[i].eq(lane.rd_data)]
 
-        # Stage B: crossbar onto the link registers; the host read.
+        # Stage B: crossbar onto the link registers.
         b_live, b_flit = Signal(), Signal(range(P))
         b_ops = Signal(entry_lay)
-        b_host_lane = Signal.like(self.host_lane)
-        m.d.sync += [b_live.eq(a_live), b_flit.eq(flit), b_ops.eq(entry), b_host_lane.eq(self.host_lane)]
-        with m.Switch(b_host_lane):
-            for i, lane in enumerate(lanes):
-                with m.Case(i):
-                    m.d.comb += self.host_data.eq(lane.rd_data)
-            with m.Default():  # lane numbers past the last lane read zero
-                m.d.comb += self.host_data.eq(0)
+        m.d.sync += [b_live.eq(a_live), b_flit.eq(flit), b_ops.eq(entry)]
         inputs = n if self.packets is None else n + 1  # with packets: the lanes or the packet inputs, and inject
         m.submodules.xbar = xbar = Crossbar(inputs, n, self.link_bits)
         sched_sel = [Signal(select_layout(inputs), name=f"sched_sel_{p}") for p in self.lanes]
@@ -167,14 +171,17 @@ class Router(wiring.Component):
             en = c_live & op.wr_en
             m.d.sync += Assert(~en | ((arrived & op.wr_mask) == op.wr_mask),
                                f"lane {self.lanes[i]} writes from an in-port with no flit")
-            m.d.comb += [lane.wr_en.eq(en), lane.wr_addr.eq(op.wr_slot * F + c_flit)]
+            # The host's load port has the lane's write port whenever stage C does not write.
+            m.d.comb += [lane.wr_en.eq(en | (~c_live & self.load_we[i])),
+                         lane.wr_addr.eq(Mux(c_live, op.wr_slot * F + c_flit, self.load_addr))]
             if self.reduce:
                 terms = [fl(Mux(op.wr_acc, lane.acc_data.as_value(), 0))]
                 terms += [fl(Mux(op.wr_mask[j], in_flits[j].as_value(), 0)) for j in range(n)]
-                m.d.comb += lane.wr_data.eq(add_flits(terms, self.flit_bits))
+                received = add_flits(terms, self.flit_bits)
             else:
                 # AllGather: lane i is written only from its own in-port.
-                m.d.comb += lane.wr_data.eq(in_flits[i])
+                received = in_flits[i].as_value()
+            m.d.comb += lane.wr_data.eq(Mux(c_live, received, self.load_data[i].as_value()))
 
         if self.packets is None:
             for i, lane in enumerate(lanes):

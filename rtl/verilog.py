@@ -1,22 +1,31 @@
-"""Verilog export: the network top, one file per distinct router, and the ROMs as $readmemh files.
+"""Verilog export: one module per distinct router, instantiated by the network top.
 
-Routers are "distinct" by port count (including ``L``), as in the crosspoint
-count of seed 000, Section II-A: every router of one port count is the same
-design and differs only in its ROM and lane contents. The per-router file is
-the design of the first node with that port count (its own ROM included), for
-synthesis and inspection; the network top is self-contained.
+A network's Verilog depends only on its :class:`~equimesh.rtl.design.Design`
+(design.md, "Schedule tables in hardware"): routers with equal ports are one
+module (``router_5port``, ``router_4port_ESW``, ...), and every schedule that fits
+the design runs on the same file after the host loads the tables and lanes.
+Converted text is cached on disk by the design and the source of this package.
+
+For flows that want the tables in the bitstream, :func:`write_tables` writes each
+router's table and initial lanes as ``$readmemh`` images, and ``load.md`` the
+host's load sequence.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+from dataclasses import dataclass
 from pathlib import Path
 
+import amaranth
 from amaranth.back import verilog
 
-from .network import Network
+from .design import Design
+from .network import Network, top_ports
 from .packet_network import PacketSetup
 from .rom import NetworkImage
-from .router import Router
 
 TOP = "equimesh_top"
 
@@ -33,54 +42,69 @@ lint_off -rule DECLFILENAME
 """
 
 
-def router_designs(image: NetworkImage, lane_init, flit_bits: int,
-                   packets: PacketSetup | None = None) -> dict[int, Router]:
-    """One representative :class:`Router` per port count (carrying packets too with ``packets``)."""
-    out: dict[int, Router] = {}
-    for r in image.routers:
-        ports = len(r.lanes) + 1
-        if ports not in out:
-            out[ports] = Router(r.ports, r.lanes, image.slots, image.chunk_flits, image.rom_words(r.node),
-                                image.reduce, flit_bits, lane_init[r.node],
-                                None if packets is None else packets.router(r.node))
-    return dict(sorted(out.items()))
+def _source_digest() -> str:
+    """What the generated text depends on besides the design: this package's source and Amaranth."""
+    h = hashlib.sha256(amaranth.__version__.encode())
+    for p in sorted(Path(__file__).parent.glob("*.py")):
+        h.update(p.read_bytes())
+    return h.hexdigest()[:16]
 
 
-def router_name(ports: int) -> str:
-    return f"router_{ports}port"
+@dataclass
+class NetworkVerilog:
+    """The Verilog of a whole network and the top's plain ports (names and widths)."""
+
+    text: str
+    ins: list[str]
+    outs: list[str]
+    widths: dict[str, int]
 
 
-def export(image: NetworkImage, lane_init, out_dir: str | Path, flit_bits: int,
-           rom_dir: str | Path | None = None, packets: PacketSetup | None = None) -> list[Path]:
-    """Write the Verilog (and ROM hex files); return the paths written. ``packets``: routers that
-    also carry MultiWrite packets (``rtl/router.py``)."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
-    top = Network(image, lane_init, flit_bits, packets)
-    path = out / f"{TOP}.v"
-    path.write_text(verilog.convert(top, name=TOP, emit_src=False))
-    written.append(path)
-    for ports, router in router_designs(image, lane_init, flit_bits, packets).items():
-        path = out / f"{router_name(ports)}.v"
-        path.write_text(verilog.convert(router, name=router_name(ports), emit_src=False))
-        written.append(path)
-    path = out / "lint.vlt"
-    path.write_text(LINT_WAIVERS)
-    written.append(path)
-    if rom_dir is not None:
-        written += write_roms(image, rom_dir)
-    return written
+def network_verilog(design: Design, packets: PacketSetup | None = None, cache: Path | None = None) -> NetworkVerilog:
+    """Every distinct router module, then the top ``equimesh_top``.
+
+    With ``cache`` (a directory) the result is kept there, keyed by the design and the source."""
+    path = None
+    if cache is not None and packets is None:
+        path = Path(cache) / f"{design.key()}-{_source_digest()}"
+        try:
+            ports = json.loads(path.with_suffix(".json").read_text())
+            return NetworkVerilog(path.with_suffix(".v").read_text(), ports["ins"], ports["outs"], ports["widths"])
+        except (OSError, ValueError, KeyError):
+            pass
+    net = Network(design, packets, instances=True)
+    parts = [verilog.convert(r, name=name, emit_src=False) for name, r in net.designs.items()]
+    parts.append(verilog.convert(net, name=TOP, emit_src=False))
+    out = NetworkVerilog("\n".join(parts), *top_ports(net))
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Atomic: a concurrent reader sees no file or a whole one; the ports file is published last.
+        for suffix, text in ((".v", out.text), (".json", json.dumps({"ins": out.ins, "outs": out.outs,
+                                                                      "widths": out.widths}))):
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(text)
+            os.replace(tmp, path.with_suffix(suffix))
+    return out
 
 
-def write_roms(image: NetworkImage, rom_dir: str | Path) -> list[Path]:
-    """Each router's ROM as a ``$readmemh`` file, one entry per line, step 0 first."""
-    d = Path(rom_dir)
+def router_verilog(design: Design, packets: PacketSetup | None = None) -> dict[str, str]:
+    """Each distinct router alone (module name -> Verilog), for synthesis statistics."""
+    net = Network(design, packets, instances=True)
+    return {name: verilog.convert(r, name=name, emit_src=False) for name, r in net.designs.items()}
+
+
+def write_tables(image: NetworkImage, design: Design, lane_words, out_dir: str | Path) -> list[Path]:
+    """Each router's schedule table and initial lanes as ``$readmemh`` files (one entry per line)."""
+    d = Path(out_dir)
     d.mkdir(parents=True, exist_ok=True)
     paths = []
     for r in image.routers:
-        digits = (image.layout(r.node).size + 3) // 4
-        p = d / f"rom_r{r.node}.hex"
-        p.write_text("".join(f"{w:0{digits}x}\n" for w in image.rom_words(r.node)))
+        digits = (image.layout(r.node, design.slots).size + 3) // 4
+        p = d / f"table_r{r.node}.hex"
+        p.write_text("".join(f"{w:0{digits}x}\n" for w in image.rom_words(r.node, design.slots)))
         paths.append(p)
+        for i, port in enumerate(r.lanes):
+            p = d / f"lane_r{r.node}_{port}.hex"
+            p.write_text("".join(f"{w:0{design.flit_bits // 4}x}\n" for w in lane_words(r.node, i)))
+            paths.append(p)
     return paths

@@ -1,128 +1,74 @@
-"""Amaranth-simulator harness: schedule -> ROMs -> network -> run to ``done`` -> check and measure.
+"""The Amaranth-simulator backend: the reference for small networks.
 
-The reference is the schedule itself (design.md semantics): every node's final
-lanes must hold, bit for bit, what the collective defines (AllGather: every
-shard; ReduceScatter / AllReduce: the wrapping 32-bit sums), and every link
-must be busy exactly ``transfers x chunk_flits`` cycles.
+It executes a :class:`~equimesh.sim.program.Program` (load, run to ``done``,
+read back) on the network top built from Amaranth submodules, the same
+program the compiled and cocotb backends execute on the Verilog.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 import numpy as np
 from amaranth.sim import Simulator
 
 from ..rtl.network import Network
-from ..rtl.rom import NetworkImage
-from .metrics import LinkStats, link_stats
-from .pattern import expected_chunk, pack, words
-
-FLIT_BITS = 64
+from .program import Drive, Program, Run
 
 
-def lane_init(image: NetworkImage, flit_bits: int = FLIT_BITS) -> list[list[list[int]]]:
-    """Initial lane contents of every node: its input chunks at the slots the ROM compiler chose."""
-    F = image.chunk_flits
-    out = []
-    for v, r in enumerate(image.routers):
-        lanes = [[0] * image.lane_flits for _ in r.lanes]
-        for (root, c), (lane, slot) in image.initial[v].items():
-            for f, w in enumerate(words(v, root, c, F, flit_bits)):
-                lanes[lane][slot * F + f] = pack(w)
-        out.append(lanes)
-    return out
+def _int(words: np.ndarray) -> int:
+    return int.from_bytes(np.ascontiguousarray(words, dtype="<u4").tobytes(), "little")
 
 
-def expected_memory(image: NetworkImage, flit_bits: int = FLIT_BITS):
-    """Yield ``(node, lane, address, value)`` for every flit the collective defines at the end."""
-    F, n = image.chunk_flits, image.topology.nodes
-    cache = {}
-    for v in range(n):
-        for (root, c), (lane, slot) in sorted(image.final[v].items()):
-            if (root, c) not in cache:
-                cache[(root, c)] = [pack(w) for w in expected_chunk(image.collective, n, root, c, F, flit_bits)]
-            for f, value in enumerate(cache[(root, c)]):
-                yield v, lane, slot * F + f, value
+def _words(value: int, width: int) -> np.ndarray:
+    n = max(1, -(-width // 32))
+    return np.frombuffer(value.to_bytes(4 * n, "little"), dtype="<u4").copy()
 
 
-@dataclass
-class RunResult:
-    bit_exact: bool
-    mismatches: int
-    first_mismatch: str | None
-    cycles: int
-    stats: LinkStats
-    sim_seconds: float
+def execute(net: Network, program: Program, vcd: str | None = None, progress=None) -> dict:
+    """Run ``program`` on ``net``; return ``{"run_cycles", "run_seconds", <captured port>: uint32 [frames, words]}``.
 
-    @property
-    def cycles_per_second(self) -> float:
-        return self.cycles / self.sim_seconds if self.sim_seconds else 0.0
-
-
-def simulate(image: NetworkImage, flit_bits: int = FLIT_BITS, vcd: str | None = None, progress=None) -> RunResult:
-    """Run the network in the Amaranth simulator; ``progress(cycle, expected)`` is called now and then.
-
-    ``vcd``: write every signal to this VCD file (sim/waveform.py writes the matching GTKWave file).
+    ``progress(cycle, limit)`` is called now and then during the run segment.
     """
-    dut = Network(image, lane_init(image, flit_bits), flit_bits)
-    links = len(image.topology.links)
-    expected_cycles = expected_run_cycles(image)
-    trace: list[int] = []
-    out = {}
+    out: dict = {}
+
+    def port(name):
+        p = getattr(net, name)
+        return p.as_value() if hasattr(p, "as_value") else p
 
     async def bench(ctx):
-        ctx.set(dut.start, 1)
-        await ctx.tick()
-        ctx.set(dut.start, 0)
-        cycles = 1
-        limit = expected_cycles + 16
-        async for _, _, valid, done in ctx.tick().sample(dut.link_valid, dut.done):
-            trace.append(valid)
-            if done:
-                break
-            cycles += 1
-            if cycles > limit:
-                raise RuntimeError(f"network not done after {limit} cycles")
-            if progress is not None and cycles % 32 == 0:
-                progress(cycles, expected_cycles)
-        out["cycles"] = cycles
-        mism, first = 0, None
-        for v, lane, addr, value in expected_memory(image, flit_bits):
-            got = ctx.get(dut.routers[v].lane_units[lane].mem.data[addr])
-            if got != value:
-                mism += 1
-                if first is None:
-                    first = (f"node {v} lane {image.routers[v].lanes[lane]} flit {addr}: "
-                             f"got {got:#x}, expected {value:#x}")
-        out["mismatches"], out["first"] = mism, first
+        for k, seg in enumerate(program.segments):
+            if isinstance(seg, Run):
+                ctx.set(net.start, 1)
+                await ctx.tick()
+                ctx.set(net.start, 0)
+                cycles, t0 = 1, time.perf_counter()
+                async for _, _, done in ctx.tick().sample(net.done):
+                    if done:
+                        break
+                    cycles += 1
+                    if cycles > seg.limit:
+                        raise RuntimeError(f"network not done after {seg.limit} cycles")
+                    if progress is not None and cycles % 64 == 0:
+                        progress(cycles, seg.limit)
+                out["run_cycles"], out["run_seconds"] = cycles, time.perf_counter() - t0
+                continue
+            caps = {name: np.zeros((seg.frames, max(1, -(-program.widths[name] // 32))), dtype=np.uint32)
+                    for name in seg.capture}
+            for f in range(seg.frames):
+                for name, vals in seg.values.items():
+                    ctx.set(port(name), _int(vals[f]))
+                await ctx.tick()
+                for name in seg.capture:
+                    caps[name][f] = _words(ctx.get(port(name)), program.widths[name])
+            out.update(caps)
 
-    sim = Simulator(dut)
+    sim = Simulator(net)
     sim.add_clock(1e-8)
     sim.add_testbench(bench)
-    t0 = time.perf_counter()
     if vcd:
-        with sim.write_vcd(vcd, traces=[dut.start, dut.done, dut.link_valid]):
+        with sim.write_vcd(vcd, traces=[net.start, net.done, net.link_valid]):
             sim.run()
     else:
         sim.run()
-    seconds = time.perf_counter() - t0
-    if progress is not None:
-        progress(out["cycles"], out["cycles"])
-    busy = _decode(trace, links)
-    stats = link_stats(image, busy, out["cycles"])
-    return RunResult(out["mismatches"] == 0, out["mismatches"], out["first"], out["cycles"], stats, seconds)
-
-
-def expected_run_cycles(image: NetworkImage) -> int:
-    """Cycles from the edge that samples ``start`` to ``done``: steps x period + 3 (README "Timing")."""
-    return image.steps * image.period + 3
-
-
-def _decode(trace: list[int], links: int) -> np.ndarray:
-    """bool [cycles, links] from the per-cycle link_valid integers."""
-    raw = np.array([[(t >> (8 * b)) & 0xFF for b in range((links + 7) // 8)] for t in trace], dtype=np.uint8)
-    if len(raw) == 0:
-        return np.zeros((0, links), dtype=bool)
-    return np.unpackbits(raw, axis=1, bitorder="little")[:, :links].astype(bool)
+    return out

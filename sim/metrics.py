@@ -1,8 +1,9 @@
-"""Link metrics from a per-cycle valid trace (pure numpy; no simulator).
+"""Link metrics from the statistics block's counters (pure numpy; no simulator).
 
 Link utilization = busy link-cycles / (links x cycles) (design.md, "Timing
-model"); per timestep, the window of a step is its ``period`` cycles on the
-links, which start two cycles after the step's ROM entry is read.
+model"). Per timestep, the utilization is the step's transfers x chunk_flits
+over links x period: the schedule's, which the run confirms when every link's
+busy counter equals the schedule's and the cycle count equals the timing model.
 """
 
 from __future__ import annotations
@@ -13,15 +14,13 @@ import numpy as np
 
 from ..rtl.rom import NetworkImage
 
-LINK_LATENCY = 2  # stage A (lane read) -> stage B (crossbar, link register) -> on the link
-
 
 @dataclass
 class LinkStats:
     busy: np.ndarray             # busy cycles per link
     expected_busy: np.ndarray    # transfers x chunk_flits per link, from the schedule
     utilization: np.ndarray      # per link: busy / cycles
-    per_step: np.ndarray         # per timestep: busy link-cycles / (links x period)
+    per_step: np.ndarray         # per timestep: transfers x chunk_flits / (links x period)
     mean: float
     min: float
     cycles: int
@@ -38,14 +37,11 @@ class LinkStats:
         return self.cycles / (self.steps * self.chunk_flits)
 
 
-def link_stats(image: NetworkImage, valid: np.ndarray, cycles: int) -> LinkStats:
-    """``valid[t, link]``: link valid in cycle ``t``; cycle 0 is stage A of step 0."""
-    busy = valid.sum(axis=0).astype(np.int64)
+def link_stats(image: NetworkImage, busy: np.ndarray, cycles: int) -> LinkStats:
+    """``busy[link]``: the busy counter of each link after a run of ``cycles`` cycles."""
+    busy = np.asarray(busy, dtype=np.int64)
     util = busy / cycles
-    P = image.period
-    per_step = np.zeros(image.steps)
-    for s in range(image.steps):
-        lo = LINK_LATENCY + s * P
-        per_step[s] = valid[lo:lo + P].sum() / (valid.shape[1] * P)
+    transfers = sum(r.out_valid.sum(axis=1) for r in image.routers)  # per step
+    per_step = transfers * image.chunk_flits / (len(busy) * image.period)
     return LinkStats(busy, image.link_transfers * image.chunk_flits, util, per_step,
                      float(util.mean()), float(util.min()), cycles, image.steps, image.chunk_flits)

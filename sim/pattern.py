@@ -23,20 +23,38 @@ def _mix(x: np.ndarray) -> np.ndarray:
     return x ^ (x >> np.uint64(31))
 
 
+def input_chunks(node, root, chunk, chunk_flits: int, flit_bits: int) -> np.ndarray:
+    """uint32 array [len(node), chunk_flits, words] of many input chunks (arrays of equal length)."""
+    w = flit_bits // WORD_BITS
+    node, root, chunk = (np.asarray(a, dtype=np.uint64).reshape(-1, 1, 1) for a in (node, root, chunk))
+    f = np.arange(chunk_flits, dtype=np.uint64)[None, :, None]
+    j = np.arange(w, dtype=np.uint64)[None, None, :]
+    with np.errstate(over="ignore"):
+        key = ((((node * np.uint64(1 << 12) + root) * np.uint64(1 << 12) + chunk)
+                * np.uint64(1 << 16) + f) * np.uint64(64) + j)
+        return (_mix(key) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+
+
 def words(node, root, chunk, chunk_flits: int, flit_bits: int) -> np.ndarray:
     """uint32 array [chunk_flits, words] of one input chunk."""
-    w = flit_bits // WORD_BITS
-    f = np.arange(chunk_flits, dtype=np.uint64)[:, None]
-    j = np.arange(w, dtype=np.uint64)[None, :]
-    key = ((((np.uint64(node) * np.uint64(1 << 12) + np.uint64(root)) * np.uint64(1 << 12) + np.uint64(chunk))
-            * np.uint64(1 << 16) + f) * np.uint64(64) + j)
-    with np.errstate(over="ignore"):
-        return (_mix(key) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    return input_chunks([node], [root], [chunk], chunk_flits, flit_bits)[0]
 
 
 def pack(flit_words: np.ndarray) -> int:
     """One flit (uint32 words, word 0 in the low bits) as an integer."""
     return sum(int(x) << (WORD_BITS * j) for j, x in enumerate(flit_words))
+
+
+def expected_chunks(collective: str, nodes: int, root, chunk, chunk_flits: int, flit_bits: int) -> np.ndarray:
+    """uint32 [len(root), chunk_flits, words]: what every holder of each ``(root, chunk)`` must hold."""
+    root, chunk = np.asarray(root), np.asarray(chunk)
+    if collective == "allgather":
+        return input_chunks(root, root, chunk, chunk_flits, flit_bits)
+    out = np.zeros((len(root), chunk_flits, flit_bits // WORD_BITS), dtype=np.uint32)
+    with np.errstate(over="ignore"):
+        for v in range(nodes):
+            out += input_chunks(np.full(len(root), v), root, chunk, chunk_flits, flit_bits)
+    return out
 
 
 def expected_chunk(collective: str, nodes: int, root: int, chunk: int, chunk_flits: int, flit_bits: int) -> np.ndarray:

@@ -6,7 +6,8 @@ from pathlib import Path
 
 from ..schedules.topology import Topology
 
-SCOPE = "bench.top"  # where amaranth.sim's write_vcd puts the network top
+# Where each backend's waveform puts the network top.
+SCOPES = {"amaranth": "bench.top", "icarus": "equimesh_top", "verilator": "TOP.equimesh_top"}
 
 # GTKWave trace flags: 1-bit binary trace, group begin (open), group end.
 _BIT, _GROUP_BEGIN, _GROUP_END = "@28", "@800200", "@1000200"
@@ -18,10 +19,11 @@ def link_name(topo: Topology, i: int) -> str:
     return f"link{i}_{l.src}{l.src_port}_{l.dst}{l.dst_port}"
 
 
-def write_gtkw(path: str | Path, vcd: str | Path, topo: Topology) -> None:
-    lines = [f'[dumpfile] "{Path(vcd).resolve()}"', "[timestart] 0", _BIT, f"{SCOPE}.start", f"{SCOPE}.done"]
+def write_gtkw(path: str | Path, vcd: str | Path, topo: Topology, backend: str = "amaranth") -> None:
+    scope = SCOPES[backend]
+    lines = [f'[dumpfile] "{Path(vcd).resolve()}"', "[timestart] 0", _BIT, f"{scope}.start", f"{scope}.done"]
     for v in range(topo.nodes):
         lines += [_GROUP_BEGIN, f"-router {v}", _BIT]
-        lines += [f"{SCOPE}.{link_name(topo, i)}" for i in topo.out_links[v]]
+        lines += [f"{scope}.{link_name(topo, i)}" for i in topo.out_links[v]]
         lines += [_GROUP_END, f"-router {v}"]
     Path(path).write_text("\n".join(lines) + "\n")

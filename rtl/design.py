@@ -1,0 +1,92 @@
+"""A network design: everything its Verilog depends on, and nothing about the schedule it runs.
+
+design.md, "Schedule tables in hardware": the schedule table and the lanes are
+memories the host loads, so one design (and one compiled simulator model) runs
+any schedule that fits it. A design is the topology (kind, size, ring
+directions), the flit width, the chunk size, the lane depth in chunk slots, the
+table depth in timesteps, and whether the routers have the ReduceScatter adders.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from ..schedules.topology import Topology, format_ring_dirs
+from .rom import NetworkImage, RomError, design_ports, same_topology
+
+MIN_DEPTH = 16  # the smallest table and lane sizes a fitted design gets (powers of two above)
+
+
+def _pow2(n: int, floor: int = 1) -> int:
+    return max(floor, 1 << max(0, n - 1).bit_length())
+
+
+@dataclass(frozen=True)
+class Design:
+    topology: Topology
+    chunk_flits: int
+    slots: int
+    depth: int
+    reduce: bool
+    flit_bits: int = 64
+
+    @property
+    def lane_flits(self) -> int:
+        return self.slots * self.chunk_flits
+
+    @property
+    def nodes(self) -> int:
+        return self.topology.nodes
+
+    def lanes(self, node: int) -> tuple[str, ...]:
+        """The ports of ``node`` that carry links, in lane order."""
+        return tuple(self.topology.ports(node))
+
+    def ports(self, node: int) -> tuple[str, ...]:
+        return design_ports(self.topology, node)
+
+    @property
+    def max_lanes(self) -> int:
+        return max(len(self.lanes(v)) for v in range(self.nodes))
+
+    def describe(self) -> str:
+        t = self.topology
+        dirs = f", rings {format_ring_dirs(t.ring_dirs)}" if t.ring_dirs is not None else ""
+        return (f"{t.name}{dirs}, {self.flit_bits}-bit flits, {self.chunk_flits} flits/chunk, "
+                f"{self.slots} slots/lane, table depth {self.depth}, {'with' if self.reduce else 'no'} adders")
+
+    def key(self) -> str:
+        """A short digest of the parameters (the links stand for kind, size and ring directions)."""
+        t = self.topology
+        text = repr((t.kind, t.rows, t.cols, [l.as_list() for l in t.links], self.chunk_flits, self.slots,
+                     self.depth, self.reduce, self.flit_bits))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def check(self, image: NetworkImage) -> None:
+        """Raise :class:`RomError` (one line) if ``image`` does not run on this design."""
+        if not same_topology(image.topology, self.topology):
+            raise RomError(f"the schedule is for the {image.topology.name}, the design is the {self.topology.name}")
+        if image.chunk_flits != self.chunk_flits:
+            raise RomError(f"the schedule was compiled for {image.chunk_flits} flits per chunk, "
+                           f"the design has {self.chunk_flits}")
+        if image.steps > self.depth:
+            raise RomError(f"the schedule has {image.steps} steps; the design's tables hold {self.depth} "
+                           f"(use a deeper table)")
+        if image.slots > self.slots:
+            raise RomError(f"the schedule needs {image.slots} slots per lane; the design's lanes hold {self.slots} "
+                           f"(use deeper lanes)")
+        if image.reduce and not self.reduce:
+            raise RomError(f"the {image.collective} needs the ReduceScatter adders; the design has none")
+
+
+def fit(image: NetworkImage, flit_bits: int = 64, slots: int | None = None, depth: int | None = None,
+        reduce: bool | None = None) -> Design:
+    """The design that runs ``image``: the given sizes, else powers of two (at least 16) that hold it,
+    so that schedules of similar length and storage share one design and one compiled model."""
+    d = Design(image.topology, image.chunk_flits,
+               slots if slots is not None else _pow2(image.slots, MIN_DEPTH),
+               depth if depth is not None else _pow2(image.steps, MIN_DEPTH),
+               image.reduce if reduce is None else reduce, flit_bits)
+    d.check(image)
+    return d

@@ -1,0 +1,104 @@
+"""One entry point for every simulator backend: image -> design -> program -> run -> checked result.
+
+Backends (design.md, "Measuring"): ``verilator`` (the default: a compiled model
+per design, cached), ``icarus`` (cocotb 2 on Icarus Verilog, the user-facing
+cycle-test path) and ``amaranth`` (the Amaranth simulator, the reference for
+small networks). All execute the same :class:`~equimesh.sim.program.Program` on
+the same network top and are judged by the same :func:`~equimesh.sim.program.check`.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..rtl.design import Design, fit
+from ..rtl.network import Network, top_ports
+from ..rtl.rom import NetworkImage
+from .metrics import LinkStats, link_stats
+from .program import Outcome, check, make_program
+
+BACKENDS = ("verilator", "icarus", "amaranth")
+
+
+@dataclass
+class RunResult:
+    backend: str
+    design: Design
+    outcome: Outcome
+    stats: LinkStats
+    run_seconds: float       # the run phase (start to done) only
+    build_seconds: float     # Verilog export and compile; 0 for a cached model
+    cached: bool
+
+    @property
+    def bit_exact(self) -> bool:
+        return self.outcome.bit_exact
+
+    @property
+    def cycles(self) -> int:
+        return self.outcome.cycles
+
+    @property
+    def cycles_per_second(self) -> float:
+        return self.cycles / self.run_seconds if self.run_seconds else 0.0
+
+    @property
+    def counters_agree(self) -> bool:
+        """The statistics block counted the same cycles as the backend."""
+        return self.outcome.rtl_cycles == self.outcome.cycles
+
+
+def trace_kind(path: str | None) -> str | None:
+    if path is None:
+        return None
+    return "fst" if str(path).endswith(".fst") else "vcd"
+
+
+def run_image(image: NetworkImage, backend: str = "verilator", design: Design | None = None,
+              vcd: str | None = None, workdir: str | Path | None = None, log=None, progress=None) -> RunResult:
+    """Run ``image`` on ``design`` (default: the fitted design) with ``backend`` and check it.
+
+    ``vcd``: write a waveform there (``.fst`` for FST with Verilator). ``log(line)`` reports build steps.
+    """
+    design = design or fit(image)
+    design.check(image)
+    links = len(image.topology.links)
+    if backend == "amaranth":
+        from .harness import execute
+
+        net = Network(design)
+        program = make_program(image, design, top_ports(net)[2])
+        out = execute(net, program, vcd, progress)
+        build_seconds, cached = 0.0, False
+    else:
+        import time
+
+        from ..rtl.verilog import network_verilog
+        from .verilator import cache_root
+
+        t0 = time.perf_counter()
+        nv = network_verilog(design, cache=cache_root() / "verilog")
+        export_seconds = time.perf_counter() - t0
+        text, ins, outs, widths = nv.text, nv.ins, nv.outs, nv.widths
+        program = make_program(image, design, widths)
+        with tempfile.TemporaryDirectory(prefix="equimesh-") as tmp:
+            work = Path(workdir) if workdir else Path(tmp)
+            if backend == "verilator":
+                from .verilator import build_model
+
+                model = build_model(text, ins, outs, widths, trace=trace_kind(vcd), log=log)
+                out = model.run(program, work, trace=str(Path(vcd).resolve()) if vcd else None)
+                build_seconds, cached = model.build_seconds, model.cached
+            elif backend == "icarus":
+                from .verilog_sim import run_icarus
+
+                out, build_seconds, cached = run_icarus(text, program, ins, outs, work, vcd, log=log)
+            else:
+                raise ValueError(f"unknown backend {backend!r}")
+        build_seconds += 0.0 if cached else export_seconds
+    busy = out["busy"][0].astype("int64")[:links]
+    outcome = check(image, design, out["run_cycles"], int(out["cycles"][0, 0]), busy, out["host_data"])
+    return RunResult(backend, design, outcome, link_stats(image, outcome.busy, outcome.cycles),
+                     out["run_seconds"], build_seconds, cached)

@@ -1,0 +1,176 @@
+"""The host program of a run: load the tables and lanes, start, wait for ``done``, read back.
+
+Pure numpy, no simulator: every backend (Amaranth simulator, cocotb on Icarus,
+the compiled Verilator model) executes the same :class:`Program` on the same
+network top (``rtl/network.py``), and :func:`check` judges the result against
+the schedule semantics (design.md): every node's final memory bit for bit,
+every link's busy cycles, and the cycle count of the timing model.
+
+A program is a list of segments:
+
+* :class:`Drive`: ``frames`` clock cycles; in each, set the named input ports
+  to that frame's value, take one clock edge, then record the named outputs;
+* :class:`Run`: pulse ``start`` for one edge and clock until ``done`` (at most
+  ``limit`` edges); the backend counts the edges itself.
+
+Values are little-endian uint32 words (``[frames, words]`` per port), so wide
+ports of big networks stay numpy arrays end to end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..rtl.design import Design
+from ..rtl.flit import WORD_BITS
+from ..rtl.rom import NetworkImage
+from .pattern import expected_chunks, input_chunks
+
+
+def words_of(width: int) -> int:
+    return max(1, -(-width // 32))
+
+
+def pack_bits(bits: np.ndarray) -> np.ndarray:
+    """uint8 bits ``[frames, width]`` (bit 0 first) -> uint32 words ``[frames, words]``."""
+    frames, width = bits.shape
+    padded = np.zeros((frames, words_of(width) * 32), dtype=np.uint8)
+    padded[:, :width] = bits
+    return np.packbits(padded, axis=1, bitorder="little").view("<u4").reshape(frames, -1)
+
+
+def scalar(values, width: int) -> np.ndarray:
+    """A column of integers (< 2**64) as uint32 words ``[frames, words]``."""
+    v = np.asarray(values, dtype=np.uint64)
+    out = np.zeros((len(v), words_of(width)), dtype=np.uint32)
+    out[:, 0] = (v & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    if out.shape[1] > 1:
+        out[:, 1] = (v >> np.uint64(32)).astype(np.uint32)
+    return out
+
+
+@dataclass
+class Drive:
+    frames: int
+    values: dict[str, np.ndarray]
+    capture: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Run:
+    limit: int
+
+
+@dataclass
+class Program:
+    """The segments, and how to read the captured outputs back (``reads[name]`` = segment index)."""
+
+    segments: list
+    widths: dict[str, int]
+    reads: dict[str, int]
+
+
+def lane_images(image: NetworkImage, design: Design) -> tuple[np.ndarray, int]:
+    """The initial lane contents: uint32 ``[addresses, nodes * max_lanes, words per flit]`` and the
+    number of addresses to load (the highest initial flit + 1)."""
+    F, ml, W = image.chunk_flits, design.max_lanes, design.flit_bits // WORD_BITS
+    entries = [(v, lane, slot, root, c) for v in range(image.topology.nodes)
+               for (root, c), (lane, slot) in image.initial[v].items()]
+    e = np.array(entries, dtype=np.int64).reshape(-1, 5)
+    n_load = int((e[:, 2].max() + 1) * F) if len(e) else 0
+    out = np.zeros((n_load, image.topology.nodes * ml, W), dtype=np.uint32)
+    chunks = input_chunks(e[:, 0], e[:, 3], e[:, 4], F, design.flit_bits)  # [entries, F, W]
+    addr = e[:, 2, None] * F + np.arange(F)
+    out[addr, (e[:, 0] * ml + e[:, 1])[:, None]] = chunks
+    return out, n_load
+
+
+def make_program(image: NetworkImage, design: Design, widths: dict[str, int]) -> Program:
+    """Load every table and lane of ``design`` with ``image``, run it, read the counters and lanes."""
+    design.check(image)
+    n, ml, S = image.topology.nodes, design.max_lanes, image.steps
+    lanes, n_load = lane_images(image, design)
+    frames = max(S, n_load) + 1  # the last frame clears the write enables
+    f = np.arange(frames)
+    table = np.zeros((frames, n, widths["tab_data"] // n), dtype=np.uint8)
+    table[:S] = image.table_bits(design.slots, widths["tab_data"] // n).transpose(1, 0, 2)
+    lane_we = np.zeros((n, ml), dtype=np.uint8)
+    for v in range(n):
+        lane_we[v, :len(design.lanes(v))] = 1
+    load_data = np.zeros((frames,) + lanes.shape[1:], dtype=np.uint32)
+    load_data[:n_load] = lanes
+    load = Drive(frames, {
+        "steps": scalar(np.full(frames, S), widths["steps"]),
+        "tab_we": scalar(f < S, 1), "tab_addr": scalar(np.minimum(f, S - 1), widths["tab_addr"]),
+        "tab_data": pack_bits(table.reshape(frames, -1)),
+        "load_addr": scalar(np.minimum(f, max(n_load - 1, 0)), widths["load_addr"]),
+        "load_we": pack_bits((f < n_load)[:, None] * np.tile(lane_we.reshape(1, -1), (frames, 1))),
+        "load_data": load_data.reshape(frames, -1),
+    })
+    idle = Drive(1, {"tab_we": scalar([0], 1), "load_we": scalar([0], widths["load_we"])}, ["cycles", "busy"])
+    n_read = final_reads(image)
+    read = Drive(n_read, {"host_addr": scalar(np.arange(n_read), widths["host_addr"])}, ["host_data"])
+    limit = expected_run_cycles(image) + 16
+    return Program([load, Run(limit), idle, read], widths, {"cycles": 2, "busy": 2, "host_data": 3})
+
+
+def expected_run_cycles(image: NetworkImage) -> int:
+    """Clock edges from the one that takes ``start`` to ``done``: steps x period + 3 (README "Timing")."""
+    return image.steps * image.period + 3
+
+
+def final_reads(image: NetworkImage) -> int:
+    """Addresses to read back: up to the highest flit of the collective's result."""
+    top = max((slot for d in image.final for _, slot in d.values()), default=-1)
+    return (top + 1) * image.chunk_flits
+
+
+def _final_entries(image: NetworkImage) -> np.ndarray:
+    """int64 ``[entries, 5]``: node, lane, slot, root, chunk of every result chunk."""
+    e = [(v, lane, slot, root, c) for v in range(image.topology.nodes)
+         for (root, c), (lane, slot) in image.final[v].items()]
+    return np.array(e, dtype=np.int64).reshape(-1, 5)
+
+
+@dataclass
+class Outcome:
+    """What a backend measured, checked against the schedule."""
+
+    cycles: int            # edges counted by the backend, start to done
+    rtl_cycles: int        # the statistics block's cycle counter
+    busy: np.ndarray       # the statistics block's busy counter per link
+    mismatches: int
+    first_mismatch: str | None
+
+    @property
+    def bit_exact(self) -> bool:
+        return self.mismatches == 0
+
+
+def check(image: NetworkImage, design: Design, cycles: int, rtl_cycles: int, busy: np.ndarray,
+          host_data: np.ndarray) -> Outcome:
+    """Compare the lanes read back (``host_data``: uint32 ``[reads, nodes * max_lanes * words]``) with
+    what the collective defines at every node (sim/pattern.py)."""
+    F, ml, W = image.chunk_flits, design.max_lanes, design.flit_bits // WORD_BITS
+    n = image.topology.nodes
+    got = host_data.reshape(host_data.shape[0], n * ml, W)
+    e = _final_entries(image)
+    keys, inverse = np.unique(e[:, 3:5], axis=0, return_inverse=True)
+    want = expected_chunks(image.collective, n, keys[:, 0], keys[:, 1], F, design.flit_bits)[inverse.ravel()]
+    addr = e[:, 2, None] * F + np.arange(F)                  # [entries, F]
+    have = got[addr, (e[:, 0] * ml + e[:, 1])[:, None]]      # [entries, F, W]
+    bad = np.nonzero((have != want).any(axis=2))
+    first = None
+    if len(bad[0]):
+        i, fl = bad[0][0], bad[1][0]
+        v, lane, slot = e[i, :3]
+        first = (f"node {v} lane {image.routers[v].lanes[lane]} flit {slot * F + fl}: "
+                 f"got {_hex(have[i, fl])}, expected {_hex(want[i, fl])}")
+    return Outcome(int(cycles), int(rtl_cycles), np.asarray(busy, dtype=np.int64), len(bad[0]), first)
+
+
+def _hex(words: np.ndarray) -> str:
+    return hex(sum(int(w) << (32 * j) for j, w in enumerate(words)))
+

