@@ -82,7 +82,7 @@ def _design(args, image):
         raise InputError(f"{getattr(args, 'schedule', None) or 'schedule'}: {e}") from None
 
 
-def run_backend(image, backend: str, design=None, vcd=None, label: str = ""):
+def run_backend(image, backend: str, design=None, vcd=None, label: str = "", model: str = "auto"):
     """Run a compiled image on ``backend``; missing or failing simulators become one-line errors."""
     from .sim.backends import run_image
     from .sim.verilator import VerilatorError
@@ -92,7 +92,7 @@ def run_backend(image, backend: str, design=None, vcd=None, label: str = ""):
         print(f"equimesh: {line}", file=sys.stderr, flush=True)
 
     try:
-        return run_image(image, backend, design, vcd=vcd, log=log,
+        return run_image(image, backend, design, vcd=vcd, log=log, model=model,
                          progress=Progress(f"{backend} {label}", LONG_RUN // image.topology.nodes))
     except (VerilatorError, SimulatorMissing) as e:
         raise InputError(str(e)) from None
@@ -113,7 +113,7 @@ def cmd_simulate(args) -> int:
             raise UsageError("FST waveforms need --backend verilator; use a .vcd file name")
         with writing(vcd):
             vcd.parent.mkdir(parents=True, exist_ok=True)
-    res = run_backend(image, args.backend, design, str(vcd) if vcd else None, topo.name)
+    res = run_backend(image, args.backend, design, str(vcd) if vcd else None, topo.name, args.model)
     if gtkw:
         write_gtkw(gtkw, vcd, topo, args.backend)
     st, o = res.stats, res.outcome
@@ -174,11 +174,14 @@ def add_design_args(p) -> None:
 
 
 def add_backend_arg(p) -> None:
-    from .sim.backends import BACKENDS
+    from .sim.backends import BACKENDS, MODELS
 
     p.add_argument("--backend", choices=BACKENDS, default="verilator",
                    help="simulator: verilator (compiled, cached per design; default), icarus (cocotb), "
                         "amaranth (the reference simulator)")
+    p.add_argument("--model", choices=MODELS, default="auto",
+                   help="Verilator model: flat (every router inlined: slow build, fast run), hierarchical (each "
+                        "distinct router compiled once: fast build, slower run); auto: flat up to 64 nodes")
 
 
 def register(sub) -> None:
@@ -203,8 +206,10 @@ def cmd_compare(args) -> int:
         if n < 2:
             raise UsageError(f"rows and cols must be >= 2 (got {args.rows}x{args.cols})")
     try:
-        res = compare(args.rows, args.cols, args.chunks, args.chunk_flits, args.collective, args.out,
-                      progress=lambda kind: Progress(f"simulate {kind}", LONG_RUN // (args.rows * args.cols)))
+        with writing(args.out):
+            Path(args.out).mkdir(parents=True, exist_ok=True)
+            res = compare(args.rows, args.cols, args.chunks, args.chunk_flits, args.collective, args.out,
+                          lambda image, label: run_backend(image, args.backend, label=label, model=args.model))
     except RomError as e:
         raise InputError(str(e)) from None
     if args.json:
@@ -228,15 +233,17 @@ def register_compare(sub) -> None:
     p.add_argument("--chunk-flits", type=int, default=16, help="flits per chunk F >= 1 (default 16)")
     p.add_argument("--collective", choices=COLLECTIVES, default="allgather")
     p.add_argument("--out", default="out/compare", help="directory for heatmaps and synthesis files (default out/compare)")
+    add_backend_arg(p)
     p.add_argument("--json", action="store_true", help="machine-readable results")
     p.set_defaults(func=cmd_compare)
 
 
 def cmd_verilog(args) -> int:
-    from .rtl.verilog import export
-    from .sim.harness import FLIT_BITS, lane_init
+    from .rtl.verilog import LINT_WAIVERS, TOP, load_sequence, network_verilog, write_tables
+    from .sim.program import lane_images
 
     topo, sched, image = load_image(args)
+    design = _design(args, image)
     packets = None
     if args.packets:
         from .rtl.packet import PacketError
@@ -249,25 +256,44 @@ def cmd_verilog(args) -> int:
             packets = PacketSetup(table_from_args(args, topo), args.payload_flits)
         except PacketError as e:
             raise UsageError(str(e)) from None
-    with writing(args.out):
-        paths = export(image, lane_init(image, FLIT_BITS), args.out, FLIT_BITS, args.rom_dir, packets)
-    print(f"{sched.collective} on {topo.name}, K={sched.chunks}, {image.chunk_flits} flits/chunk, "
-          f"{sched.num_steps} steps" + (f", routers also carry packets ({packets.table.algorithm} routing, "
-                                        f"{args.payload_flits} payload flits)" if packets else "") +
-          f": wrote {len(paths)} files")
-    for p in paths[:8]:
+    out = Path(args.out)
+    nv = network_verilog(design, packets)
+    with writing(out):
+        out.mkdir(parents=True, exist_ok=True)
+        paths = [out / f"{TOP}.v", out / "lint.vlt", out / "load.md"]
+        paths[0].write_text(nv.text)
+        paths[1].write_text(LINT_WAIVERS)
+        paths[2].write_text(load_sequence(design, image, nv.widths))
+    if args.tables_dir:
+        lanes, _ = lane_images(image, design)
+        ml = design.max_lanes
+
+        def lane_words(v, i):
+            return [int.from_bytes(lanes[a, v * ml + i].tobytes(), "little") for a in range(lanes.shape[0])]
+
+        with writing(args.tables_dir):
+            paths += write_tables(image, design, lane_words, args.tables_dir)
+    print(f"{topo.name}: {design.describe()}" + (f"; routers also carry packets ({packets.table.algorithm} "
+                                                 f"routing, {args.payload_flits} payload flits)" if packets else ""))
+    print(f"  runs any schedule that fits it; loaded here with {sched.collective}, K={sched.chunks}, "
+          f"{sched.num_steps} steps: wrote {len(paths)} files")
+    for p in paths[:6]:
         print(f"  {p}")
-    if len(paths) > 8:
-        print(f"  ... and {len(paths) - 8} more")
+    if len(paths) > 6:
+        print(f"  ... and {len(paths) - 6} more")
     return 0
 
 
 def register_verilog(sub) -> None:
-    p = sub.add_parser("verilog", help="write synthesizable Verilog: the network top and one file per distinct router")
+    p = sub.add_parser("verilog", help="write synthesizable Verilog of a network design (one module per distinct "
+                                       "router), its host load sequence, and optionally the tables as $readmemh images")
     add_run_args(p, None)
-    p.add_argument("--schedule", help="build the ROMs from this schedule file instead of synthesizing one")
+    add_design_args(p)
+    p.add_argument("--schedule", help="size the design for (and write the tables of) this schedule file "
+                                      "instead of a synthesized one")
     p.add_argument("--out", required=True, help="output directory")
-    p.add_argument("--rom-dir", help="also write each router's ROM here as a $readmemh hex file")
+    p.add_argument("--tables-dir", help="also write each router's schedule table and initial lanes here as "
+                                        "$readmemh images, and preload.v that loads them")
     p.add_argument("--packets", action="store_true",
                    help="routers that also carry MultiWrite packets (inject/eject streams, links with ready)")
     p.add_argument("--routing", default="shortcut", help="with --packets: forwarding tables (default shortcut)")
@@ -276,63 +302,72 @@ def register_verilog(sub) -> None:
 
 
 def cmd_bench_rtl(args) -> int:
-    """Simulated cycles/s and router-cycles/s, Amaranth simulator and Icarus, for each size."""
+    """Run-phase cycles/s, router-cycles/s and build seconds per size and backend (one table)."""
+    import os
     import platform
     import tempfile
     import time
 
     from .rtl.rom import compile_schedule
     from .schedules.topology import build
-    from .sim.harness import simulate
-    from .sim.verilog_sim import SimulatorMissing, check_simulator, run
 
-    if not args.no_icarus:
-        try:
-            check_simulator("icarus")
-        except SimulatorMissing as e:
-            raise InputError(str(e)) from None
-    rows = []
+    sizes = []
     for size in args.sizes:
         try:
             r, c = (int(x) for x in size.lower().split("x"))
-            topo = build("equimesh", r, c)
+            sizes.append(build("equimesh", r, c))
         except ValueError:
             raise UsageError(f"--sizes takes RxC sizes such as 4x4 (got {size!r})") from None
-        sched = synthesize(topo, args.chunks, "allgather")
-        image = compile_schedule(sched, args.chunk_flits, topo)
-        res = simulate(image, progress=Progress(f"amaranth {topo.name}", LONG_RUN // topo.nodes))
-        rows.append((topo.name, "amaranth", res.cycles, res.sim_seconds, 0.0, res.bit_exact, "all"))
-        if not args.no_icarus:
-            # Reading every flit back through the host port takes a cycle and three cocotb
-            # triggers per flit; the bench checks two nodes (the tests check every node).
-            check = {0, topo.nodes - 1}
-            with tempfile.TemporaryDirectory() as tmp:
-                v = run(image, tmp, "icarus", check_nodes=check)
-            ok = v.bit_exact and v.busy == (image.link_transfers * image.chunk_flits).tolist()
-            rows.append((topo.name, "icarus", v.cycles, v.run_seconds, v.build_seconds, ok,
-                         "nodes " + ", ".join(map(str, sorted(check)))))
+    cold = tempfile.TemporaryDirectory(prefix="equimesh-cache-") if args.cold else None
+    if cold:
+        os.environ["EQUIMESH_CACHE"] = cold.name
+    rows = []
+    try:
+        for topo in sizes:
+            sched = synthesize(topo, args.chunks, args.collective)
+            image = compile_schedule(sched, args.chunk_flits, topo)
+            for backend in args.backends:
+                for model in (args.models if backend == "verilator" else ["-"]):
+                    t0 = time.perf_counter()
+                    res = run_backend(image, backend, label=topo.name, model=model if model != "-" else "auto")
+                    wall = time.perf_counter() - t0
+                    ok = res.bit_exact and res.stats.busy_matches_schedule and res.counters_agree
+                    rows.append((topo, backend, model, res, wall, ok))
+    finally:
+        if cold:
+            cold.cleanup()
     lines = [f"# equimesh bench-rtl ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.machine()}, "
-             f"{platform.python_implementation()} {platform.python_version()}): "
-             f"EquiMesh AllGather, K={args.chunks}, {args.chunk_flits} flits/chunk", "",
-             "| network | backend | cycles | run s | cycles/s | router-cycles/s | build s | bit-exact | memory checked |",
-             "|---|---|---:|---:|---:|---:|---:|---|---|"]
-    for name, backend, cycles, secs, build_s, ok, checked in rows:
-        nodes = int(name.split()[0].split("x")[0]) * int(name.split()[0].split("x")[1])
-        lines.append(f"| {name} | {backend} | {cycles} | {secs:.2f} | {cycles / secs:.0f} | {cycles * nodes / secs:.0f} "
-                     f"| {build_s:.1f} | {'yes' if ok else 'NO'} | {checked} |")
+             f"{os.cpu_count()} cores, Python {platform.python_version()}): EquiMesh {args.collective}, "
+             f"K={args.chunks}, {args.chunk_flits} flits/chunk, {'empty' if args.cold else 'warm'} model cache", "",
+             "| network | backend | model | cycles | run s | cycles/s | router-cycles/s | build s | cached | wall s "
+             "| bit-exact |", "|---|---|---|---:|---:|---:|---:|---:|---|---:|---|"]
+    for topo, backend, model, res, wall, ok in rows:
+        lines.append(f"| {topo.name} | {backend} | {model} | {res.cycles} | {res.run_seconds:.4f} | "
+                     f"{res.cycles_per_second:,.0f} | {res.cycles_per_second * topo.nodes:,.0f} | "
+                     f"{res.build_seconds:.1f} | {'yes' if res.cached else 'no'} | {wall:.1f} | "
+                     f"{'yes' if ok else 'NO'} |")
     text = "\n".join(lines) + "\n"
     print(text, end="")
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(text)
+        with writing(args.out):
+            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.out).write_text(text)
     return 0 if all(r[5] for r in rows) else 1
 
 
 def register_bench(sub) -> None:
-    p = sub.add_parser("bench-rtl", help="benchmark: simulated cycles/s and router-cycles/s, Amaranth simulator and Icarus")
+    from .sim.backends import BACKENDS, MODELS
+
+    p = sub.add_parser("bench-rtl", help="benchmark: run-phase cycles/s, router-cycles/s and build seconds per "
+                                         "size and simulator backend")
     p.add_argument("--sizes", nargs="+", default=["4x4", "8x8"], help="EquiMesh sizes (default 4x4 8x8)")
+    p.add_argument("--backends", nargs="+", choices=BACKENDS, default=["verilator", "amaranth"],
+                   help="backends to run (default verilator amaranth)")
+    p.add_argument("--models", nargs="+", choices=MODELS, default=["auto"],
+                   help="Verilator model kinds to run (default auto)")
+    p.add_argument("--collective", choices=COLLECTIVES, default="allgather")
     p.add_argument("--chunks", type=int, default=4, help="chunks per shard K (default 4)")
     p.add_argument("--chunk-flits", type=int, default=16, help="flits per chunk F (default 16)")
-    p.add_argument("--no-icarus", action="store_true", help="only the Amaranth simulator")
+    p.add_argument("--cold", action="store_true", help="start from an empty model cache (measures builds)")
     p.add_argument("--out", default="bench/rtl.md", help="save the table here (default bench/rtl.md)")
     p.set_defaults(func=cmd_bench_rtl)

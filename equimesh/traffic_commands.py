@@ -240,7 +240,7 @@ def cmd_bench_modes(args) -> int:
     from .rtl.rom import compile_schedule
     from .schedules.synth import synthesize
     from .schedules.topology import TopologyError, build
-    from .sim.harness import FLIT_BITS, lane_init
+    from .rtl.design import fit
     from .sim.synth import YosysMissing, mode_cells
 
     lines = [f"# equimesh bench-modes ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.machine()}): "
@@ -261,13 +261,14 @@ def cmd_bench_modes(args) -> int:
             image = compile_schedule(synthesize(topo, args.chunks, "allgather"), args.chunk_flits, topo)
             packets = PacketSetup(forwarding_table(topo), args.payload_flits)
             try:
-                cells = mode_cells(image, lane_init(image, FLIT_BITS), FLIT_BITS, packets,
-                                   f"{args.out_dir}/{kind}-{r}x{c}")
+                design = fit(image)
+                cells = mode_cells(design, packets, f"{args.out_dir}/{kind}-{r}x{c}")
             except YosysMissing as e:
                 raise InputError(str(e)) from None
             pkt_bits = packets.router(0).flit_bits
             for ports, n in cells.items():
-                lines.append(f"| {topo.name} | {ports}-port | {FLIT_BITS} / {pkt_bits} / {max(FLIT_BITS, pkt_bits)} "
+                fb = design.flit_bits
+                lines.append(f"| {topo.name} | {ports}-port | {fb} / {pkt_bits} / {max(fb, pkt_bits)} "
                              f"| {n['schedule']} | {n['packets']} | {n['both']} | "
                              f"{n['both'] / (n['schedule'] + n['packets']):.3f} |")
             print(f"synthesized {topo.name}", file=sys.stderr, flush=True)

@@ -89,12 +89,17 @@ class PacketNetwork(wiring.Component):
         return m
 
 
+# The scheduled network's host ports (rtl/network.py) that TrafficTop passes through.
+HOST_PORTS = ("steps", "tab_we", "tab_addr", "tab_data", "load_addr", "load_we", "load_data", "host_addr", "host_data",
+              "cycles", "busy")
+
+
 class TrafficTop(wiring.Component):
     """A network with a :class:`Generator` and a :class:`Sink` per node (and a :class:`Checker` if asked).
 
     ``net`` is a :class:`PacketNetwork`, or a scheduled :class:`~equimesh.rtl.network.Network` built
-    with ``packets`` (then ``start``, ``done``, ``launch``, ``link_valid`` and the host read port
-    ``host_node``, ``host_lane``, ``host_addr``, ``host_data`` pass through).
+    with ``packets`` (then ``start``, ``done``, ``launch``, ``link_valid``, the host's load and read
+    ports and the statistics block's counters pass through).
 
     Ports
     -----
@@ -125,8 +130,7 @@ class TrafficTop(wiring.Component):
         if self.scheduled:
             members.update({"start": In(1), "done": Out(1), "launch": Out(1),
                             "link_valid": Out(len(net.link_valid))})
-            members.update({name: net.signature.members[name] for name in ("host_node", "host_lane", "host_addr",
-                                                                             "host_data")})
+            members.update({name: net.signature.members[name] for name in HOST_PORTS})
         if check:
             members.update({
                 "count": Out(COUNTER_BITS).array(nodes),
@@ -146,9 +150,10 @@ class TrafficTop(wiring.Component):
         m.d.comb += [self.link_flits[i].eq(net.link_flits[i]) for i in range(len(net.link_flits))]
         if self.scheduled:
             m.d.comb += [net.start.eq(self.start), self.done.eq(net.done), self.launch.eq(net.launch),
-                         self.link_valid.eq(net.link_valid), net.host_node.eq(self.host_node),
-                         net.host_lane.eq(self.host_lane), net.host_addr.eq(self.host_addr),
-                         self.host_data.eq(net.host_data)]
+                         self.link_valid.eq(net.link_valid)]
+            for name in HOST_PORTS:
+                mine, theirs = getattr(self, name), getattr(net, name)
+                m.d.comb += (theirs.eq(mine) if net.signature.members[name].flow == In else mine.eq(theirs))
         for v in range(nodes):
             gen = Generator(fmt, v, self.roms[v], None if self.counts is None else self.counts[v], self.rate)
             m.submodules[f"gen_{v}"] = gen

@@ -52,9 +52,10 @@ def _source_digest() -> str:
 
 @dataclass
 class NetworkVerilog:
-    """The Verilog of a whole network and the top's plain ports (names and widths)."""
+    """The Verilog of a whole network, its router module names, and the top's plain ports."""
 
     text: str
+    modules: list[str]
     ins: list[str]
     outs: list[str]
     widths: dict[str, int]
@@ -69,18 +70,19 @@ def network_verilog(design: Design, packets: PacketSetup | None = None, cache: P
         path = Path(cache) / f"{design.key()}-{_source_digest()}"
         try:
             ports = json.loads(path.with_suffix(".json").read_text())
-            return NetworkVerilog(path.with_suffix(".v").read_text(), ports["ins"], ports["outs"], ports["widths"])
+            return NetworkVerilog(path.with_suffix(".v").read_text(), ports["modules"], ports["ins"], ports["outs"],
+                                  ports["widths"])
         except (OSError, ValueError, KeyError):
             pass
     net = Network(design, packets, instances=True)
     parts = [verilog.convert(r, name=name, emit_src=False) for name, r in net.designs.items()]
     parts.append(verilog.convert(net, name=TOP, emit_src=False))
-    out = NetworkVerilog("\n".join(parts), *top_ports(net))
+    out = NetworkVerilog("\n".join(parts), list(net.designs), *top_ports(net))
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         # Atomic: a concurrent reader sees no file or a whole one; the ports file is published last.
-        for suffix, text in ((".v", out.text), (".json", json.dumps({"ins": out.ins, "outs": out.outs,
-                                                                      "widths": out.widths}))):
+        for suffix, text in ((".v", out.text), (".json", json.dumps({"modules": out.modules, "ins": out.ins,
+                                                                      "outs": out.outs, "widths": out.widths}))):
             tmp = path.with_suffix(f".{os.getpid()}.tmp")
             tmp.write_text(text)
             os.replace(tmp, path.with_suffix(suffix))
@@ -93,18 +95,58 @@ def router_verilog(design: Design, packets: PacketSetup | None = None) -> dict[s
     return {name: verilog.convert(r, name=name, emit_src=False) for name, r in net.designs.items()}
 
 
+def load_sequence(design: Design, image: NetworkImage, widths: dict[str, int]) -> str:
+    """The host's load sequence for this design, as Markdown (written beside the Verilog)."""
+    t, ml = design.topology, design.max_lanes
+    eb = widths["tab_data"] // t.nodes
+    return f"""# Loading and running `{TOP}`
+
+Design: {design.describe()}. Every schedule that fits it (at most {design.depth} steps, at most
+{design.slots} chunk slots per lane, {'any collective' if design.reduce else 'AllGather only'}) runs on this Verilog;
+the schedule compiler (`equimesh.rtl.rom`) writes the tables, the host loads them (design.md,
+"Schedule tables in hardware").
+
+Buses carry one field per node (or per lane slot, {ml} per node), node 0 in the low bits.
+
+1. Tables: for each step `s` of the schedule, in one clock cycle: `tab_we = 1`, `tab_addr = s`,
+   field `v` of `tab_data` ({eb} bits) = entry `s` of router `v` (`table_r<v>.hex`, line `s`).
+2. Lanes (may overlap step 1, one flit per lane per cycle): `load_addr = a`, bit `v*{ml}+i` of `load_we`
+   set for lane `i` of node `v`, field `v*{ml}+i` of `load_data` ({design.flit_bits} bits) = its flit `a`
+   (`lane_r<v>_<port>.hex`, line `a`).
+3. Clear `tab_we` and `load_we`. Hold `steps` at the schedule's length ({image.steps} for the schedule
+   written here) and pulse `start` for one cycle.
+4. `done` rises `steps x max(chunk_flits, 2) + 3` cycles after the edge that took `start`
+   ({image.steps * image.period + 3} here). `cycles` then holds that count and `busy` (32 bits per link,
+   link 0 in the low bits) each link's busy cycles.
+5. Read back: set `host_addr = a`; one cycle later field `v*{ml}+i` of `host_data` is flit `a` of lane `i`
+   of node `v`.
+
+Flows that want the tables in the bitstream skip steps 1 and 2: `preload.v` (written with
+`--tables-dir`) fills the same memories with `$readmemh` at time zero; steps 3 to 5 are unchanged.
+Lane order of node `v` is the order of its ports that carry links (N E S W X0 ...).
+"""
+
+
 def write_tables(image: NetworkImage, design: Design, lane_words, out_dir: str | Path) -> list[Path]:
-    """Each router's schedule table and initial lanes as ``$readmemh`` files (one entry per line)."""
+    """Each router's schedule table and initial lanes as ``$readmemh`` files (one entry per line), and
+    ``preload.v``, a module whose ``initial`` block loads them into ``equimesh_top``'s memories."""
     d = Path(out_dir)
     d.mkdir(parents=True, exist_ok=True)
-    paths = []
+    paths, loads = [], []
     for r in image.routers:
         digits = (image.layout(r.node, design.slots).size + 3) // 4
         p = d / f"table_r{r.node}.hex"
         p.write_text("".join(f"{w:0{digits}x}\n" for w in image.rom_words(r.node, design.slots)))
         paths.append(p)
+        loads.append(f'    $readmemh("{p.name}", {TOP}.r{r.node}.\\table );')
         for i, port in enumerate(r.lanes):
             p = d / f"lane_r{r.node}_{port}.hex"
             p.write_text("".join(f"{w:0{design.flit_bits // 4}x}\n" for w in lane_words(r.node, i)))
             paths.append(p)
+            loads.append(f'    $readmemh("{p.name}", {TOP}.r{r.node}.lane_{port}.mem);')
+    p = d / "preload.v"
+    p.write_text("// Preloads the schedule tables and lanes of equimesh_top (see load.md); simulate it as a second\n"
+                 "// top-level module, with the hex files in the working directory.\n"
+                 "module equimesh_preload();\n  initial begin\n" + "\n".join(loads) + "\n  end\nendmodule\n")
+    paths.append(p)
     return paths

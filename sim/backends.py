@@ -20,6 +20,12 @@ from .metrics import LinkStats, link_stats
 from .program import Outcome, check, make_program
 
 BACKENDS = ("verilator", "icarus", "amaranth")
+MODELS = ("auto", "flat", "hierarchical")
+FLAT_NODES = 64  # measured: docs/rtl.md, "Compiled model"
+
+
+def hierarchical(model: str, design: Design) -> bool:
+    return model == "hierarchical" or (model == "auto" and design.nodes > FLAT_NODES)
 
 
 @dataclass
@@ -57,20 +63,23 @@ def trace_kind(path: str | None) -> str | None:
 
 
 def run_image(image: NetworkImage, backend: str = "verilator", design: Design | None = None,
-              vcd: str | None = None, workdir: str | Path | None = None, log=None, progress=None) -> RunResult:
+              vcd: str | None = None, workdir: str | Path | None = None, log=None, progress=None,
+              model: str = "auto") -> RunResult:
     """Run ``image`` on ``design`` (default: the fitted design) with ``backend`` and check it.
 
     ``vcd``: write a waveform there (``.fst`` for FST with Verilator). ``log(line)`` reports build steps.
+    ``model`` (Verilator): ``flat`` inlines every router into one model (slow to build, fast to run),
+    ``hierarchical`` compiles each distinct router once (fast to build, slower to run; docs/rtl.md);
+    ``auto`` is flat up to :data:`FLAT_NODES` nodes.
     """
     design = design or fit(image)
     design.check(image)
-    links = len(image.topology.links)
     if backend == "amaranth":
         from .harness import execute
 
         net = Network(design)
         program = make_program(image, design, top_ports(net)[2])
-        out = execute(net, program, vcd, progress)
+        out = execute(net, program, vcd=vcd, progress=progress)[0]
         build_seconds, cached = 0.0, False
     else:
         import time
@@ -88,7 +97,8 @@ def run_image(image: NetworkImage, backend: str = "verilator", design: Design | 
             if backend == "verilator":
                 from .verilator import build_model
 
-                model = build_model(text, ins, outs, widths, trace=trace_kind(vcd), log=log)
+                model = build_model(text, ins, outs, widths, trace=trace_kind(vcd), log=log,
+                                    hier_blocks=nv.modules if hierarchical(model, design) else [])
                 out = model.run(program, work, trace=str(Path(vcd).resolve()) if vcd else None)
                 build_seconds, cached = model.build_seconds, model.cached
             elif backend == "icarus":
@@ -98,7 +108,12 @@ def run_image(image: NetworkImage, backend: str = "verilator", design: Design | 
             else:
                 raise ValueError(f"unknown backend {backend!r}")
         build_seconds += 0.0 if cached else export_seconds
-    busy = out["busy"][0].astype("int64")[:links]
+    outcome, stats = judge(image, design, out)
+    return RunResult(backend, design, outcome, stats, out["run_seconds"], build_seconds, cached)
+
+
+def judge(image: NetworkImage, design: Design, out: dict) -> tuple[Outcome, LinkStats]:
+    """Check a backend's records of one program (:func:`~equimesh.sim.program.check`) and measure its links."""
+    busy = out["busy"][0].astype("int64")[:len(image.topology.links)]
     outcome = check(image, design, out["run_cycles"], int(out["cycles"][0, 0]), busy, out["host_data"])
-    return RunResult(backend, design, outcome, link_stats(image, outcome.busy, outcome.cycles),
-                     out["run_seconds"], build_seconds, cached)
+    return outcome, link_stats(image, outcome.busy, outcome.cycles)

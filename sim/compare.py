@@ -2,9 +2,9 @@
 
 Seed 000, Section II-A (Fig. 2): the overflow baseline reaches full degree by
 duplicating perimeter links, at the price of 6-port edge routers; EquiMesh
-keeps every router at 5 ports. Per kind: cycles and link utilization (Amaranth
-simulation, bit-exact checked), routers by port count, crosspoints, and the
-synthesized cells of each distinct router.
+keeps every router at 5 ports. Per kind: cycles and link utilization (RTL
+simulation, bit-exact checked), routers by port count, crosspoints, the
+synthesized cells of each distinct router and its schedule-table bits.
 """
 
 from __future__ import annotations
@@ -16,31 +16,33 @@ import numpy as np
 from ..rtl.rom import compile_schedule
 from ..schedules.synth import synthesize
 from ..schedules.topology import build
-from .harness import FLIT_BITS, lane_init, simulate
-from .synth import router_cells
+from .synth import router_cells, table_bits
 
 KINDS = ("mesh", "equimesh", "overflow")
 
 
 def compare(rows: int, cols: int, chunks: int, chunk_flits: int, collective: str, out_dir: str | Path,
-            progress=None) -> dict[str, dict]:
+            run) -> dict[str, dict]:
+    """``run(image, label)`` runs a compiled image on a backend and returns its
+    :class:`~equimesh.sim.backends.RunResult`."""
     out_dir = Path(out_dir)
     result = {}
     for kind in KINDS:
         t = build(kind, rows, cols)
         sched = synthesize(t, chunks, collective)
         image = compile_schedule(sched, chunk_flits, t)
-        res = simulate(image, progress=progress(kind) if progress else None)
+        res = run(image, t.name)
         summ = t.summary()
         png = out_dir / f"heatmap_{kind}_{rows}x{cols}_{collective}.png"
         heatmap(t, res.stats.utilization, png, f"{t.name} {collective}, K={chunks}, F={chunk_flits}")
         result[kind] = {
-            "bit_exact": res.bit_exact, "steps": sched.num_steps, "cycles": res.cycles,
+            "bit_exact": res.bit_exact and res.stats.busy_matches_schedule and res.counters_agree,
+            "steps": sched.num_steps, "cycles": res.cycles,
             "link_utilization": round(res.stats.mean, 4), "link_utilization_min": round(res.stats.min, 4),
             "links": len(t.links), "routers_by_ports": {str(p): c for p, c in summ["routers_by_ports"].items()},
             "crosspoints": summ["crosspoints"],
-            "router_cells": {str(p): c for p, c in
-                             router_cells(image, lane_init(image, FLIT_BITS), FLIT_BITS, out_dir / "synth" / kind).items()},
+            "router_cells": {str(p): c for p, c in router_cells(res.design, out_dir / "synth" / kind).items()},
+            "table_bits": {str(p): b for p, b in table_bits(res.design).items()},
             "heatmap": str(png),
         }
     base = result["equimesh"]["cycles"]

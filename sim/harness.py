@@ -25,19 +25,24 @@ def _words(value: int, width: int) -> np.ndarray:
     return np.frombuffer(value.to_bytes(4 * n, "little"), dtype="<u4").copy()
 
 
-def execute(net: Network, program: Program, vcd: str | None = None, progress=None) -> dict:
-    """Run ``program`` on ``net``; return ``{"run_cycles", "run_seconds", <captured port>: uint32 [frames, words]}``.
+def execute(net: Network, *programs: Program, vcd: str | None = None, progress=None) -> list[dict]:
+    """Run ``programs`` one after the other on one elaborated ``net``; return, per program,
+    ``{"run_cycles", "run_seconds", <captured port>: uint32 [frames, words]}``.
 
-    ``progress(cycle, limit)`` is called now and then during the run segment.
+    ``progress(cycle, limit)`` is called now and then during a run segment.
     """
-    out: dict = {}
+    outs: list[dict] = [{} for _ in programs]
 
     def port(name):
         p = getattr(net, name)
         return p.as_value() if hasattr(p, "as_value") else p
 
     async def bench(ctx):
-        for k, seg in enumerate(program.segments):
+        for program, out in zip(programs, outs):
+            await _execute(ctx, program, out)
+
+    async def _execute(ctx, program, out):
+        for seg in program.segments:
             if isinstance(seg, Run):
                 ctx.set(net.start, 1)
                 await ctx.tick()
@@ -71,4 +76,4 @@ def execute(net: Network, program: Program, vcd: str | None = None, progress=Non
             sim.run()
     else:
         sim.run()
-    return out
+    return outs

@@ -20,14 +20,16 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
 from amaranth.sim import Simulator
 
-from ..rtl.network import Network
+from ..rtl.design import Design, fit
+from ..rtl.network import Network, top_ports
 from ..rtl.packet_network import PacketSetup, TrafficTop
 from ..rtl.rom import NetworkImage
 from ..schedules.routing import ForwardingTable
-from .harness import FLIT_BITS, _decode, expected_memory, expected_run_cycles, lane_init
 from .metrics import link_stats
+from .program import check, expected_run_cycles, final_reads, make_program
 from .traffic import Run, Traffic
 
 
@@ -36,12 +38,12 @@ class MixedRun:
 
     Every cycle: drive ``stop`` and ``start`` from :meth:`drive`, then hand the sampled ``launch``,
     ``done``, ``link_valid`` and the endpoint monitors to :meth:`observe` until it returns True;
-    then :meth:`results` with the link counters and a reader of the lanes.
+    then :meth:`results` with the link counters and the lanes read back through the host port.
     """
 
-    def __init__(self, image: NetworkImage, fmt, traffic: Traffic, lane_nodes: list[int], *, start_at: int,
-                 cycles: int, flit_bits: int = FLIT_BITS):
-        self.image, self.start_at, self.flit_bits = image, start_at, flit_bits
+    def __init__(self, image: NetworkImage, design: Design, fmt, traffic: Traffic, lane_nodes: list[int], *,
+                 start_at: int, cycles: int):
+        self.image, self.design, self.start_at = image, design, start_at
         self.run = Run(fmt, traffic, lane_nodes, cycles)
         self.limit = start_at + cycles + expected_run_cycles(image) + 100_000
         self.edge = 0
@@ -79,8 +81,8 @@ class MixedRun:
         over = run.observe(inj, ej, paused=running)
         return run.deadlock or (over and self.done_at is not None) or self.edge > self.limit
 
-    def results(self, link_flits: list[int], read_lane) -> dict:
-        """``read_lane(node, lane, address)`` reads the final lane contents."""
+    def results(self, link_flits: list[int], host_data) -> dict:
+        """``host_data``: the lanes read back (uint32 ``[addresses, words]``, :func:`read_back`)."""
         image = self.image
         links = len(image.topology.links)
         schedule = {"requested_at": self.start_at, "in_flight_at_request": self.in_flight_at_request,
@@ -88,14 +90,11 @@ class MixedRun:
                     "expected_cycles": expected_run_cycles(image)}
         sched_flits = 0
         if self.done_at is not None:
-            mism, first = 0, None
-            for v, lane, addr, value in expected_memory(image, self.flit_bits):
-                got = read_lane(v, lane, addr)
-                if got != value:
-                    mism += 1
-                    first = first or (f"node {v} lane {image.routers[v].lanes[lane]} flit {addr}: "
-                                      f"got {got:#x}, expected {value:#x}")
-            st = link_stats(image, _decode(self.trace, links), self.done_at - self.launched)
+            cycles = self.done_at - self.launched
+            busy = _decode(self.trace, links).sum(axis=0)
+            o = check(image, self.design, cycles, cycles, busy, host_data)
+            mism, first = o.mismatches, o.first_mismatch
+            st = link_stats(image, busy, cycles)
             sched_flits = int(st.busy.sum())
             schedule.update({
                 "drain_cycles": self.launched - self.start_at - 1,
@@ -115,28 +114,48 @@ class MixedRun:
         return {"schedule": schedule, "packets": packets}
 
 
-def mixed_top(image: NetworkImage, table: ForwardingTable, traffic: Traffic, payload_flits: int, stall: float,
-              flit_bits: int = FLIT_BITS) -> TrafficTop:
+def _decode(trace: list[int], links: int) -> np.ndarray:
+    """bool [cycles, links] from the per-cycle link_valid integers."""
+    raw = np.array([[(t >> (8 * b)) & 0xFF for b in range((links + 7) // 8)] for t in trace], dtype=np.uint8)
+    if len(raw) == 0:
+        return np.zeros((0, links), dtype=bool)
+    return np.unpackbits(raw, axis=1, bitorder="little")[:, :links].astype(bool)
+
+
+def read_back(image: NetworkImage) -> int:
+    """Addresses the host reads after the run (as :func:`~equimesh.sim.program.make_program`)."""
+    return final_reads(image)
+
+
+def mixed_top(design: Design, table: ForwardingTable, traffic: Traffic, payload_flits: int, stall: float) -> TrafficTop:
     """The network carrying both modes, with a generator and a sink per node."""
-    net = Network(image, lane_init(image, flit_bits), flit_bits, PacketSetup(table, payload_flits))
+    net = Network(design, PacketSetup(table, payload_flits))
     return TrafficTop(net, traffic.roms, traffic.counts, traffic.rate, stall, check=False)
 
 
 def simulate_mixed(image: NetworkImage, table: ForwardingTable, traffic: Traffic, payload_flits: int, *,
-                   start_at: int, cycles: int, stall: float = 0.0, flit_bits: int = FLIT_BITS,
-                   vcd: str | None = None) -> dict:
+                   start_at: int, cycles: int, stall: float = 0.0, vcd: str | None = None) -> dict:
     """Run packets for ``cycles`` cycles (random patterns) with the collective requested at ``start_at``,
-    in the Amaranth simulator. Returns the schedule's and the packets' results (see module docstring)."""
-    top = mixed_top(image, table, traffic, payload_flits, stall, flit_bits)
+    in the Amaranth simulator. Returns the schedule's and the packets' results (see module docstring).
+
+    The host first loads the tables and lanes (generators stopped), as every backend does."""
+    design = fit(image)
+    top = mixed_top(design, table, traffic, payload_flits, stall)
+    load = make_program(image, design, top_ports(top)[2]).segments[0]
     sigs = [top.launch, top.done, top.link_valid]
     for mon in list(top.inject_mon) + list(top.eject_mon):
         sigs += [mon.valid, mon.ready, mon.payload.as_value()]
     n_inj = len(top.inject_mon)
-    mixed = MixedRun(image, top.fmt, traffic, [v for v, _ in top.net.lanes], start_at=start_at, cycles=cycles,
-                     flit_bits=flit_bits)
+    mixed = MixedRun(image, design, top.fmt, traffic, [v for v, _ in top.net.lanes], start_at=start_at,
+                     cycles=cycles)
     out = {}
 
     async def bench(ctx):
+        ctx.set(top.stop, 1)
+        for f in range(load.frames):
+            for name, vals in load.values.items():
+                ctx.set(getattr(top, name), int.from_bytes(vals[f].tobytes(), "little"))
+            await ctx.tick()
         sampler = ctx.tick().sample(*sigs).__aiter__()
         while True:
             stop, start = mixed.drive()
@@ -146,9 +165,13 @@ def simulate_mixed(image: NetworkImage, table: ForwardingTable, traffic: Traffic
             mons = [tuple(vals[i:i + 3]) for i in range(0, len(vals), 3)]
             if mixed.observe(launch, done, valid, mons[:n_inj], mons[n_inj:]):
                 break
-        routers = top.net.routers
-        out.update(mixed.results([ctx.get(s) for s in top.link_flits],
-                                 lambda v, lane, addr: ctx.get(routers[v].lane_units[lane].mem.data[addr])))
+        reads = read_back(image)
+        host = np.zeros((reads, -(-len(top.host_data) // 32)), dtype=np.uint32)
+        for a in range(reads):
+            ctx.set(top.host_addr, a)
+            await ctx.tick()
+            host[a] = np.frombuffer(ctx.get(top.host_data).to_bytes(4 * host.shape[1], "little"), dtype="<u4")
+        out.update(mixed.results([ctx.get(s) for s in top.link_flits], host))
 
     sim = Simulator(top)
     sim.add_clock(1e-8)

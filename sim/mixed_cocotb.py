@@ -11,11 +11,11 @@ the outputs at the next clock edge): at every falling edge the bench drives
 ``stop`` and ``start`` from :meth:`MixedRun.drive`, waits for ``ReadOnly`` (the
 inputs applied and the logic settled), and samples ``launch``, ``done``,
 ``link_valid`` and the monitors (payloads only on a transfer: they can be X).
-When the run is over it lets the last edge happen, reads the link counters,
-then every lane flit the collective defines through the host read port
-(``host_node``/``host_lane``/``host_addr`` set, ``host_data`` valid after the
-next edge, as :mod:`equimesh.sim.cocotb_bench`) and hands those values to
-:meth:`MixedRun.results`.
+Before the traffic the bench loads the tables and lanes (the program's load
+segment, generators stopped), as every backend does. When the run is over it
+lets the last edge happen, reads the link counters, then the lanes through the
+host read port (``host_addr`` set, ``host_data`` valid after the next edge) and
+hands those values to :meth:`MixedRun.results`.
 
 The manifest that ``EQUIMESH_MIXED`` names is JSON (traffic, run parameters);
 the :class:`~equimesh.rtl.rom.NetworkImage` travels beside it as a pickle
@@ -31,9 +31,9 @@ import time
 from pathlib import Path
 
 import cocotb
+import numpy as np
 
 from ..rtl.packet import PacketError, PacketFormat
-from .harness import FLIT_BITS, expected_memory
 from .traffic import Traffic
 
 NAME = "equimesh_mixed"
@@ -50,24 +50,30 @@ async def mixed(dut):
     from cocotb.clock import Clock
     from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge
 
-    from .mixed import MixedRun
+    from .mixed import MixedRun, read_back
 
     cfg = json.loads(Path(os.environ["EQUIMESH_MIXED"]).read_text())
-    image = pickle.loads(Path(cfg["image"]).read_bytes())
+    image, design, load = pickle.loads(Path(cfg["image"]).read_bytes())
     fmt = PacketFormat(cfg["nodes"], cfg["payload_flits"])
     traffic = Traffic(cfg["pattern"], cfg["roms"], cfg["counts"], cfg["rate"])
-    lanes, flit_bits = cfg["lanes"], cfg["flit_bits"]
-    run = MixedRun(image, fmt, traffic, lanes, start_at=cfg["start_at"], cycles=cfg["cycles"], flit_bits=flit_bits)
+    lanes = cfg["lanes"]
+    run = MixedRun(image, design, fmt, traffic, lanes, start_at=cfg["start_at"], cycles=cfg["cycles"])
     n_inj = fmt.nodes
     mons = [[getattr(dut, f"{kind}_mon__{i}__{f}") for f in ("valid", "ready", "payload")]
             for kind, count in (("inject", n_inj), ("eject", len(lanes))) for i in range(count)]
 
     cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
     dut.rst.value = 1
-    for name in ("stop", "start", "host_node", "host_lane", "host_addr"):
+    for name in ("start", "host_addr"):
         getattr(dut, name).value = 0
+    dut.stop.value = 1
     await ClockCycles(dut.clk, 2)
     dut.rst.value = 0
+    for f in range(load.frames):
+        await FallingEdge(dut.clk)
+        for name, vals in load.values.items():
+            getattr(dut, name).value = int.from_bytes(vals[f].tobytes(), "little")
+        await RisingEdge(dut.clk)
     stop_sig, start_sig, launch_sig, done_sig, valid_sig = dut.stop, dut.start, dut.launch, dut.done, dut.link_valid
     t0 = time.perf_counter()
     while True:
@@ -87,17 +93,15 @@ async def mixed(dut):
     await RisingEdge(dut.clk)  # the edge the Amaranth bench's last sample belongs to
     await ReadOnly()
     link_flits = [int(getattr(dut, f"link_flits__{i}").value) for i in range(cfg["links"])]
-    cache = {}
-    if run.done_at is not None:  # results() reads the lanes only after a finished schedule
-        for v, lane, addr, _ in expected_memory(image, flit_bits):
-            await FallingEdge(dut.clk)
-            dut.host_node.value = v
-            dut.host_lane.value = lane
-            dut.host_addr.value = addr
-            await RisingEdge(dut.clk)
-            await ReadOnly()
-            cache[(v, lane, addr)] = int(dut.host_data.value)
-    out = run.results(link_flits, lambda v, lane, addr: cache[(v, lane, addr)])
+    reads = read_back(image) if run.done_at is not None else 0  # lanes only after a finished schedule
+    host = np.zeros((reads, -(-len(dut.host_data) // 32)), dtype=np.uint32)
+    for a in range(reads):
+        await FallingEdge(dut.clk)
+        dut.host_addr.value = a
+        await RisingEdge(dut.clk)
+        await ReadOnly()
+        host[a] = np.frombuffer(int(dut.host_data.value).to_bytes(4 * host.shape[1], "little"), dtype="<u4")
+    out = run.results(link_flits, host)
     out["sim_seconds"] = round(sim_seconds, 3)
     out["sim_cycles"] = run.edge
     out["read_seconds"] = round(time.perf_counter() - t0 - sim_seconds, 3)
@@ -105,29 +109,34 @@ async def mixed(dut):
 
 
 def run_mixed_verilog(image, table, traffic: Traffic, payload_flits: int, build_dir, *, start_at: int, cycles: int,
-                      stall: float = 0.0, simulator: str = "icarus", flit_bits: int = FLIT_BITS) -> dict:
+                      stall: float = 0.0, simulator: str = "icarus") -> dict:
     """:func:`~equimesh.sim.mixed.simulate_mixed` on the generated Verilog under cocotb (Icarus or Verilator).
 
     Returns the same ``{"schedule", "packets", "sim_seconds"}`` dict, plus ``sim_cycles`` (cycles the
     bench observed), ``simulator``, ``build_seconds`` (Verilog export + compile) and ``run_seconds``
     (the whole simulator process, lane read-back included).
     """
+    from ..rtl.design import fit
+    from ..rtl.network import top_ports
     from .mixed import mixed_top
-    from .verilog_sim import SIMULATORS, SimulatorMissing, check_simulator, run_bench
+    from .program import make_program
+    from .verilog_sim import SimulatorMissing, check_simulator, run_bench
 
-    if simulator not in SIMULATORS:
-        raise PacketError(f"unknown simulator {simulator!r}; expected one of {', '.join(SIMULATORS)}")
+    if simulator not in ("icarus", "verilator"):
+        raise PacketError(f"unknown simulator {simulator!r}; expected icarus or verilator")
     try:
         check_simulator(simulator)
     except SimulatorMissing as e:
         raise PacketError(str(e)) from None
     build = Path(build_dir).resolve()
     build.mkdir(parents=True, exist_ok=True)
-    top = mixed_top(image, table, traffic, payload_flits, stall, flit_bits)
+    design = fit(image)
+    top = mixed_top(design, table, traffic, payload_flits, stall)
+    load = make_program(image, design, top_ports(top)[2]).segments[0]
     pkl = build / "image.pkl"
-    pkl.write_bytes(pickle.dumps(image))
+    pkl.write_bytes(pickle.dumps((image, design, load)))
     out, build_s, run_s = run_bench(top, NAME, build, simulator, "equimesh.sim.mixed_cocotb", "EQUIMESH_MIXED", {
-        "image": str(pkl), "nodes": top.fmt.nodes, "payload_flits": payload_flits, "flit_bits": flit_bits,
+        "image": str(pkl), "nodes": top.fmt.nodes, "payload_flits": payload_flits,
         "pattern": traffic.pattern, "roms": traffic.roms, "counts": traffic.counts, "rate": traffic.rate,
         "start_at": start_at, "cycles": cycles, "links": len(image.topology.links),
         "lanes": [v for v, _ in top.net.lanes]})

@@ -264,7 +264,7 @@ def rtl_check(log) -> tuple[str, list]:
     """The simulator in RTL units (alpha = pipeline latency, B = 1 flit/cycle) against the Amaranth network's cycles."""
     try:
         from ..rtl.rom import MIN_PERIOD, compile_schedule
-        from .harness import simulate as rtl_simulate
+        from .backends import run_image
     except ImportError as e:
         return f"RTL cross-check pending: the RTL simulation API is not importable ({e}).", []
     from ..schedules.synth import synthesize
@@ -279,7 +279,7 @@ def rtl_check(log) -> tuple[str, list]:
         sched = synthesize(topo, k, coll, "mirrorxtree" if coll == "allreduce" else "xtree")
         try:
             image = compile_schedule(sched, flits, topo)
-            res = rtl_simulate(image)
+            res = run_image(image, "amaranth")
         except Exception as e:  # the RTL may reject a schedule (e.g. storage lanes): report it
             rows.append([f"{r}x{c} {kind}", coll, k, flits, sched.num_steps, "-", "-", "-", f"not run: {e}"])
             continue

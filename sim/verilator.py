@@ -239,13 +239,43 @@ def _valid(entry: Path, key: str) -> bool:
         return False
 
 
+def publish(tmp: Path, entry: Path, key: str) -> None:
+    """Make the finished build in ``tmp`` the cache entry ``entry`` with one atomic rename. A damaged
+    entry in the way is removed first; if another process published a valid one first, ours is dropped."""
+    if entry.exists():
+        if _valid(entry, key):
+            shutil.rmtree(tmp, ignore_errors=True)
+            return
+        trash = entry.with_name(f"{entry.name}.damaged-{os.getpid()}")
+        try:
+            os.rename(entry, trash)
+            shutil.rmtree(trash, ignore_errors=True)
+        except OSError:  # another process moved it away first
+            pass
+    try:
+        os.rename(tmp, entry)
+    except OSError:  # published by another process between the check and the rename
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not _valid(entry, key):
+            raise VerilatorError(f"the model cache entry {entry} is unusable; delete it and run again") from None
+
+
 def build_model(verilog_text: str, ins: list[str], outs: list[str], widths: dict[str, int],
-                trace: str | None = None, jobs: int | None = None, log=None) -> Model:
-    """The cached model for this Verilog, building it if needed (see module docstring)."""
+                trace: str | None = None, jobs: int | None = None, log=None,
+                hier_blocks: list[str] = (), flags: list[str] | None = None, cxx_opt: str = CXX_OPT) -> Model:
+    """The cached model for this Verilog, building it if needed (see module docstring).
+
+    ``hier_blocks``: modules Verilator compiles once each and links into every instance (hierarchical
+    Verilation), instead of flattening every router into the top. ``flags``, ``cxx_opt``: Verilator's
+    flags and the C++ optimization level (the defaults are the measured best, docs/rtl.md).
+    """
     exe, version = find_verilator()
     cpp = harness_cpp(ins, outs, widths, trace)
-    flags = list(VERILATOR_FLAGS) + ([f"--trace-{trace}" if trace == "fst" else "--trace"] if trace else [])
-    key = hashlib.sha256("\0".join([verilog_text, cpp, version, " ".join(flags), CXX_OPT]).encode()).hexdigest()[:24]
+    flags = list(VERILATOR_FLAGS if flags is None else flags)
+    flags += [f"--trace-{trace}" if trace == "fst" else "--trace"] if trace else []
+    flags += ["--hierarchical"] if hier_blocks else []
+    vlt = "`verilator_config\n" + "".join(f'hier_block -module "{m}"\n' for m in hier_blocks)
+    key = hashlib.sha256("\0".join([verilog_text, cpp, vlt, version, " ".join(flags), cxx_opt]).encode()).hexdigest()[:24]
     root = cache_root() / "models"
     entry = root / key
     if _valid(entry, key):
@@ -258,10 +288,13 @@ def build_model(verilog_text: str, ins: list[str], outs: list[str], widths: dict
     try:
         (tmp / f"{TOP}.v").write_text(verilog_text)
         (tmp / "harness.cpp").write_text(cpp)
+        (tmp / "hier.vlt").write_text(vlt)
         jobs = jobs or os.cpu_count() or 1
         cmd = [exe, "--cc", "--exe", "--build", "-j", str(jobs), "--top-module", TOP, "-o", "model",
-               "--Mdir", "obj", *flags, "-CFLAGS", CXX_OPT, f"{TOP}.v", "harness.cpp"]
-        env = dict(os.environ, MAKEFLAGS="CFG_CXXFLAGS_PCH_I=-include", OPT_FAST=CXX_OPT, OPT_SLOW=CXX_OPT)
+               "--Mdir", "obj", *flags, "hier.vlt", f"{TOP}.v", "harness.cpp"]
+        # The PyPI build leaves verilated.mk's precompiled-header flag empty; OPT_*: the C++ optimization.
+        env = dict(os.environ, MAKEFLAGS=f"CFG_CXXFLAGS_PCH_I=-include OPT_FAST={cxx_opt} OPT_SLOW={cxx_opt} "
+                                         f"OPT_GLOBAL={cxx_opt}")
         with open(tmp / "build.log", "w") as logf:
             proc = subprocess.run(cmd, cwd=tmp, stdout=logf, stderr=subprocess.STDOUT, env=env)
         if proc.returncode != 0 or not (tmp / "obj" / "model").exists():
@@ -272,19 +305,8 @@ def build_model(verilog_text: str, ins: list[str], outs: list[str], widths: dict
         shutil.rmtree(tmp / "obj")
         (tmp / "entry.json").write_text(json.dumps({"key": key, "verilator": version, "flags": flags,
                                                     "model_sha256": _digest_file(tmp / "model")}))
-        seconds = time.perf_counter() - t0
-        if entry.exists():  # a damaged entry, or another process published first
-            if _valid(entry, key):
-                shutil.rmtree(tmp)
-                return Model(entry, ins, outs, seconds, False)
-            shutil.rmtree(entry, ignore_errors=True)
-        try:
-            os.rename(tmp, entry)
-        except OSError:  # published by another process between the check and the rename
-            shutil.rmtree(tmp, ignore_errors=True)
-            if not _valid(entry, key):
-                raise VerilatorError(f"the model cache entry {entry} is unusable; delete it and run again") from None
-        return Model(entry, ins, outs, seconds, False)
+        publish(tmp, entry, key)
+        return Model(entry, ins, outs, time.perf_counter() - t0, False)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)

