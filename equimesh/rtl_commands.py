@@ -293,7 +293,7 @@ def register_verilog(sub) -> None:
                                       "instead of a synthesized one")
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--tables-dir", help="also write each router's schedule table and initial lanes here as "
-                                        "$readmemh images, and preload.v that loads them")
+                                        "$readmemh images")
     p.add_argument("--packets", action="store_true",
                    help="routers that also carry MultiWrite packets (inject/eject streams, links with ready)")
     p.add_argument("--routing", default="shortcut", help="with --packets: forwarding tables (default shortcut)")

@@ -7,8 +7,8 @@ the design runs on the same file after the host loads the tables and lanes.
 Converted text is cached on disk by the design and the source of this package.
 
 For flows that want the tables in the bitstream, :func:`write_tables` writes each
-router's table and initial lanes as ``$readmemh`` images, and ``load.md`` the
-host's load sequence.
+router's table and initial lanes as ``$readmemh`` images; :func:`load_sequence`
+documents the host's load sequence (``load.md``).
 """
 
 from __future__ import annotations
@@ -121,32 +121,26 @@ Buses carry one field per node (or per lane slot, {ml} per node), node 0 in the 
 5. Read back: set `host_addr = a`; one cycle later field `v*{ml}+i` of `host_data` is flit `a` of lane `i`
    of node `v`.
 
-Flows that want the tables in the bitstream skip steps 1 and 2: `preload.v` (written with
-`--tables-dir`) fills the same memories with `$readmemh` at time zero; steps 3 to 5 are unchanged.
+Flows that want the tables in the bitstream skip steps 1 and 2 and initialise the memories
+`r<v>.\\table` and `r<v>.lane_<port>.mem` of each router instance from the `$readmemh` images
+(`--tables-dir`); steps 3 to 5 are unchanged.
 Lane order of node `v` is the order of its ports that carry links (N E S W X0 ...).
 """
 
 
 def write_tables(image: NetworkImage, design: Design, lane_words, out_dir: str | Path) -> list[Path]:
-    """Each router's schedule table and initial lanes as ``$readmemh`` files (one entry per line), and
-    ``preload.v``, a module whose ``initial`` block loads them into ``equimesh_top``'s memories."""
+    """Each router's schedule table and initial lanes as ``$readmemh`` files (one entry per line): the
+    memories ``equimesh_top.r<v>.\\table`` and ``equimesh_top.r<v>.lane_<port>.mem``."""
     d = Path(out_dir)
     d.mkdir(parents=True, exist_ok=True)
-    paths, loads = [], []
+    paths = []
     for r in image.routers:
         digits = (image.layout(r.node, design.slots).size + 3) // 4
         p = d / f"table_r{r.node}.hex"
         p.write_text("".join(f"{w:0{digits}x}\n" for w in image.rom_words(r.node, design.slots)))
         paths.append(p)
-        loads.append(f'    $readmemh("{p.name}", {TOP}.r{r.node}.\\table );')
         for i, port in enumerate(r.lanes):
             p = d / f"lane_r{r.node}_{port}.hex"
             p.write_text("".join(f"{w:0{design.flit_bits // 4}x}\n" for w in lane_words(r.node, i)))
             paths.append(p)
-            loads.append(f'    $readmemh("{p.name}", {TOP}.r{r.node}.lane_{port}.mem);')
-    p = d / "preload.v"
-    p.write_text("// Preloads the schedule tables and lanes of equimesh_top (see load.md); simulate it as a second\n"
-                 "// top-level module, with the hex files in the working directory.\n"
-                 "module equimesh_preload();\n  initial begin\n" + "\n".join(loads) + "\n  end\nendmodule\n")
-    paths.append(p)
     return paths

