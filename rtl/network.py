@@ -177,8 +177,9 @@ class Network(wiring.Component):
                      self.cycles.eq(stats.cycles), self.busy.eq(stats.busy)]
         return m
 
-    def _packets(self, m: Module, routers) -> None:
-        """``start`` as a request: hold injections, launch once no router holds a packet."""
+    def _launch(self, m: Module, routers) -> Signal:
+        """``start`` as a request: drive ``launch`` once no router holds a packet; returns the request
+        still pending (injections are held from ``start`` to ``launch``)."""
         pending = Signal()
         quiet = Cat(r["idle"] for r in routers).all()
         m.d.comb += self.launch.eq((self.start | pending) & quiet)
@@ -186,6 +187,10 @@ class Network(wiring.Component):
             m.d.sync += pending.eq(0)
         with m.Elif(self.start):
             m.d.sync += pending.eq(1)
+        return pending
+
+    def _packets(self, m: Module, routers) -> None:
+        pending = self._launch(m, routers)
         for v, r in enumerate(routers):
             inj = self.inject[v]
             m.d.comb += [r["start"].eq(self.launch), r["hold"].eq(self.start | pending),
