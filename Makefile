@@ -19,14 +19,16 @@ $(STAMP): pyproject.toml
 setup: $(STAMP)
 
 # The main job: schedules for the 4x4 mesh / EquiMesh / overflow, then the RTL comparison
-# (AllGather and AllReduce), Verilog for an FPGA/ASIC flow, a waveform, and one network carrying
-# MultiWrite packets and the AllReduce schedule on the same routers.
+# (AllGather and AllReduce, Amaranth simulator), Verilog for an FPGA/ASIC flow, a waveform, the
+# 8x8 AllGather on the compiled Verilator model (built once, then cached), and one network
+# carrying MultiWrite packets and the AllReduce schedule on the same routers.
 demo: $(STAMP)
 	$(BIN)/equimesh demo
-	$(BIN)/equimesh compare --rows 4 --cols 4 --chunks 4 --chunk-flits 8 --collective allgather --out out/compare-allgather
-	$(BIN)/equimesh compare --rows 4 --cols 4 --chunks 4 --chunk-flits 8 --collective allreduce --out out/compare-allreduce
-	$(BIN)/equimesh verilog --kind equimesh --rows 4 --cols 4 --chunks 4 --chunk-flits 8 --collective allreduce --out out/verilog --rom-dir out/verilog/rom
-	$(BIN)/equimesh simulate --kind equimesh --rows 4 --cols 4 --chunks 4 --chunk-flits 8 --collective allreduce --vcd waveforms/equimesh_4x4_allreduce.vcd
+	$(BIN)/equimesh compare --rows 4 --cols 4 --chunks 4 --chunk-flits 8 --collective allgather --backend amaranth --out out/compare-allgather
+	$(BIN)/equimesh compare --rows 4 --cols 4 --chunks 4 --chunk-flits 8 --collective allreduce --backend amaranth --out out/compare-allreduce
+	$(BIN)/equimesh verilog --kind equimesh --rows 4 --cols 4 --chunks 4 --chunk-flits 8 --collective allreduce --out out/verilog --tables-dir out/verilog/tables
+	$(BIN)/equimesh simulate --kind equimesh --rows 4 --cols 4 --chunks 4 --chunk-flits 8 --collective allreduce --backend amaranth --vcd waveforms/equimesh_4x4_allreduce.vcd
+	$(BIN)/equimesh simulate --kind equimesh --rows 8 --cols 8 --chunks 4 --chunk-flits 16 --collective allgather
 	$(BIN)/equimesh mixed --kind equimesh --rows 4 --cols 4 --chunks 4 --chunk-flits 8 --collective allreduce
 
 test: $(STAMP)
