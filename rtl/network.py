@@ -13,6 +13,8 @@ is the cycle of ``start`` itself, so the schedule's timing is unchanged.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from amaranth.hdl import Cat, ClockSignal, Instance, Module, ResetSignal, Shape, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -20,7 +22,7 @@ from amaranth.lib.wiring import In, Out
 from .design import Design
 from .packet_endpoints import COUNTER_BITS
 from .packet_network import PacketSetup
-from .rom import same_topology
+from .rom import entry_layout, same_topology
 from .router import Router
 from .stats import Stats
 
@@ -44,6 +46,62 @@ def make_router(design: Design, node: int, packets: PacketSetup | None = None) -
                   design.reduce, design.flit_bits, None if packets is None else packets.router(node))
 
 
+PORT_BITS = 16384  # the widest top-level port (Amaranth's netlist caps one value at 65536 bits)
+
+
+@dataclass(frozen=True)
+class Bus:
+    """A top-level bus of equal fields (one per node, lane slot or link; field 0 in the low bits of the
+    first port), split into ports of at most :data:`PORT_BITS` bits: ``name``, or ``name__0``, ``name__1``..."""
+
+    name: str
+    field_bits: int  # a multiple of 32, so that every port starts on a 32-bit word
+    fields: int
+
+    @property
+    def per_port(self) -> int:
+        return max(1, PORT_BITS // self.field_bits)
+
+    def ports(self) -> list[tuple[str, int]]:
+        """Port names and the number of fields each carries."""
+        per = self.per_port
+        if self.fields <= per:
+            return [(self.name, self.fields)]
+        return [(f"{self.name}__{k}", min(per, self.fields - k * per)) for k in range(-(-self.fields // per))]
+
+    def field(self, net, i: int):
+        """Field ``i`` of this bus on network top ``net``."""
+        name, _ = self.ports()[i // self.per_port]
+        lo = (i % self.per_port) * self.field_bits
+        return getattr(net, name)[lo:lo + self.field_bits]
+
+
+def _words32(bits: int) -> int:
+    return 32 * -(-bits // 32)
+
+
+LOAD_BITS = 16384  # the widest load bus: Amaranth's netlist caps all top-level inputs at 65536 bits together
+
+
+def entry_bits(design: Design) -> int:
+    """The widest table entry of the design's routers, padded to 32-bit words."""
+    return _words32(max(entry_layout(len(design.lanes(v)), design.slots).size for v in range(design.nodes)))
+
+
+def load_group(design: Design) -> int:
+    """Nodes loaded in parallel: the load buses carry one group of nodes at a time (``group`` selects it)."""
+    return max(1, min(design.nodes, LOAD_BITS // max(entry_bits(design), design.max_lanes * design.flit_bits)))
+
+
+def buses(design: Design) -> dict[str, Bus]:
+    """The load, read-back and statistics buses of a design's network top."""
+    t, ml, g = design.topology, design.max_lanes, load_group(design)
+    return {b.name: b for b in (
+        Bus("tab_data", entry_bits(design), g), Bus("load_we", _words32(ml), g),
+        Bus("load_data", design.flit_bits, g * ml), Bus("host_data", design.flit_bits, t.nodes * ml),
+        Bus("busy", COUNTER_BITS, len(t.links)))}
+
+
 def top_ports(net) -> tuple[list[str], list[str], dict[str, int]]:
     """The plain ports of a network top: input names, output names, and every port's bit width."""
     ins, outs, widths = [], [], {}
@@ -58,17 +116,21 @@ class Network(wiring.Component):
     """The routers of a :class:`~equimesh.rtl.design.Design`, wired along its links, and the host ports
     that load and read them (design.md, "Schedule tables in hardware").
 
-    Every node's local DMA loads its router in parallel with the others: the address ports are
-    shared, the data ports are plain vectors with a field per node or per lane, node 0 in the low
-    bits: ``tab_data`` has ``entry_bits`` per node, ``load_we`` one bit per lane slot (``max_lanes``
-    per node), ``load_data`` and ``host_data`` ``flit_bits`` per lane slot, ``busy`` 32 bits per link.
+    The nodes' local DMA engines load their routers in parallel, one group of :func:`load_group`
+    nodes at a time (``group``; node ``v`` is field ``v mod group size`` of its group): the address
+    ports are shared, the data ports are buses (:class:`Bus`) with a field per node or per lane slot
+    (``max_lanes`` per node): ``tab_data`` an entry per node, ``load_we`` a bit per lane slot (padded to
+    32 bits per node), ``load_data`` a flit per lane slot. ``host_data`` (a flit per lane slot of every
+    node) and ``busy`` (32 bits per link) cover the whole network. A bus wider than :data:`PORT_BITS`
+    is split into numbered ports.
 
     Ports
     -----
     start : In(1), steps : In -- run the loaded schedule of ``steps`` timesteps (all routers together).
     done : Out(1) -- every router has written its last flit.
-    tab_we, tab_addr, tab_data : In -- write table entry ``tab_addr`` of every router.
-    load_addr, load_we, load_data : In -- write flit ``load_addr`` of the lanes whose bit is set.
+    group : In -- the group of nodes the load ports address.
+    tab_we, tab_addr, tab_data : In -- write table entry ``tab_addr`` of every router of the group.
+    load_addr, load_we, load_data : In -- write flit ``load_addr`` of the group's lanes whose bit is set.
     host_addr : In, host_data : Out -- flit ``host_addr`` of every lane, valid the next cycle.
     link_valid : Out(links) -- bit ``i`` is the valid signal of link ``i`` (waveforms).
     cycles, busy : Out -- the statistics block (:class:`~equimesh.rtl.stats.Stats`).
@@ -105,20 +167,18 @@ class Network(wiring.Component):
         # One named valid signal per link, for waveforms (`link<i>_<src><port>_<dst><port>`).
         self.link_signals = [Signal(name=f"link{i}_{l.src}{l.src_port}_{l.dst}{l.dst_port}")
                              for i, l in enumerate(t.links)]
-        self.flit_bits = design.flit_bits
-        self.entry_bits = max(r.tab_data.shape().size for r in self.routers)
-        nodes, fb = t.nodes, design.flit_bits
-        # Top-level buses are plain vectors of per-node (or per-lane) fields, node 0 in the low bits.
+        self.buses = buses(design)
         members = {
             "start": In(1), "steps": In(range(1, design.depth + 1)), "done": Out(1),
-            "tab_we": In(1), "tab_addr": In(range(design.depth)), "tab_data": In(nodes * self.entry_bits),
-            "load_addr": In(range(design.lane_flits)), "load_we": In(nodes * ml),
-            "load_data": In(nodes * ml * fb),
-            "host_addr": In(range(design.lane_flits)), "host_data": Out(nodes * ml * fb),
-            "link_valid": Out(len(t.links)),
+            "tab_we": In(1), "tab_addr": In(range(design.depth)),
+            "group": In(max(1, (-(-t.nodes // load_group(design)) - 1).bit_length())),
+            "load_addr": In(range(design.lane_flits)), "host_addr": In(range(design.lane_flits)),
+            "link_valid": Out(len(t.links)), "cycles": Out(COUNTER_BITS),
         }
+        for bus in self.buses.values():
+            flow = Out if bus.name in ("host_data", "busy") else In
+            members.update({name: flow(n * bus.field_bits) for name, n in bus.ports()})
         self.stats = Stats(len(t.links))
-        members.update({"cycles": Out(COUNTER_BITS), "busy": Out(COUNTER_BITS * len(t.links))})
         if packets is not None:
             pkt = stream.Signature(packets.fmt.flit)
             self.fmt = packets.fmt
@@ -145,16 +205,20 @@ class Network(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         d, t = self.design, self.design.topology
-        ml, fb, eb = d.max_lanes, d.flit_bits, self.entry_bits
+        ml, fb, bus, size = d.max_lanes, d.flit_bits, self.buses, load_group(d)
         routers = [self._ports(m, v) for v in range(t.nodes)]
         for v, r in enumerate(routers):
-            n = len(d.lanes(v))
-            m.d.comb += [r["steps"].eq(self.steps), r["tab_we"].eq(self.tab_we), r["tab_addr"].eq(self.tab_addr),
-                         r["tab_data"].eq(self.tab_data[v * eb:v * eb + len(r["tab_data"])]),
-                         r["load_addr"].eq(self.load_addr), r["load_we"].eq(self.load_we[v * ml:v * ml + n]),
-                         r["load_data"].eq(self.load_data[v * ml * fb:(v * ml + n) * fb]),
-                         r["host_addr"].eq(self.host_addr),
-                         self.host_data[v * ml * fb:(v * ml + n) * fb].eq(r["host_data"])]
+            n, (g, k) = len(d.lanes(v)), divmod(v, size)
+            mine = Signal(name=f"load_r{v}")
+            m.d.comb += [mine.eq(self.group == g),
+                         r["steps"].eq(self.steps), r["tab_we"].eq(self.tab_we & mine), r["tab_addr"].eq(self.tab_addr),
+                         r["tab_data"].eq(bus["tab_data"].field(self, k)[:len(r["tab_data"])]),
+                         r["load_addr"].eq(self.load_addr),
+                         r["load_we"].eq(bus["load_we"].field(self, k)[:n] & mine.replicate(n)),
+                         r["host_addr"].eq(self.host_addr)]
+            for i in range(n):
+                m.d.comb += [r["load_data"][i * fb:(i + 1) * fb].eq(bus["load_data"].field(self, k * ml + i)),
+                             bus["host_data"].field(self, v * ml + i).eq(r["host_data"][i * fb:(i + 1) * fb])]
         m.submodules.stats = stats = self.stats
         if self.packets is None:
             m.d.comb += [r["start"].eq(self.start) for r in routers]
@@ -174,7 +238,8 @@ class Network(wiring.Component):
         m.d.comb += self.link_valid.eq(Cat(self.link_signals))
         m.d.comb += self.done.eq(Cat(r["done"] for r in routers).all())
         m.d.comb += [stats.done.eq(self.done), stats.link_valid.eq(self.link_valid),
-                     self.cycles.eq(stats.cycles), self.busy.eq(stats.busy)]
+                     self.cycles.eq(stats.cycles)]
+        m.d.comb += [bus["busy"].field(self, i).eq(stats.busy[32 * i:32 * (i + 1)]) for i in range(len(t.links))]
         return m
 
     def _launch(self, m: Module, routers) -> Signal:

@@ -89,9 +89,10 @@ class PacketNetwork(wiring.Component):
         return m
 
 
-# The scheduled network's host ports (rtl/network.py) that TrafficTop passes through.
-HOST_PORTS = ("steps", "tab_we", "tab_addr", "tab_data", "load_addr", "load_we", "load_data", "host_addr", "host_data",
-              "cycles", "busy")
+def host_ports(net) -> list[str]:
+    """The scheduled network's host and statistics ports (rtl/network.py) that TrafficTop passes through."""
+    names = ["steps", "group", "tab_we", "tab_addr", "load_addr", "host_addr", "cycles"]
+    return names + [name for bus in net.buses.values() for name, _ in bus.ports()]
 
 
 class TrafficTop(wiring.Component):
@@ -130,7 +131,7 @@ class TrafficTop(wiring.Component):
         if self.scheduled:
             members.update({"start": In(1), "done": Out(1), "launch": Out(1),
                             "link_valid": Out(len(net.link_valid))})
-            members.update({name: net.signature.members[name] for name in HOST_PORTS})
+            members.update({name: net.signature.members[name] for name in host_ports(net)})
         if check:
             members.update({
                 "count": Out(COUNTER_BITS).array(nodes),
@@ -151,7 +152,7 @@ class TrafficTop(wiring.Component):
         if self.scheduled:
             m.d.comb += [net.start.eq(self.start), self.done.eq(net.done), self.launch.eq(net.launch),
                          self.link_valid.eq(net.link_valid)]
-            for name in HOST_PORTS:
+            for name in host_ports(net):
                 mine, theirs = getattr(self, name), getattr(net, name)
                 m.d.comb += (theirs.eq(mine) if net.signature.members[name].flow == In else mine.eq(theirs))
         for v in range(nodes):

@@ -25,6 +25,7 @@ import numpy as np
 
 from ..rtl.design import Design
 from ..rtl.flit import WORD_BITS
+from ..rtl.network import buses, load_group
 from ..rtl.rom import NetworkImage
 from .pattern import expected_chunks, input_chunks
 
@@ -65,11 +66,10 @@ class Run:
 
 @dataclass
 class Program:
-    """The segments, and how to read the captured outputs back (``reads[name]`` = segment index)."""
+    """The segments, and the bit width of every port they name."""
 
     segments: list
     widths: dict[str, int]
-    reads: dict[str, int]
 
 
 def lane_images(image: NetworkImage, design: Design) -> tuple[np.ndarray, int]:
@@ -87,33 +87,74 @@ def lane_images(image: NetworkImage, design: Design) -> tuple[np.ndarray, int]:
     return out, n_load
 
 
+def split(design: Design, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Bus values (uint32 ``[frames, words]``, field 0 first) -> the values of the bus's ports."""
+    out = {}
+    for name, vals in values.items():
+        bus = buses(design).get(name)
+        if bus is None:
+            out[name] = vals
+            continue
+        w = bus.field_bits // 32
+        first = 0
+        for port, fields in bus.ports():
+            out[port] = np.ascontiguousarray(vals[:, first:first + fields * w])
+            first += fields * w
+    return out
+
+
+def join(design: Design, out: dict, name: str) -> np.ndarray:
+    """A captured bus (uint32 ``[frames, words]``) from the records of its ports."""
+    return np.concatenate([out[port] for port, _ in buses(design)[name].ports()], axis=1)
+
+
 def make_program(image: NetworkImage, design: Design, widths: dict[str, int]) -> Program:
-    """Load every table and lane of ``design`` with ``image``, run it, read the counters and lanes."""
+    """Load every table and lane of ``design`` with ``image``, run it, read the counters and lanes.
+
+    ``widths``: the bit width of every port of the network top (:func:`~equimesh.rtl.network.top_ports`)."""
     design.check(image)
     n, ml, S = image.topology.nodes, design.max_lanes, image.steps
-    lanes, n_load = lane_images(image, design)
-    frames = max(S, n_load) + 1  # the last frame clears the write enables
+    bus, size = buses(design), load_group(design)
+    groups = -(-n // size)
+    lanes, n_load = lane_images(image, design)                 # [addr, n * ml, W]
+    per = max(S, n_load)
+    frames = groups * per + 1  # group by group; the last frame clears the write enables
     f = np.arange(frames)
-    table = np.zeros((frames, n, widths["tab_data"] // n), dtype=np.uint8)
-    table[:S] = image.table_bits(design.slots, widths["tab_data"] // n).transpose(1, 0, 2)
-    lane_we = np.zeros((n, ml), dtype=np.uint8)
+    g, a = np.minimum(f // per, groups - 1), f % per            # group and address of each frame
+    tab_live = (f < groups * per) & (a < S)
+    lane_live = (f < groups * per) & (a < n_load)
+    pad = groups * size - n
+    eb = bus["tab_data"].field_bits
+    bits = np.concatenate([image.table_bits(design.slots, eb), np.zeros((pad, S, eb), dtype=np.uint8)])
+    table = np.zeros((frames, size, eb), dtype=np.uint8)        # frame -> its group's entries at step a
+    rows = np.nonzero(tab_live)[0]
+    table[rows] = bits.reshape(groups, size, S, eb)[g[rows], :, a[rows]]
+    lane_we = np.zeros((groups * size, bus["load_we"].field_bits), dtype=np.uint8)
     for v in range(n):
         lane_we[v, :len(design.lanes(v))] = 1
-    load_data = np.zeros((frames,) + lanes.shape[1:], dtype=np.uint32)
-    load_data[:n_load] = lanes
-    load = Drive(frames, {
-        "steps": scalar(np.full(frames, S), widths["steps"]),
-        "tab_we": scalar(f < S, 1), "tab_addr": scalar(np.minimum(f, S - 1), widths["tab_addr"]),
+    we = np.zeros((frames, size, lane_we.shape[1]), dtype=np.uint8)
+    rows = np.nonzero(lane_live)[0]
+    we[rows] = lane_we.reshape(groups, size, -1)[g[rows]]
+    W = lanes.shape[2]
+    lanes = np.concatenate([lanes, np.zeros((n_load, pad * ml, W), dtype=np.uint32)], axis=1)
+    load_data = np.zeros((frames, size * ml, W), dtype=np.uint32)
+    load_data[rows] = lanes.reshape(n_load, groups, size * ml, W)[a[rows], g[rows]]
+    load = Drive(frames, split(design, {
+        "steps": scalar(np.full(frames, S), widths["steps"]), "group": scalar(g, widths["group"]),
+        "tab_we": scalar(tab_live, 1), "tab_addr": scalar(np.minimum(a, S - 1), widths["tab_addr"]),
         "tab_data": pack_bits(table.reshape(frames, -1)),
-        "load_addr": scalar(np.minimum(f, max(n_load - 1, 0)), widths["load_addr"]),
-        "load_we": pack_bits((f < n_load)[:, None] * np.tile(lane_we.reshape(1, -1), (frames, 1))),
+        "load_addr": scalar(np.minimum(a, max(n_load - 1, 0)), widths["load_addr"]),
+        "load_we": pack_bits(we.reshape(frames, -1)),
         "load_data": load_data.reshape(frames, -1),
-    })
-    idle = Drive(1, {"tab_we": scalar([0], 1), "load_we": scalar([0], widths["load_we"])}, ["cycles", "busy"])
+    }))
+    no_we = np.zeros((1, bus["load_we"].fields * bus["load_we"].field_bits // 32), dtype=np.uint32)
+    idle = Drive(1, split(design, {"tab_we": scalar([0], 1), "load_we": no_we}),
+                 ["cycles"] + [p for p, _ in bus["busy"].ports()])
     n_read = final_reads(image)
-    read = Drive(n_read, {"host_addr": scalar(np.arange(n_read), widths["host_addr"])}, ["host_data"])
+    read = Drive(n_read, {"host_addr": scalar(np.arange(n_read), widths["host_addr"])},
+                 [p for p, _ in bus["host_data"].ports()])
     limit = expected_run_cycles(image) + 16
-    return Program([load, Run(limit), idle, read], widths, {"cycles": 2, "busy": 2, "host_data": 3})
+    return Program([load, Run(limit), idle, read], widths)
 
 
 def expected_run_cycles(image: NetworkImage) -> int:

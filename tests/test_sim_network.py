@@ -108,3 +108,18 @@ def test_crossbar_asserts_on_a_select_naming_no_input():
     sim.add_testbench(bench)
     with pytest.raises(AssertionError, match="crossbar output 1 selects a missing input"):
         sim.run()
+
+
+def test_loading_group_by_group_and_buses_split_over_several_ports(monkeypatch):
+    """Big networks load a group of nodes at a time and split wide buses over ports: the same run."""
+    from equimesh.rtl import network
+
+    t = build("mesh", 2, 3)
+    image = compile_schedule(synthesize(t, 2, "allreduce"), 2, t)
+    monkeypatch.setattr(network, "LOAD_BITS", 256)   # one node (4 lanes x 64 bits) per group
+    monkeypatch.setattr(network, "PORT_BITS", 128)   # two flits or four counters per port
+    design = fit(image)
+    assert network.load_group(design) == 1
+    assert [p for p, _ in network.buses(design)["host_data"].ports()][:2] == ["host_data__0", "host_data__1"]
+    res = run_image(image, "amaranth", design)
+    assert res.bit_exact and res.stats.busy_matches_schedule and res.counters_agree
