@@ -31,8 +31,6 @@ from functools import cached_property
 
 import numpy as np
 
-WAVELENGTH_BPS = 40e9      # seed 002, Section V-A: 40 Gbps per wavelength
-RECONFIG_S = 25e-6         # seed 002, Section V-A: MRR reconfiguration delay per step
 CW, CCW = 0, 1             # fiber index: clockwise (node x -> x+1), counter-clockwise
 
 
@@ -121,11 +119,6 @@ def proof_stage_steps(nodes: int, wavelengths: int, m: int, stages: int) -> list
     for j in range(2, stages + 1):
         out.append(m ** (j - 1) * -(-nodes // m ** j) * -(-m * m // (4 * wavelengths)))
     return out
-
-
-def comm_time(steps: int, item_bytes: float, per_step_items: int = 1) -> float:
-    """Eq. (3): T = (d/B + a) S seconds, B = 40 Gbps, a = 25 us; ``per_step_items`` d's per step."""
-    return (per_step_items * item_bytes * 8 / WAVELENGTH_BPS + RECONFIG_S) * steps
 
 
 # ----- the m-ary tree --------------------------------------------------------
