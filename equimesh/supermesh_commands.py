@@ -26,7 +26,7 @@ def cmd_topology(args) -> int:
         print(json.dumps(out, indent=2))
         return 0
     name = f"SM({args.m},{args.n},{args.p},{args.x},{args.y})"
-    print(f"{name}: {t.nodes} nodes, {out['links']} links (formula {out['links_formula']}), at most {out['hops']} hops")
+    print(f"{name}: {t.nodes} nodes, {out['links']} links (formula {out['links_formula']}), diameter {out['hops']}")
     print(f"  GBW (slide formula, w(x) = x^2/4): {out['gbw']:g}")
     print("  links across the halving cut, counted: "
           + ", ".join(f"{d} {c}" for d, c in out["cuts"].items()) + " (odd sizes cut floor/ceil)")

@@ -94,7 +94,7 @@ def paper_checks() -> list[Check]:
     for a in ALGORITHMS:
         note = ""
         if a == "osm":
-            note = "ceil(N^2/8w) = 2048; the printed 128 is N/8"
+            note = "ceil(N^2/8w) = 2048; 128 equals N/8"
         out.append(Check(f"Table 1 {a} (N=1024, w=64)", TABLE1[a], s[a], note))
     out.append(Check("Table 1 k* (N=1024), Lemma 3 with ceil", TABLE1["k_star"], ot.k_star(1024)))
     out.append(Check("Lemma 3 k* (N=1024) with round ('integer rounding' in the text)", TABLE1["k_star"],
