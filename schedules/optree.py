@@ -150,9 +150,9 @@ def _pairs(nodes: int, radices: tuple[int, ...], stage: int) -> tuple[np.ndarray
     t = np.tile(np.arange(1, m, dtype=np.int64), nodes)        # child offset, 1..m-1
     z = x - (x % g) + ((digit + t) % m) * c + x % c
     if stage == 0:
-        # whole ring, shortest way; antipodal pairs (t = m/2) alternate by sender parity to balance the fibers
+        # whole ring, shortest way; the antipodal pairs {x, x + N/2} (t = m/2) take the two fibers in turn
         fiber = np.where(2 * t < m, CW, CCW)
-        fiber = np.where(2 * t == m, x % 2, fiber)
+        fiber = np.where(2 * t == m, (x % max(nodes // 2, 1)) % 2, fiber)
     else:
         fiber = np.where(z > x, CW, CCW)                       # inside the parent's segment: a line
     return x, z, fiber
@@ -236,6 +236,35 @@ def _colour_line(lo: np.ndarray, hi: np.ndarray, copies: int) -> tuple[np.ndarra
         colours[i] = got
         heapq.heappush(busy, (hi[i], int(i)))
     return colours, used
+
+
+def _tile_ring(nodes: int, m: int, lo: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, int]:
+    """Ring-stage colouring for an even radix m: arcs that tile the fiber share a colour.
+
+    An arc spans t = length / c children (c = N/m). Lengths t and u = m/2 - t, one
+    after the other and again half a ring on, tile the ring: colour ``(t, x)`` holds the
+    arcs from x and x + N/2 of length t and those from x + t c and x + N/2 + t c of
+    length u, x in 0..N/2-1. Length m/4 (u = t) tiles with four arcs a quarter ring
+    apart; the antipodal pair {p, p + N/2} (t = m/2) is one colour. Every segment of a
+    fiber is covered once per colour, so the count equals the load.
+    """
+    c, half = nodes // m, nodes // 2
+    t = length // c
+    colour = np.empty(len(lo), dtype=np.int64)
+    base = 0
+    for a in range(1, m // 4 + 1):
+        b = m // 2 - a
+        if a < b:
+            colour[t == a] = base + lo[t == a] % half
+            colour[t == b] = base + (lo[t == b] - a * c) % half
+            base += half
+        else:
+            colour[t == a] = base + lo[t == a] % (nodes // 4)
+            base += nodes // 4
+    anti = t == m // 2
+    colour[anti] = base + (lo[anti] % half) // 2
+    _, dense = np.unique(colour, return_inverse=True)   # the other fiber's half of the antipodal colours is unused
+    return dense, int(dense.max()) + 1 if len(dense) else 0
 
 
 def _colour_ring(nodes: int, lo: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, int]:
@@ -330,7 +359,10 @@ def build(nodes: int, wavelengths: int, radices: tuple[int, ...]) -> OpTreeSched
             used = 0
             for f in (CW, CCW):
                 sel = fiber == f
-                colour[sel], n = _colour_ring(nodes, lo[sel], length[sel])
+                if radices[0] % 2 == 0:
+                    colour[sel], n = _tile_ring(nodes, radices[0], lo[sel], length[sel])
+                else:
+                    colour[sel], n = _colour_ring(nodes, lo[sel], length[sel])
                 used = max(used, n)
             colour = colour[:, None]
         else:

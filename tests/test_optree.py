@@ -148,3 +148,18 @@ def test_every_tree_verifies(nodes, w):
             s = ot.build(nodes, w, f)
             ot.verify(s)
             assert s.num_steps >= s.floor_steps
+
+
+def test_one_stage_motivation_meets_osm():
+    # the one-stage model on 16 nodes: ceil(16^2 / 8) = 32 wavelengths, 2 at a time
+    s = ot.build(16, 2, (16,))
+    ot.verify(s)
+    assert s.num_steps == 16
+
+
+def test_ring_stage_meets_its_load_for_small_trees():
+    for nodes in range(2, 64):
+        for k in (1, 2, 3):
+            for f in ot.factorizations(nodes, k):
+                s = ot.build(nodes, 1, f)
+                assert s.stage_steps[0] == s.stage_loads[0], (nodes, f)
