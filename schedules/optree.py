@@ -152,7 +152,7 @@ def _pairs(nodes: int, radices: tuple[int, ...], stage: int) -> tuple[np.ndarray
     if stage == 0:
         # whole ring, shortest way; the antipodal pairs {x, x + N/2} (t = m/2) take the two fibers in turn
         fiber = np.where(2 * t < m, CW, CCW)
-        fiber = np.where(2 * t == m, (x % max(nodes // 2, 1)) % 2, fiber)
+        fiber = np.where(2 * t == m, (x % (nodes // 2)) % 2, fiber)
     else:
         fiber = np.where(z > x, CW, CCW)                       # inside the parent's segment: a line
     return x, z, fiber
@@ -194,22 +194,20 @@ def best_radices(nodes: int, wavelengths: int, stages: int) -> tuple[int, ...]:
     cands = {(f[i],) + f[:i] + f[i + 1:] for f in factorizations(nodes, stages) for i in range(len(f))}
     if not cands:
         raise OpTreeError(f"N = {nodes} does not split into {stages} radices >= 2 "
-                          f"(it has {sum(_prime_exponents(nodes).values())} prime factors)")
+                          f"(it has {_prime_factor_count(nodes)} prime factors)")
     def cost(r):
         return sum(-(-l // wavelengths) for l in stage_loads(nodes, r)), r
     return min(sorted(cands, reverse=True), key=cost)
 
 
-def _prime_exponents(n: int) -> dict[int, int]:
-    out, p = {}, 2
+def _prime_factor_count(n: int) -> int:
+    """Prime factors of n with multiplicity: the most stages a full tree on n nodes can have."""
+    count, p = 0, 2
     while p * p <= n:
         while n % p == 0:
-            out[p] = out.get(p, 0) + 1
-            n //= p
+            count, n = count + 1, n // p
         p += 1
-    if n > 1:
-        out[n] = out.get(n, 0) + 1
-    return out
+    return count + (n > 1)
 
 
 # ----- wavelength assignment -------------------------------------------------
