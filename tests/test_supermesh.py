@@ -111,3 +111,8 @@ def test_cli_bad_matrix(capsys, tmp_path):
     f.write_text("0 1 2\n1 0\n")
     assert main(["supermesh", "a2a", "--matrix", str(f)]) == 1
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_packet_routing_refuses_supermesh_in_one_line(capsys):
+    assert main(["routing", "--kind", "supermesh", "--rows", "3", "--cols", "3"]) != 0
+    assert capsys.readouterr().err.count("\n") == 1
