@@ -116,3 +116,11 @@ def test_cli_bad_matrix(capsys, tmp_path):
 def test_packet_routing_refuses_supermesh_in_one_line(capsys):
     assert main(["routing", "--kind", "supermesh", "--rows", "3", "--cols", "3"]) != 0
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_cli_schedule_and_verify_supermesh(capsys, tmp_path):
+    f = tmp_path / "sm.json"
+    assert main(["schedule", "--kind", "supermesh", "--rows", "3", "--cols", "4", "--chunks", "2",
+                 "--collective", "allreduce", "--out", str(f)]) == 0
+    assert main(["verify", str(f)]) == 0
+    assert "3x4 supermesh" in capsys.readouterr().out
