@@ -153,6 +153,8 @@ def xy_table(topo: Topology) -> ForwardingTable:
     for v in range(n):
         for d in range(n):
             if v != d:
+                if ports[v][d] not in t.out_link[v]:   # e.g. the supermesh: no N/E/S/W ports
+                    raise RoutingError(f"packet routing needs mesh ports; the {topo.name} has none")
                 (r, c) = divmod(v, topo.cols)
                 dst = topo.links[t.next_link(v, d)].dst
                 if abs(dst // topo.cols - r) + abs(dst % topo.cols - c) != 1:

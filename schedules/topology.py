@@ -13,6 +13,10 @@ Kinds (seed 000, Section II-A and III-B; seed 003 for the torus):
   extra router ports ``X0``, ``X1``, ... so edge routers need 6-port crossbars.
 * ``torus``: wrap-around links; a dimension of size 2 has one neighbour, not
   two parallel links (seed 003).
+* ``supermesh``: SM(rows, cols) of seed 001 (slides "2D Supermesh"): every row
+  and every column fully connected, one link each way per pair. A node's link
+  to column ``j`` of its row uses port ``R<j>``, to row ``i`` of its column
+  ``C<i>``, so a router has (cols-1)+(rows-1) network ports.
 
 Node id = ``row * cols + col``; row 0 is the top row, col 0 the left column.
 """
@@ -26,7 +30,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import shortest_path
 
-KINDS = ("mesh", "equimesh", "mirror-equimesh", "overflow", "torus")
+KINDS = ("mesh", "equimesh", "mirror-equimesh", "overflow", "torus", "supermesh")
 EDGES = ("top", "bottom", "left", "right")
 # The port through which an edge's ring leaves and enters its nodes.
 RING_PORT = {"top": "N", "bottom": "S", "left": "W", "right": "E"}
@@ -114,7 +118,7 @@ class Link:
 def _port_key(port: str) -> tuple[int, int]:
     if port in PORT_ORDER:
         return (0, PORT_ORDER.index(port))
-    return (1, int(port[1:]))
+    return (1, "XRC".index(port[0]), int(port[1:]))
 
 
 @dataclass
@@ -267,6 +271,17 @@ def _is_perimeter(link: Link, rows: int, cols: int) -> bool:
     return c1 in (0, cols - 1) and c1 == c2
 
 
+def _supermesh_links(rows: int, cols: int) -> list[Link]:
+    """SM(rows, cols), seed 001: full connection inside every row and every column, both directions."""
+    links = []
+    for r in range(rows):
+        for c in range(cols):
+            v = r * cols + c
+            links += [Link(v, r * cols + j, f"R{j}", f"R{c}") for j in range(cols) if j != c]
+            links += [Link(v, i * cols + c, f"C{i}", f"C{r}") for i in range(rows) if i != r]
+    return links
+
+
 def build(kind: str, rows: int, cols: int, ring_dirs: dict[str, bool] | None = None) -> Topology:
     """Build a topology of the given kind and size.
 
@@ -278,6 +293,8 @@ def build(kind: str, rows: int, cols: int, ring_dirs: dict[str, bool] | None = N
         raise TopologyError(f"unknown topology kind {kind!r}; expected one of {', '.join(KINDS)}")
     if rows < 2 or cols < 2:
         raise TopologyError(f"rows and cols must be >= 2 (got {rows}x{cols})")
+    if kind == "supermesh":
+        return Topology(kind, rows, cols, _supermesh_links(rows, cols))
     links = _mesh_links(rows, cols)
     dirs = None
     if kind in ("equimesh", "mirror-equimesh"):

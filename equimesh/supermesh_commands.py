@@ -1,0 +1,90 @@
+"""Subcommands for the Supermesh analytics of seed 001: ``supermesh topology`` and ``supermesh a2a``."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from .errors import InputError, UsageError
+from .schedules import supermesh as sm
+
+
+def cmd_topology(args) -> int:
+    dims = (args.m, args.n, args.p, args.x, args.y)
+    try:
+        t = sm.supermesh3d(*dims)
+        out = {"m": args.m, "n": args.n, "p": args.p, "x": args.x, "y": args.y, "nodes": t.nodes,
+               "links": int(len(t.a)), "links_formula": sm.links_3d(*dims), "gbw": sm.gbw(*dims),
+               "cuts": {d: t.cut(i) for i, d in enumerate(("rows", "cols", "planes")) if dims[i] > 1},
+               "hops": t.hops()}
+    except sm.SupermeshError as e:
+        raise UsageError(str(e)) from None
+    if args.p == 1:
+        out["short_reach_links"] = sm.short_reach_links(args.m, args.n)
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    name = f"SM({args.m},{args.n},{args.p},{args.x},{args.y})"
+    print(f"{name}: {t.nodes} nodes, {out['links']} links (formula {out['links_formula']}), diameter {out['hops']}")
+    print(f"  GBW (slide formula, w(x) = x^2/4): {out['gbw']:g}")
+    print("  links across the halving cut, counted: "
+          + ", ".join(f"{d} {c}" for d, c in out["cuts"].items()) + " (odd sizes cut floor/ceil)")
+    return 0
+
+
+def _read_matrix(path: str) -> np.ndarray:
+    try:
+        text = open(path).read()
+    except OSError as e:
+        raise InputError(f"cannot read {path}: {e.strerror}") from None
+    try:
+        rows = [[float(v) for v in line.replace(",", " ").split()] for line in text.splitlines() if line.strip()]
+        return np.array(rows, dtype=float)
+    except ValueError:
+        raise InputError(f"{path}: not a matrix of numbers (one row per line, comma or space separated)") from None
+
+
+def cmd_a2a(args) -> int:
+    if args.sync < 0:
+        raise UsageError(f"--sync must be >= 0 (got {args.sync})")
+    examples = sm.slide_examples()
+    if args.matrix:
+        msg, name = _read_matrix(args.matrix), args.matrix
+    else:
+        msg, name = examples[args.example], f"slide example '{args.example}' on S(8)"
+    try:
+        a = sm.all_to_all(msg, args.sync)
+    except sm.SupermeshError as e:
+        raise InputError(f"{name}: {e}") from None
+    out = {"m": a.m, "M": a.M, "max_r": a.max_r, "max_c": a.max_c, "R": a.R, "C": a.C, "choice": a.choice,
+           "da2a_cost": a.da2a_cost, "ia2a_cost": a.ia2a_cost}
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    print(f"{name}: M = {a.M:g}, MaxR = {a.max_r:g}, MaxC = {a.max_c:g}, R = ceil(MaxR/{a.m}) = {a.R}, "
+          f"C = ceil(MaxC/{a.m}) = {a.C}")
+    print(f"  M {'<=' if a.choice == 'DA2A' else '>'} R + C = {a.R + a.C}: {a.choice}")
+    print(f"  cost model (max link load per round, summed): DA2A {a.da2a_cost:g}, IA2A {a.ia2a_cost:g}")
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("supermesh", help="Supermesh analytics (seed 001): SM(m,n,p,x,y) links, GBW, hops; "
+                                         "DA2A vs IA2A")
+    verbs = p.add_subparsers(dest="verb", required=True, parser_class=type(p))
+    q = verbs.add_parser("topology", help="generate SM(m,n,p,x,y): nodes, links, GBW, cuts, hop bound")
+    q.add_argument("--m", type=int, required=True, help="rows m >= 1 (m >= 2 when n = 1)")
+    q.add_argument("--n", type=int, default=1, help="columns n >= 1 (default 1: the 1D SM(m))")
+    q.add_argument("--p", type=int, default=1, help="planes p >= 1 (default 1)")
+    q.add_argument("--x", type=int, default=0, help="row planes, 0..m (default 0)")
+    q.add_argument("--y", type=int, default=0, help="column planes, 0..n (default 0)")
+    q.add_argument("--json", action="store_true", help="machine-readable output")
+    q.set_defaults(func=cmd_topology)
+    q = verbs.add_parser("a2a", help="direct vs indirect all-to-all on SM(m) from a message matrix")
+    src = q.add_mutually_exclusive_group(required=True)
+    src.add_argument("--matrix", help="text file: m rows of m message sizes (comma or space separated)")
+    src.add_argument("--example", choices=sorted(sm.slide_examples()), help="a matrix giving a slide's M, R, C")
+    q.add_argument("--sync", type=float, default=0.0, help="least cost of one round (default 0)")
+    q.add_argument("--json", action="store_true", help="machine-readable output")
+    q.set_defaults(func=cmd_a2a)
