@@ -180,19 +180,24 @@ def phased_trees(sched: Schedule) -> tuple[np.ndarray, np.ndarray]:
     return trees[0], trees[1]
 
 
-def overlapped_allreduce(topo: Topology, chunks: int) -> Schedule:
+TREE_ALGORITHMS = ("xtree", "mirrorxtree", "multitree", "ring2d")
+
+
+def overlapped_allreduce(topo: Topology, chunks: int, algorithm: str = "mirrorxtree") -> Schedule:
     """The overlapped AllReduce of ``topo`` with ``chunks`` chunks per shard (one typed phase).
 
     Two tree sets are list-scheduled and the shorter result is kept: the link-balanced
-    shortest-path trees, and the trees of MirrorXTree's phased AllReduce (seed 000,
-    Algorithm 3), which already balance the in- and out-degrees.
+    shortest-path trees, and the trees of ``algorithm``'s phased AllReduce (for
+    MirrorXTree, seed 000, Algorithm 3: trees that already balance the in- and out-degrees).
     """
     from .synth import synthesize
 
+    if algorithm not in TREE_ALGORITHMS:
+        raise ValueError(f"the overlapped AllReduce takes the trees of {', '.join(TREE_ALGORITHMS)} (got {algorithm!r})")
     best = None
     for reduce, gather in (balanced_trees(topo, chunks),
-                           phased_trees(synthesize(topo, chunks, "allreduce", "mirrorxtree", lanes=False))):
+                           phased_trees(synthesize(topo, chunks, "allreduce", algorithm, lanes=False))):
         phase = schedule_overlapped(topo, chunks, reduce, gather)
         if best is None or phase.num_steps < best.num_steps:
             best = phase
-    return Schedule("allreduce", "overlap", chunks, topo, [best])
+    return Schedule("allreduce", f"{algorithm}+overlap", chunks, topo, [best])
