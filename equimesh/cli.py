@@ -22,6 +22,7 @@ def make_parser() -> argparse.ArgumentParser:
     from .eval_commands import register as register_eval; register_eval(sub)
     from .rtl_commands import register as register_rtl; register_rtl(sub)
     from .traffic_commands import register as register_traffic; register_traffic(sub)
+    from .llm_commands import register as register_llm; register_llm(sub)
     # --- end of registration ---
     return p
 
