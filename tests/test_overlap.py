@@ -218,3 +218,24 @@ def test_rtl_commands_reject_an_overlapped_file_with_one_line(tmp_path, capsys):
     assert main(["simulate", "--kind", "mesh", "--rows", "2", "--cols", "2", "--schedule", str(p)]) == 1
     err = capsys.readouterr().err
     assert "overlapped AllReduce (format version 2) cannot run on the RTL" in err and err.count("\n") == 1
+
+
+def test_evaluate_json_has_top_level_ratio_and_the_overlap_baseline(capsys):
+    assert main(["evaluate", "--rows", "3", "--cols", "4", "--collective", "allreduce", "--sizes", "1G",
+                 "--algorithms", "equimesh-xtree,mesh-tacos,mesh-overlap", "--chunks", "4", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    bw = {r["algorithm"]: r["effective_bandwidth_GBps"][-1] for r in out["results"]}
+    best = max(bw["mesh-tacos"], bw["mesh-overlap"])
+    assert out["ratio_vs_best_baseline"] == pytest.approx(bw["equimesh-xtree"] / best, abs=1e-4)
+    # overlap lifts the mesh above the phased degree bound: 1 GB / (2 K (N-1)/2 chunk times of M/(N K B))
+    n, k = 12, 4
+    phased_limit = 1 / (2 * k * (n - 1) / 2 * (1 / (n * k * 128e9)))
+    assert bw["mesh-overlap"] * 1e9 > phased_limit
+    ov = next(r for r in out["results"] if r["algorithm"] == "mesh-overlap")
+    assert ov["chunks"]["4"]["bound"] == lower_bound(build("mesh", 3, 4), 4, "allreduce", overlapped=True)
+
+
+def test_evaluate_rejects_overlap_for_allgather(capsys):
+    assert main(["evaluate", "--rows", "3", "--cols", "3", "--algorithms", "mesh-overlap"]) == 2
+    err = capsys.readouterr().err
+    assert "schedules allreduce only, not allgather" in err and err.count("\n") == 1
