@@ -7,16 +7,21 @@ ceil(2 K N (N-1) / L): on a mesh a corner's out-links carry mostly reduce traffi
 in-links mostly gather traffic, so the two phases fit side by side. The TidalMesh paper
 was not available; this is a direct synthesis with the same aim, for any topology:
 
-1. **Trees.** Every ``(root, chunk)`` gets a reduce in-tree and a gather out-tree, each a
-   shortest-path tree under link weights that grow with the load already placed on a link
-   (rip-up and reroute over a few rounds), so every link ends up with close to the mean
-   load ``2 K N (N-1) / L`` across both ops. Any spanning tree costs N-1 transfers; only
-   the spread over the links, which sets the bound a schedule can reach, depends on them.
+1. **Trees.** Every ``(root, chunk)`` gets a reduce in-tree and a gather out-tree:
+   shortest-path trees in which each node picks, among its neighbours one hop closer to the
+   root, the link with the least load so far (rip-up and reroute over a few rounds), so
+   every link ends up within about one transfer of the mean load ``2 K N (N-1) / L``. Any
+   spanning tree costs N-1 transfers; only the spread over the links depends on the choice.
+   The trees of a phased AllReduce (e.g. MirrorXTree's) are the other candidate set.
 2. **Steps.** A list scheduler: every step each link carries, among its ready transfers, the
-   one with the longest chain still behind it (the reduce hops to the root plus the gather
-   tree's height, or the gather subtree's height). A reduce transfer is ready once all of
-   its sender's children have delivered; a gather transfer once the sender holds the sum
-   (the root: once its last partial has arrived).
+   one with the earliest deadline. A reduce transfer is ready once all of its sender's
+   children have delivered; a gather transfer once the sender holds the sum (the root:
+   once its last partial has arrived). The first pass takes deadlines from a pipeline in
+   which the chunks' sums complete one after the other in random order (reduce: that time
+   minus the sender's hops to the root; gather: plus the receiver's depth). Then
+   backward-forward passes (the justification of project scheduling): schedule the
+   reversed dependencies latest-finish first, then forward again in the order of those
+   start times, keeping the shortest result.
 
 The result is an ``allreduce`` :class:`Schedule` with one phase of typed transfers.
 """
@@ -24,6 +29,7 @@ The result is an ``allreduce`` :class:`Schedule` with one phase of typed transfe
 from __future__ import annotations
 
 import numpy as np
+
 from .schedule import OP_GATHER, OP_REDUCE, Phase, Schedule
 from .topology import Topology
 
@@ -64,8 +70,8 @@ def balanced_trees(topo: Topology, chunks: int, seed: int = 0) -> tuple[np.ndarr
     return trees[0], trees[1]
 
 
-def _heights(parent_node: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per tree and node: hops to the root (depth) and the height of the subtree below it."""
+def _depths(parent_node: np.ndarray) -> np.ndarray:
+    """Per tree and node: hops to the root (``parent_node`` = -1 at the root)."""
     x_count, n = parent_node.shape
     rows = np.arange(x_count)[:, None]
     depth = np.zeros((x_count, n), dtype=np.int64)
@@ -73,11 +79,7 @@ def _heights(parent_node: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     while (cur >= 0).any():
         depth += cur >= 0
         cur = np.where(cur >= 0, parent_node[rows, np.maximum(cur, 0)], -1)
-    height = np.zeros((x_count, n), dtype=np.int64)
-    xs, vs = np.nonzero(parent_node >= 0)
-    for _ in range(int(depth.max())):
-        np.maximum.at(height, (xs, parent_node[xs, vs]), height[xs, vs] + 1)
-    return depth, height
+    return depth
 
 
 def _list_schedule(link: np.ndarray, before: np.ndarray, after: np.ndarray, key: np.ndarray) -> np.ndarray:
@@ -124,8 +126,7 @@ def schedule_overlapped(topo: Topology, chunks: int, reduce: np.ndarray, gather:
     rs_parent[xr, ur] = dst[lr]
     ag_parent = np.full((x_count, n), -1, dtype=np.int64)
     ag_parent[xg, vg] = src[lg]
-    rs_depth, _ = _heights(rs_parent)
-    ag_depth, _ = _heights(ag_parent)
+    rs_depth, ag_depth = _depths(rs_parent), _depths(ag_parent)
     root = np.arange(x_count) // chunks
     nr = len(xr)
     e_x = np.concatenate([xr, xg])
@@ -144,13 +145,17 @@ def schedule_overlapped(topo: Topology, chunks: int, reduce: np.ndarray, gather:
     at_root = u == root[xg]
     a_from.append(gid[xg, u][~at_root])
     a_to.append(gid[xg, vg][~at_root])
-    # every partial into the root precedes every gather out of the root
+    # every partial into the root precedes every gather out of the root (a join on x)
     into = np.flatnonzero(p == root[xr])
+    into = into[np.argsort(xr[into], kind="stable")]
     outof = np.flatnonzero(at_root)
-    m = np.equal.outer(xr[into], xg[outof])
-    i, j = np.nonzero(m)
-    a_from.append(into[i])
-    a_to.append(nr + outof[j])
+    outof = outof[np.argsort(xg[outof], kind="stable")]
+    per_x = np.bincount(xg[outof], minlength=x_count)
+    rep = per_x[xr[into]]
+    first = np.cumsum(per_x) - per_x
+    offset = np.arange(rep.sum()) - np.repeat(np.cumsum(rep) - rep, rep)
+    a_from.append(np.repeat(into, rep))
+    a_to.append(nr + outof[np.repeat(first[xr[into]], rep) + offset])
     a_from, a_to = np.concatenate(a_from), np.concatenate(a_to)
     fwd, bwd = (a_from, a_to), (a_to, a_from)
     # first priority: deadlines of a pipeline in which chunk x's sum completes at turn[x]
