@@ -239,3 +239,12 @@ def test_evaluate_rejects_overlap_for_allgather(capsys):
     assert main(["evaluate", "--rows", "3", "--cols", "3", "--algorithms", "mesh-overlap"]) == 2
     err = capsys.readouterr().err
     assert "schedules allreduce only, not allgather" in err and err.count("\n") == 1
+
+
+def test_cli_verify_rejects_an_invalid_overlapped_file_with_one_line(tmp_path, capsys):
+    t = good()
+    p = tmp_path / "bad.json"
+    overlapped(one_per_step([t[0], t[1], t[3], t[2]] + t[4:])).save(p)
+    assert main(["verify", str(p)]) == 1
+    err = capsys.readouterr().err
+    assert "gather: step 2" in err and "before its sum is complete" in err and err.count("\n") == 1
