@@ -24,6 +24,7 @@ def make_parser() -> argparse.ArgumentParser:
     from .traffic_commands import register as register_traffic; register_traffic(sub)
     from .optree_commands import register as register_optree; register_optree(sub)
     from .supermesh_commands import register as register_supermesh; register_supermesh(sub)
+    from .llm_commands import register as register_llm; register_llm(sub)
     # --- end of registration ---
     return p
 

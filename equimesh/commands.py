@@ -11,7 +11,7 @@ from pathlib import Path
 from .errors import InputError, UsageError, writing
 from .progress import Progress
 from .schedules import schedule as schedfile
-from .schedules.schedule import lower_bound
+from .schedules.schedule import lower_bound, schedule_bound
 from .schedules.storage import check_storage
 from .schedules.synth import ALGORITHMS, SynthesisError, synthesize
 from .schedules.topology import EDGES, KINDS, TopologyError, build, format_ring_dirs, parse_ring_dirs
@@ -51,6 +51,9 @@ def cmd_topology(args) -> int:
 
 
 def _synthesize(args, t, progress):
+    if args.overlap:
+        from .schedules.overlap import overlapped_allreduce
+        return overlapped_allreduce(t, args.chunks, args.algorithm)
     try:
         return synthesize(t, args.chunks, args.collective, args.algorithm, lanes=args.storage == "lanes",
                           time_limit=args.time_limit, progress=progress)
@@ -63,6 +66,16 @@ def cmd_schedule(args) -> int:
         raise UsageError(f"--chunks must be >= 1 (got {args.chunks})")
     if args.time_limit <= 0:
         raise UsageError(f"--time-limit must be > 0 (got {args.time_limit})")
+    if args.overlap:
+        from .schedules.overlap import TREE_ALGORITHMS
+        if args.collective != "allreduce":
+            raise UsageError("--overlap applies to --collective allreduce only")
+        if args.algorithm not in TREE_ALGORITHMS:
+            raise UsageError(f"--overlap reschedules the trees of {', '.join(TREE_ALGORITHMS)}, not {args.algorithm}")
+        if args.storage == "lanes":
+            raise UsageError("--overlap schedules do not model the storage lanes (the RTL cannot run them yet); "
+                             "use --storage none")
+        args.storage = "none"
     if args.storage is None:
         args.storage = "lanes" if args.algorithm in ("xtree", "mirrorxtree", "optimal") else "none"
     auto = args.ring_dirs == "auto"
@@ -84,15 +97,16 @@ def cmd_schedule(args) -> int:
     if args.storage == "lanes":
         check_storage(sched)
     phases = []
-    for ph in sched.phases:
+    for ph in [] if sched.overlapped else sched.phases:
         b = lower_bound(t, args.chunks, ph.collective)
         phases.append({"collective": ph.collective, "steps": ph.num_steps, "bound": b,
                        "efficiency": round(b / ph.num_steps, 4)})
-    bound = sum(p["bound"] for p in phases)
+    bound = schedule_bound(sched)
     out = {"topology": t.name, "kind": t.kind, "rows": t.rows, "cols": t.cols, "chunks": args.chunks,
            "collective": args.collective, "algorithm": args.algorithm, "storage": args.storage,
            "steps": sched.num_steps, "bound": bound,
-           "efficiency": round(bound / sched.num_steps, 4), "seconds": round(seconds, 3)}
+           "efficiency": round(bound / sched.num_steps, 4), "seconds": round(seconds, 3),
+           "overlapped": sched.overlapped}
     if t.ring_dirs is not None:
         out["ring_dirs"] = format_ring_dirs(t.ring_dirs)
     if len(phases) > 1:
@@ -137,6 +151,9 @@ def register(sub) -> None:
                         "can run it; none: links only. Default: lanes for xtree, mirrorxtree and optimal; "
                         "none for the baselines, which do not model lanes")
     p.add_argument("--time-limit", type=float, default=60.0, help="seconds for --algorithm optimal (default 60)")
+    p.add_argument("--overlap", action="store_true",
+                   help="AllReduce only: overlap ReduceScatter and AllGather of different chunks in one step list "
+                        "(format version 2; schedules/overlap.py); links only (--storage none)")
     p.add_argument("--out", help="write the schedule JSON here")
     p.add_argument("--json", action="store_true", help="machine-readable summary")
     p.set_defaults(func=cmd_schedule)

@@ -16,9 +16,10 @@ from .sim.evaluate import (ALGORITHMS, COLLECTIVES, default_sizes, evaluate, for
                            parse_size, plot_curves, run_curve, to_json)
 
 
-def _algorithms(text: str | None, failures: bool) -> list[str]:
+def _algorithms(text: str | None, failures: bool, collective: str | None = None) -> list[str]:
     if text is None:
-        names = [n for n, a in ALGORITHMS.items() if a.available and (a.topology_agnostic or not failures)]
+        names = [n for n, a in ALGORITHMS.items() if a.available and (a.topology_agnostic or not failures)
+                 and (collective is None or collective in a.collectives)]
     else:
         names = [t.strip() for t in text.split(",") if t.strip()]
     for n in names:
@@ -27,6 +28,8 @@ def _algorithms(text: str | None, failures: bool) -> list[str]:
         a = ALGORITHMS[n]
         if not a.available:
             raise UsageError(f"algorithm {n!r} is not available yet (schedules/{a.module}.py is missing)")
+        if collective is not None and collective not in a.collectives:
+            raise UsageError(f"algorithm {n!r} schedules {', '.join(a.collectives)} only, not {collective}")
         if failures and not a.topology_agnostic:
             raise UsageError(f"algorithm {n!r} has a fixed structure and cannot be resynthesized on a "
                              "degraded topology; use a topology-agnostic one ("
@@ -65,7 +68,7 @@ def cmd_evaluate(args) -> int:
     if args.rows < 2 or args.cols < 2:
         raise UsageError(f"rows and cols must be >= 2 (got {args.rows}x{args.cols})")
     failing = args.fail_links is not None or args.fail_random is not None
-    names = _algorithms(args.algorithms, failing)
+    names = _algorithms(args.algorithms, failing, args.collective)
     sizes, model, ks = _sizes(args.sizes), _model(args), _chunks(args.chunks)
     curves = evaluate(args.rows, args.cols, args.collective, names, sizes, model, ks, args.link_order)
     out = to_json(args.rows, args.cols, args.collective, curves, model, args.link_order)
@@ -119,6 +122,8 @@ def _print_table(out: dict) -> None:
         print(f"{r['algorithm']:<16} {r['topology']:<22}{bw}{ratio}")
     if out.get("best_baseline"):
         print(f"ratio = effective bandwidth at {format_size(sizes[-1])} / best baseline ({out['best_baseline']})")
+    if out.get("ratio_vs_best_baseline") is not None:
+        print(f"ratio_vs_best_baseline (proposed): {out['ratio_vs_best_baseline']:.3f}")
     for f in out.get("failures", []):
         print(f"{f['algorithm']} on {f['topology']}: verified; slowdown at {format_size(sizes[-1])} "
               f"{f['slowdown'][-1]:.3f}x, at {format_size(sizes[0])} {f['slowdown'][0]:.3f}x")
@@ -155,7 +160,7 @@ def cmd_bench_eval(args) -> int:
     for name in names:
         for dim in args.dims:
             algo = ALGORITHMS[name]
-            for coll in COLLECTIVES:
+            for coll in algo.collectives:
                 topo = build(algo.kind, dim, dim)
                 c = run_curve(algo, topo, coll, size, [args.chunks], model)
                 v = c.by_chunks[args.chunks]

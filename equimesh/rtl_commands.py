@@ -54,6 +54,9 @@ def load_image(args):
             sched = schedfile.load(args.schedule)
         except schedfile.ScheduleFileError as e:
             raise InputError(str(e)) from None
+        if sched.overlapped:
+            raise InputError(f"{args.schedule}: an overlapped AllReduce (format version 2) cannot run on the RTL: "
+                             "the schedule ROM runs ReduceScatter and AllGather as phases")
         if args.collective is not None and args.collective != sched.collective:
             raise InputError(f"{args.schedule}: the schedule is {sched.collective}, not {args.collective}")
     else:

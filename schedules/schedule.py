@@ -2,7 +2,11 @@
 
 The format is fixed by ``shared/design.md``: ``steps[s]`` lists the transfers
 of timestep ``s`` as ``[link_id, root, chunk]``; an ``allreduce`` file carries
-``phases`` (ReduceScatter, then AllGather) instead of ``steps``.
+``phases`` (ReduceScatter, then AllGather) instead of ``steps``. Version 2 adds the
+overlapped AllReduce: one ``steps`` list of typed transfers ``[link_id, root, chunk, op]``
+with ``op`` ``"r"`` (reduce) or ``"g"`` (gather); in memory that is a single phase of
+collective ``allreduce`` whose step arrays have a fourth column, :data:`OP_REDUCE` or
+:data:`OP_GATHER`. Files without typed transfers are still written as version 1.
 """
 
 from __future__ import annotations
@@ -18,6 +22,9 @@ from .topology import Topology, TopologyError, from_json as topology_from_json
 
 FORMAT = "equimesh-schedule"
 VERSION = 1
+VERSION_OVERLAP = 2      # design.md: the overlapped AllReduce of typed transfers
+OPS = ("r", "g")         # op letters in the file; their index is the op column in memory
+OP_REDUCE, OP_GATHER = 0, 1
 COLLECTIVES = ("allgather", "reducescatter", "allreduce")
 
 
@@ -27,7 +34,11 @@ class ScheduleFileError(ValueError):
 
 @dataclass
 class Phase:
-    """One collective run as a list of timesteps; ``steps[s]`` is an int array of shape (n, 3)."""
+    """One collective run as a list of timesteps; ``steps[s]`` is an int array of shape (n, 3).
+
+    An overlapped AllReduce is one phase of collective ``allreduce`` with arrays of shape
+    (n, 4): ``[link, root, chunk, op]``.
+    """
 
     collective: str
     steps: list[np.ndarray]
@@ -54,17 +65,28 @@ class Schedule:
     def num_steps(self) -> int:
         return sum(p.num_steps for p in self.phases)
 
+    @property
+    def overlapped(self) -> bool:
+        """An AllReduce whose reduce and gather transfers share one step list (format version 2)."""
+        return self.collective == "allreduce" and len(self.phases) == 1
+
+    @property
+    def version(self) -> int:
+        return VERSION_OVERLAP if self.overlapped else VERSION
+
     # ----- interchange ------------------------------------------------------
     def to_json(self) -> dict:
         d = {
             "format": FORMAT,
-            "version": VERSION,
+            "version": self.version,
             "collective": self.collective,
             "algorithm": self.algorithm,
             "chunks": self.chunks,
             "topology": self.topology.to_json(),
         }
-        if self.collective == "allreduce":
+        if self.overlapped:
+            d["steps"] = _steps_json(self.phases[0].steps, typed=True)
+        elif self.collective == "allreduce":
             d["phases"] = [{"collective": p.collective, "steps": _steps_json(p.steps)} for p in self.phases]
         else:
             d["steps"] = _steps_json(self.phases[0].steps)
@@ -81,9 +103,9 @@ class Schedule:
         if {"steps", "phases", "topology"} & meta.keys():
             # meta shadows a structural key: to_json() decides what is written, as it always has.
             return _render(self.to_json(), _format_lists)
-        d = {"format": FORMAT, "version": VERSION, "collective": self.collective,
+        d = {"format": FORMAT, "version": self.version, "collective": self.collective,
              "algorithm": self.algorithm, "chunks": self.chunks, "topology": self.topology.to_json()}
-        if self.collective == "allreduce":
+        if self.collective == "allreduce" and not self.overlapped:
             d["phases"] = [{"collective": p.collective, "steps": p.steps} for p in self.phases]
         else:
             d["steps"] = self.phases[0].steps
@@ -124,13 +146,14 @@ def _format_lists(steps, indent: str) -> str:
     return ",\n".join(indent + json.dumps(s) for s in steps)
 
 
-def _steps_json(steps: list[np.ndarray]) -> list[list[list[int]]]:
+def _steps_json(steps: list[np.ndarray], typed: bool = False) -> list[list[list]]:
     # Sorted by link id inside a step: the order carries no meaning, so fix it.
     out = []
+    w = 4 if typed else 3
     for s in steps:
-        a = np.asarray(s, dtype=np.int64).reshape(-1, 3)
-        a = a[np.lexsort((a[:, 2], a[:, 1], a[:, 0]))]
-        out.append(a.tolist())
+        a = np.asarray(s, dtype=np.int64).reshape(-1, w)
+        a = a[np.lexsort(a.T[::-1])]
+        out.append([[*t[:3], OPS[t[3]]] for t in a.tolist()] if typed else a.tolist())
     return out
 
 
@@ -184,48 +207,68 @@ def _field(v: np.ndarray, prefix: bytes, suffix: bytes) -> tuple[np.ndarray, np.
     return words[i], length[i]
 
 
+def _op_field(op: np.ndarray, suffix: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """``'"r"' + suffix`` or ``'"g"' + suffix`` per op, as :func:`_field` lays its texts out."""
+    texts = [f'"{o}"'.encode("ascii") + suffix for o in OPS]
+    table = np.zeros((len(OPS), 8), dtype=np.uint8)
+    for i, t in enumerate(texts):
+        table[i, :len(t)] = np.frombuffer(t, dtype=np.uint8)
+    return table.view(np.uint64)[op], np.array([len(t) for t in texts], dtype=np.int64)[op]
+
+
 def _format_steps(steps, indent: str) -> str:
     """``_format_lists(_steps_json(steps), indent)``, built in numpy as one byte buffer.
 
     Every transfer becomes a row of uint64 words holding ``[l, r, c], `` (no ``, `` after a
     step's last transfer) with zero bytes after each number; dropping the zero bytes of the
-    whole array leaves the text of all the steps, which is then cut into lines.
+    whole array leaves the text of all the steps, which is then cut into lines. Typed
+    transfers (arrays of 4 columns, version 2) end in ``, "r"]`` or ``, "g"]`` instead.
     """
-    arrays = [np.asarray(s, dtype=np.int64).reshape(-1, 3) for s in steps]
+    arrays = [np.asarray(s, dtype=np.int64) for s in steps]
+    w = 4 if arrays and arrays[0].ndim == 2 and arrays[0].shape[1] == 4 else 3
+    arrays = [x.reshape(-1, w) for x in arrays]
     if not arrays:
         return ""
     counts = np.array([len(a) for a in arrays], dtype=np.int64)
     n = int(counts.sum())
-    a = np.concatenate(arrays) if n else np.zeros((0, 3), dtype=np.int64)
+    a = np.concatenate(arrays) if n else np.zeros((0, w), dtype=np.int64)
     if n and (int(a.min()) < -_BIG or int(a.max()) > _BIG):
-        return _format_lists(_steps_json(arrays), indent)
+        return _format_lists(_steps_json(arrays, typed=w == 4), indent)
     bounds = np.zeros(len(arrays) + 1, dtype=np.int64)   # byte offsets of the steps in the buffer
     buf = b""
     if n:
-        # Order by (step, link, root, chunk): one int64 key when the ranges allow it, else lexsort.
+        # Order by (step, link, root, chunk[, op]): one int64 key when the ranges allow it, else lexsort.
         step = np.repeat(np.arange(len(arrays), dtype=np.int64), counts)
-        lo = [int(a[:, i].min()) for i in range(3)]
-        span = [int(a[:, i].max()) - lo[i] + 1 for i in range(3)]
-        if len(arrays) * span[0] * span[1] * span[2] < 1 << 62:
-            key = ((step * span[0] + (a[:, 0] - lo[0])) * span[1] + (a[:, 1] - lo[1])) * span[2] + (a[:, 2] - lo[2])
+        lo = [int(a[:, i].min()) for i in range(w)]
+        span = [int(a[:, i].max()) - lo[i] + 1 for i in range(w)]
+        if len(arrays) * math.prod(span) < 1 << 62:
+            key = step
+            for i in range(w):
+                key = key * span[i] + (a[:, i] - lo[i])
             if not (key[1:] >= key[:-1]).all():
                 key = np.sort(key)
-                rest, c = np.divmod(key, span[2])
-                rest, r = np.divmod(rest, span[1])
-                a = np.stack([rest % span[0] + lo[0], r + lo[1], c + lo[2]], axis=1)
+                cols = []
+                for i in reversed(range(w)):
+                    key, c = np.divmod(key, span[i])
+                    cols.append(c + lo[i])
+                a = np.stack(cols[::-1], axis=1)
             del step, key
         else:
-            a = a[np.lexsort((a[:, 2], a[:, 1], a[:, 0], step))]
+            a = a[np.lexsort((*a.T[::-1], step))]
         last = np.cumsum(counts)[counts > 0] - 1   # the row of each non-empty step's last transfer
-        lw, ll = _field(a[:, 0], b"[", b", ")
-        rw, rl = _field(a[:, 1], b"", b", ")
-        cw, cl = _field(a[:, 2], b"", b"], ")
-        end, _ = _field(a[last, 2], b"", b"]")    # a step's last transfer: no ", " after it
+        fields = [_field(a[:, 0], b"[", b", "), _field(a[:, 1], b"", b", ")]
+        if w == 3:
+            fields.append(_field(a[:, 2], b"", b"], "))
+            end, _ = _field(a[last, 2], b"", b"]")    # a step's last transfer: no ", " after it
+        else:
+            fields += [_field(a[:, 2], b"", b", "), _op_field(a[:, 3], b"], ")]
+            end, _ = _op_field(a[last, 3], b"]")
+        cw = fields[-1][0]
         cw[last] = 0
         cw[last, :end.shape[1]] = end
-        words = np.hstack([lw, rw, cw]).view(np.uint8)
+        words = np.hstack([f[0] for f in fields]).view(np.uint8)
         buf = words[words != 0]
-        row_len = ll + rl + cl
+        row_len = sum(f[1] for f in fields)
         row_len[last] -= 2
         bounds[1:][counts > 0] = np.cumsum(row_len)[last]
         bounds = np.maximum.accumulate(bounds)
@@ -240,16 +283,33 @@ def _format_steps(steps, indent: str) -> str:
     return b"".join(parts).decode("ascii")
 
 
-def _parse_steps(raw, where: str, n_links: int, nodes: int, chunks: int) -> list[np.ndarray]:
+def _typed_step(step: list, where: str, s: int) -> np.ndarray:
+    """One version-2 step ``[[link, root, chunk, op], ...]`` as an (n, 4) array, op as its index in OPS."""
+    rows = []
+    for t in step:
+        if not (isinstance(t, list) and len(t) == 4):
+            raise ScheduleFileError(f"{where}: step {s} must hold [link, root, chunk, op] transfers (version 2)")
+        if not isinstance(t[3], str) or t[3] not in OPS:
+            raise ScheduleFileError(f"{where}: step {s}: op {t[3]!r} is neither 'r' (reduce) nor 'g' (gather)")
+        rows.append([*t[:3], OPS.index(t[3])])
+    try:
+        return np.array(rows, dtype=np.int64).reshape(-1, 4)
+    except (ValueError, TypeError):
+        raise ScheduleFileError(f"{where}: step {s}: link, root and chunk must be integers") from None
+
+
+def _parse_steps(raw, where: str, n_links: int, nodes: int, chunks: int, typed: bool = False) -> list[np.ndarray]:
     if not isinstance(raw, list):
         raise ScheduleFileError(f"{where}: 'steps' must be a list of timesteps")
     steps = []
     for s, step in enumerate(raw):
         if isinstance(raw, _Read):
             a = step
+        elif not isinstance(step, list):
+            raise ScheduleFileError(f"{where}: step {s} is not a list of transfers")
+        elif typed:
+            a = _typed_step(step, where, s)
         else:
-            if not isinstance(step, list):
-                raise ScheduleFileError(f"{where}: step {s} is not a list of transfers")
             try:
                 a = np.array(step, dtype=np.int64).reshape(-1, 3) if step else np.zeros((0, 3), dtype=np.int64)
             except (ValueError, TypeError):
@@ -265,15 +325,17 @@ def _parse_steps(raw, where: str, n_links: int, nodes: int, chunks: int) -> list
         bad = np.nonzero((a[:, 2] < 0) | (a[:, 2] >= chunks))[0]
         if len(bad):
             raise ScheduleFileError(f"{where}: step {s}: chunk {a[bad[0], 2]} is out of range (0..{chunks - 1})")
+        if typed and ((a[:, 3] < 0) | (a[:, 3] >= len(OPS))).any():
+            raise ScheduleFileError(f"{where}: step {s}: an op is neither 'r' (reduce) nor 'g' (gather)")
         steps.append(a)
     return steps
 
 
 class _Read(list):
-    """Steps that :func:`_load_canonical` has already read into (n, 3) int64 arrays."""
+    """Steps that :func:`_load_canonical` has already read into (n, 3) or, typed, (n, 4) int64 arrays."""
 
 
-_STEP_PUNCT = bytes.maketrans(b"[],", b"   ")
+_STEP_PUNCT = bytes.maketrans(b'[],"rg', b"    01")   # op letters become their index in OPS
 
 
 def _load_canonical(text: str, where: str) -> Schedule | None:
@@ -309,15 +371,16 @@ def _load_canonical(text: str, where: str) -> Schedule | None:
         return None
     try:
         d = json.loads(b"\n".join(skeleton))
-        holders = d["phases"] if d.get("collective") == "allreduce" else [d]
+        holders = d["phases"] if "phases" in d else [d]
+        w = 4 if _typed(d) else 3
         if len(holders) != len(regions) or any(h.get("steps") != [] for h in holders):
             return None
         for h, region in zip(holders, regions):
             steps = _Read()
             for line in region:
                 nums = line.translate(_STEP_PUNCT)
-                steps.append(np.fromstring(nums, dtype=np.int64, sep=" ").reshape(-1, 3) if nums.strip()
-                             else np.zeros((0, 3), dtype=np.int64))
+                steps.append(np.fromstring(nums, dtype=np.int64, sep=" ").reshape(-1, w) if nums.strip()
+                             else np.zeros((0, w), dtype=np.int64))
             h["steps"] = steps
         sched = from_dict(d, where)
         if sched.dumps() != text:
@@ -325,6 +388,11 @@ def _load_canonical(text: str, where: str) -> Schedule | None:
     except Exception:                  # noqa: BLE001 -- whatever it is, the json path decides and reports
         return None
     return sched
+
+
+def _typed(d: dict) -> bool:
+    """A version-2 AllReduce with one ``steps`` list: its transfers carry an op."""
+    return d.get("version") == VERSION_OVERLAP and d.get("collective") == "allreduce" and "phases" not in d
 
 
 def load(path: str | Path) -> Schedule:
@@ -351,8 +419,9 @@ def from_dict(d, where: str = "schedule") -> Schedule:
         raise ScheduleFileError(f"{where}: top level must be a JSON object")
     if d.get("format") != FORMAT:
         raise ScheduleFileError(f"{where}: 'format' must be {FORMAT!r} (got {d.get('format')!r})")
-    if d.get("version") != VERSION:
-        raise ScheduleFileError(f"{where}: unsupported version {d.get('version')!r} (this reader knows {VERSION})")
+    if d.get("version") not in (VERSION, VERSION_OVERLAP):
+        raise ScheduleFileError(f"{where}: unsupported version {d.get('version')!r} "
+                                f"(this reader knows {VERSION} and {VERSION_OVERLAP})")
     for key in ("collective", "algorithm", "chunks", "topology"):
         if key not in d:
             raise ScheduleFileError(f"{where}: missing key {key!r}")
@@ -380,7 +449,15 @@ def from_dict(d, where: str = "schedule") -> Schedule:
     n_links = len(topo.links)
     meta = {k: v for k, v in d.items()
             if k not in ("format", "version", "collective", "algorithm", "chunks", "topology", "steps", "phases")}
-    if collective == "allreduce":
+    if _typed(d):
+        if "steps" not in d:
+            raise ScheduleFileError(f"{where}: a version-2 allreduce file needs 'steps' of "
+                                    "[link, root, chunk, op] transfers, or 'phases'")
+        phases = [Phase("allreduce", _parse_steps(d["steps"], where, n_links, topo.nodes, chunks, typed=True))]
+    elif collective == "allreduce":
+        if "steps" in d and "phases" not in d:
+            raise ScheduleFileError(f"{where}: an allreduce file with one 'steps' list (overlapped) must be version "
+                                    f"{VERSION_OVERLAP}; version {VERSION} needs 'phases'")
         phases_raw = d.get("phases")
         if not isinstance(phases_raw, list) or len(phases_raw) != 2:
             raise ScheduleFileError(f"{where}: an allreduce file needs 'phases': [reducescatter, allgather]")
@@ -396,14 +473,28 @@ def from_dict(d, where: str = "schedule") -> Schedule:
     return Schedule(collective, str(d["algorithm"]), chunks, topo, phases, meta)
 
 
-def lower_bound(topology: Topology, chunks: int, collective: str) -> int:
+def lower_bound(topology: Topology, chunks: int, collective: str, overlapped: bool = False) -> int:
     """The step bound of design.md and seed 000, Section III-A.
 
     AllGather: max(D, ceil(K (N-1) / min in-degree)); ReduceScatter uses the
-    min out-degree; AllReduce is the sum of both.
+    min out-degree; AllReduce is the sum of both. The overlapped AllReduce (design.md,
+    version 2): its 2 K N (N-1) chunk transfers share all L links, and every node
+    still sends K (N-1) partials and receives K (N-1) sums, so
+    max(ceil(2 K N (N-1) / L), ceil(K (N-1) / min out-degree), ceil(K (N-1) / min in-degree)).
     """
+    n = topology.nodes
+    if collective == "allreduce" and overlapped:
+        work = chunks * (n - 1)
+        return max(math.ceil(2 * work * n / len(topology.links)), math.ceil(work / int(topology.out_degree.min())),
+                   math.ceil(work / int(topology.in_degree.min())))
     if collective == "allreduce":
         return lower_bound(topology, chunks, "reducescatter") + lower_bound(topology, chunks, "allgather")
     deg = topology.in_degree if collective == "allgather" else topology.out_degree
-    n = topology.nodes
     return max(topology.diameter, math.ceil(chunks * (n - 1) / int(deg.min())))
+
+
+def schedule_bound(sched: Schedule) -> int:
+    """The bound for the whole of ``sched``: per phase, summed; an overlapped AllReduce has its own."""
+    if sched.overlapped:
+        return lower_bound(sched.topology, sched.chunks, "allreduce", overlapped=True)
+    return sum(lower_bound(sched.topology, sched.chunks, p.collective) for p in sched.phases)

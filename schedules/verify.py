@@ -6,7 +6,11 @@
 * ReduceScatter: every node other than the root sends each ``(root, chunk)``
   exactly once, and only after all the partials it receives for it have
   arrived; together these make a spanning in-tree towards the root;
-* AllReduce: both phases.
+* AllReduce: both phases;
+* overlapped AllReduce (format version 2): one step list of typed transfers; the
+  reduce (``"r"``) transfers obey the ReduceScatter rules, the gather (``"g"``) ones
+  the AllGather rules, a root gathers a chunk only at a step after the last partial
+  of it has arrived, and a link carries one transfer per step across both ops.
 
 Errors are :class:`ScheduleInvalid` with one line naming step, link, node and chunk.
 """
@@ -15,20 +19,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from .schedule import Phase, Schedule
+from .schedule import OP_GATHER, OP_REDUCE, Phase, Schedule
 
 
 class ScheduleInvalid(ValueError):
     """The schedule breaks the collective's semantics; the message is one line."""
 
 
-def _flatten(phase: Phase) -> tuple[np.ndarray, ...]:
+def _flatten(phase: Phase, width: int = 3) -> tuple[np.ndarray, ...]:
+    """Step, link, root, chunk (and op, for ``width`` 4) of every transfer of ``phase``."""
     if phase.steps:
         step = np.concatenate([np.full(len(s), i, dtype=np.int64) for i, s in enumerate(phase.steps)])
-        tr = np.concatenate([np.asarray(s, dtype=np.int64).reshape(-1, 3) for s in phase.steps])
+        tr = np.concatenate([np.asarray(s, dtype=np.int64).reshape(-1, width) for s in phase.steps])
     else:
-        step, tr = np.zeros(0, dtype=np.int64), np.zeros((0, 3), dtype=np.int64)
-    return step, tr[:, 0], tr[:, 1], tr[:, 2]
+        step, tr = np.zeros(0, dtype=np.int64), np.zeros((0, width), dtype=np.int64)
+    return (step, *tr.T)
 
 
 def _where(label: str, step, link, src, dst, root, chunk) -> str:
@@ -50,8 +55,12 @@ def _check_link_capacity(label, step, link, root, chunk, src, dst, n_links):
 
 
 def verify_allgather(sched: Schedule, phase: Phase, label: str = "") -> None:
+    _allgather(sched, *_flatten(phase), label)
+
+
+def _allgather(sched: Schedule, step, link, root, chunk, label: str, held: np.ndarray | None = None) -> None:
+    """AllGather rules; ``held[root, chunk]`` = the step after which the root holds its chunk (-1: from the start)."""
     topo, n, k = sched.topology, sched.topology.nodes, sched.chunks
-    step, link, root, chunk = _flatten(phase)
     src, dst = topo.link_src[link], topo.link_dst[link]
     _check_link_capacity(label, step, link, root, chunk, src, dst, len(topo.links))
     own = np.nonzero(dst == root)[0]
@@ -69,7 +78,7 @@ def verify_allgather(sched: Schedule, phase: Phase, label: str = "") -> None:
     recv = np.full(n * n * k, big, dtype=np.int64)
     recv[key] = step
     r = np.arange(n)
-    recv.reshape(n, n, k)[r, r, :] = -1
+    recv.reshape(n, n, k)[r, r, :] = -1 if held is None else held
     late = np.nonzero(recv[(src * n + root) * k + chunk] >= step)[0]
     if len(late):
         i = late[np.argmin(step[late])]
@@ -83,8 +92,11 @@ def verify_allgather(sched: Schedule, phase: Phase, label: str = "") -> None:
 
 
 def verify_reducescatter(sched: Schedule, phase: Phase, label: str = "") -> None:
+    _reducescatter(sched, *_flatten(phase), label)
+
+
+def _reducescatter(sched: Schedule, step, link, root, chunk, label: str) -> None:
     topo, n, k = sched.topology, sched.topology.nodes, sched.chunks
-    step, link, root, chunk = _flatten(phase)
     src, dst = topo.link_src[link], topo.link_dst[link]
     _check_link_capacity(label, step, link, root, chunk, src, dst, len(topo.links))
     bad = np.nonzero(src == root)[0]
@@ -117,8 +129,32 @@ def verify_reducescatter(sched: Schedule, phase: Phase, label: str = "") -> None
                               f"{sent[(dst[i] * n + root[i]) * k + chunk[i]]}, before this child's partial arrives")
 
 
+def verify_overlapped(sched: Schedule) -> None:
+    """The overlapped AllReduce of design.md (format version 2): typed transfers in one step list."""
+    topo, n, k = sched.topology, sched.topology.nodes, sched.chunks
+    step, link, root, chunk, op = _flatten(sched.phases[0], 4)
+    src, dst = topo.link_src[link], topo.link_dst[link]
+    _check_link_capacity("", step, link, root, chunk, src, dst, len(topo.links))
+    red, gat = op == OP_REDUCE, op == OP_GATHER
+    _reducescatter(sched, step[red], link[red], root[red], chunk[red], "reduce: ")
+    # complete[root, chunk]: the step of the last partial into the root (-1 on one node)
+    complete = np.full(n * k, -1, dtype=np.int64)
+    into_root = red & (dst == root)
+    np.maximum.at(complete, root[into_root] * k + chunk[into_root], step[into_root])
+    early = np.nonzero(gat & (src == root) & (step <= complete[root * k + chunk]))[0]
+    if len(early):
+        i = early[np.argmin(step[early])]
+        raise ScheduleInvalid(_where("gather: ", step[i], link[i], src[i], dst[i], root[i], chunk[i])
+                              + f": root {root[i]} sends before its sum is complete (its last partial "
+                              f"arrives at step {complete[root[i] * k + chunk[i]]})")
+    _allgather(sched, step[gat], link[gat], root[gat], chunk[gat], "gather: ", complete.reshape(n, k))
+
+
 def verify(sched: Schedule) -> None:
     """Raise :class:`ScheduleInvalid` unless the schedule is a correct collective on its topology."""
+    if sched.overlapped:
+        verify_overlapped(sched)
+        return
     for i, phase in enumerate(sched.phases):
         label = f"phase {i} ({phase.collective}): " if len(sched.phases) > 1 else ""
         if phase.collective == "allgather":

@@ -14,6 +14,9 @@ in the order their data becomes ready, a FIFO per link). An
 AllReduce file runs its ReduceScatter phase and then its AllGather phase on the same
 links; the AllGather of ``(root, chunk)`` leaves the root as soon as the root holds
 the full sum of that chunk (a data dependency, not a barrier between the phases).
+An overlapped AllReduce (format version 2) interleaves the two in one step list; its
+reduce transfers take the ReduceScatter keys and its gather transfers the AllGather
+keys, with the same dependency at the root.
 
 Because every data dependency of a verified schedule points to a strictly earlier
 step, processing the transfers step by step and setting
@@ -118,16 +121,22 @@ def flatten(sched: Schedule) -> Transfers:
 
     Key ``(p, v, root, chunk)``: when node ``v`` holds the chunk (AllGather) or has all
     its partials (ReduceScatter) in phase ``p``. The AllGather phase of an AllReduce
-    sends a root's own chunk once the root's ReduceScatter key is complete.
+    sends a root's own chunk once the root's ReduceScatter key is complete. In an
+    overlapped AllReduce ``p`` is the transfer's op (0 reduce, 1 gather).
     """
     topo, n, k = sched.topology, sched.topology.nodes, sched.chunks
     per_phase = n * n * k
     parts, offset = [], 0
     for p, phase in enumerate(sched.phases):
         for s, a in enumerate(phase.steps):
-            a = np.asarray(a, dtype=np.int64).reshape(-1, 3)
+            if sched.overlapped:
+                a = np.asarray(a, dtype=np.int64).reshape(-1, 4)
+                p_of, a = a[:, 3], a[:, :3]
+            else:
+                a = np.asarray(a, dtype=np.int64).reshape(-1, 3)
+                p_of = np.full(len(a), p)
             if len(a):
-                parts.append((np.full(len(a), offset + s, dtype=np.int64), np.full(len(a), p), a))
+                parts.append((np.full(len(a), offset + s, dtype=np.int64), p_of, a))
         offset += len(phase.steps)
     if parts:
         step = np.concatenate([x[0] for x in parts])
@@ -144,7 +153,7 @@ def flatten(sched: Schedule) -> Transfers:
                      src_keys=(src_phase * per_phase + src * (n * k) + rc)[:, None],
                      dst_keys=(phase_of * per_phase + topo.link_dst[link] * (n * k) + rc)[:, None],
                      units=np.ones(len(link), dtype=np.int64),
-                     n_keys=per_phase * max(1, len(sched.phases)), n_links=len(topo.links))
+                     n_keys=per_phase * (2 if sched.collective == "allreduce" else 1), n_links=len(topo.links))
 
 
 def run(tr: Transfers, unit_time, alpha: float) -> np.ndarray:

@@ -1,0 +1,231 @@
+"""End-to-end LLM training time on the 8x8 network (seed 000, Section V-C, Table I, Fig. 9).
+
+Seed 000 trains GPT-NeoX-20B, OPT-30B, Qwen3-32B and Llama-3-70B with SP + TP over all
+nodes of the 8x8 array (Table I: a 512x512 32-bit MAC array at 1 GHz per node; links of
+128 GB/s and 20 ns per hop) and reports forward and backward speedups of EquiMesh + XTree
+over the mesh algorithms. The paper gives neither the sequence length nor the micro-batch,
+nor its overlap of computation and communication; this model states its own choices:
+
+* **Parallelism.** Megatron-LM tensor parallelism with sequence parallelism (Shoeybi et al.
+  2020; Korthikanti et al. 2022) over all ``N`` nodes: each layer has an attention block
+  and an MLP block; each block starts with an AllGather of the sequence-sharded
+  activations (``T h`` elements, ``T = s b`` tokens; each node contributes ``T h / N``)
+  and ends with a ReduceScatter of the block's output (each node reduces ``T h``
+  elements). There is no AllReduce: SP turns TP's AllReduce into this pair.
+* **Computation.** Only the GEMMs, at the MAC array's peak (2 flops per MAC), divided
+  evenly over the nodes (heads and KV heads are not rounded to whole nodes):
+  QKV ``2 T h (q + 2 kv)``, scores and weighted sum ``2 * 2 b s^2 q``, output projection
+  ``2 T q h``, MLP ``2 T h f`` times 2 (plain) or 3 (gated), with ``q`` = heads x head_dim
+  and ``kv`` = KV heads x head_dim. Elementwise work, norms and softmax are left out.
+* **Forward block** = AllGather + GEMMs + ReduceScatter, in sequence (each needs the
+  previous one's data).
+* **Backward block** (Megatron-SP's schedule): the AllGather of the output gradient
+  (blocking), then the input-gradient GEMMs overlapped with the re-gather of the block's
+  input (SP does not keep the gathered input), then the weight-gradient GEMMs overlapped
+  with the ReduceScatter of the input gradient:
+  ``t_AG + max(dgrad, t_AG) + max(wgrad, t_RS)``, with dgrad = the linear layers'
+  forward flops + twice the attention core's, wgrad = the linear layers' forward flops.
+* **Collectives** are the alpha-beta simulator's times (:mod:`.alphabeta`) of the actual
+  schedules (synthesized and verified by :func:`.evaluate.run_curve`), each algorithm at
+  its best chunk count for each message size.
+* 32-bit elements (Table I's MAC width).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..schedules.topology import build
+from .alphabeta import LinkModel
+from .evaluate import ALGORITHMS, run_curve
+
+MODELS_FILE = Path(__file__).with_name("data") / "llm_models.json"
+FIELDS = {"name": str, "layers": int, "hidden": int, "heads": int, "kv_heads": int, "head_dim": int,
+          "ffn": int, "mlp": str, "source": str}
+MLP_GEMMS = {"plain": 2, "gated": 3}
+# seed 000, Table I
+MAC_ROWS = MAC_COLS = 512
+CLOCK_HZ = 1e9
+PEAK_FLOPS = 2 * MAC_ROWS * MAC_COLS * CLOCK_HZ
+ELEMENT_BYTES = 4
+DEFAULT_SEQ_LEN = 2048      # the training context of GPT-NeoX-20B and OPT-30B
+DEFAULT_MICRO_BATCH = 1
+PROPOSED = "equimesh-xtree"
+
+
+class ModelFileError(ValueError):
+    """A model data file that is missing, unreadable or lacks a field; the message is one line."""
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    name: str
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    ffn: int
+    mlp: str
+    source: str
+
+
+def load_models(path: str | Path = MODELS_FILE) -> list[ModelShape]:
+    """The model shapes of a data file like ``sim/data/llm_models.json``; every problem is one line."""
+    p = Path(path)
+    try:
+        d = json.loads(p.read_text())
+    except FileNotFoundError:
+        raise ModelFileError(f"{p}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ModelFileError(f"{p}: cannot read: {getattr(e, 'strerror', None) or e}") from None
+    except json.JSONDecodeError as e:
+        raise ModelFileError(f"{p}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
+    if not isinstance(d, dict) or not isinstance(d.get("models"), list) or not d["models"]:
+        raise ModelFileError(f"{p}: needs a non-empty list 'models'")
+    out = []
+    for i, m in enumerate(d["models"]):
+        if not isinstance(m, dict):
+            raise ModelFileError(f"{p}: model {i} is not an object")
+        label = m.get("name", f"model {i}")
+        for f, typ in FIELDS.items():
+            if f not in m:
+                raise ModelFileError(f"{p}: {label}: missing field {f!r}")
+            v = m[f]
+            if typ is int and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
+                raise ModelFileError(f"{p}: {label}: field {f!r} must be an integer >= 1 (got {v!r})")
+            if typ is str and not isinstance(v, str):
+                raise ModelFileError(f"{p}: {label}: field {f!r} must be a string")
+        if m["mlp"] not in MLP_GEMMS:
+            raise ModelFileError(f"{p}: {label}: field 'mlp' must be one of {', '.join(MLP_GEMMS)} (got {m['mlp']!r})")
+        out.append(ModelShape(**{f: m[f] for f in FIELDS}))
+    return out
+
+
+@dataclass(frozen=True)
+class LayerWork:
+    """Per node and per layer: flops of each block and the collective message sizes (bytes)."""
+
+    attn_linear: float
+    attn_core: float
+    mlp_linear: float
+    ag_bytes: float      # AllGather: bytes each node contributes
+    rs_bytes: float      # ReduceScatter: bytes of the vector each node reduces
+
+
+def layer_work(m: ModelShape, seq_len: int, micro_batch: int, nodes: int) -> LayerWork:
+    t = seq_len * micro_batch
+    q, kv = m.heads * m.head_dim, m.kv_heads * m.head_dim
+    attn_linear = 2 * t * m.hidden * (q + 2 * kv) + 2 * t * q * m.hidden
+    attn_core = 2 * 2 * micro_batch * seq_len ** 2 * q
+    mlp_linear = 2 * t * m.hidden * m.ffn * MLP_GEMMS[m.mlp]
+    act = t * m.hidden * ELEMENT_BYTES
+    return LayerWork(attn_linear / nodes, attn_core / nodes, mlp_linear / nodes, act / nodes, act)
+
+
+def pass_times(w: LayerWork, t_ag: float, t_rs: float, layers: int) -> dict:
+    """Forward and backward seconds of ``layers`` layers (see the module docstring for the overlap)."""
+    blocks = [(w.attn_linear, w.attn_core), (w.mlp_linear, 0.0)]
+    fwd = bwd = comp_f = comm_f = 0.0
+    for linear, core in blocks:
+        gemm = (linear + core) / PEAK_FLOPS
+        fwd += t_ag + gemm + t_rs
+        comp_f += gemm
+        comm_f += t_ag + t_rs
+        dgrad, wgrad = (linear + 2 * core) / PEAK_FLOPS, linear / PEAK_FLOPS
+        bwd += t_ag + max(dgrad, t_ag) + max(wgrad, t_rs)
+    return {"forward_s": layers * fwd, "backward_s": layers * bwd,
+            "forward_compute_s": layers * comp_f, "forward_comm_s": layers * comm_f}
+
+
+def collective_times(algorithms: list[str], rows: int, cols: int, ag_sizes, rs_sizes,
+                     model: LinkModel = LinkModel(), log=lambda s: None) -> dict:
+    """``{algorithm: {"allgather": {bytes: s}, "reducescatter": {bytes: s}}}`` from the alpha-beta simulator."""
+    out = {}
+    for name in algorithms:
+        algo = ALGORITHMS[name]
+        topo = build(algo.kind, rows, cols)
+        out[name] = {}
+        for coll, sizes in (("allgather", ag_sizes), ("reducescatter", rs_sizes)):
+            log(f"{name} {coll} on {topo.name}")
+            sizes = np.array(sorted(set(sizes)), dtype=np.float64)
+            c = run_curve(algo, topo, coll, sizes, algo.chunk_counts, model)
+            out[name][coll] = dict(zip(sizes.tolist(), c.completion.tolist()))
+    return out
+
+
+def mesh_baselines() -> list[str]:
+    """Every Section V-A mesh baseline that schedules AllGather and ReduceScatter (SP + TP use no AllReduce)."""
+    return [n for n, a in ALGORITHMS.items() if a.role == "baseline" and a.available and "allgather" in a.collectives]
+
+
+def evaluate_models(models: list[ModelShape], rows: int = 8, cols: int = 8, seq_lens=(DEFAULT_SEQ_LEN,),
+                    micro_batches=(DEFAULT_MICRO_BATCH,), model: LinkModel = LinkModel(), log=lambda s: None) -> list[dict]:
+    """One row per model, sequence length and micro-batch: times of every algorithm and the speedups.
+
+    ``forward_speedup`` / ``backward_speedup``: the best (fastest) mesh baseline's time over
+    EquiMesh + XTree's.
+    """
+    nodes = rows * cols
+    algos = [PROPOSED] + mesh_baselines()
+    cases = [(m, s, b, layer_work(m, s, b, nodes)) for m in models for s in seq_lens for b in micro_batches]
+    times = collective_times(algos, rows, cols, [w.ag_bytes for *_, w in cases], [w.rs_bytes for *_, w in cases],
+                             model, log)
+    rows_out = []
+    for m, s, b, w in cases:
+        per = {a: pass_times(w, times[a]["allgather"][w.ag_bytes], times[a]["reducescatter"][w.rs_bytes], m.layers)
+               | {"allgather_s": times[a]["allgather"][w.ag_bytes],
+                  "reducescatter_s": times[a]["reducescatter"][w.rs_bytes]}
+               for a in algos}
+        base = [a for a in algos if a != PROPOSED]
+        best_f = min(base, key=lambda a: per[a]["forward_s"])
+        best_b = min(base, key=lambda a: per[a]["backward_s"])
+        rows_out.append({
+            "name": m.name, "seq_len": s, "micro_batch": b, "layers": m.layers,
+            "allgather_bytes_per_node": w.ag_bytes, "reducescatter_bytes_per_node": w.rs_bytes,
+            "forward_speedup": per[best_f]["forward_s"] / per[PROPOSED]["forward_s"],
+            "backward_speedup": per[best_b]["backward_s"] / per[PROPOSED]["backward_s"],
+            "best_baseline_forward": best_f, "best_baseline_backward": best_b,
+            "comm_share_forward": {a: per[a]["forward_comm_s"] / per[a]["forward_s"] for a in algos},
+            "algorithms": per})
+    return rows_out
+
+
+def geomean(values) -> float:
+    return float(np.exp(np.mean(np.log(np.asarray(values, dtype=np.float64)))))
+
+
+def plot_fig9(results: list[dict], path: str, title: str) -> None:
+    """Fig. 9: per model, each algorithm's forward and backward performance, normalized to the best mesh baseline."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .evaluate import STYLE
+
+    algos = list(results[0]["algorithms"])
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), dpi=100, sharey=True)
+    width = 0.8 / len(algos)
+    for ax, pass_, key in zip(axes, ("forward", "backward"), ("best_baseline_forward", "best_baseline_backward")):
+        x = np.arange(len(results))
+        for i, a in enumerate(algos):
+            perf = [r["algorithms"][r[key]][f"{pass_}_s"] / r["algorithms"][a][f"{pass_}_s"] for r in results]
+            ax.bar(x + (i - (len(algos) - 1) / 2) * width, perf, width, label=a,
+                   color=STYLE.get(a, (None,))[0])
+            if a == PROPOSED:
+                for xi, v in zip(x, perf):
+                    ax.text(xi + (i - (len(algos) - 1) / 2) * width, v + 0.02, f"{v:.2f}", ha="center", fontsize=7)
+        ax.set_xticks(x, [r["name"] for r in results], fontsize=8)
+        ax.set_title(f"LLM {pass_} performance", fontsize=10)
+        ax.axhline(1.0, color="0.4", lw=0.8, ls="--")
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].set_ylabel("performance / best mesh baseline")
+    axes[1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
