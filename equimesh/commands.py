@@ -64,7 +64,7 @@ def cmd_schedule(args) -> int:
     if args.time_limit <= 0:
         raise UsageError(f"--time-limit must be > 0 (got {args.time_limit})")
     if args.storage is None:
-        args.storage = "lanes" if args.algorithm in ("xtree", "mirrorxtree", "optimal") else "none"
+        args.storage = "lanes" if args.algorithm in ("auto", "ring", "xtree", "mirrorxtree", "optimal") else "none"
     auto = args.ring_dirs == "auto"
     if auto and args.kind not in ("equimesh", "mirror-equimesh"):
         raise UsageError("--ring-dirs auto applies to equimesh and mirror-equimesh only")
@@ -72,11 +72,18 @@ def cmd_schedule(args) -> int:
     progress = Progress(f"{args.algorithm} {args.kind} {args.rows}x{args.cols}")
     t0 = time.perf_counter()
     sched = None
-    for dirs in choices:
+    for dirs in choices:       # cccc first; a schedule at the bound ends the search
         t = topology_from_args(args, dirs)
-        cand = _synthesize(args, t, progress)
+        try:
+            cand = _synthesize(args, t, progress)
+        except InputError:
+            if dirs == choices[-1] and sched is None:
+                raise
+            continue
         if sched is None or cand.num_steps < sched.num_steps:
             sched = cand
+        if sched.num_steps == lower_bound(t, args.chunks, args.collective):
+            break
     seconds = time.perf_counter() - t0
     progress.close()
     t = sched.topology
@@ -90,11 +97,15 @@ def cmd_schedule(args) -> int:
                        "efficiency": round(b / ph.num_steps, 4)})
     bound = sum(p["bound"] for p in phases)
     out = {"topology": t.name, "kind": t.kind, "rows": t.rows, "cols": t.cols, "chunks": args.chunks,
-           "collective": args.collective, "algorithm": args.algorithm, "storage": args.storage,
+           "collective": args.collective, "algorithm": args.algorithm, "method": sched.meta["method"],
+           "storage": args.storage,
            "steps": sched.num_steps, "bound": bound,
            "efficiency": round(bound / sched.num_steps, 4), "seconds": round(seconds, 3)}
     if t.ring_dirs is not None:
         out["ring_dirs"] = format_ring_dirs(t.ring_dirs)
+    for key in ("proven_optimal", "proven_lower"):
+        if key in sched.meta:
+            out[key] = sched.meta[key]
     if len(phases) > 1:
         out["phases"] = phases
     if args.out:
@@ -104,8 +115,11 @@ def cmd_schedule(args) -> int:
     if args.json:
         print(json.dumps(out, indent=2))
     else:
-        print(f"{args.algorithm} {args.collective} on {t.name}, K={args.chunks}: {out['steps']} steps, "
+        print(f"{args.algorithm} ({out['method']}) {args.collective} on {t.name}, K={args.chunks}: {out['steps']} steps, "
               f"bound {bound}, efficiency {out['efficiency']:.3f}, {seconds:.2f} s")
+        if "proven_optimal" in out:
+            print("proven optimal" if out["proven_optimal"] else
+                  f"not proven optimal: the time limit was hit; proven lower limit {out['proven_lower']} steps")
     return 0
 
 
@@ -129,12 +143,14 @@ def register(sub) -> None:
     p = sub.add_parser("schedule", help="synthesize a collective schedule")
     add_topology_args(p)
     p.add_argument("--chunks", type=int, default=4, help="chunks per shard K >= 1 (default 4)")
-    p.add_argument("--algorithm", default="xtree", choices=ALGORITHMS,
-                   help="xtree / mirrorxtree (Algorithms 2, 3), multitree, ring2d, optimal (exact ILP, small sizes)")
+    p.add_argument("--algorithm", default="auto", choices=ALGORITHMS,
+                   help="auto (default: the best valid method, named in the output as 'method'), ring "
+                        "(ring-pipelined on 4 Hamiltonian cycles, EquiMesh, K = 4m), xtree / mirrorxtree "
+                        "(Algorithms 2, 3), multitree, ring2d, optimal (exact ILP, small sizes)")
     p.add_argument("--collective", default="allgather", choices=["allgather", "reducescatter", "allreduce"])
     p.add_argument("--storage", default=None, choices=["lanes", "none"],
                    help="lanes: honour the RTL node storage (one chunk per lane per step) so `equimesh simulate` "
-                        "can run it; none: links only. Default: lanes for xtree, mirrorxtree and optimal; "
+                        "can run it; none: links only. Default: lanes for auto, ring, xtree, mirrorxtree and optimal; "
                         "none for the baselines, which do not model lanes")
     p.add_argument("--time-limit", type=float, default=60.0, help="seconds for --algorithm optimal (default 60)")
     p.add_argument("--out", help="write the schedule JSON here")

@@ -1,0 +1,133 @@
+"""Exact AllGather schedules with OR-Tools CP-SAT: a time-expanded model that minimizes the step count.
+
+The model of :mod:`.optimal` (design.md semantics, seed 000 Section III-A
+bound), in CP-SAT form and as one optimization instead of a feasibility
+search per step count:
+
+* ``y[l, x, t]``: link ``l`` carries chunk ``x = root * K + chunk`` in step
+  ``t < T`` (``T`` = a known step count, e.g. XTree's); created only from the
+  first step at which the link's source can hold ``x`` (its distance from the
+  root);
+* every link carries at most one chunk per step; every node other than the
+  root receives every chunk exactly once, from a sender that received it in
+  an earlier step;
+* with ``lanes=True``, the node storage rule of ``storage.py``: ``at[v, x, p]``
+  says that ``x`` arrived at ``v`` through in-port ``p`` (the root: its home
+  lane); per node, lane and step, at most one chunk is both stored in that lane
+  and sent on some out-link;
+* the objective is the step of the last transfer (plus one).
+
+CP-SAT's bound on the objective is a proof: when it meets the schedule found,
+that step count is the optimum; on a time limit the result says how far the
+proof got (``lower``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .schedule import Phase, lower_bound
+from .storage import home_lanes, link_lanes
+from .topology import Topology
+
+
+@dataclass
+class ExactResult:
+    phase: Phase | None        # the best schedule found (None if none within the limit)
+    steps: int | None          # its step count
+    lower: int                 # proven: no schedule has fewer steps
+    seconds: float
+
+    @property
+    def proven(self) -> bool:
+        return self.steps is not None and self.steps == self.lower
+
+
+def exact(topo: Topology, chunks: int, horizon: int, lanes: bool = True, time_limit: float = 60.0,
+          workers: int = 1) -> ExactResult:
+    """The shortest AllGather with at most ``horizon`` steps (None if there is none: then
+    ``lower = horizon + 1`` proves that ``horizon + 1`` steps are needed when the solver decided it)."""
+    from ortools.sat.python import cp_model
+    t0 = time.perf_counter()
+    n, K, T = topo.nodes, chunks, horizon
+    X = n * K
+    src, dst = topo.link_src, topo.link_dst
+    dist = topo.distances
+    root = np.arange(X) // K
+    m = cp_model.CpModel()
+    y: dict[tuple[int, int, int], object] = {}
+    for l in range(len(src)):
+        for x in range(X):
+            if dst[l] == root[x]:
+                continue
+            for t in range(int(dist[root[x], src[l]]), T):
+                y[l, x, t] = m.NewBoolVar("")
+    by_link_step: dict[tuple[int, int], list] = {}
+    recv: dict[tuple[int, int], list] = {}       # (node, x) -> [(t, var, link)]
+    for (l, x, t), v in y.items():
+        by_link_step.setdefault((l, t), []).append(v)
+        recv.setdefault((int(dst[l]), x), []).append((t, v, l))
+    for vs in by_link_step.values():
+        m.AddAtMostOne(vs)
+    for v in range(n):
+        for x in range(X):
+            if v != root[x]:
+                m.AddExactlyOne([b for _, b, _ in recv[v, x]])
+    for (l, x, t), v in y.items():
+        u = int(src[l])
+        if u != root[x]:
+            m.AddBoolOr([b for tt, b, _ in recv[u, x] if tt < t] + [v.Not()])
+    span = m.NewIntVar(lower_bound(topo, chunks, "allgather"), T, "steps")
+    for (l, x, t), v in y.items():
+        m.Add(span >= t + 1).OnlyEnforceIf(v)
+    if lanes:
+        home = home_lanes(topo, K)
+        _, dst_lane = link_lanes(topo)
+        # at[v, x][lane]: x is kept in that lane of v
+        at: dict[tuple[int, int], dict[int, object]] = {}
+        for (v, x), arrivals in recv.items():
+            per: dict[int, list] = {}
+            for _, b, l in arrivals:
+                per.setdefault(int(dst_lane[l]), []).append(b)
+            at[v, x] = {}
+            for ln, bs in per.items():
+                a = m.NewBoolVar("")
+                m.Add(a == sum(bs))
+                at[v, x][ln] = a
+        send: dict[tuple[int, int, int], list] = {}
+        for (l, x, t), v in y.items():
+            send.setdefault((int(src[l]), x, t), []).append(v)
+        reads: dict[tuple[int, int], list] = {}       # (lane, t) -> read literals
+        for (u, x, t), vs in send.items():
+            s = m.NewBoolVar("")
+            m.AddMaxEquality(s, vs)
+            if u == root[x]:
+                reads.setdefault((int(home[u, x % K]), t), []).append(s)
+                continue
+            for ln, a in at[u, x].items():
+                r = m.NewBoolVar("")
+                m.AddBoolOr([s.Not(), a.Not(), r])
+                reads.setdefault((ln, t), []).append(r)
+        for rs in reads.values():
+            if len(rs) > 1:
+                m.AddAtMostOne(rs)
+    m.Minimize(span)
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = time_limit
+    solver.parameters.num_workers = workers
+    status = solver.Solve(m)
+    seconds = time.perf_counter() - t0
+    if status == cp_model.INFEASIBLE:
+        return ExactResult(None, None, T + 1, seconds)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return ExactResult(None, None, lower_bound(topo, chunks, "allgather"), seconds)
+    steps = int(solver.Value(span))
+    out = [[] for _ in range(steps)]
+    for (l, x, t), v in y.items():
+        if solver.Value(v):
+            out[t].append((l, x // K, x % K))
+    phase = Phase("allgather", [np.array(s, dtype=np.int64).reshape(-1, 3) for s in out])
+    return ExactResult(phase, steps, int(solver.BestObjectiveBound()), seconds)
