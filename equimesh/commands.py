@@ -202,7 +202,7 @@ def _save_table(lines: list[str], out: str | None) -> None:
 
 
 def cmd_bench_schedules(args) -> int:
-    """Steps, bound, efficiency and synthesis seconds for XTree and MultiTree across kinds and sizes."""
+    """Steps, bound, efficiency and synthesis seconds per algorithm across kinds and sizes (every schedule verified)."""
     sizes = [_parse_size(s) for s in args.sizes.split(",")]
     chunks = [int(k) for k in args.chunks.split(",")]
     if any(k < 1 for k in chunks):
@@ -213,28 +213,42 @@ def cmd_bench_schedules(args) -> int:
             raise UsageError(f"unknown topology kind {k!r}; expected one of {', '.join(KINDS)}")
     algos = args.algorithms.split(",")
     for a in algos:
-        if a not in ("xtree", "multitree", "ring2d"):
-            raise UsageError(f"bench-schedules runs xtree, multitree or ring2d (got {a!r})")
+        if a not in BENCH_ALGORITHMS:
+            raise UsageError(f"bench-schedules runs {', '.join(BENCH_ALGORITHMS)} (got {a!r})")
     import os
     import platform
     table = _Table(f"equimesh bench-schedules: {platform.machine()}, {os.cpu_count()} cores, "
-                   f"Python {platform.python_version()}",
-                   ["topology", "size", "K", "algorithm", "storage", "steps", "bound", "efficiency", "seconds"])
+                   f"Python {platform.python_version()}, {args.collective}",
+                   ["topology", "size", "K", "algorithm", "method", "storage", "steps", "bound", "efficiency",
+                    "seconds"])
     for r, c in sizes:
         for kind in kinds:
             t = build(kind, r, c)
             for k in chunks:
                 for a in algos:
-                    storages = ["none", "lanes"] if (a == "xtree" and args.lanes and r * c <= 256) else ["none"]
+                    lane_aware = a in ("auto", "ring", "xtree")
+                    storages = ["none", "lanes"] if (lane_aware and args.lanes and r * c <= 256) else ["none"]
+                    if a == "auto" and args.lanes:
+                        storages = ["lanes"]
                     for st in storages:
                         t0 = time.perf_counter()
-                        s = synthesize(t, k, "allgather", a, lanes=st == "lanes")
+                        try:
+                            s = synthesize(t, k, args.collective, a, lanes=st == "lanes")
+                        except SynthesisError as e:
+                            table.row(kind, f"{r}x{c}", k, a, "-", st, "-", "-", "-", str(e).split(";")[0])
+                            continue
                         sec = time.perf_counter() - t0
                         verify(s)
-                        b = lower_bound(t, k, "allgather")
-                        table.row(kind, f"{r}x{c}", k, a, st, s.num_steps, b, f"{b / s.num_steps:.3f}", f"{sec:.2f}")
+                        if st == "lanes":
+                            check_storage(s)
+                        b = lower_bound(t, k, args.collective)
+                        table.row(kind, f"{r}x{c}", k, a, s.meta["method"], st, s.num_steps, b,
+                                  f"{b / s.num_steps:.3f}", f"{sec:.2f}")
     _save_table(table.lines, args.out)
     return 0
+
+
+BENCH_ALGORITHMS = ("auto", "ring", "xtree", "multitree", "ring2d")
 
 
 def register_bench(sub) -> None:
@@ -242,8 +256,11 @@ def register_bench(sub) -> None:
     p.add_argument("--kinds", default=",".join(BENCH_KINDS))
     p.add_argument("--sizes", default=",".join(BENCH_SIZES), help="comma-separated RxC sizes")
     p.add_argument("--chunks", default="1,4", help="comma-separated K values")
-    p.add_argument("--algorithms", default="xtree,multitree")
-    p.add_argument("--lanes", action="store_true", help="also run lane-constrained XTree (sizes up to 256 nodes)")
+    p.add_argument("--algorithms", default="xtree,multitree", help="comma-separated: " + ", ".join(BENCH_ALGORITHMS))
+    p.add_argument("--collective", default="allgather", choices=["allgather", "reducescatter", "allreduce"])
+    p.add_argument("--lanes", action="store_true",
+                   help="also run the lane-rule schedules of auto, ring and xtree (sizes up to 256 nodes; "
+                        "auto then runs with lanes only)")
     p.add_argument("--out", default="bench/schedules.md", help="save the table here (default bench/schedules.md)")
     p.set_defaults(func=cmd_bench_schedules)
 

@@ -341,8 +341,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--max-side", type=int, default=16)
     ap.add_argument("--first", default="12x12", help="comma-separated tile sizes to solve first")
+    ap.add_argument("--out", type=Path, default=TILES)
     args = ap.parse_args(argv)
-    data = json.loads(TILES.read_text()) if TILES.exists() else {"format": "equimesh-hamiltonian-tiles",
+    data = json.loads(args.out.read_text()) if args.out.exists() else {"format": "equimesh-hamiltonian-tiles",
                                                                     "period": PERIOD, "tiles": [], "open": []}
     have = {(t["rows"], t["cols"]) for t in data["tiles"]}
     sides = sorted({tile_side(n)[0] for n in list(range(2, args.max_side + 1)) + [32]})
@@ -362,7 +363,7 @@ def main(argv: list[str] | None = None) -> None:
         else:
             data["tiles"].append(rec)
             have.add((r, c))
-        TILES.write_text(json.dumps(data, indent=1) + "\n")
+        args.out.write_text(json.dumps(data, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ import numpy as np
 from .cpsat import exact
 from .hamiltonian import decompose
 from .multitree import multitree
-from .optimal import optimal
 from .ring2d import ring2d
 from .ringpipe import ring_allgather
 from .schedule import Phase, Schedule, lower_bound
@@ -97,6 +96,7 @@ def allgather(topo: Topology, chunks: int, algorithm: str, lanes: bool, time_lim
     if algorithm == "ring2d":
         return ring2d(topo, chunks)
     if algorithm == "optimal":
+        from .optimal import optimal    # scipy.optimize takes a second to import; only this path needs it
         res = optimal(topo, chunks, lanes=lanes, time_limit=time_limit)
         if res.phase is None:
             raise SynthesisError(
