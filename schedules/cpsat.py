@@ -53,6 +53,9 @@ def exact(topo: Topology, chunks: int, horizon: int, lanes: bool = True, time_li
     from ortools.sat.python import cp_model
     t0 = time.perf_counter()
     n, K, T = topo.nodes, chunks, horizon
+    bound = lower_bound(topo, chunks, "allgather")
+    if T < bound:
+        return ExactResult(None, None, bound, time.perf_counter() - t0)
     X = n * K
     src, dst = topo.link_src, topo.link_dst
     dist = topo.distances
@@ -75,12 +78,12 @@ def exact(topo: Topology, chunks: int, horizon: int, lanes: bool = True, time_li
     for v in range(n):
         for x in range(X):
             if v != root[x]:
-                m.AddExactlyOne([b for _, b, _ in recv[v, x]])
+                m.AddExactlyOne([b for _, b, _ in recv.get((v, x), [])])
     for (l, x, t), v in y.items():
         u = int(src[l])
         if u != root[x]:
-            m.AddBoolOr([b for tt, b, _ in recv[u, x] if tt < t] + [v.Not()])
-    span = m.NewIntVar(lower_bound(topo, chunks, "allgather"), T, "steps")
+            m.AddBoolOr([b for tt, b, _ in recv.get((u, x), []) if tt < t] + [v.Not()])
+    span = m.NewIntVar(bound, T, "steps")
     for (l, x, t), v in y.items():
         m.Add(span >= t + 1).OnlyEnforceIf(v)
     if lanes:
@@ -123,7 +126,7 @@ def exact(topo: Topology, chunks: int, horizon: int, lanes: bool = True, time_li
     if status == cp_model.INFEASIBLE:
         return ExactResult(None, None, T + 1, seconds)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return ExactResult(None, None, lower_bound(topo, chunks, "allgather"), seconds)
+        return ExactResult(None, None, bound, seconds)
     steps = int(solver.Value(span))
     out = [[] for _ in range(steps)]
     for (l, x, t), v in y.items():
