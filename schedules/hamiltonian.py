@@ -342,15 +342,17 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--max-side", type=int, default=16)
     ap.add_argument("--first", default="12x12", help="comma-separated tile sizes to solve first")
     ap.add_argument("--out", type=Path, default=TILES)
+    ap.add_argument("--retry-open", action="store_true", help="also retry the sizes listed under 'open'")
     args = ap.parse_args(argv)
     data = json.loads(args.out.read_text()) if args.out.exists() else {"format": "equimesh-hamiltonian-tiles",
                                                                     "period": PERIOD, "tiles": [], "open": []}
     have = {(t["rows"], t["cols"]) for t in data["tiles"]}
+    if not args.retry_open:
+        have |= {(o[0], o[1]) for o in data.get("open", [])}
     sides = sorted({tile_side(n)[0] for n in list(range(2, args.max_side + 1)) + [32]})
     todo = sorted(((r, c) for r in sides for c in sides if r % 2 == c % 2), key=lambda rc: rc[0] * rc[1])
     first = [tuple(int(v) for v in s.split("x")) for s in args.first.split(",") if s]
     todo = first + [rc for rc in todo if rc not in first]
-    data["open"] = [o for o in data.get("open", []) if tuple(o[:2]) not in have]
     for r, c in todo:
         if (r, c) in have:
             continue
