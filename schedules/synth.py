@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .cpsat import exact
+from .cpsat import exact, improve_tail
 from .hamiltonian import decompose
 from .multitree import multitree
 from .ring2d import ring2d
@@ -77,13 +77,17 @@ def best_allgather(topo: Topology, chunks: int, lanes: bool, time_limit: float, 
 
 
 def cpsat(topo: Topology, chunks: int, lanes: bool, time_limit: float, progress) -> tuple[Phase, dict]:
-    """The CP-SAT exact model within ``time_limit``, started from XTree's step count (so it always
-    has a schedule); the dict says whether its step count is proven optimal."""
+    """The CP-SAT exact model for half of ``time_limit``, started from XTree's step count (so there
+    is always a schedule); if it finds nothing shorter, CP-SAT windows on XTree's last steps for the
+    other half. The dict says whether the step count is proven optimal, and the proven lower limit."""
     start = xtree(topo, chunks, lanes=lanes, progress=progress)
-    res = exact(topo, chunks, start.num_steps - 1, lanes=lanes, time_limit=time_limit)
-    if res.phase is None:
-        return start, {"proven": res.lower == start.num_steps, "lower": res.lower}
-    return res.phase, {"proven": res.proven, "lower": res.lower}
+    res = exact(topo, chunks, start.num_steps - 1, lanes=lanes, time_limit=time_limit / 2)
+    if res.phase is not None:
+        return res.phase, {"proven": res.proven, "lower": res.lower}
+    if res.lower == start.num_steps:
+        return start, {"proven": True, "lower": res.lower}
+    best = improve_tail(topo, chunks, start, lanes, time_limit / 2)
+    return best, {"proven": best.num_steps == res.lower, "lower": res.lower}
 
 
 def allgather(topo: Topology, chunks: int, algorithm: str, lanes: bool, time_limit: float, progress) -> Phase:

@@ -152,3 +152,18 @@ def test_cli_reports_method_and_rejects_ring_where_it_does_not_apply():
         assert r.returncode == 1
         assert why in r.stderr and "use --algorithm auto or xtree" in r.stderr
         assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_cpsat_windows_shorten_lane_xtree_on_2x3():
+    from equimesh.schedules.cpsat import improve_tail, start_lanes
+    from equimesh.schedules.xtree import xtree
+    t = build("equimesh", 2, 3)
+    ph = xtree(t, 4, lanes=True)
+    assert ph.num_steps == 6                         # README: lane-aware XTree, 2x3, K = 4
+    lanes = start_lanes(t, 4, ph.steps[:2])
+    assert (lanes >= 0).sum() == 6 * 4 + sum(len(s) for s in ph.steps[:2])
+    better = improve_tail(t, 4, ph, lanes=True, time_limit=60)
+    s = Schedule("allgather", "cpsat", 4, t, [better])
+    verify(s)
+    check_storage(s)
+    assert better.num_steps == 5
