@@ -310,14 +310,14 @@ def register_bench_optimal(sub) -> None:
 
 
 def cmd_demo(args) -> int:
-    """The main job's schedule part: XTree / MirrorXTree on the 4x4 EquiMesh, mesh and overflow mesh, verified."""
+    """The main job's schedule part: the best valid schedule (auto) on the 4x4 EquiMesh, mesh and overflow mesh."""
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     k = args.chunks
-    print(f"XTree AllGather and MirrorXTree ReduceScatter / AllReduce, {args.rows}x{args.cols}, K={k}, "
+    print(f"AllGather, ReduceScatter, AllReduce by the best valid method (auto), {args.rows}x{args.cols}, K={k}, "
           "every schedule verified (storage: lanes = executable by the RTL; none = links only)\n")
     head = (f"{'topology':<10} {'routers (ports x count)':<24} {'xpoints':>7} {'links':>5} {'D':>3} "
-            f"{'collective':<14} {'storage':<7} {'steps':>5} {'bound':>5} {'eff':>6}")
+            f"{'collective':<14} {'storage':<7} {'method':<7} {'steps':>5} {'bound':>5} {'eff':>6}")
     print(head)
     print("-" * len(head))
     for kind in ("mesh", "equimesh", "overflow"):
@@ -326,21 +326,20 @@ def cmd_demo(args) -> int:
         routers = " ".join(f"{p}x{c}" for p, c in s["routers_by_ports"].items())
         for coll in ("allgather", "reducescatter", "allreduce"):
             for storage in ("none", "lanes"):
-                sched = synthesize(t, k, coll, "xtree" if coll == "allgather" else "mirrorxtree",
-                                   lanes=storage == "lanes")
+                sched = synthesize(t, k, coll, lanes=storage == "lanes")
                 verify(sched)
                 if storage == "lanes":
                     check_storage(sched)
                     sched.save(out / f"{kind}_{args.rows}x{args.cols}_{coll}_k{k}.json")
                 b = lower_bound(t, k, coll)
                 print(f"{kind:<10} {routers:<24} {s['crosspoints']:>7} {s['links']:>5} {s['diameter']:>3} "
-                      f"{coll:<14} {storage:<7} {sched.num_steps:>5} {b:>5} {b / sched.num_steps:>6.3f}")
+                      f"{coll:<14} {storage:<7} {sched.meta['method']:<7} {sched.num_steps:>5} {b:>5} {b / sched.num_steps:>6.3f}")
     print(f"\nschedule files (lanes) written to {out}/")
     return 0
 
 
 def register_demo(sub) -> None:
-    p = sub.add_parser("demo", help="synthesize and verify XTree/MirrorXTree on mesh, EquiMesh and overflow; print the table")
+    p = sub.add_parser("demo", help="synthesize and verify the best schedules on mesh, EquiMesh and overflow; print the table")
     p.add_argument("--rows", type=int, default=4)
     p.add_argument("--cols", type=int, default=4)
     p.add_argument("--chunks", type=int, default=4)
