@@ -283,12 +283,27 @@ def from_tile(topo: Topology) -> Decomposition | None:
         return None
     R0, rb = tile_side(topo.rows)
     C0, cb = tile_side(topo.cols)
-    rec = _tiles().get((R0, C0))
-    if rec is None:
-        return None
     tile = build("equimesh", R0, C0)
-    colour = np.array([int(ch) for ch in rec["colours"]], dtype=np.int64)
+    rec = _tiles().get((R0, C0))
+    if rec is not None:
+        colour = np.array([int(ch) for ch in rec["colours"]], dtype=np.int64)
+    elif (rec := _tiles().get((C0, R0))) is not None:
+        colour = transpose(build("equimesh", C0, R0), np.array([int(ch) for ch in rec["colours"]]), tile)
+    else:
+        return None
     return from_colours(topo, extend(tile, colour, rb, cb, topo), "tile")
+
+
+_TRANSPOSED_PORT = {"N": "W", "W": "N", "S": "E", "E": "S"}
+
+
+def transpose(other: Topology, colour: np.ndarray, topo: Topology) -> np.ndarray:
+    """Link colours of ``topo`` (R x C) from those of ``other`` (C x R): mirroring the grid at its
+    diagonal maps the top ring onto the left ring and the bottom onto the right, each indexed the
+    same way (Algorithm 1), so with the default ring directions it is an isomorphism."""
+    index = {_key(other, l): i for i, l in enumerate(other.links)}
+    return np.array([colour[index[(b, a, d, c, _TRANSPOSED_PORT[p])]]
+                     for a, b, c, d, p in (_key(topo, l) for l in topo.links)], dtype=np.int64)
 
 
 def reverse(dec: Decomposition, topo: Topology, mirror: Topology) -> Decomposition:
