@@ -167,3 +167,9 @@ def test_cpsat_windows_shorten_lane_xtree_on_2x3():
     verify(s)
     check_storage(s)
     assert better.num_steps == 5
+
+
+def test_transposed_decomposition():
+    a, b = build("equimesh", 4, 6), build("equimesh", 6, 4)
+    colour = H.colours_of(H.solve(a, 30).decomposition, len(a.links))
+    _assert_decomposition(b, H.from_colours(b, H.transpose(a, colour, b), "tile"))
