@@ -4,7 +4,7 @@ Every EquiMesh node has in- and out-degree 4 (seed 000, Section III-B), so a
 decomposition uses every link exactly once. It is what the ring-pipelined
 AllGather of :mod:`.ringpipe` runs on (one cycle per chunk class).
 
-Two methods:
+Methods:
 
 * **Exact search** (``solve``): one CP-SAT ``AddCircuit`` per colour over the
   link literals, every link in exactly one colour (parallel links of 2-node
@@ -19,8 +19,11 @@ Two methods:
   are decompositions. Tiles for the default ring directions are solved once
   (``python -m equimesh.schedules.hamiltonian``) and stored in
   ``data/hamiltonian_tiles.json``; at run time a tile is extended and the
-  result checked, with no solver (sides > ``EXACT_MAX + 1`` use a band; a
-  period of 2 admits no tile at all at 4x8, 2x10 and 8x8).
+  result checked, with no solver (sides > ``EXACT_MAX`` use a band; a period
+  of 2 admits no tile at all at 2x8, 4x8, 2x10 and 8x8).
+* **Transposition** (``transpose``): with the default ring directions the C x R
+  EquiMesh is the R x C one mirrored at the diagonal, so a missing R x C tile
+  is taken from the C x R tile.
 
 Every decomposition is checked by :func:`check` before it is returned.
 """
@@ -39,6 +42,8 @@ from .topology import Topology, build
 
 COLOURS = 4
 PERIOD = 4            # rows (columns) in a tile's band
+BAND = 2              # the band's first row (column)
+EXACT_MAX = 11        # sides up to this are tiles without a band; longer sides repeat a band
 
 
 class DecompositionError(ValueError):
@@ -227,18 +232,14 @@ def extend(tile: Topology, colour: np.ndarray, row_band: int | None, col_band: i
 # ----- tiles: solved once, extended and checked at run time ------------------------------------------
 
 TILES = Path(__file__).parent / "data" / "hamiltonian_tiles.json"
-EXACT_MAX = 10        # sides up to this are solved exactly; longer sides repeat a band of PERIOD
 
 
 def tile_side(n: int) -> tuple[int, int | None]:
     """The tile side that covers a network side ``n``, and its band start (None: no band)."""
-    if n <= EXACT_MAX + 1:
+    if n <= EXACT_MAX:
         return n, None
-    base = EXACT_MAX + 2 + (n - EXACT_MAX - 2) % PERIOD     # 12..15: n - base is a multiple of PERIOD
+    base = EXACT_MAX + 1 + (n - EXACT_MAX - 1) % PERIOD     # 12..15: n - base is a multiple of PERIOD
     return base, BAND
-
-
-BAND = 2
 
 
 def make_tile(rows: int, cols: int, time_limit: float, seeds: int, reach: int = 32) -> tuple[dict | None, str]:
