@@ -41,8 +41,10 @@ def ring_allgather(topo: Topology, chunks: int, dec: Decomposition) -> Phase:
     for j in range(rounds):
         live = [c for c in range(len(dec.cycles)) if 4 * j + c < chunks]
         lk = links[live].reshape(-1)
-        ch = np.repeat(np.array([4 * j + c for c in live], dtype=np.int64), n)
+        by_link = np.argsort(lk)          # steps listed by link id, as the file writer orders them
+        lk = lk[by_link]
+        ch = np.repeat(np.array([4 * j + c for c in live], dtype=np.int64), n)[by_link]
         for s in range(n - 1):
-            root = nodes[live][:, (pos - s) % n].reshape(-1)
+            root = nodes[live][:, (pos - s) % n].reshape(-1)[by_link]
             steps.append(np.stack([lk, root, ch], axis=1))
     return Phase("allgather", steps)
