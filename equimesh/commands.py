@@ -77,7 +77,7 @@ def cmd_schedule(args) -> int:
                              "use --storage none")
         args.storage = "none"
     if args.storage is None:
-        args.storage = "lanes" if args.algorithm in ("xtree", "mirrorxtree", "optimal") else "none"
+        args.storage = "lanes" if args.algorithm in ("auto", "ring", "xtree", "mirrorxtree", "optimal") else "none"
     auto = args.ring_dirs == "auto"
     if auto and args.kind not in ("equimesh", "mirror-equimesh"):
         raise UsageError("--ring-dirs auto applies to equimesh and mirror-equimesh only")
@@ -85,11 +85,18 @@ def cmd_schedule(args) -> int:
     progress = Progress(f"{args.algorithm} {args.kind} {args.rows}x{args.cols}")
     t0 = time.perf_counter()
     sched = None
-    for dirs in choices:
+    for dirs in choices:       # cccc first; a schedule at the bound ends the search
         t = topology_from_args(args, dirs)
-        cand = _synthesize(args, t, progress)
+        try:
+            cand = _synthesize(args, t, progress)
+        except InputError:
+            if dirs == choices[-1] and sched is None:
+                raise
+            continue
         if sched is None or cand.num_steps < sched.num_steps:
             sched = cand
+        if sched.num_steps == lower_bound(t, args.chunks, args.collective):
+            break
     seconds = time.perf_counter() - t0
     progress.close()
     t = sched.topology
@@ -103,12 +110,16 @@ def cmd_schedule(args) -> int:
                        "efficiency": round(b / ph.num_steps, 4)})
     bound = schedule_bound(sched)
     out = {"topology": t.name, "kind": t.kind, "rows": t.rows, "cols": t.cols, "chunks": args.chunks,
-           "collective": args.collective, "algorithm": args.algorithm, "storage": args.storage,
+           "collective": args.collective, "algorithm": args.algorithm, "method": sched.meta["method"],
+           "storage": args.storage,
            "steps": sched.num_steps, "bound": bound,
            "efficiency": round(bound / sched.num_steps, 4), "seconds": round(seconds, 3),
            "overlapped": sched.overlapped}
     if t.ring_dirs is not None:
         out["ring_dirs"] = format_ring_dirs(t.ring_dirs)
+    for key in ("proven_optimal", "proven_lower"):
+        if key in sched.meta:
+            out[key] = sched.meta[key]
     if len(phases) > 1:
         out["phases"] = phases
     if args.out:
@@ -118,8 +129,11 @@ def cmd_schedule(args) -> int:
     if args.json:
         print(json.dumps(out, indent=2))
     else:
-        print(f"{args.algorithm} {args.collective} on {t.name}, K={args.chunks}: {out['steps']} steps, "
+        print(f"{args.algorithm} ({out['method']}) {args.collective} on {t.name}, K={args.chunks}: {out['steps']} steps, "
               f"bound {bound}, efficiency {out['efficiency']:.3f}, {seconds:.2f} s")
+        if "proven_optimal" in out:
+            print("proven optimal" if out["proven_optimal"] else
+                  f"not proven optimal: the time limit was hit; proven lower limit {out['proven_lower']} steps")
     return 0
 
 
@@ -143,12 +157,14 @@ def register(sub) -> None:
     p = sub.add_parser("schedule", help="synthesize a collective schedule")
     add_topology_args(p)
     p.add_argument("--chunks", type=int, default=4, help="chunks per shard K >= 1 (default 4)")
-    p.add_argument("--algorithm", default="xtree", choices=ALGORITHMS,
-                   help="xtree / mirrorxtree (Algorithms 2, 3), multitree, ring2d, optimal (exact ILP, small sizes)")
+    p.add_argument("--algorithm", default="auto", choices=ALGORITHMS,
+                   help="auto (default: the best valid method, named in the output as 'method'), ring "
+                        "(ring-pipelined on 4 Hamiltonian cycles, EquiMesh, K = 4m), xtree / mirrorxtree "
+                        "(Algorithms 2, 3), multitree, ring2d, optimal (exact ILP, small sizes)")
     p.add_argument("--collective", default="allgather", choices=["allgather", "reducescatter", "allreduce"])
     p.add_argument("--storage", default=None, choices=["lanes", "none"],
                    help="lanes: honour the RTL node storage (one chunk per lane per step) so `equimesh simulate` "
-                        "can run it; none: links only. Default: lanes for xtree, mirrorxtree and optimal; "
+                        "can run it; none: links only. Default: lanes for auto, ring, xtree, mirrorxtree and optimal; "
                         "none for the baselines, which do not model lanes")
     p.add_argument("--time-limit", type=float, default=60.0, help="seconds for --algorithm optimal (default 60)")
     p.add_argument("--overlap", action="store_true",
@@ -203,7 +219,7 @@ def _save_table(lines: list[str], out: str | None) -> None:
 
 
 def cmd_bench_schedules(args) -> int:
-    """Steps, bound, efficiency and synthesis seconds for XTree and MultiTree across kinds and sizes."""
+    """Steps, bound, efficiency and synthesis seconds per algorithm across kinds and sizes (every schedule verified)."""
     sizes = [_parse_size(s) for s in args.sizes.split(",")]
     chunks = [int(k) for k in args.chunks.split(",")]
     if any(k < 1 for k in chunks):
@@ -214,28 +230,42 @@ def cmd_bench_schedules(args) -> int:
             raise UsageError(f"unknown topology kind {k!r}; expected one of {', '.join(KINDS)}")
     algos = args.algorithms.split(",")
     for a in algos:
-        if a not in ("xtree", "multitree", "ring2d"):
-            raise UsageError(f"bench-schedules runs xtree, multitree or ring2d (got {a!r})")
+        if a not in BENCH_ALGORITHMS:
+            raise UsageError(f"bench-schedules runs {', '.join(BENCH_ALGORITHMS)} (got {a!r})")
     import os
     import platform
     table = _Table(f"equimesh bench-schedules: {platform.machine()}, {os.cpu_count()} cores, "
-                   f"Python {platform.python_version()}",
-                   ["topology", "size", "K", "algorithm", "storage", "steps", "bound", "efficiency", "seconds"])
+                   f"Python {platform.python_version()}, {args.collective}",
+                   ["topology", "size", "K", "algorithm", "method", "storage", "steps", "bound", "efficiency",
+                    "seconds"])
     for r, c in sizes:
         for kind in kinds:
             t = build(kind, r, c)
             for k in chunks:
                 for a in algos:
-                    storages = ["none", "lanes"] if (a == "xtree" and args.lanes and r * c <= 256) else ["none"]
+                    lane_aware = a in ("auto", "ring", "xtree")
+                    storages = ["none", "lanes"] if (lane_aware and args.lanes and r * c <= 256) else ["none"]
+                    if a == "auto" and args.lanes:
+                        storages = ["lanes"]
                     for st in storages:
                         t0 = time.perf_counter()
-                        s = synthesize(t, k, "allgather", a, lanes=st == "lanes")
+                        try:
+                            s = synthesize(t, k, args.collective, a, lanes=st == "lanes")
+                        except SynthesisError as e:
+                            table.row(kind, f"{r}x{c}", k, a, "-", st, "-", "-", "-", str(e).split(";")[0])
+                            continue
                         sec = time.perf_counter() - t0
                         verify(s)
-                        b = lower_bound(t, k, "allgather")
-                        table.row(kind, f"{r}x{c}", k, a, st, s.num_steps, b, f"{b / s.num_steps:.3f}", f"{sec:.2f}")
+                        if st == "lanes":
+                            check_storage(s)
+                        b = lower_bound(t, k, args.collective)
+                        table.row(kind, f"{r}x{c}", k, a, s.meta["method"], st, s.num_steps, b,
+                                  f"{b / s.num_steps:.3f}", f"{sec:.2f}")
     _save_table(table.lines, args.out)
     return 0
+
+
+BENCH_ALGORITHMS = ("auto", "ring", "xtree", "multitree", "ring2d")
 
 
 def register_bench(sub) -> None:
@@ -243,29 +273,42 @@ def register_bench(sub) -> None:
     p.add_argument("--kinds", default=",".join(BENCH_KINDS))
     p.add_argument("--sizes", default=",".join(BENCH_SIZES), help="comma-separated RxC sizes")
     p.add_argument("--chunks", default="1,4", help="comma-separated K values")
-    p.add_argument("--algorithms", default="xtree,multitree")
-    p.add_argument("--lanes", action="store_true", help="also run lane-constrained XTree (sizes up to 256 nodes)")
+    p.add_argument("--algorithms", default="xtree,multitree", help="comma-separated: " + ", ".join(BENCH_ALGORITHMS))
+    p.add_argument("--collective", default="allgather", choices=["allgather", "reducescatter", "allreduce"])
+    p.add_argument("--lanes", action="store_true",
+                   help="also run the lane-rule schedules of auto, ring and xtree (sizes up to 256 nodes; "
+                        "auto then runs with lanes only)")
     p.add_argument("--out", default="bench/schedules.md", help="save the table here (default bench/schedules.md)")
     p.set_defaults(func=cmd_bench_schedules)
 
 
 def cmd_bench_optimal(args) -> int:
-    """XTree against the exact solver: proven optimum (or the proven lower limit on a timeout) per size."""
+    """XTree against an exact solver: proven optimum (or the proven lower limit on a timeout) per size."""
+    from .schedules.cpsat import exact
     from .schedules.optimal import optimal
     from .schedules.xtree import xtree
     sizes = [_parse_size(s) for s in args.sizes.split(",")]
     chunks = [int(k) for k in args.chunks.split(",")]
     lanes = args.storage == "lanes"
-    table = _Table(f"equimesh bench-optimal: storage {args.storage}, time limit {args.time_limit:g} s per size",
+    table = _Table(f"equimesh bench-optimal: {args.solver}, storage {args.storage}, time limit "
+                   f"{args.time_limit:g} s per size",
                    ["topology", "size", "K", "bound", "optimum", "XTree", "XTree gap", "solver seconds"])
     for r, c in sizes:
         t = build(args.kind, r, c)
         for k in chunks:
-            res = optimal(t, k, lanes=lanes, time_limit=args.time_limit)
             xs = xtree(t, k, lanes=lanes).num_steps
-            opt = str(res.steps) if res.steps is not None else f">= {res.infeasible_below} (timeout)"
-            gap = str(xs - res.steps) if res.steps is not None else f"<= {xs - res.infeasible_below}"
-            table.row(args.kind, f"{r}x{c}", k, lower_bound(t, k, "allgather"), opt, xs, gap, f"{res.seconds:.1f}")
+            if args.solver == "cpsat":
+                # CP-SAT looks for fewer steps than XTree; infeasible there = XTree is optimal
+                res = exact(t, k, xs - 1, lanes=lanes, time_limit=args.time_limit)
+                best = res.steps if res.steps is not None else xs
+                steps = best if best == res.lower else None
+                low, sec = res.lower, res.seconds
+            else:
+                res = optimal(t, k, lanes=lanes, time_limit=args.time_limit)
+                steps, low, sec = res.steps, res.infeasible_below, res.seconds
+            opt = str(steps) if steps is not None else f">= {low} (timeout)"
+            gap = str(xs - steps) if steps is not None else f"<= {xs - low}"
+            table.row(args.kind, f"{r}x{c}", k, lower_bound(t, k, "allgather"), opt, xs, gap, f"{sec:.1f}")
     _save_table(table.lines, args.out)
     return 0
 
@@ -276,20 +319,22 @@ def register_bench_optimal(sub) -> None:
     p.add_argument("--sizes", default="2x3,3x3,3x4,4x4,4x5,5x5")
     p.add_argument("--chunks", default="1")
     p.add_argument("--storage", default="none", choices=["none", "lanes"])
+    p.add_argument("--solver", default="highs", choices=["highs", "cpsat"],
+                   help="highs: the time-expanded ILP (optimal.py); cpsat: the CP-SAT model (cpsat.py)")
     p.add_argument("--time-limit", type=float, default=120.0, help="seconds per size (default 120)")
     p.add_argument("--out", default="bench/optimal.md")
     p.set_defaults(func=cmd_bench_optimal)
 
 
 def cmd_demo(args) -> int:
-    """The main job's schedule part: XTree / MirrorXTree on the 4x4 EquiMesh, mesh and overflow mesh, verified."""
+    """The main job's schedule part: the best valid schedule (auto) on the 4x4 EquiMesh, mesh and overflow mesh."""
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     k = args.chunks
-    print(f"XTree AllGather and MirrorXTree ReduceScatter / AllReduce, {args.rows}x{args.cols}, K={k}, "
+    print(f"AllGather, ReduceScatter, AllReduce by the best valid method (auto), {args.rows}x{args.cols}, K={k}, "
           "every schedule verified (storage: lanes = executable by the RTL; none = links only)\n")
     head = (f"{'topology':<10} {'routers (ports x count)':<24} {'xpoints':>7} {'links':>5} {'D':>3} "
-            f"{'collective':<14} {'storage':<7} {'steps':>5} {'bound':>5} {'eff':>6}")
+            f"{'collective':<14} {'storage':<7} {'method':<7} {'steps':>5} {'bound':>5} {'eff':>6}")
     print(head)
     print("-" * len(head))
     for kind in ("mesh", "equimesh", "overflow"):
@@ -298,21 +343,20 @@ def cmd_demo(args) -> int:
         routers = " ".join(f"{p}x{c}" for p, c in s["routers_by_ports"].items())
         for coll in ("allgather", "reducescatter", "allreduce"):
             for storage in ("none", "lanes"):
-                sched = synthesize(t, k, coll, "xtree" if coll == "allgather" else "mirrorxtree",
-                                   lanes=storage == "lanes")
+                sched = synthesize(t, k, coll, lanes=storage == "lanes")
                 verify(sched)
                 if storage == "lanes":
                     check_storage(sched)
                     sched.save(out / f"{kind}_{args.rows}x{args.cols}_{coll}_k{k}.json")
                 b = lower_bound(t, k, coll)
                 print(f"{kind:<10} {routers:<24} {s['crosspoints']:>7} {s['links']:>5} {s['diameter']:>3} "
-                      f"{coll:<14} {storage:<7} {sched.num_steps:>5} {b:>5} {b / sched.num_steps:>6.3f}")
+                      f"{coll:<14} {storage:<7} {sched.meta['method']:<7} {sched.num_steps:>5} {b:>5} {b / sched.num_steps:>6.3f}")
     print(f"\nschedule files (lanes) written to {out}/")
     return 0
 
 
 def register_demo(sub) -> None:
-    p = sub.add_parser("demo", help="synthesize and verify XTree/MirrorXTree on mesh, EquiMesh and overflow; print the table")
+    p = sub.add_parser("demo", help="synthesize and verify the best schedules on mesh, EquiMesh and overflow; print the table")
     p.add_argument("--rows", type=int, default=4)
     p.add_argument("--cols", type=int, default=4)
     p.add_argument("--chunks", type=int, default=4)

@@ -4,20 +4,31 @@ ReduceScatter is always built by MirrorXTree's construction (seed 000,
 Algorithm 3): synthesize an AllGather on the mirror topology, then reverse it
 in time and direction onto the links of the original topology. AllReduce is
 that ReduceScatter followed by the AllGather, as two ``phases``.
+
+``auto`` (the default) picks, per phase, the best valid method: the
+ring-pipelined AllGather on a Hamiltonian decomposition (``ring``,
+:mod:`.ringpipe`) where one is known and K is a multiple of 4 (it meets the
+bound and the lane rule by construction); otherwise XTree, and on tiny
+networks where XTree misses the bound the exact solver if it finds fewer
+steps within a few seconds. The schedule's ``method`` says what was used.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .cpsat import exact, improve_tail
+from .hamiltonian import decompose
 from .multitree import multitree
-from .optimal import optimal
 from .ring2d import ring2d
-from .schedule import Phase, Schedule
+from .ringpipe import ring_allgather
+from .schedule import Phase, Schedule, lower_bound
 from .topology import Topology
 from .xtree import xtree
 
-ALGORITHMS = ("xtree", "mirrorxtree", "multitree", "ring2d", "optimal")
+ALGORITHMS = ("auto", "ring", "xtree", "mirrorxtree", "multitree", "ring2d", "optimal", "cpsat")
+EXACT_AUTO_MAX = 24      # auto tries the CP-SAT exact model when nodes x K is at most this ...
+EXACT_AUTO_SECONDS = 10.0  # ... for at most this long
 
 
 class SynthesisError(RuntimeError):
@@ -38,7 +49,50 @@ def reverse_onto(phase: Phase, mirror: Topology, topo: Topology) -> Phase:
     return Phase("reducescatter", steps)
 
 
+def ring(topo: Topology, chunks: int) -> Phase:
+    """The ring-pipelined AllGather, or a SynthesisError saying why it does not apply and what does."""
+    if topo.kind not in ("equimesh", "mirror-equimesh"):
+        raise SynthesisError(f"ring needs an EquiMesh (got {topo.kind}); use --algorithm auto or xtree")
+    if chunks % 4:
+        raise SynthesisError(f"ring needs K a multiple of 4 to reach the bound (got K={chunks}); "
+                             "use --algorithm auto or xtree")
+    dec = decompose(topo)
+    if dec is None:
+        raise SynthesisError(f"ring: no Hamiltonian decomposition of the {topo.name} is known "
+                             "(see README 'Schedules'); use --algorithm auto or xtree")
+    return ring_allgather(topo, chunks, dec)
+
+
+def best_allgather(topo: Topology, chunks: int, lanes: bool, time_limit: float, progress) -> tuple[Phase, str]:
+    """``auto``: the best valid AllGather and the name of its method (module docstring)."""
+    bound = lower_bound(topo, chunks, "allgather")
+    if chunks % 4 == 0 and decompose(topo) is not None:
+        return ring(topo, chunks), "ring"
+    best, method = xtree(topo, chunks, lanes=lanes, progress=progress), "xtree"
+    if best.num_steps > bound and topo.nodes * chunks <= EXACT_AUTO_MAX:
+        res = exact(topo, chunks, best.num_steps - 1, lanes=lanes, time_limit=min(time_limit, EXACT_AUTO_SECONDS))
+        if res.phase is not None:
+            best, method = res.phase, "cpsat"
+    return best, method
+
+
+def cpsat(topo: Topology, chunks: int, lanes: bool, time_limit: float, progress) -> tuple[Phase, dict]:
+    """The CP-SAT exact model for half of ``time_limit``, started from XTree's step count (so there
+    is always a schedule); if it finds nothing shorter, CP-SAT windows on XTree's last steps for the
+    other half. The dict says whether the step count is proven optimal, and the proven lower limit."""
+    start = xtree(topo, chunks, lanes=lanes, progress=progress)
+    res = exact(topo, chunks, start.num_steps - 1, lanes=lanes, time_limit=time_limit / 2)
+    if res.phase is not None:
+        return res.phase, {"proven": res.proven, "lower": res.lower}
+    if res.lower == start.num_steps:
+        return start, {"proven": True, "lower": res.lower}
+    best = improve_tail(topo, chunks, start, lanes, time_limit / 2)
+    return best, {"proven": best.num_steps == res.lower, "lower": res.lower}
+
+
 def allgather(topo: Topology, chunks: int, algorithm: str, lanes: bool, time_limit: float, progress) -> Phase:
+    if algorithm == "ring":
+        return ring(topo, chunks)
     if algorithm in ("xtree", "mirrorxtree"):
         return xtree(topo, chunks, lanes=lanes, progress=progress)
     if algorithm == "multitree":
@@ -46,6 +100,7 @@ def allgather(topo: Topology, chunks: int, algorithm: str, lanes: bool, time_lim
     if algorithm == "ring2d":
         return ring2d(topo, chunks)
     if algorithm == "optimal":
+        from .optimal import optimal    # scipy.optimize takes a second to import; only this path needs it
         res = optimal(topo, chunks, lanes=lanes, time_limit=time_limit)
         if res.phase is None:
             raise SynthesisError(
@@ -55,7 +110,7 @@ def allgather(topo: Topology, chunks: int, algorithm: str, lanes: bool, time_lim
     raise SynthesisError(f"unknown algorithm {algorithm!r}; expected one of {', '.join(ALGORITHMS)}")
 
 
-def synthesize(topo: Topology, chunks: int, collective: str, algorithm: str = "xtree", lanes: bool = True,
+def synthesize(topo: Topology, chunks: int, collective: str, algorithm: str = "auto", lanes: bool = True,
                time_limit: float = 60.0, progress=None) -> Schedule:
     """Build the schedule.
 
@@ -66,13 +121,32 @@ def synthesize(topo: Topology, chunks: int, collective: str, algorithm: str = "x
     if algorithm in ("multitree", "ring2d") and lanes:
         raise SynthesisError(f"{algorithm} does not model the node storage lanes; pass lanes=False "
                              "(--storage none), or use xtree or optimal")
-    phases = []
+    proofs = []
+
+    def gather(t: Topology) -> tuple[Phase, str]:
+        if algorithm == "auto":
+            return best_allgather(t, chunks, lanes, time_limit, progress)
+        if algorithm == "cpsat":
+            ph, proof = cpsat(t, chunks, lanes, time_limit, progress)
+            proofs.append(proof)
+            return ph, algorithm
+        return allgather(t, chunks, algorithm, lanes, time_limit, progress), algorithm
+
+    phases, methods = [], []
     if collective in ("reducescatter", "allreduce"):
         m = topo.mirror()
-        phases.append(reverse_onto(allgather(m, chunks, algorithm, lanes, time_limit, progress), m, topo))
+        ph, how = gather(m)
+        phases.append(reverse_onto(ph, m, topo))
+        methods.append(how)
     if collective in ("allgather", "allreduce"):
-        phases.append(allgather(topo, chunks, algorithm, lanes, time_limit, progress))
+        ph, how = gather(topo)
+        phases.append(ph)
+        methods.append(how)
     if not phases:
         raise SynthesisError(f"unknown collective {collective!r}")
     meta = {"storage": "lanes"} if lanes else {}
+    meta["method"] = "+".join(dict.fromkeys(methods))
+    if proofs:
+        meta["proven_optimal"] = all(p["proven"] for p in proofs)
+        meta["proven_lower"] = sum(p["lower"] for p in proofs)
     return Schedule(collective, algorithm, chunks, topo, phases, meta)

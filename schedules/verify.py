@@ -42,6 +42,9 @@ def _where(label: str, step, link, src, dst, root, chunk) -> str:
 
 def _second_occurrence(key: np.ndarray) -> int | None:
     """Index of the first transfer whose key an earlier transfer already has, or None."""
+    k = np.sort(key)
+    if not (k[1:] == k[:-1]).any():       # the common case, without the slower stable argsort
+        return None
     order = np.argsort(key, kind="stable")
     dup = np.nonzero(np.diff(key[order]) == 0)[0]
     return None if len(dup) == 0 else int(order[dup[0] + 1])

@@ -1,0 +1,173 @@
+"""Exact AllGather schedules with OR-Tools CP-SAT: a time-expanded model that minimizes the step count.
+
+The model of :mod:`.optimal` (design.md semantics, seed 000 Section III-A
+bound), in CP-SAT form and as one optimization instead of a feasibility
+search per step count:
+
+* ``y[l, x, t]``: link ``l`` carries chunk ``x = root * K + chunk`` in step
+  ``t < T`` (``T`` = a known step count, e.g. XTree's); created only from the
+  first step at which the link's source can hold ``x`` (its distance from the
+  root);
+* every link carries at most one chunk per step; every node other than the
+  root receives every chunk exactly once, from a sender that received it in
+  an earlier step;
+* with ``lanes=True``, the node storage rule of ``storage.py``: ``at[v, x, p]``
+  says that ``x`` arrived at ``v`` through in-port ``p`` (the root: its home
+  lane); per node, lane and step, at most one chunk is both stored in that lane
+  and sent on some out-link;
+* the objective is the step of the last transfer (plus one).
+
+CP-SAT's bound on the objective is a proof: when it meets the schedule found,
+that step count is the optimum; on a time limit the result says how far the
+proof got (``lower``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .schedule import Phase, lower_bound
+from .storage import home_lanes, link_lanes
+from .topology import Topology
+
+
+@dataclass
+class ExactResult:
+    phase: Phase | None        # the best schedule found (None if none within the limit)
+    steps: int | None          # its step count
+    lower: int                 # proven: no schedule has fewer steps
+    seconds: float
+
+    @property
+    def proven(self) -> bool:
+        return self.steps is not None and self.steps == self.lower
+
+
+def start_lanes(topo: Topology, chunks: int, prefix: list[np.ndarray] = ()) -> np.ndarray:
+    """``lane[v, x]``: the lane where node v keeps chunk x after the steps ``prefix``, -1 if it lacks it
+    (before any step: every root holds its chunks in their home lanes)."""
+    n, K = topo.nodes, chunks
+    lane = np.full((n, n * K), -1, dtype=np.int64)
+    lane[np.repeat(np.arange(n), K), np.arange(n * K)] = home_lanes(topo, K).reshape(-1)
+    if len(prefix):
+        tr = np.concatenate([np.asarray(s, dtype=np.int64).reshape(-1, 3) for s in prefix])
+        _, dst_lane = link_lanes(topo)
+        lane[topo.link_dst[tr[:, 0]], tr[:, 1] * K + tr[:, 2]] = dst_lane[tr[:, 0]]
+    return lane
+
+
+def exact(topo: Topology, chunks: int, horizon: int, lanes: bool = True, time_limit: float = 60.0,
+          workers: int = 1, start: np.ndarray | None = None) -> ExactResult:
+    """The shortest AllGather with at most ``horizon`` steps (None if there is none: then
+    ``lower = horizon + 1`` proves that ``horizon + 1`` steps are needed when the solver decided it).
+
+    ``start`` (from :func:`start_lanes`) begins from a later state: then the result is the shortest
+    completion of that state, and ``lower`` bounds the completion's steps.
+    """
+    from ortools.sat.python import cp_model
+    t0 = time.perf_counter()
+    n, K, T = topo.nodes, chunks, horizon
+    X = n * K
+    bound = lower_bound(topo, chunks, "allgather") if start is None else 1
+    lane0 = start_lanes(topo, K) if start is None else start
+    if T < bound:
+        return ExactResult(None, None, bound, time.perf_counter() - t0)
+    src, dst = topo.link_src, topo.link_dst
+    held = lane0 >= 0
+    # earliest[u, x]: the first step at which u can hold x (its distance from the nearest holder)
+    earliest = np.empty((n, X), dtype=np.int64)
+    for x in range(X):
+        earliest[:, x] = topo.distances[held[:, x]].min(axis=0)
+    m = cp_model.CpModel()
+    y: dict[tuple[int, int, int], object] = {}
+    for l in range(len(src)):
+        for x in np.nonzero(~held[dst[l]] & (earliest[src[l]] < T))[0].tolist():
+            for t in range(int(earliest[src[l], x]), T):
+                y[l, x, t] = m.NewBoolVar("")
+    by_link_step: dict[tuple[int, int], list] = {}
+    recv: dict[tuple[int, int], list] = {}       # (node, x) -> [(t, var, link)]
+    for (l, x, t), v in y.items():
+        by_link_step.setdefault((l, t), []).append(v)
+        recv.setdefault((int(dst[l]), x), []).append((t, v, l))
+    for vs in by_link_step.values():
+        m.AddAtMostOne(vs)
+    for v, x in zip(*np.nonzero(~held)):
+        m.AddExactlyOne([b for _, b, _ in recv.get((int(v), int(x)), [])])
+    for (l, x, t), v in y.items():
+        u = int(src[l])
+        if not held[u, x]:
+            m.AddBoolOr([b for tt, b, _ in recv.get((u, x), []) if tt < t] + [v.Not()])
+    span = m.NewIntVar(bound, T, "steps")
+    for (l, x, t), v in y.items():
+        m.Add(span >= t + 1).OnlyEnforceIf(v)
+    if lanes:
+        _, dst_lane = link_lanes(topo)
+        # at[v, x][lane]: x is kept in that lane of v
+        at: dict[tuple[int, int], dict[int, object]] = {}
+        for (v, x), arrivals in recv.items():
+            per: dict[int, list] = {}
+            for _, b, l in arrivals:
+                per.setdefault(int(dst_lane[l]), []).append(b)
+            at[v, x] = {}
+            for ln, bs in per.items():
+                a = m.NewBoolVar("")
+                m.Add(a == sum(bs))
+                at[v, x][ln] = a
+        send: dict[tuple[int, int, int], list] = {}
+        for (l, x, t), v in y.items():
+            send.setdefault((int(src[l]), x, t), []).append(v)
+        reads: dict[tuple[int, int], list] = {}       # (lane, t) -> read literals
+        for (u, x, t), vs in send.items():
+            s = m.NewBoolVar("")
+            m.AddMaxEquality(s, vs)
+            if held[u, x]:
+                reads.setdefault((int(lane0[u, x]), t), []).append(s)
+                continue
+            for ln, a in at[u, x].items():
+                r = m.NewBoolVar("")
+                m.AddBoolOr([s.Not(), a.Not(), r])
+                reads.setdefault((ln, t), []).append(r)
+        for rs in reads.values():
+            if len(rs) > 1:
+                m.AddAtMostOne(rs)
+    m.Minimize(span)
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = time_limit
+    solver.parameters.num_workers = workers
+    status = solver.Solve(m)
+    seconds = time.perf_counter() - t0
+    if status == cp_model.INFEASIBLE:
+        return ExactResult(None, None, T + 1, seconds)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return ExactResult(None, None, bound, seconds)
+    steps = int(solver.Value(span))
+    out = [[] for _ in range(steps)]
+    for (l, x, t), v in y.items():
+        if solver.Value(v):
+            out[t].append((l, x // K, x % K))
+    phase = Phase("allgather", [np.array(s, dtype=np.int64).reshape(-1, 3) for s in out])
+    return ExactResult(phase, steps, int(solver.BestObjectiveBound()), seconds)
+
+
+def improve_tail(topo: Topology, chunks: int, phase: Phase, lanes: bool = True, time_limit: float = 10.0,
+                 windows: tuple[int, ...] = (4, 6, 8)) -> Phase:
+    """CP-SAT windows: keep the first steps of ``phase``, re-solve its last ``w`` steps exactly in
+    fewer; repeat while that shortens it, trying the windows in order, within ``time_limit``."""
+    t0 = time.perf_counter()
+    best = phase
+    i = 0
+    while i < len(windows):
+        left = time_limit - (time.perf_counter() - t0)
+        w = min(windows[i], best.num_steps)
+        if left <= 0 or w < 2:
+            break
+        prefix = best.steps[:best.num_steps - w]
+        res = exact(topo, chunks, w - 1, lanes, left, start=start_lanes(topo, chunks, prefix))
+        if res.phase is None:
+            i += 1
+            continue
+        best = Phase("allgather", list(prefix) + res.phase.steps)
+    return best

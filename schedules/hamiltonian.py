@@ -1,0 +1,388 @@
+"""Hamiltonian decompositions of the EquiMesh: its links split into 4 arc-disjoint directed Hamiltonian cycles.
+
+Every EquiMesh node has in- and out-degree 4 (seed 000, Section III-B), so a
+decomposition uses every link exactly once. It is what the ring-pipelined
+AllGather of :mod:`.ringpipe` runs on (one cycle per chunk class).
+
+Methods:
+
+* **Exact search** (``solve``): one CP-SAT ``AddCircuit`` per colour over the
+  link literals, every link in exactly one colour (parallel links of 2-node
+  rings grouped), node 0's out-links fixed to colours 0..3 (symmetry). It
+  decides small sizes, including "no decomposition exists" (design.md,
+  "Hamiltonian decompositions of the EquiMesh").
+* **Tiles** (``make_tile``, ``from_tile``): the exact search with one more
+  constraint, that the ``PERIOD`` rows (columns) of a band starting at row
+  ``BAND`` are coloured like the ``PERIOD`` after them (a translation
+  symmetry). Repeating the band then gives colourings of every longer side in
+  steps of ``PERIOD``; a tile is kept only if all of them, up to 32 per side,
+  are decompositions. Tiles for the default ring directions are solved once
+  (``python -m equimesh.schedules.hamiltonian``) and stored in
+  ``data/hamiltonian_tiles.json``; at run time a tile is extended and the
+  result checked, with no solver (sides > ``EXACT_MAX`` use a band; a period
+  of 2 admits no tile at all at 2x8, 4x8, 2x10 and 8x8).
+* **Transposition** (``transpose``): with the default ring directions the C x R
+  EquiMesh is the R x C one mirrored at the diagonal, so a missing R x C tile
+  is taken from the C x R tile.
+
+Every decomposition is checked by :func:`check` before it is returned.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .topology import Topology, build
+
+COLOURS = 4
+PERIOD = 4            # rows (columns) in a tile's band
+BAND = 2              # the band's first row (column)
+EXACT_MAX = 11        # sides up to this are tiles without a band; longer sides repeat a band
+
+
+class DecompositionError(ValueError):
+    """A claimed decomposition that is not 4 arc-disjoint Hamiltonian cycles; the message is one line."""
+
+
+@dataclass
+class Decomposition:
+    """``cycles[c]`` = link ids of cycle ``c`` in travel order (``dst`` of one = ``src`` of the next)."""
+
+    cycles: list[np.ndarray]
+    method: str               # "cp-sat" (searched now) or "tile" (stored tile, extended)
+
+
+@dataclass
+class SearchResult:
+    decomposition: Decomposition | None
+    status: str               # "found", "none" (proven: no decomposition) or "timeout"
+    seconds: float
+
+
+def check(topo: Topology, cycles: list[np.ndarray]) -> None:
+    """Raise :class:`DecompositionError` unless ``cycles`` are 4 Hamiltonian cycles using every link once."""
+    n, L = topo.nodes, len(topo.links)
+    if len(cycles) != COLOURS:
+        raise DecompositionError(f"{len(cycles)} cycles, need {COLOURS}")
+    used = np.concatenate([np.asarray(c, dtype=np.int64) for c in cycles])
+    if len(used) != L or not np.array_equal(np.sort(used), np.arange(L)):
+        raise DecompositionError(f"the cycles do not use each of the {L} links exactly once")
+    src, dst = topo.link_src, topo.link_dst
+    for i, c in enumerate(cycles):
+        c = np.asarray(c, dtype=np.int64)
+        if len(c) != n:
+            raise DecompositionError(f"cycle {i} has {len(c)} links, a Hamiltonian cycle has {n}")
+        if not np.array_equal(dst[c], src[np.roll(c, -1)]):
+            raise DecompositionError(f"cycle {i} is not a closed walk")
+        if len(np.unique(src[c])) != n:
+            raise DecompositionError(f"cycle {i} visits some node twice")
+
+
+def _order(topo: Topology, links: np.ndarray) -> np.ndarray:
+    """The links of one colour (a 1-in-1-out subgraph) in travel order from node 0's out-link."""
+    nxt = np.full(topo.nodes, -1, dtype=np.int64)
+    nxt[topo.link_src[links]] = links
+    out = np.empty(len(links), dtype=np.int64)
+    l = nxt[0]
+    for i in range(len(links)):
+        out[i] = l
+        l = nxt[topo.link_dst[l]]
+    return out
+
+
+def _circuit_model(topo: Topology, links: np.ndarray, colours: int):
+    """CP-SAT model: each of ``links`` in exactly one of ``colours`` colours, every colour one
+    Hamiltonian circuit. Parallel links (2-node rings beside a mesh link) share a circuit arc
+    literal that is the sum of their colour literals. Returns (model, x[link_index][colour])."""
+    from ortools.sat.python import cp_model
+    m = cp_model.CpModel()
+    src, dst = topo.link_src[links], topo.link_dst[links]
+    x = [[m.NewBoolVar("") for _ in range(colours)] for _ in links]
+    for row in x:
+        if colours == 2:
+            m.Add(row[0] + row[1] == 1)
+        else:
+            m.AddExactlyOne(row)
+    groups: dict[tuple[int, int], list[int]] = {}
+    for i, (u, v) in enumerate(zip(src.tolist(), dst.tolist())):
+        groups.setdefault((u, v), []).append(i)
+    for c in range(colours):
+        arcs = []
+        for (u, v), ids in groups.items():
+            if len(ids) == 1:
+                arcs.append((u, v, x[ids[0]][c]))
+            else:
+                b = m.NewBoolVar("")
+                m.Add(sum(x[i][c] for i in ids) == b)
+                arcs.append((u, v, b))
+        m.AddCircuit(arcs)
+    return m, x
+
+
+def _run(model, time_limit: float, seed: int = 0):
+    from ortools.sat.python import cp_model
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = time_limit
+    solver.parameters.num_workers = 1       # the machines are shared: one core
+    solver.parameters.random_seed = seed
+    status = solver.Solve(model)
+    if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return "found", solver
+    if status == cp_model.INFEASIBLE:
+        return "none", solver
+    return "timeout", solver
+
+
+def _key(topo: Topology, l) -> tuple[int, int, int, int, str]:
+    (a, b), (c, d) = divmod(l.src, topo.cols), divmod(l.dst, topo.cols)
+    return a, b, c, d, l.src_port
+
+
+def _band_pairs(topo: Topology, row_band: int | None, col_band: int | None) -> list[tuple[int, int]]:
+    """Pairs of links whose colours a tile must share: a link whose nearer end lies in the ``PERIOD``
+    band rows from ``row_band`` on (or columns) and the same link ``PERIOD`` rows (columns) further on."""
+    index = {_key(topo, l): i for i, l in enumerate(topo.links)}
+    pairs = []
+    for i, l in enumerate(topo.links):
+        a, b, c, d, p = _key(topo, l)
+        if row_band is not None and 0 <= min(a, c) - row_band < PERIOD:
+            pairs.append((i, index[(a + PERIOD, b, c + PERIOD, d, p)]))
+        if col_band is not None and 0 <= min(b, d) - col_band < PERIOD:
+            pairs.append((i, index[(a, b + PERIOD, c, d + PERIOD, p)]))
+    return pairs
+
+
+def solve(topo: Topology, time_limit: float = 60.0, row_band: int | None = None, col_band: int | None = None,
+          seed: int = 0) -> SearchResult:
+    """Exact search (CP-SAT): a decomposition, or a proof that none exists, or a timeout.
+
+    With ``row_band`` / ``col_band`` the decomposition is also a *tile*: rows (columns)
+    ``band, band + 1`` are coloured like the two after them, so :func:`extend` can repeat them.
+    """
+    t0 = time.perf_counter()
+    links = np.arange(len(topo.links))
+    m, x = _circuit_model(topo, links, COLOURS)
+    outs = topo.out_links[0]
+    for c, l in enumerate(outs):       # symmetry: the colours of node 0's out-links are arbitrary
+        m.Add(x[l][c] == 1)
+    for i, j in _band_pairs(topo, row_band, col_band):
+        for c in range(COLOURS):
+            m.Add(x[i][c] == x[j][c])
+    status, solver = _run(m, time_limit, seed)
+    dec = None
+    if status == "found":
+        colour = np.array([[solver.Value(v) for v in row] for row in x]).argmax(axis=1)
+        dec = from_colours(topo, colour, "cp-sat")
+    return SearchResult(dec, status, time.perf_counter() - t0)
+
+
+def from_colours(topo: Topology, colour: np.ndarray, method: str) -> Decomposition:
+    """The decomposition given each link's colour; checked (:class:`DecompositionError` if it is none)."""
+    colour = np.asarray(colour)
+    cycles = []
+    for c in range(COLOURS):
+        mine = np.nonzero(colour == c)[0]
+        if len(mine) != topo.nodes or len(np.unique(topo.link_src[mine])) != topo.nodes:
+            raise DecompositionError(f"colour {c} is not a Hamiltonian cycle")
+        cycles.append(_order(topo, mine))
+    check(topo, cycles)
+    return Decomposition(cycles, method)
+
+
+def colours_of(dec: Decomposition, links: int) -> np.ndarray:
+    colour = np.empty(links, dtype=np.int64)
+    for c, cyc in enumerate(dec.cycles):
+        colour[cyc] = c
+    return colour
+
+
+def _shift(m: int, band: int | None, extra: int) -> int:
+    """How far a link whose nearer end is at row (column) ``m`` of the big network moves back onto the tile."""
+    if extra == 0 or m < band + PERIOD:
+        return 0
+    if m >= band + PERIOD + extra:
+        return extra
+    return PERIOD * ((m - band) // PERIOD)
+
+
+def extend(tile: Topology, colour: np.ndarray, row_band: int | None, col_band: int | None,
+           topo: Topology) -> np.ndarray:
+    """Colours for the bigger ``topo`` (same ring directions, sides longer by even amounts): the tile
+    with its band rows / columns repeated. Every link of ``topo`` takes the colour of the tile link
+    it shifts back onto; the result still has to pass :func:`check`."""
+    er, ec = topo.rows - tile.rows, topo.cols - tile.cols
+    if er < 0 or ec < 0 or er % PERIOD or ec % PERIOD or (er and row_band is None) or (ec and col_band is None):
+        raise DecompositionError(f"a {tile.rows}x{tile.cols} tile does not extend to {topo.rows}x{topo.cols}")
+    index = {_key(tile, l): i for i, l in enumerate(tile.links)}
+    out = np.empty(len(topo.links), dtype=np.int64)
+    for i, l in enumerate(topo.links):
+        a, b, c, d, p = _key(topo, l)
+        dr = _shift(min(a, c), row_band, er)
+        dc = _shift(min(b, d), col_band, ec)
+        out[i] = colour[index[(a - dr, b - dc, c - dr, d - dc, p)]]
+    return out
+
+
+# ----- tiles: solved once, extended and checked at run time ------------------------------------------
+
+TILES = Path(__file__).parent / "data" / "hamiltonian_tiles.json"
+
+
+def tile_side(n: int) -> tuple[int, int | None]:
+    """The tile side that covers a network side ``n``, and its band start (None: no band)."""
+    if n <= EXACT_MAX:
+        return n, None
+    base = EXACT_MAX + 1 + (n - EXACT_MAX - 1) % PERIOD     # 12..15: n - base is a multiple of PERIOD
+    return base, BAND
+
+
+def make_tile(rows: int, cols: int, time_limit: float, seeds: int, reach: int = 32) -> tuple[dict | None, str]:
+    """Solve the tile for ``rows x cols`` (default ring directions) whose extensions up to ``reach``
+    per side all pass :func:`check`; try ``seeds`` CP-SAT seeds. Returns (tile record, status)."""
+    R0, rb = tile_side(rows)
+    C0, cb = tile_side(cols)
+    tile = build("equimesh", R0, C0)
+    status = "timeout"
+    for seed in range(seeds):
+        res = solve(tile, time_limit, rb, cb, seed)
+        status = res.status
+        if res.decomposition is None:
+            if status == "none":     # with a band: no tile of this form (a decomposition may still exist)
+                return None, "none" if rb is None and cb is None else "no tile"
+            continue
+        colour = colours_of(res.decomposition, len(tile.links))
+        try:
+            for R in range(R0, (reach if rb is not None else R0) + 1, PERIOD):
+                for C in range(C0, (cols if cb is None else reach) + 1, PERIOD):
+                    big = build("equimesh", R, C)
+                    from_colours(big, extend(tile, colour, rb, cb, big), "tile")
+        except DecompositionError:
+            status = "does not extend"
+            continue
+        return {"rows": R0, "cols": C0, "ring_dirs": "cccc", "row_band": rb, "col_band": cb,
+                "colours": "".join(map(str, colour.tolist()))}, "found"
+    return None, status
+
+
+@functools.cache
+def _tiles() -> dict[tuple[int, int], dict]:
+    if not TILES.exists():
+        return {}
+    data = json.loads(TILES.read_text())
+    return {(t["rows"], t["cols"]): t for t in data["tiles"]}
+
+
+def from_tile(topo: Topology) -> Decomposition | None:
+    """The decomposition of an EquiMesh with default ring directions from the stored tiles (checked)."""
+    if topo.kind != "equimesh" or any(topo.ring_dirs.values()):
+        return None
+    R0, rb = tile_side(topo.rows)
+    C0, cb = tile_side(topo.cols)
+    tile = build("equimesh", R0, C0)
+    rec = _tiles().get((R0, C0))
+    if rec is not None:
+        colour = np.array([int(ch) for ch in rec["colours"]], dtype=np.int64)
+    elif (rec := _tiles().get((C0, R0))) is not None:
+        colour = transpose(build("equimesh", C0, R0), np.array([int(ch) for ch in rec["colours"]]), tile)
+    else:
+        return None
+    return from_colours(topo, extend(tile, colour, rb, cb, topo), "tile")
+
+
+_TRANSPOSED_PORT = {"N": "W", "W": "N", "S": "E", "E": "S"}
+
+
+def transpose(other: Topology, colour: np.ndarray, topo: Topology) -> np.ndarray:
+    """Link colours of ``topo`` (R x C) from those of ``other`` (C x R): mirroring the grid at its
+    diagonal maps the top ring onto the left ring and the bottom onto the right, each indexed the
+    same way (Algorithm 1), so with the default ring directions it is an isomorphism."""
+    index = {_key(other, l): i for i, l in enumerate(other.links)}
+    return np.array([colour[index[(b, a, d, c, _TRANSPOSED_PORT[p])]]
+                     for a, b, c, d, p in (_key(topo, l) for l in topo.links)], dtype=np.int64)
+
+
+def reverse(dec: Decomposition, topo: Topology, mirror: Topology) -> Decomposition:
+    """The decomposition of the mirror topology (every link reversed; Section III-B) from ``topo``'s."""
+    index = {(l.src, l.dst, l.src_port, l.dst_port): i for i, l in enumerate(mirror.links)}
+    remap = np.array([index[(l.dst, l.src, l.dst_port, l.src_port)] for l in topo.links], dtype=np.int64)
+    cycles = [remap[c[::-1]] for c in dec.cycles]
+    check(mirror, cycles)
+    return Decomposition(cycles, dec.method)
+
+
+SEARCH_MAX = 64       # networks up to this many nodes without a tile are searched at run time
+
+
+@functools.lru_cache(maxsize=64)
+def _decompose_equimesh(rows: int, cols: int, dirs: str, time_limit: float) -> Decomposition | None:
+    from .topology import parse_ring_dirs
+    topo = build("equimesh", rows, cols, ring_dirs=parse_ring_dirs(dirs))
+    dec = from_tile(topo)
+    if dec is None and topo.nodes <= SEARCH_MAX:
+        dec = solve(topo, time_limit).decomposition
+    return dec
+
+
+def decompose(topo: Topology, time_limit: float = 10.0) -> Decomposition | None:
+    """A decomposition of an EquiMesh (or its mirror, by reversal): from the stored tiles, else (up
+    to ``SEARCH_MAX`` nodes) by the exact search within ``time_limit`` seconds; None otherwise."""
+    from .topology import format_ring_dirs
+    if topo.kind not in ("equimesh", "mirror-equimesh"):
+        return None
+    base = topo if topo.kind == "equimesh" else topo.mirror()
+    if [l.as_list() for l in base.links] != [l.as_list() for l in build(
+            "equimesh", topo.rows, topo.cols, ring_dirs=topo.ring_dirs).links]:
+        return None       # links renumbered or removed (e.g. a failed link): no stored cycles apply
+    dec = _decompose_equimesh(topo.rows, topo.cols, format_ring_dirs(topo.ring_dirs), time_limit)
+    if dec is None or topo.kind == "equimesh":
+        return dec
+    return reverse(dec, base, topo)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Solve the missing tiles for every side up to ``--max-side`` (and 32) and store them in TILES.
+
+    Tiles already stored are kept, so the run can be resumed; sides of different parity are skipped
+    (none of them decomposes at the sizes the exact search decides; see docs/schedules.md).
+    """
+    import argparse
+    ap = argparse.ArgumentParser(prog="python -m equimesh.schedules.hamiltonian", description=main.__doc__)
+    ap.add_argument("--time-limit", type=float, default=40.0, help="CP-SAT seconds per seed")
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--max-side", type=int, default=16)
+    ap.add_argument("--first", default="12x12", help="comma-separated tile sizes to solve first")
+    ap.add_argument("--out", type=Path, default=TILES)
+    ap.add_argument("--retry-open", action="store_true", help="also retry the sizes listed under 'open'")
+    args = ap.parse_args(argv)
+    data = json.loads(args.out.read_text()) if args.out.exists() else {"format": "equimesh-hamiltonian-tiles",
+                                                                    "period": PERIOD, "tiles": [], "open": []}
+    have = {(t["rows"], t["cols"]) for t in data["tiles"]}
+    if not args.retry_open:
+        have |= {(o[0], o[1]) for o in data.get("open", [])}
+    sides = sorted({tile_side(n)[0] for n in list(range(2, args.max_side + 1)) + [32]})
+    todo = sorted(((r, c) for r in sides for c in sides if r % 2 == c % 2), key=lambda rc: rc[0] * rc[1])
+    first = [tuple(int(v) for v in s.split("x")) for s in args.first.split(",") if s]
+    todo = first + [rc for rc in todo if rc not in first]
+    for r, c in todo:
+        if (r, c) in have:
+            continue
+        t0 = time.perf_counter()
+        rec, status = make_tile(r, c, args.time_limit, args.seeds)
+        print(f"{r}x{c}: {status} ({time.perf_counter() - t0:.1f} s)", flush=True)
+        data["open"] = [o for o in data["open"] if tuple(o[:2]) != (r, c)]
+        if rec is None:
+            data["open"].append([r, c, status])
+        else:
+            data["tiles"].append(rec)
+            have.add((r, c))
+        args.out.write_text(json.dumps(data, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
