@@ -1,5 +1,6 @@
 """Schedule synthesis: XTree at the bound, MirrorXTree, baselines, determinism, exact solver."""
 
+import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -35,14 +36,28 @@ def test_mirrorxtree_reducescatter_reaches_bound(rows, cols):
 
 
 def test_reducescatter_uses_original_links_only():
+    """MirrorXTree (Algorithm 3): the ReduceScatter's link ids are ids of the original topology, and
+    step s carries, link for link reversed, what the mirror's AllGather carries at step S-1-s."""
     t = build("equimesh", 3, 4)
     s = synthesize(t, 2, "reducescatter")
-    # the mirror's ring links do not exist in the original; reversed onto it, every link id is valid
     verify(s)
     m = t.mirror()
-    ring = {(l.src, l.dst) for l in t.links if l.src_port == l.dst_port}
-    mring = {(l.src, l.dst) for l in m.links if l.src_port == l.dst_port}
-    assert ring.isdisjoint(mring)
+    ag = synthesize(m, 2, "allgather")    # the mirror's AllGather that MirrorXTree reverses
+    steps = s.phases[0].steps
+    assert len(steps) == ag.num_steps
+    ring = {(l.src, l.dst, l.src_port) for l in t.links if l.src_port == l.dst_port}
+    used_ring = set()
+    for i, step in enumerate(steps):
+        ids = np.asarray(step)[:, 0]
+        assert ids.min() >= 0 and ids.max() < len(t.links)
+        got = sorted((t.links[l].src, t.links[l].dst, t.links[l].src_port, t.links[l].dst_port, r, c)
+                     for l, r, c in np.asarray(step).tolist())
+        want = sorted((m.links[l].dst, m.links[l].src, m.links[l].dst_port, m.links[l].src_port, r, c)
+                      for l, r, c in np.asarray(ag.phases[0].steps[len(steps) - 1 - i]).tolist())
+        assert got == want
+        used_ring |= {g[:3] for g in got} & ring
+    # the original's ring links (absent from the mirror, whose rings run the other way) carry data
+    assert used_ring and not used_ring & {(l.src, l.dst, l.src_port) for l in m.links}
 
 
 @pytest.mark.parametrize("kind", KINDS)
