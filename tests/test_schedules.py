@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from equimesh.schedules.failures import degrade, parse_fail_links
 from equimesh.schedules.optimal import optimal
 from equimesh.schedules.schedule import Schedule, lower_bound
 from equimesh.schedules.storage import check_storage
@@ -89,6 +90,19 @@ def test_bound_formula():
     assert lower_bound(build("equimesh", 4, 4), 1, "allgather") == 4   # max(D=4, ceil(15/4)=4)
 
 
+def test_reducescatter_bound_by_hand():
+    """3x3 EquiMesh without links 4>1 and 4>3: node 4 keeps out-degree 2, nodes 1 and 3 in-degree 3.
+    N = 9, K = 4, K (N-1) = 32; a 9-node network has D <= 8, below both degree terms.
+    AllGather: ceil(32 / 3) = 11; ReduceScatter (min out-degree): ceil(32 / 2) = 16; AllReduce 27."""
+    t = build("equimesh", 3, 3)
+    d = degrade(t, parse_fail_links("4>1,4>3", t))
+    assert (lower_bound(d, 4, "allgather"), lower_bound(d, 4, "reducescatter"), lower_bound(d, 4, "allreduce")) \
+        == (11, 16, 27)
+    s = synthesize(d, 4, "reducescatter", lanes=False)
+    verify(s)
+    assert s.num_steps >= 16
+
+
 def test_optimal_k1_4x4_default_directions_reach_four():
     res = optimal(build("equimesh", 4, 4), 1, time_limit=120)
     assert res.steps == 4
@@ -128,5 +142,6 @@ def test_property_every_synthesized_schedule_verifies(kind, rows, cols, chunks, 
 def test_xtree_k1_matches_proven_optimum(rows, cols):
     t = build("equimesh", rows, cols)
     res = optimal(t, 1, time_limit=120)
-    assert res.steps is not None
+    assert res.steps is not None and res.phase.num_steps == res.steps
+    verify(Schedule("allgather", "optimal", 1, t, [res.phase]))   # the ILP's answer is a valid AllGather
     assert synthesize(t, 1, "allgather", lanes=False).num_steps == res.steps
