@@ -145,6 +145,8 @@ def cmd_compare(args) -> int:
     for n in (args.rows, args.cols):
         if n < 2:
             raise UsageError(f"rows and cols must be >= 2 (got {args.rows}x{args.cols})")
+    with writing(args.out):
+        Path(args.out).mkdir(parents=True, exist_ok=True)
     try:
         res = compare(args.rows, args.cols, args.chunks, args.chunk_flits, args.collective, args.out,
                       progress=lambda kind: Progress(f"simulate {kind}", LONG_RUN // (args.rows * args.cols)))
