@@ -328,8 +328,13 @@ def register_bench_optimal(sub) -> None:
 
 def cmd_demo(args) -> int:
     """The main job's schedule part: the best valid schedule (auto) on the 4x4 EquiMesh, mesh and overflow mesh."""
+    if args.chunks < 1:
+        raise UsageError(f"--chunks must be >= 1 (got {args.chunks})")
+    if args.rows < 2 or args.cols < 2:
+        raise UsageError(f"rows and cols must be >= 2 (got {args.rows}x{args.cols})")
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    with writing(out):
+        out.mkdir(parents=True, exist_ok=True)
     k = args.chunks
     print(f"AllGather, ReduceScatter, AllReduce by the best valid method (auto), {args.rows}x{args.cols}, K={k}, "
           "every schedule verified (storage: lanes = executable by the RTL; none = links only)\n")
@@ -347,7 +352,8 @@ def cmd_demo(args) -> int:
                 verify(sched)
                 if storage == "lanes":
                     check_storage(sched)
-                    sched.save(out / f"{kind}_{args.rows}x{args.cols}_{coll}_k{k}.json")
+                    with writing(out):
+                        sched.save(out / f"{kind}_{args.rows}x{args.cols}_{coll}_k{k}.json")
                 b = lower_bound(t, k, coll)
                 print(f"{kind:<10} {routers:<24} {s['crosspoints']:>7} {s['links']:>5} {s['diameter']:>3} "
                       f"{coll:<14} {storage:<7} {sched.meta['method']:<7} {sched.num_steps:>5} {b:>5} {b / sched.num_steps:>6.3f}")

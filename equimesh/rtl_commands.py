@@ -208,6 +208,8 @@ def cmd_compare(args) -> int:
     for n in (args.rows, args.cols):
         if n < 2:
             raise UsageError(f"rows and cols must be >= 2 (got {args.rows}x{args.cols})")
+    with writing(args.out):
+        Path(args.out).mkdir(parents=True, exist_ok=True)
     try:
         with writing(args.out):
             Path(args.out).mkdir(parents=True, exist_ok=True)

@@ -7,6 +7,7 @@ import json
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 from .commands import add_topology_args, topology_from_args
 from .rtl_commands import add_run_args
@@ -114,6 +115,8 @@ def _run(args, table, traffic, mode):
         if args.backend == "amaranth":
             return simulate(table, traffic, args.payload_flits, **fmt_args)
         build = args.build_dir or tempfile.mkdtemp(prefix="equimesh-traffic-")
+        with writing(build):
+            Path(build).mkdir(parents=True, exist_ok=True)
         return run_verilog(table, traffic, args.payload_flits, build, mode=mode, simulator=args.backend, **fmt_args)
     except PacketError as e:
         raise UsageError(str(e)) from None

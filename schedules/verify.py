@@ -1,5 +1,6 @@
 """The schedule verifier: checks a schedule against its own topology and the semantics of design.md.
 
+* every link id, root and chunk is in range;
 * every link carries at most one chunk per step;
 * AllGather: causality (the sender holds the chunk before the step) and
   every ``(root, chunk)`` reaches every other node exactly once;
@@ -57,6 +58,16 @@ def _check_link_capacity(label, step, link, root, chunk, src, dst, n_links):
                               + ": link already carries another chunk in this step")
 
 
+def _check_ranges(label, step, link, root, chunk, n_links, n, k):
+    """Link ids, roots and chunks must lie in range: a negative id would index from the end of an array."""
+    for name, a, hi in (("link", link, n_links), ("root", root, n), ("chunk", chunk, k)):
+        bad = np.nonzero((a < 0) | (a >= hi))[0]
+        if len(bad):
+            i = bad[0]
+            raise ScheduleInvalid(f"{label}step {step[i]}, link {link[i]}, root {root[i]}, chunk {chunk[i]}: "
+                                  f"{name} {a[i]} is out of range (0..{hi - 1})")
+
+
 def verify_allgather(sched: Schedule, phase: Phase, label: str = "") -> None:
     _allgather(sched, *_flatten(phase), label)
 
@@ -64,6 +75,7 @@ def verify_allgather(sched: Schedule, phase: Phase, label: str = "") -> None:
 def _allgather(sched: Schedule, step, link, root, chunk, label: str, held: np.ndarray | None = None) -> None:
     """AllGather rules; ``held[root, chunk]`` = the step after which the root holds its chunk (-1: from the start)."""
     topo, n, k = sched.topology, sched.topology.nodes, sched.chunks
+    _check_ranges(label, step, link, root, chunk, len(topo.links), n, k)
     src, dst = topo.link_src[link], topo.link_dst[link]
     _check_link_capacity(label, step, link, root, chunk, src, dst, len(topo.links))
     own = np.nonzero(dst == root)[0]
@@ -100,6 +112,7 @@ def verify_reducescatter(sched: Schedule, phase: Phase, label: str = "") -> None
 
 def _reducescatter(sched: Schedule, step, link, root, chunk, label: str) -> None:
     topo, n, k = sched.topology, sched.topology.nodes, sched.chunks
+    _check_ranges(label, step, link, root, chunk, len(topo.links), n, k)
     src, dst = topo.link_src[link], topo.link_dst[link]
     _check_link_capacity(label, step, link, root, chunk, src, dst, len(topo.links))
     bad = np.nonzero(src == root)[0]

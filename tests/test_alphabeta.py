@@ -177,3 +177,12 @@ def test_seed003_dimension_decomposed_ring_allreduce(rows, cols, wrap):
 def test_seed003_formula_by_hand():
     # 2x2: 2 * (1 + 1) * alpha + 2 * 3/4 * M / B with alpha = 1, B = 100, M = 1000
     assert dim_decomposed_allreduce_time(2, 2, 1000.0, MODEL) == pytest.approx(4 + 15)
+
+
+@pytest.mark.parametrize("wrap", [False, True], ids=["mesh", "torus"])
+def test_seed003_3x4_by_hand(wrap):
+    # 3x4, alpha = 1, B = 100, M = 1200: 2 * ((3-1) + (4-1)) * 1 + 2 * (11/12) * 1200 / 100 = 10 + 22 = 32,
+    # and the simulated algorithm (not the formula) within 1% of that hand value.
+    assert dim_decomposed_allreduce_time(3, 4, 1200.0, MODEL) == pytest.approx(32.0)
+    sim = run(dim_decomposed_allreduce(3, 4, wrap), np.array([1200.0 / 12 / MODEL.bandwidth]), MODEL.alpha)
+    assert sim[0] == pytest.approx(32.0, rel=0.01)

@@ -93,8 +93,12 @@ def test_mixed_command_json(capsys):
             "--collective", "allreduce", "--json"]
     assert main(argv) == 0
     r = json.loads(capsys.readouterr().out)
-    assert r["collective"] == "allreduce" and r["schedule"]["bit_exact"] and r["schedule"]["drain_cycles"] >= 0
-    assert r["packets"]["delivered"] == r["packets"]["expected"] > 0
+    s, p = r["schedule"], r["packets"]
+    assert r["collective"] == "allreduce" and s["bit_exact"] and s["link_busy_matches_schedule"]
+    # the request met packets in flight (seeded traffic), so the launch waited for them to drain
+    assert s["in_flight_at_request"] > 0 and s["drain_cycles"] > 0 and s["launched_at"] > s["requested_at"] == 50
+    assert s["cycles"] == r["steps"] * 4 + 3 and s["packet_flits_during_schedule"] == 0  # steps x F + 3
+    assert p["delivered"] == p["expected"] == 2 * p["packets"] > 0                      # fanout 2
 
 
 @pytest.mark.parametrize("extra,code,text", [

@@ -13,15 +13,39 @@ SIZES = [("mesh", 2, 3), ("equimesh", 2, 3), ("mesh", 4, 4), ("equimesh", 4, 4),
          ("mirror-equimesh", 4, 4), ("equimesh", 8, 8), ("torus", 4, 4), ("overflow", 3, 4)]
 
 
+def _manhattan(topo, s, d):
+    (rs, cs), (rd, cd) = divmod(s, topo.cols), divmod(d, topo.cols)
+    return abs(rs - rd) + abs(cs - cd)
+
+
+def _torus_distance(topo, s, d):
+    (rs, cs), (rd, cd) = divmod(s, topo.cols), divmod(d, topo.cols)
+    dr, dc = abs(rs - rd), abs(cs - cd)
+    return min(dr, topo.rows - dr) + min(dc, topo.cols - dc)
+
+
 @pytest.mark.parametrize("kind,rows,cols", SIZES)
 def test_tables_route_everywhere_and_are_deadlock_free(kind, rows, cols):
+    """Every route is a chain of links from s to d; XY takes exactly the Manhattan distance (by hand),
+    shortcut routing never more; on the torus shortcut routes take the wrap-around distance."""
     topo = build(kind, rows, cols)
     for alg in ("xy", "shortcut"):
         t = forwarding_table(topo, alg)
         hops = t.hops()
         for s in range(topo.nodes):
             for d in range(topo.nodes):
-                assert hops[s][d] >= topo.distances[s, d]
+                route = t.route(s, d)
+                at = s
+                for i in route:
+                    assert topo.links[i].src == at
+                    at = topo.links[i].dst
+                assert at == d and hops[s][d] == len(route)
+                if alg == "xy":
+                    assert hops[s][d] == _manhattan(topo, s, d)
+                else:
+                    assert topo.distances[s, d] <= hops[s][d] <= _manhattan(topo, s, d)
+                    if kind == "torus":
+                        assert hops[s][d] == _torus_distance(topo, s, d)
         check_deadlock_free(t)
 
 

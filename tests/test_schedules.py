@@ -1,8 +1,10 @@
 """Schedule synthesis: XTree at the bound, MirrorXTree, baselines, determinism, exact solver."""
 
+import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from equimesh.schedules.failures import degrade, parse_fail_links
 from equimesh.schedules.optimal import optimal
 from equimesh.schedules.schedule import Schedule, lower_bound
 from equimesh.schedules.storage import check_storage
@@ -35,14 +37,28 @@ def test_mirrorxtree_reducescatter_reaches_bound(rows, cols):
 
 
 def test_reducescatter_uses_original_links_only():
+    """MirrorXTree (Algorithm 3): the ReduceScatter's link ids are ids of the original topology, and
+    step s carries, link for link reversed, what the mirror's AllGather carries at step S-1-s."""
     t = build("equimesh", 3, 4)
     s = synthesize(t, 2, "reducescatter")
-    # the mirror's ring links do not exist in the original; reversed onto it, every link id is valid
     verify(s)
     m = t.mirror()
-    ring = {(l.src, l.dst) for l in t.links if l.src_port == l.dst_port}
-    mring = {(l.src, l.dst) for l in m.links if l.src_port == l.dst_port}
-    assert ring.isdisjoint(mring)
+    ag = synthesize(m, 2, "allgather")    # the mirror's AllGather that MirrorXTree reverses
+    steps = s.phases[0].steps
+    assert len(steps) == ag.num_steps
+    ring = {(l.src, l.dst, l.src_port) for l in t.links if l.src_port == l.dst_port}
+    used_ring = set()
+    for i, step in enumerate(steps):
+        ids = np.asarray(step)[:, 0]
+        assert ids.min() >= 0 and ids.max() < len(t.links)
+        got = sorted((t.links[l].src, t.links[l].dst, t.links[l].src_port, t.links[l].dst_port, r, c)
+                     for l, r, c in np.asarray(step).tolist())
+        want = sorted((m.links[l].dst, m.links[l].src, m.links[l].dst_port, m.links[l].src_port, r, c)
+                      for l, r, c in np.asarray(ag.phases[0].steps[len(steps) - 1 - i]).tolist())
+        assert got == want
+        used_ring |= {g[:3] for g in got} & ring
+    # the original's ring links (absent from the mirror, whose rings run the other way) carry data
+    assert used_ring and not used_ring & {(l.src, l.dst, l.src_port) for l in m.links}
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -72,6 +88,19 @@ def test_bound_formula():
     t = build("mesh", 4, 4)
     assert lower_bound(t, 4, "allgather") == 30      # ceil(4*15/2): corners have in-degree 2
     assert lower_bound(build("equimesh", 4, 4), 1, "allgather") == 4   # max(D=4, ceil(15/4)=4)
+
+
+def test_reducescatter_bound_by_hand():
+    """3x3 EquiMesh without links 4>1 and 4>3: node 4 keeps out-degree 2, nodes 1 and 3 in-degree 3.
+    N = 9, K = 4, K (N-1) = 32; a 9-node network has D <= 8, below both degree terms.
+    AllGather: ceil(32 / 3) = 11; ReduceScatter (min out-degree): ceil(32 / 2) = 16; AllReduce 27."""
+    t = build("equimesh", 3, 3)
+    d = degrade(t, parse_fail_links("4>1,4>3", t))
+    assert (lower_bound(d, 4, "allgather"), lower_bound(d, 4, "reducescatter"), lower_bound(d, 4, "allreduce")) \
+        == (11, 16, 27)
+    s = synthesize(d, 4, "reducescatter", lanes=False)
+    verify(s)
+    assert s.num_steps >= 16
 
 
 def test_optimal_k1_4x4_default_directions_reach_four():
@@ -113,5 +142,6 @@ def test_property_every_synthesized_schedule_verifies(kind, rows, cols, chunks, 
 def test_xtree_k1_matches_proven_optimum(rows, cols):
     t = build("equimesh", rows, cols)
     res = optimal(t, 1, time_limit=120)
-    assert res.steps is not None
+    assert res.steps is not None and res.phase.num_steps == res.steps
+    verify(Schedule("allgather", "optimal", 1, t, [res.phase]))   # the ILP's answer is a valid AllGather
     assert synthesize(t, 1, "allgather", lanes=False).num_steps == res.steps
