@@ -33,9 +33,10 @@ def router_key(design: Design, node: int, packets: PacketSetup | None = None) ->
 
 
 def router_name(design: Design, node: int, packets: PacketSetup | None = None) -> str:
-    """The Verilog module name of a node's router: its port count, and the ports that carry lanes."""
+    """The Verilog module name of a node's router: its port count (ports with a link, plus L), and the
+    ports that carry lanes where some of N E S W ... are tied off."""
     ports, lanes = design.ports(node), design.lanes(node)
-    name = f"router_{len(ports) + 1}port"
+    name = f"router_{len(lanes) + 1}port"
     if lanes != ports:
         name += "_" + "".join(lanes)
     return name if packets is None else f"{name}_pkt{node}"

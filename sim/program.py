@@ -168,7 +168,7 @@ def final_reads(image: NetworkImage) -> int:
     return (top + 1) * image.chunk_flits
 
 
-def _final_entries(image: NetworkImage) -> np.ndarray:
+def final_entries(image: NetworkImage) -> np.ndarray:
     """int64 ``[entries, 5]``: node, lane, slot, root, chunk of every result chunk."""
     e = [(v, lane, slot, root, c) for v in range(image.topology.nodes)
          for (root, c), (lane, slot) in image.final[v].items()]
@@ -197,7 +197,7 @@ def check(image: NetworkImage, design: Design, cycles: int, rtl_cycles: int, bus
     F, ml, W = image.chunk_flits, design.max_lanes, design.flit_bits // WORD_BITS
     n = image.topology.nodes
     got = host_data.reshape(host_data.shape[0], n * ml, W)
-    e = _final_entries(image)
+    e = final_entries(image)
     keys, inverse = np.unique(e[:, 3:5], axis=0, return_inverse=True)
     want = expected_chunks(image.collective, n, keys[:, 0], keys[:, 1], F, design.flit_bits)[inverse.ravel()]
     addr = e[:, 2, None] * F + np.arange(F)                  # [entries, F]

@@ -65,7 +65,7 @@ def router_cells(design: Design, workdir: str | Path, packets: PacketSetup | Non
     ``packets``: the routers that also carry MultiWrite packets."""
     out = {}
     for v in range(design.nodes):
-        ports = len(design.ports(v)) + 1
+        ports = len(design.lanes(v)) + 1  # ports with a link, plus L (tied-off ports synthesize away)
         if ports in out:
             continue
         name = router_name(design, v, packets)
@@ -76,7 +76,7 @@ def router_cells(design: Design, workdir: str | Path, packets: PacketSetup | Non
 
 def table_bits(design: Design) -> dict[int, int]:
     """Schedule-table bits of each router, by port count: depth x entry width (rtl/rom.py)."""
-    return {len(design.ports(v)) + 1: design.depth * entry_layout(len(design.lanes(v)), design.slots).size
+    return {len(design.lanes(v)) + 1: design.depth * entry_layout(len(design.lanes(v)), design.slots).size
             for v in range(design.nodes)}
 
 
@@ -88,7 +88,7 @@ def mode_cells(design: Design, packets: PacketSetup, workdir: str | Path) -> dic
     both = router_cells(design, work / "both", packets)
     out = {}
     for ports in sched:
-        v = next(v for v in range(design.nodes) if len(design.ports(v)) + 1 == ports)
+        v = next(v for v in range(design.nodes) if len(design.lanes(v)) + 1 == ports)
         name = f"packet_router_{ports}port"
         pkt = PacketRouter(packets.router(v), design.lanes(v))
         out[ports] = {"schedule": sched[ports], "packets": cell_count(verilog.convert(pkt, name=name, emit_src=False),

@@ -112,8 +112,8 @@ def test_demo_table_and_files(tmp_path):
     # ReduceScatter: min out-degree 2 (mesh) or 4: max(3, ceil(5/2)) = max(3, 2) = 3; AllReduce 3 + 3.
     bound = {"allgather": 3, "reducescatter": 3, "allreduce": 6}
     for row in rows:
-        kind, coll, storage, steps, b, eff = row[0], row[-5], row[-4], int(row[-3]), int(row[-2]), float(row[-1])
-        assert (int(row[-8]), int(row[-7]), int(row[-6])) == (HAND[kind][2], HAND[kind][0], 3), row  # xpoints, links, D
+        kind, coll, storage, steps, b, eff = row[0], row[-6], row[-5], int(row[-3]), int(row[-2]), float(row[-1])
+        assert (int(row[-9]), int(row[-8]), int(row[-7])) == (HAND[kind][2], HAND[kind][0], 3), row  # xpoints, links, D
         assert b == bound[coll] and steps >= b and eff == pytest.approx(b / steps, abs=5e-4), row
     files = sorted(p.name for p in tmp_path.iterdir())
     assert len(files) == 9
@@ -130,7 +130,7 @@ def test_bench_schedules_2x3_reaches_the_paper_depth(tmp_path):
                        "--algorithms", "xtree", "--out", str(out)])
     assert code == 0
     row = [c.strip() for c in text.splitlines()[-1].strip("|").split("|")]
-    assert row[:8] == ["equimesh", "2x3", "4", "xtree", "none", "5", "5", "1.000"]
+    assert row[:9] == ["equimesh", "2x3", "4", "xtree", "xtree", "none", "5", "5", "1.000"]
     assert out.read_text().splitlines()[-1] == text.splitlines()[-1]
 
 
@@ -142,10 +142,10 @@ def test_bench_optimal_2x3(tmp_path):
 
 def test_bench_rtl_amaranth_2x3(tmp_path):
     out = tmp_path / "r.md"
-    code, text = _run(["bench-rtl", "--sizes", "2x3", "--chunks", "1", "--chunk-flits", "2", "--no-icarus",
+    code, text = _run(["bench-rtl", "--sizes", "2x3", "--chunks", "1", "--chunk-flits", "2", "--backends", "amaranth",
                        "--out", str(out)])
     row = [c.strip() for c in text.splitlines()[-1].strip("|").split("|")]
-    assert code == 0 and row[:3] == ["2x3 equimesh", "amaranth", str(3 * 2 + 3)] and row[7] == "yes"
+    assert code == 0 and row[:4] == ["2x3 equimesh", "amaranth", "-", str(3 * 2 + 3)] and row[10] == "yes"
     assert out.read_text() == text
 
 
@@ -185,7 +185,9 @@ def test_bench_modes_table(tmp_path, monkeypatch):
     code, text = _run(["bench-modes", "--sizes", "2x2", "--kinds", "mesh", "--chunks", "1", "--chunk-flits", "2",
                        "--payload-flits", "2", "--out-dir", str(tmp_path)])
     row = [c.strip() for c in text.splitlines()[-1].strip("|").split("|")]
-    sched, pkt, both = seen["router_3port", "schedule"], seen["packet_router_3port", "packets"], seen["router_3port", "both"]
+    (sched,) = [n for (top, d), n in seen.items() if top.startswith("router_3port") and d == "schedule"]
+    (both,) = [n for (top, d), n in seen.items() if top.startswith("router_3port") and d == "both"]
+    pkt = seen["packet_router_3port", "packets"]
     assert code == 0 and row[:2] == ["2x2 mesh", "3-port"] and len(seen) == 3
     assert [int(x) for x in row[3:6]] == [sched, pkt, both]
     assert row[6] == f"{both / (sched + pkt):.3f}"
