@@ -7,10 +7,10 @@ STAMP   := $(VENV)/.installed
 .PHONY: demo test bench setup clean
 
 $(STAMP): pyproject.toml
-	@command -v iverilog >/dev/null 2>&1 || { \
-	  echo "installing Icarus Verilog (Debian package iverilog)"; \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq iverilog; \
-	  else sudo apt-get update -qq && sudo apt-get install -y -qq iverilog; fi; }
+	@command -v iverilog >/dev/null 2>&1 && command -v ccache >/dev/null 2>&1 || { \
+	  echo "installing Icarus Verilog and ccache (Debian packages iverilog, ccache)"; \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq iverilog ccache; \
+	  else sudo apt-get update -qq && sudo apt-get install -y -qq iverilog ccache; fi; }
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test]'

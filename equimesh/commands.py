@@ -68,6 +68,8 @@ def cmd_schedule(args) -> int:
         raise UsageError(f"--time-limit must be > 0 (got {args.time_limit})")
     if args.overlap:
         from .schedules.overlap import TREE_ALGORITHMS
+        if args.algorithm == "auto":  # the overlapped schedule reschedules MirrorXTree's trees by default
+            args.algorithm = "mirrorxtree"
         if args.collective != "allreduce":
             raise UsageError("--overlap applies to --collective allreduce only")
         if args.algorithm not in TREE_ALGORITHMS:

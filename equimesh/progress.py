@@ -1,30 +1,43 @@
-"""A minimal progress bar on stderr that appears only when work takes longer than about a second."""
+"""Progress on stderr for work that takes longer than about a second.
+
+On a terminal one line is redrawn in place. When stderr is not a terminal (CI, logs) a plain line is
+printed now and then instead (every :data:`LOG_EVERY` seconds), never thousands of carriage returns.
+"""
 
 from __future__ import annotations
 
 import sys
 import time
 
+LOG_EVERY = 10.0  # seconds between plain progress lines when stderr is not a terminal
+
 
 class Progress:
     def __init__(self, label: str, delay: float = 1.0, stream=None):
         self.label, self.delay = label, delay
         self.stream = stream if stream is not None else sys.stderr
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
         self.t0 = time.perf_counter()
         self.shown = False
         self.last = 0.0
 
     def __call__(self, done: int, total: int) -> None:
         now = time.perf_counter()
-        if now - self.t0 < self.delay or (now - self.last < 0.2 and done < total):
+        every = 0.2 if self.tty else LOG_EVERY
+        if now - self.t0 < self.delay or (now - self.last < every and done < total):
             return
-        self.last, self.shown = now, True
-        frac = done / total if total else 1.0
-        bar = "#" * int(30 * frac)
-        self.stream.write(f"\r{self.label} [{bar:<30}] {100 * frac:5.1f}% {now - self.t0:6.1f}s")
+        self.last = now
+        frac = min(1.0, done / total) if total else 1.0
+        if self.tty:
+            self.shown = True
+            bar = "#" * int(30 * frac)
+            self.stream.write(f"\r{self.label} [{bar:<30}] {100 * frac:5.1f}% {now - self.t0:6.1f}s")
+        else:
+            self.stream.write(f"{self.label}: {100 * frac:.0f}% ({done}/{total}) after {now - self.t0:.0f} s\n")
         self.stream.flush()
 
     def close(self) -> None:
         if self.shown:
             self.stream.write("\n")
             self.stream.flush()
+            self.shown = False

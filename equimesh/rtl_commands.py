@@ -12,30 +12,13 @@ from pathlib import Path
 
 from .commands import add_topology_args, topology_from_args
 from .errors import InputError, UsageError, writing
+from .progress import Progress
 from .rtl.rom import RomError, compile_schedule
 from .schedules import schedule as schedfile
 from .schedules.schedule import lower_bound
 from .schedules.synth import synthesize
 
 COLLECTIVES = ("allgather", "reducescatter", "allreduce")
-LONG_RUN = 20000  # router-cycles (about 10 s in the Amaranth simulator) from which a progress bar is drawn
-
-
-class Progress:
-    """A one-line progress bar on stderr, drawn only for runs of at least ``min_total`` cycles."""
-
-    def __init__(self, label: str, min_total: int):
-        self.label, self.min_total = label, min_total
-
-    def __call__(self, done: int, total: int) -> None:
-        if total < self.min_total:
-            return
-        frac = min(1.0, done / total)
-        bar = "#" * int(30 * frac)
-        sys.stderr.write(f"\r{self.label} [{bar:<30}] {100 * frac:5.1f}% ({done}/{total} cycles)")
-        if done >= total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
 
 
 def _check_sizes(args) -> None:
@@ -94,13 +77,15 @@ def run_backend(image, backend: str, design=None, vcd=None, label: str = "", mod
     def log(line):
         print(f"equimesh: {line}", file=sys.stderr, flush=True)
 
+    progress = Progress(f"{backend} {label}")
     try:
-        return run_image(image, backend, design, vcd=vcd, log=log, model=model,
-                         progress=Progress(f"{backend} {label}", LONG_RUN // image.topology.nodes))
+        return run_image(image, backend, design, vcd=vcd, log=log, model=model, progress=progress)
     except (VerilatorError, SimulatorMissing) as e:
         raise InputError(str(e)) from None
     except RuntimeError as e:  # a cocotb bench that wrote nothing, a network that never finished
         raise InputError(f"{backend}: {e}") from None
+    finally:
+        progress.close()
 
 
 def cmd_simulate(args) -> int:

@@ -205,4 +205,4 @@ def overlapped_allreduce(topo: Topology, chunks: int, algorithm: str = "mirrorxt
         phase = schedule_overlapped(topo, chunks, reduce, gather)
         if best is None or phase.num_steps < best.num_steps:
             best = phase
-    return Schedule("allreduce", f"{algorithm}+overlap", chunks, topo, [best])
+    return Schedule("allreduce", f"{algorithm}+overlap", chunks, topo, [best], meta={"method": "overlap"})

