@@ -53,7 +53,7 @@ PORT_BITS = 16384  # the widest top-level port (Amaranth's netlist caps one valu
 @dataclass(frozen=True)
 class Bus:
     """A top-level bus of equal fields (one per node, lane slot or link; field 0 in the low bits of the
-    first port), split into ports of at most :data:`PORT_BITS` bits: ``name``, or ``name__0``, ``name__1``..."""
+    first port), split into ports of at most :data:`PORT_BITS` bits: ``name``, or ``name_0``, ``name_1``..."""
 
     name: str
     field_bits: int  # a multiple of 32, so that every port starts on a 32-bit word
@@ -68,7 +68,8 @@ class Bus:
         per = self.per_port
         if self.fields <= per:
             return [(self.name, self.fields)]
-        return [(f"{self.name}__{k}", min(per, self.fields - k * per)) for k in range(-(-self.fields // per))]
+        # One underscore: Verilator mangles double underscores in C++ member names.
+        return [(f"{self.name}_{k}", min(per, self.fields - k * per)) for k in range(-(-self.fields // per))]
 
     def field(self, net, i: int):
         """Field ``i`` of this bus on network top ``net``."""
@@ -123,7 +124,7 @@ class Network(wiring.Component):
     (``max_lanes`` per node): ``tab_data`` an entry per node, ``load_we`` a bit per lane slot (padded to
     32 bits per node), ``load_data`` a flit per lane slot. ``host_data`` (a flit per lane slot of every
     node) and ``busy`` (32 bits per link) cover the whole network. A bus wider than :data:`PORT_BITS`
-    is split into numbered ports.
+    is split into numbered ports (``host_data_0``, ...).
 
     Ports
     -----

@@ -120,6 +120,6 @@ def test_loading_group_by_group_and_buses_split_over_several_ports(monkeypatch):
     monkeypatch.setattr(network, "PORT_BITS", 128)   # two flits or four counters per port
     design = fit(image)
     assert network.load_group(design) == 1
-    assert [p for p, _ in network.buses(design)["host_data"].ports()][:2] == ["host_data__0", "host_data__1"]
+    assert [p for p, _ in network.buses(design)["host_data"].ports()][:2] == ["host_data_0", "host_data_1"]
     res = run_image(image, "amaranth", design)
     assert res.bit_exact and res.stats.busy_matches_schedule and res.counters_agree
