@@ -18,6 +18,7 @@ nothing duplicated, nothing misdelivered).
 
 from __future__ import annotations
 
+import json
 import time
 
 import numpy as np
@@ -193,7 +194,7 @@ def mixed_program(image: NetworkImage, design: Design, fmt, traffic: Traffic, wi
     (generators stopped), packets from edge 0, ``start`` for the one edge ``start_at``, ``stop`` from edge
     ``cycles`` (random patterns), clock until ``done``, drain the packets (as :func:`~equimesh.sim.traffic.packet_segments`), read the counters, then the lanes (the edge counts of the program are absolute: the load's
     frames come first). Returns the program and the indices of its marks and captures."""
-    from .program import Capture, ClockTo, Drive, Program, Set, Settle, Until, scalar
+    from .program import Capture, ClockTo, Drive, Program, Set, Until, scalar
     from .traffic import DRAIN_LIMIT, WATCHDOG, counter_ports, target_flits
 
     base = make_program(image, design, widths)
@@ -215,8 +216,7 @@ def mixed_program(image: NetworkImage, design: Design, fmt, traffic: Traffic, wi
         segs.append(Set(stop))
     segs.append(Until("done", 1, limit))
     target = target_flits(fmt, traffic)  # then the packets: drained (random) or all delivered (finite)
-    segs.append(Settle("ejected", WATCHDOG, limit + DRAIN_LIMIT) if target is None
-                else Until("ejected", target, 2**32 - 1, WATCHDOG))
+    segs.append(Until("ejected", 2**64 - 1 if target is None else target, limit + DRAIN_LIMIT, WATCHDOG))
     at = {"done": done, "end": len(segs) - 1}
     names = counter_ports(fmt.nodes, len(image.topology.links)) + ["cycles", "busy"]
     at["counters"] = len(segs)
@@ -238,18 +238,18 @@ def run_mixed_compiled(image: NetworkImage, table: ForwardingTable, traffic: Tra
     """
     from pathlib import Path
 
-    from .traffic import read_counters, soak_verdict
+    from .traffic import completion, finished, read_counters, soak_verdict
     from .verilator import build_top
 
     design = fit(image)
     top = mixed_top(design, table, traffic, payload_flits, stall, check=True)
-    model, widths = build_top(top, log)
+    model, widths = build_top(top, log, params=json.dumps(
+        ["mixed", repr(design), table.to_json(), traffic.roms, traffic.counts, traffic.rate, stall, payload_flits]))
     program, at = mixed_program(image, design, top.fmt, traffic, widths, start_at=start_at, cycles=cycles)
     t0 = program.segments[0].frames
     rec = model.run(program, Path(workdir))
-    marks = [rec["marks"][i] for i in at["done"]]
-    done_edge = next((edge for edge, reached, _ in marks if reached), None)
-    end_edge, finished, _ = rec["marks"][at["end"]]
+    done_edge = next((rec["marks"][i].edge for i in at["done"] if rec["marks"][i].reached), None)
+    end = rec["marks"][at["end"]]
     got = rec["captures"][at["counters"]]
     links = len(image.topology.links)
     counters = read_counters(lambda n: int(got[n][0]), top.fmt.nodes, links)
@@ -272,10 +272,13 @@ def run_mixed_compiled(image: NetworkImage, table: ForwardingTable, traffic: Tra
         })
         if o.first_mismatch:
             schedule["first_mismatch"] = o.first_mismatch
-    packets = soak_verdict(top.fmt, traffic, cycles=end_edge - t0, deadlock=not finished, **counters)
+    last = completion(end, traffic.counts is not None) - t0
+    packets = soak_verdict(top.fmt, traffic, cycles=max(last, done_at if done_edge is not None else 0),
+                           deadlock=not finished(end, traffic.counts is not None), **counters)
+    packets["completion"] = last
     packets["flit_hops"] -= sched_flits  # the link counters count every flit; the schedule's are its busy cycles
     packets["link_utilization"] = round(packets["flit_hops"] / (links * max(packets["cycles"], 1)), 4)
     packets["injected_before"] = packets["injected_after"] = None
-    seconds = sum(s for _, _, s in rec["marks"].values())
+    seconds = sum(m.seconds for m in rec["marks"].values())
     return {"schedule": schedule, "packets": packets, "sim_seconds": round(seconds, 3), "simulator": "verilator",
             "build_seconds": round(model.build_seconds, 1), "cached": model.cached}

@@ -22,9 +22,11 @@ cycles (``edge`` arguments are these absolute counts):
 * :class:`ClockTo`: clock until ``edge`` edges have passed (none if already past);
 * :class:`Until`: clock until output ``port`` (<= 64 bits) is >= ``target`` (checked
   before each edge: the value the edge samples), until ``deadline``, or until it
-  has not changed for ``watchdog`` edges; records the edge count and whether it got there;
+  has not changed for ``watchdog`` edges; records the edge count, whether it got
+  there, and the edge count at which ``port`` last changed;
 * :class:`Settle`: clock in windows of ``window`` edges until a window in which
-  ``port`` did not change, or until ``deadline``; records the edge count and whether it settled;
+  ``port`` did not change, or until ``deadline``; records the edge count, whether it
+  settled, and the end of the last window that changed ``port``;
 * :class:`Capture`: record the named outputs now, no edge.
 
 Values are little-endian uint32 words (``[frames, words]`` per port), so wide

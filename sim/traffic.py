@@ -16,6 +16,7 @@ elsewhere, payload words as the source built them.
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import dataclass
 
@@ -344,19 +345,31 @@ def target_flits(fmt: PacketFormat, traffic: Traffic) -> int | None:
                                   for s, c in enumerate(traffic.counts) for q in range(c))
 
 
-def packet_segments(fmt: PacketFormat, traffic: Traffic, cycles: int, start: int = 0) -> tuple[list, int]:
+def packet_segments(fmt: PacketFormat, traffic: Traffic, cycles: int, start: int = 0) -> list:
     """The compiled model's program for a counters-only run from edge ``start`` (no Python per cycle):
     random traffic injects for ``cycles`` cycles in blocks of :data:`BLOCK` (a block that ejects nothing
-    is a deadlock), then stops and drains until a :data:`WATCHDOG` window ejects nothing; finite traffic
-    runs until the sinks took every flit (the completion edge) or :data:`WATCHDOG` edges take none.
-    Returns the segments and the index of the segment whose mark ends the run."""
+    is a deadlock), then stops and drains until :data:`WATCHDOG` edges eject nothing; finite traffic
+    runs until the sinks took every flit or :data:`WATCHDOG` edges take none. The last segment's mark
+    ends the run (:func:`completion`, :func:`finished`)."""
     from .program import Set, Settle, Until, scalar
 
     target = target_flits(fmt, traffic)
     if target is None:
         return [Set({"stop": scalar([0], 1)}), Settle("ejected", BLOCK, start + cycles),
-                Set({"stop": scalar([1], 1)}), Settle("ejected", WATCHDOG, start + cycles + DRAIN_LIMIT)], 3
-    return [Set({"stop": scalar([0], 1)}), Until("ejected", target, 2**32 - 1, WATCHDOG)], 1
+                Set({"stop": scalar([1], 1)}), Until("ejected", 2**64 - 1, start + cycles + DRAIN_LIMIT, WATCHDOG)]
+    return [Set({"stop": scalar([0], 1)}), Until("ejected", target, 2**32 - 1, WATCHDOG)]
+
+
+def completion(mark, finite: bool) -> int:
+    """The edge that took the last flit: where a finite run reached its target, else the drain's last
+    change of ``ejected``."""
+    return mark.edge if finite and mark.reached else mark.changed
+
+
+def finished(mark, finite: bool) -> bool:
+    """Did the run that ``mark`` ends deliver everything: the target reached (finite traffic), or the
+    drain quiet for :data:`WATCHDOG` edges before its deadline (random traffic)?"""
+    return mark.reached if finite else mark.edge - mark.changed >= WATCHDOG
 
 
 def run_compiled(table: ForwardingTable, traffic: Traffic, payload_flits: int, workdir, *, cycles: int = 2000,
@@ -364,7 +377,8 @@ def run_compiled(table: ForwardingTable, traffic: Traffic, payload_flits: int, w
     """Run ``traffic`` on the compiled Verilator model of the network with its endpoints and checkers
     (cached per design, ``sim/verilator.py``): the harness clocks it with no Python per cycle and
     Python judges the checkers' counters at the end (:func:`soak_verdict`). Random traffic: as
-    ``run_verilog(mode="soak")``; finite traffic: as ``mode="count"`` (exact completion cycle)."""
+    ``run_verilog(mode="soak")``; finite traffic: as ``mode="count"``. ``cycles`` and ``completion``
+    are the edge that took the last flit, as in :func:`simulate`."""
     from pathlib import Path
 
     from ..rtl.packet_network import PacketNetwork, TrafficTop
@@ -374,24 +388,21 @@ def run_compiled(table: ForwardingTable, traffic: Traffic, payload_flits: int, w
     top = TrafficTop(PacketNetwork(table, payload_flits), traffic.roms, traffic.counts, traffic.rate, stall,
                      check=True)
     fmt, links = top.fmt, len(table.topology.links)
-    model, widths = build_top(top, log)
-    segments, end = packet_segments(fmt, traffic, cycles)
+    model, widths = build_top(top, log, params=json.dumps(
+        ["traffic", table.to_json(), traffic.roms, traffic.counts, traffic.rate, stall, payload_flits]))
+    segments = packet_segments(fmt, traffic, cycles)
     names = counter_ports(fmt.nodes, links)
     program = Program(segments + [Capture(names)], widths, {})
     rec = model.run(program, Path(workdir))
-    edge, reached, seconds = rec["marks"][end]
+    marks = rec["marks"]
+    end = marks[len(segments) - 1]
     got = rec["captures"][len(segments)]
     counters = read_counters(lambda n: int(got[n][0]), fmt.nodes, links)
-    if traffic.counts is None:
-        deadlock = rec["marks"][1][1] or not reached  # a silent injection block, or a drain that never settled
-        seconds += rec["marks"][1][2]
-    else:
-        deadlock = not reached
-    r = soak_verdict(fmt, traffic, cycles=edge, deadlock=deadlock, **counters)
-    if traffic.counts is not None:
-        r["completion"] = edge
-    r.update({"simulator": "verilator", "build_seconds": round(model.build_seconds, 1), "cached": model.cached,
-              "sim_seconds": round(seconds, 3)})
+    finite = traffic.counts is not None
+    deadlock = not finished(end, finite) or (not finite and marks[1].reached)  # or a silent injection block
+    r = soak_verdict(fmt, traffic, cycles=completion(end, finite), deadlock=deadlock, **counters)
+    r.update({"completion": completion(end, finite), "simulator": "verilator", "build_seconds": round(model.build_seconds, 1),
+              "cached": model.cached, "sim_seconds": round(sum(m.seconds for m in marks.values()), 3)})
     return r
 
 

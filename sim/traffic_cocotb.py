@@ -83,28 +83,28 @@ async def traffic(dut):
             while cycles < cfg["cycles"]:
                 n = min(BLOCK, cfg["cycles"] - cycles)
                 await ClockCycles(dut.clk, n)
+                await ReadOnly()
                 cycles += n
                 now = _get(dut, "ejected")
                 if now == last:
                     deadlock = True
                     break
                 last = now
+            await FallingEdge(dut.clk)
             dut.stop.value = 1
-            drained = False
-            while cycles < cfg["cycles"] + DRAIN_LIMIT:  # drain: until a window ejects nothing
-                n = min(WATCHDOG, cfg["cycles"] + DRAIN_LIMIT - cycles)
-                await ClockCycles(dut.clk, n)
-                cycles += n
+            since = cycles  # drain: until WATCHDOG edges eject nothing, edge by edge (the drain is short)
+            while cycles - since < WATCHDOG and cycles < cfg["cycles"] + DRAIN_LIMIT:
+                await RisingEdge(dut.clk)
+                await ReadOnly()
+                cycles += 1
                 now = _get(dut, "ejected")
-                if now == last:
-                    drained = True
-                    break
-                last = now
-            deadlock = deadlock or not drained
-        result = soak_verdict(fmt, traffic, cycles=cycles, deadlock=deadlock,
+                if now != last:
+                    last, since = now, cycles
+            deadlock = deadlock or cycles - since < WATCHDOG
+        completion = cycles if cfg["mode"] == "count" else since  # the edge that took the last flit
+        result = soak_verdict(fmt, traffic, cycles=completion, deadlock=deadlock,
                               **read_counters(lambda name: _get(dut, name), fmt.nodes, n_links))
-        if cfg["mode"] == "count":
-            result["completion"] = cycles
+        result["completion"] = completion
     result["sim_seconds"] = round(time.perf_counter() - t0, 1)
     with open(cfg["result"], "w") as f:
         json.dump(result, f)

@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -177,11 +178,12 @@ def harness_cpp(ins: list[str], outs: list[str], widths: dict[str, int], trace: 
         "                while (now < deadline) {",
         "                    uint32_t n = a < deadline - now ? a : deadline - now;",
         "                    for (uint32_t i = 0; i < n; i++) edge();",
-        "                    uint64_t x = watch(port); if (x == last) { hit = 1; break; } last = x;",
+        "                    uint64_t x = watch(port); if (x == last) { hit = 1; break; } last = x; since = now;",
         "                }",
         "            }",
         "            uint64_t ns = elapsed(t0);",
-        "            out.push_back(now); out.push_back(hit); out.push_back(uint32_t(ns)); out.push_back(uint32_t(ns >> 32));",
+        "            out.push_back(now); out.push_back(hit); out.push_back(uint32_t(ns)); out.push_back(uint32_t(ns >> 32));"
+        " out.push_back(uint32_t(since));",
         "            continue;",
         "        }",
         "        if (kind == 6) {",
@@ -249,19 +251,30 @@ def write_program(program: Program, ins: list[str], outs: list[str], path: Path)
             f.write(np.ascontiguousarray(c, dtype="<u4").tobytes())
 
 
+@dataclass
+class Mark:
+    """Where an :class:`Until` or :class:`Settle` segment stopped: the edge count, whether it reached its
+    target (settled), its seconds, and the edge count at which the watched port last changed before
+    the stop (an :class:`Until` that reached its target stops at the change that reached it: ``edge``)."""
+
+    edge: int
+    reached: bool
+    seconds: float
+    changed: int
+
+
 def read_result(program: Program, path: Path) -> dict:
     """The harness's records: ``run_cycles``, ``run_seconds``, ``timeout`` and every captured port;
-    ``marks[i]`` = ``(edge, reached, seconds)`` of segment ``i`` if it is an :class:`Until` or a
-    :class:`Settle`, and ``captures[i]`` = ``{port: words}`` of a :class:`Capture`."""
+    ``marks[i]``, a :class:`Mark`, of segment ``i`` if it is an :class:`Until` or a :class:`Settle`, and ``captures[i]`` = ``{port: words}`` of a :class:`Capture`."""
     data = np.fromfile(path, dtype="<u4")
     out, pos = {"marks": {}, "captures": {}}, 0
     for i, seg in enumerate(program.segments):
         if isinstance(seg, (Set, ClockTo)):
             continue
         if isinstance(seg, (Until, Settle)):
-            r = data[pos:pos + 4].astype(np.int64)
-            out["marks"][i] = (int(r[0]), bool(r[1]), (int(r[2]) | int(r[3]) << 32) / 1e9)
-            pos += 4
+            r = data[pos:pos + 5].astype(np.int64)
+            out["marks"][i] = Mark(int(r[0]), bool(r[1]), (int(r[2]) | int(r[3]) << 32) / 1e9, int(r[4]))
+            pos += 5
             continue
         if isinstance(seg, Capture):
             got = {}
@@ -415,13 +428,39 @@ def flat_ports(top) -> tuple[list[str], list[str], dict[str, int]]:
     return ins, outs, widths
 
 
-def build_top(top, log=None) -> tuple[Model, dict[str, int]]:
-    """The cached compiled model of an Amaranth top (its Verilog as module :data:`TOP`), and its port widths."""
+def _rtl_digest() -> str:
+    """A hash of the RTL's source (``rtl/*.py``) and the Amaranth version: what a top's Verilog depends
+    on besides its parameters."""
+    import amaranth
+
+    h = hashlib.sha256(amaranth.__version__.encode())
+    for f in sorted((Path(__file__).parent.parent / "rtl").glob("*.py")):
+        h.update(f.name.encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()
+
+
+def build_top(top, log=None, params: str | None = None) -> tuple[Model, dict[str, int]]:
+    """The cached compiled model of an Amaranth top (its Verilog as module :data:`TOP`), and its port widths.
+
+    ``params``: a text that determines the top (with the RTL's source); its Verilog is then cached too
+    (``<cache>/verilog``), so a cached run does not elaborate the top at all."""
     from amaranth.back import verilog
 
     t0 = time.perf_counter()
     ins, outs, widths = flat_ports(top)
-    text = verilog.convert(top, name=TOP, emit_src=False)
+    path = None
+    if params is not None:
+        key = hashlib.sha256((_rtl_digest() + "\0" + params).encode()).hexdigest()[:24]
+        path = cache_root() / "verilog" / f"top-{key}.v"
+    if path is not None and path.exists():
+        text = path.read_text()
+    else:
+        text = verilog.convert(top, name=TOP, emit_src=False)
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+            tmp.write_text(text)
+            os.replace(tmp, path)  # atomic: a reader sees the whole file or none
     export = time.perf_counter() - t0
     model = build_model(text, ins, outs, widths, log=log)
     if not model.cached:
