@@ -20,6 +20,7 @@ from equimesh.sim.traffic import make_traffic, run_compiled, run_verilog, simula
 icarus = pytest.mark.skipif(shutil.which("iverilog") is None, reason="Icarus Verilog not installed")
 TIMING = ("simulator", "build_seconds", "sim_seconds", "cached")
 COPIES = ("packets", "expected", "delivered", "duplicates", "lost", "corrupted", "misdelivered", "flit_hops")
+EDGES = ("completion", "cycles")  # the edge that took the last flit; the run's length
 # The soak of tests/cocotb_relay (2x3 EquiMesh, saturation, backpressure); the `soak` command below
 # builds the same design, so the compiled model is built once.
 SOAK = dict(fanout=3, rate=1.0, seed=5)
@@ -47,7 +48,7 @@ def test_compiled_soak_equals_icarus_and_amaranth(tmp_path):
     assert {k: v for k, v in got.items() if k not in TIMING} == {k: v for k, v in cocotb.items() if k not in TIMING}
     ref = simulate(table, traffic, 2, cycles=1500, stall=0.2)  # every flit checked in Python
     _clean(ref)
-    assert {k: got[k] for k in COPIES} == {k: ref[k] for k in COPIES}
+    assert {k: got[k] for k in COPIES + EDGES} == {k: ref[k] for k in COPIES + EDGES}
 
 
 @icarus
@@ -61,7 +62,7 @@ def test_compiled_count_equals_icarus_and_amaranth(tmp_path):
     assert got["expected"] == topo.nodes * (topo.nodes - 1) * 2
     ref = simulate(table, traffic, 2)
     _clean(ref)
-    assert {k: got[k] for k in COPIES + ("completion", "cycles")} == {k: ref[k] for k in COPIES + ("completion", "cycles")}
+    assert {k: got[k] for k in COPIES + EDGES} == {k: ref[k] for k in COPIES + EDGES}
     cocotb = run_verilog(table, traffic, 2, tmp_path / "i", mode="count")
     assert {k: v for k, v in got.items() if k not in TIMING} == {k: v for k, v in cocotb.items() if k not in TIMING}
 
@@ -81,7 +82,7 @@ def test_compiled_mixed_equals_amaranth(tmp_path):
     for k in ("launched_at", "drain_cycles", "cycles", "expected_cycles", "mismatches", "link_utilization"):
         assert s[k] == r[k], k
     _clean(got["packets"])
-    assert {k: got["packets"][k] for k in COPIES} == {k: ref["packets"][k] for k in COPIES}
+    assert {k: got["packets"][k] for k in COPIES + EDGES} == {k: ref["packets"][k] for k in COPIES + EDGES}
 
 
 def test_soak_command_on_the_compiled_model(capsys):
