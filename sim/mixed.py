@@ -189,12 +189,14 @@ def simulate_mixed(image: NetworkImage, table: ForwardingTable, traffic: Traffic
 
 
 def mixed_program(image: NetworkImage, design: Design, fmt, traffic: Traffic, widths: dict[str, int], *,
-                  start_at: int, cycles: int) -> tuple[Program, dict[str, int]]:
+                  start_at: int, cycles: int) -> tuple[Program, dict]:
     """The compiled model's program of a mixed run, event for event as :func:`simulate_mixed`: load
-    (generators stopped), packets from edge 0, ``start`` for the one edge ``start_at``, ``stop`` from edge
-    ``cycles`` (random patterns), clock until ``done``, drain the packets (as :func:`~equimesh.sim.traffic.packet_segments`), read the counters, then the lanes (the edge counts of the program are absolute: the load's
-    frames come first). Returns the program and the indices of its marks and captures."""
-    from .program import Capture, ClockTo, Drive, Program, Set, Until, scalar
+    (generators stopped), packets from edge 0, ``start`` for the one edge ``start_at``, ``stop`` from
+    edge ``cycles`` (random patterns), clock until ``done``, drain the packets (as
+    :func:`~equimesh.sim.traffic.packet_segments`), read the counters, then the lanes. The program's
+    edge counts are absolute: the load's frames come first. Returns the program and the indices of
+    its marks (``done``: the segments that may see ``done``, ``end``) and captures (``counters``, ``read``)."""
+    from .program import Capture, ClockTo, Drive, Set, Until, scalar
     from .traffic import DRAIN_LIMIT, WATCHDOG, counter_ports, target_flits
 
     base = make_program(image, design, widths)

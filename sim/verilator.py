@@ -454,6 +454,7 @@ def build_top(top, log=None, params: str | None = None) -> tuple[Model, dict[str
         path = cache_root() / "verilog" / f"top-{key}.v"
     if path is not None and path.exists():
         text = path.read_text()
+        top._MustUse__silence = True  # not elaborated: its Verilog is cached (Amaranth would warn)
     else:
         text = verilog.convert(top, name=TOP, emit_src=False)
         if path is not None:
