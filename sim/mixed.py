@@ -26,6 +26,7 @@ from amaranth.sim import Simulator
 
 from ..rtl.design import Design, fit
 from ..rtl.network import Network, top_ports
+from ..rtl.packet import PacketFormat
 from ..rtl.packet_network import PacketSetup, TrafficTop
 from ..rtl.rom import NetworkImage
 from ..schedules.routing import ForwardingTable
@@ -244,17 +245,17 @@ def run_mixed_compiled(image: NetworkImage, table: ForwardingTable, traffic: Tra
     from .verilator import build_top
 
     design = fit(image)
-    top = mixed_top(design, table, traffic, payload_flits, stall, check=True)
-    model, widths = build_top(top, log, params=json.dumps(
-        ["mixed", repr(design), table.to_json(), traffic.roms, traffic.counts, traffic.rate, stall, payload_flits]))
-    program, at = mixed_program(image, design, top.fmt, traffic, widths, start_at=start_at, cycles=cycles)
+    fmt = PacketFormat(table.topology.nodes, payload_flits)
+    model, widths = build_top(lambda: mixed_top(design, table, traffic, payload_flits, stall, check=True), json.dumps(
+        ["mixed", repr(design), table.to_json(), traffic.roms, traffic.counts, traffic.rate, stall, payload_flits]), log)
+    program, at = mixed_program(image, design, fmt, traffic, widths, start_at=start_at, cycles=cycles)
     t0 = program.segments[0].frames
     rec = model.run(program, Path(workdir))
     done_edge = next((rec["marks"][i].edge for i in at["done"] if rec["marks"][i].reached), None)
     end = rec["marks"][at["end"]]
     got = rec["captures"][at["counters"]]
     links = len(image.topology.links)
-    counters = read_counters(lambda n: int(got[n][0]), top.fmt.nodes, links)
+    counters = read_counters(lambda n: int(got[n][0]), fmt.nodes, links)
     schedule = {"requested_at": start_at, "in_flight_at_request": None, "launched_at": None,
                 "done": done_edge is not None, "expected_cycles": expected_run_cycles(image)}
     sched_flits = 0
@@ -275,7 +276,7 @@ def run_mixed_compiled(image: NetworkImage, table: ForwardingTable, traffic: Tra
         if o.first_mismatch:
             schedule["first_mismatch"] = o.first_mismatch
     last = completion(end, traffic.counts is not None) - t0
-    packets = soak_verdict(top.fmt, traffic, cycles=max(last, done_at if done_edge is not None else 0),
+    packets = soak_verdict(fmt, traffic, cycles=max(last, done_at if done_edge is not None else 0),
                            deadlock=not finished(end, traffic.counts is not None), **counters)
     packets["completion"] = last
     packets["flit_hops"] -= sched_flits  # the link counters count every flit; the schedule's are its busy cycles

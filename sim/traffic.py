@@ -385,11 +385,13 @@ def run_compiled(table: ForwardingTable, traffic: Traffic, payload_flits: int, w
     from .program import Capture, Program
     from .verilator import build_top
 
-    top = TrafficTop(PacketNetwork(table, payload_flits), traffic.roms, traffic.counts, traffic.rate, stall,
-                     check=True)
-    fmt, links = top.fmt, len(table.topology.links)
-    model, widths = build_top(top, log, params=json.dumps(
-        ["traffic", table.to_json(), traffic.roms, traffic.counts, traffic.rate, stall, payload_flits]))
+    def make_top():
+        return TrafficTop(PacketNetwork(table, payload_flits), traffic.roms, traffic.counts, traffic.rate, stall,
+                          check=True)
+
+    fmt, links = PacketFormat(table.topology.nodes, payload_flits), len(table.topology.links)
+    model, widths = build_top(make_top, json.dumps(
+        ["traffic", table.to_json(), traffic.roms, traffic.counts, traffic.rate, stall, payload_flits]), log)
     segments = packet_segments(fmt, traffic, cycles)
     names = counter_ports(fmt.nodes, links)
     program = Program(segments + [Capture(names)], widths, {})

@@ -439,31 +439,29 @@ def _rtl_digest() -> str:
     return h.hexdigest()
 
 
-def build_top(top, log=None, params: str | None = None) -> tuple[Model, dict[str, int]]:
-    """The cached compiled model of an Amaranth top (its Verilog as module :data:`TOP`), and its port widths.
+def build_top(make_top, params: str, log=None) -> tuple[Model, dict[str, int]]:
+    """The cached compiled model of the Amaranth top ``make_top()`` (its Verilog as module :data:`TOP`),
+    and its port widths.
 
-    ``params``: a text that determines the top (with the RTL's source); its Verilog is then cached too
-    (``<cache>/verilog``), so a cached run does not elaborate the top at all."""
+    ``params``: a text that determines the top (with the RTL's source). Its Verilog and ports are cached
+    too (``<cache>/verilog``), so a cached run does not construct or elaborate the top at all."""
     from amaranth.back import verilog
 
     t0 = time.perf_counter()
-    ins, outs, widths = flat_ports(top)
-    path = None
-    if params is not None:
-        key = hashlib.sha256((_rtl_digest() + "\0" + params).encode()).hexdigest()[:24]
-        path = cache_root() / "verilog" / f"top-{key}.v"
-    if path is not None and path.exists():
-        text = path.read_text()
-        top._MustUse__silence = True  # not elaborated: its Verilog is cached (Amaranth would warn)
-    else:
-        text = verilog.convert(top, name=TOP, emit_src=False)
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-            tmp.write_text(text)
-            os.replace(tmp, path)  # atomic: a reader sees the whole file or none
+    key = hashlib.sha256((_rtl_digest() + "\0" + params).encode()).hexdigest()[:24]
+    path = cache_root() / "verilog" / f"top-{key}.json"
+    try:
+        rec = json.loads(path.read_text())
+    except (OSError, ValueError):
+        top = make_top()
+        ins, outs, widths = flat_ports(top)
+        rec = {"ins": ins, "outs": outs, "widths": widths, "verilog": verilog.convert(top, name=TOP, emit_src=False)}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(rec))
+        os.replace(tmp, path)  # atomic: a reader sees the whole entry or none
     export = time.perf_counter() - t0
-    model = build_model(text, ins, outs, widths, log=log)
+    model = build_model(rec["verilog"], rec["ins"], rec["outs"], rec["widths"], log=log)
     if not model.cached:
         model.build_seconds += export
-    return model, widths
+    return model, rec["widths"]
