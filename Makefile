@@ -29,7 +29,7 @@ demo: $(STAMP)
 	$(BIN)/equimesh verilog --kind equimesh --rows 4 --cols 4 --chunks 4 --chunk-flits 8 --collective allreduce --out out/verilog --tables-dir out/verilog/tables
 	$(BIN)/equimesh simulate --kind equimesh --rows 4 --cols 4 --chunks 4 --chunk-flits 8 --collective allreduce --backend amaranth --vcd waveforms/equimesh_4x4_allreduce.vcd
 	$(BIN)/equimesh simulate --kind equimesh --rows 8 --cols 8 --chunks 4 --chunk-flits 16 --collective allgather
-	$(BIN)/equimesh mixed --kind equimesh --rows 4 --cols 4 --chunks 4 --chunk-flits 8 --collective allreduce
+	$(BIN)/equimesh mixed --kind equimesh --rows 4 --cols 4 --chunks 4 --chunk-flits 8 --collective allreduce --backend amaranth
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

@@ -8,31 +8,15 @@ import time
 from itertools import product
 from pathlib import Path
 
+from .args import add_topology_args, topology_from_args
 from .errors import InputError, UsageError, writing
 from .progress import Progress
 from .schedules import schedule as schedfile
 from .schedules.schedule import lower_bound, schedule_bound
 from .schedules.storage import check_storage
 from .schedules.synth import ALGORITHMS, SynthesisError, synthesize
-from .schedules.topology import EDGES, KINDS, TopologyError, build, format_ring_dirs, parse_ring_dirs
+from .schedules.topology import EDGES, KINDS, build, format_ring_dirs
 from .schedules.verify import ScheduleInvalid, verify
-
-
-def add_topology_args(p) -> None:
-    p.add_argument("--kind", default="equimesh", help=f"topology kind: {', '.join(KINDS)} (default equimesh)")
-    p.add_argument("--rows", type=int, default=4, help="mesh rows R >= 2 (default 4)")
-    p.add_argument("--cols", type=int, default=4, help="mesh columns C >= 2 (default 4)")
-    p.add_argument("--ring-dirs", default=None,
-                   help="EquiMesh ring directions (Algorithm 1's anticlockwise flag per edge): 'default' (cccc), "
-                        "or four letters a/c for top,bottom,left,right; `schedule` also takes 'auto'")
-
-
-def topology_from_args(args, ring_dirs: str | None = None):
-    try:
-        return build(args.kind, args.rows, args.cols,
-                     ring_dirs=parse_ring_dirs(ring_dirs if ring_dirs is not None else args.ring_dirs))
-    except TopologyError as e:
-        raise UsageError(str(e)) from None
 
 
 def cmd_topology(args) -> int:

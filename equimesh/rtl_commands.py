@@ -10,45 +10,12 @@ import json
 import sys
 from pathlib import Path
 
-from .commands import add_topology_args, topology_from_args
+from .args import COLLECTIVES, _check_sizes, add_run_args, load_image, table_from_args
 from .errors import InputError, UsageError, writing
 from .progress import Progress
-from .rtl.rom import RomError, compile_schedule
-from .schedules import schedule as schedfile
+from .rtl.rom import RomError
 from .schedules.schedule import lower_bound
 from .schedules.synth import synthesize
-
-COLLECTIVES = ("allgather", "reducescatter", "allreduce")
-
-
-def _check_sizes(args) -> None:
-    if args.chunk_flits < 1:
-        raise UsageError(f"--chunk-flits must be >= 1 (got {args.chunk_flits})")
-    if args.chunks < 1:
-        raise UsageError(f"--chunks must be >= 1 (got {args.chunks})")
-
-
-def load_image(args):
-    """Topology, schedule (synthesized or --schedule FILE) and its compiled ROM image."""
-    _check_sizes(args)
-    topo = topology_from_args(args)
-    if getattr(args, "schedule", None):
-        try:
-            sched = schedfile.load(args.schedule)
-        except schedfile.ScheduleFileError as e:
-            raise InputError(str(e)) from None
-        if sched.overlapped:
-            raise InputError(f"{args.schedule}: an overlapped AllReduce (format version 2) cannot run on the RTL: "
-                             "the schedule ROM runs ReduceScatter and AllGather as phases")
-        if args.collective is not None and args.collective != sched.collective:
-            raise InputError(f"{args.schedule}: the schedule is {sched.collective}, not {args.collective}")
-    else:
-        sched = synthesize(topo, args.chunks, args.collective or "allgather")
-    try:
-        image = compile_schedule(sched, args.chunk_flits, topo)
-    except RomError as e:
-        raise InputError(f"{getattr(args, 'schedule', None) or 'schedule'}: {e}") from None
-    return topo, sched, image
 
 
 def bound_of(sched) -> int:
@@ -146,14 +113,6 @@ def cmd_simulate(args) -> int:
     return 0 if ok else 1
 
 
-def add_run_args(p, collective_default: str | None) -> None:
-    add_topology_args(p)
-    p.add_argument("--chunks", type=int, default=4, help="chunks per shard K >= 1 (default 4)")
-    p.add_argument("--chunk-flits", type=int, default=16, help="flits per chunk F >= 1 (default 16)")
-    p.add_argument("--collective", choices=COLLECTIVES, default=collective_default,
-                   help="collective to run (default allgather)")
-
-
 def add_design_args(p) -> None:
     p.add_argument("--depth", type=int, help="schedule-table entries of the design (default: the next power "
                                              "of two >= 16 that holds the schedule)")
@@ -238,7 +197,6 @@ def cmd_verilog(args) -> int:
     if args.packets:
         from .rtl.packet import PacketError
         from .rtl.packet_network import PacketSetup
-        from .traffic_commands import table_from_args
 
         if args.payload_flits < 1:
             raise UsageError(f"--payload-flits must be >= 1 (got {args.payload_flits})")

@@ -9,31 +9,37 @@ import tempfile
 import time
 from pathlib import Path
 
-from .commands import add_topology_args, topology_from_args
-from .rtl_commands import add_run_args
+from .args import add_run_args, add_topology_args, load_image, table_from_args, topology_from_args
 from .errors import InputError, UsageError, writing
 from .rtl.packet import PacketError, PacketFormat
-from .schedules.routing import ALGORITHMS, DeadlockError, RoutingError, check_deadlock_free, forwarding_table
-from .schedules.routing import load as load_table
-from .sim.traffic import PATTERNS, make_traffic, run_verilog, simulate
+from .schedules.routing import ALGORITHMS, DeadlockError, check_deadlock_free, forwarding_table
+from .sim.traffic import PATTERNS, make_traffic, run_compiled, run_verilog, simulate
 
-BACKENDS = ("amaranth", "icarus", "verilator")
+BACKENDS = ("verilator", "icarus", "amaranth")
+BACKEND_HELP = ("simulator: verilator (the compiled model, cached per design, no Python per cycle: checked by "
+                "the hardware checkers' counters; default), icarus (cocotb), amaranth (the reference, every flit "
+                "checked in Python)")
 
 
-def table_from_args(args, topo):
-    """``--routing``: an algorithm name, or a table file written by ``equimesh routing --out``."""
-    if args.routing in ALGORITHMS:
-        try:
-            return forwarding_table(topo, args.routing)
-        except RoutingError as e:
-            raise UsageError(str(e)) from None
+def _log(line: str) -> None:
+    print(f"equimesh: {line}", file=sys.stderr, flush=True)
+
+
+def packet_run(backend: str, table, traffic, payload_flits: int, build_dir, mode: str, **run) -> dict:
+    """One packet run on ``backend``; missing or failing simulators become one-line errors."""
+    from .sim.verilator import VerilatorError
+
     try:
-        t = load_table(args.routing)
-    except RoutingError as e:
+        if backend == "amaranth":
+            return simulate(table, traffic, payload_flits, **run)
+        build = build_dir or tempfile.mkdtemp(prefix="equimesh-traffic-")
+        if backend == "verilator":
+            return run_compiled(table, traffic, payload_flits, build, log=_log, **run)
+        return run_verilog(table, traffic, payload_flits, build, mode=mode, simulator=backend, **run)
+    except PacketError as e:
+        raise UsageError(str(e)) from None
+    except VerilatorError as e:
         raise InputError(str(e)) from None
-    if t.topology.to_json() != topo.to_json():
-        raise InputError(f"{args.routing}: the table is for the {t.topology.name}, not the {topo.name}")
-    return t
 
 
 def _int(text: str, what: str) -> int:
@@ -108,18 +114,13 @@ def _check_common(args):
 
 
 def _run(args, table, traffic, mode):
-    if mode == "trace" and args.counters:
+    if mode == "soak" or args.counters:
         mode = "soak" if traffic.counts is None else "count"
-    fmt_args = dict(cycles=args.cycles, stall=args.stall)
-    try:
-        if args.backend == "amaranth":
-            return simulate(table, traffic, args.payload_flits, **fmt_args)
-        build = args.build_dir or tempfile.mkdtemp(prefix="equimesh-traffic-")
-        with writing(build):
-            Path(build).mkdir(parents=True, exist_ok=True)
-        return run_verilog(table, traffic, args.payload_flits, build, mode=mode, simulator=args.backend, **fmt_args)
-    except PacketError as e:
-        raise UsageError(str(e)) from None
+    if args.build_dir:
+        with writing(args.build_dir):
+            Path(args.build_dir).mkdir(parents=True, exist_ok=True)
+    return packet_run(args.backend, table, traffic, args.payload_flits, args.build_dir, mode, cycles=args.cycles,
+                      stall=args.stall)
 
 
 def _report(args, topo, table, r, seconds) -> None:
@@ -177,8 +178,8 @@ def cmd_soak(args) -> int:
 
 
 def cmd_mixed(args) -> int:
-    from .rtl_commands import load_image
     from .sim.mixed import simulate_mixed
+    from .sim.verilator import VerilatorError
 
     _check_common(args)
     if args.payload_flits < 1:
@@ -197,6 +198,11 @@ def cmd_mixed(args) -> int:
         if args.backend == "amaranth":
             r = simulate_mixed(image, table, traffic, args.payload_flits, start_at=args.start_at,
                                cycles=args.cycles, stall=args.stall, vcd=args.vcd)
+        elif args.backend == "verilator":
+            from .sim.mixed import run_mixed_compiled
+            build = args.build_dir or tempfile.mkdtemp(prefix="equimesh-mixed-")
+            r = run_mixed_compiled(image, table, traffic, args.payload_flits, build, start_at=args.start_at,
+                                   cycles=args.cycles, stall=args.stall, log=_log)
         else:
             from .sim.mixed_cocotb import run_mixed_verilog
             build = args.build_dir or tempfile.mkdtemp(prefix="equimesh-mixed-")
@@ -204,12 +210,14 @@ def cmd_mixed(args) -> int:
                                   cycles=args.cycles, stall=args.stall, simulator=args.backend)
     except PacketError as e:
         raise UsageError(str(e)) from None
+    except VerilatorError as e:
+        raise InputError(str(e)) from None
     s, p = r["schedule"], r["packets"]
     r = {"topology": topo.name, "collective": sched.collective, "steps": sched.num_steps, "chunks": sched.chunks,
          "chunk_flits": image.chunk_flits, "routing": table.algorithm, "pattern": args.pattern,
          "payload_flits": args.payload_flits, **r}
     ok = (s["done"] and s["bit_exact"] and s["link_busy_matches_schedule"] and s["cycles"] == s["expected_cycles"]
-          and s["packet_flits_during_schedule"] == 0 and _ok(p))
+          and s["packet_flits_during_schedule"] in (0, None) and _ok(p))
     if args.json:
         print(json.dumps(r, indent=2))
         return 0 if ok else 1
@@ -218,14 +226,17 @@ def cmd_mixed(args) -> int:
     if not s["done"]:
         print(f"  schedule requested at cycle {s['requested_at']}: NEVER LAUNCHED")
     else:
-        print(f"  schedule requested at cycle {s['requested_at']} with {s['in_flight_at_request']} packet copies "
-              f"in flight; launched {s['drain_cycles']} cycles later, when the network held no packet")
+        flight = "" if s["in_flight_at_request"] is None else f" with {s['in_flight_at_request']} packet copies in flight"
+        print(f"  schedule requested at cycle {s['requested_at']}{flight}; launched {s['drain_cycles']} cycles later, "
+              f"when the network held no packet")
         print(f"  schedule: {s['cycles']} cycles (expected {s['expected_cycles']}), "
               f"{'bit-exact' if s['bit_exact'] else 'MISMATCH: ' + s.get('first_mismatch', '')}, link busy cycles "
-              f"{'match' if s['link_busy_matches_schedule'] else 'DO NOT match'} the schedule, "
-              f"packet flits while it ran: {s['packet_flits_during_schedule']}")
-    print(f"  packets: {p['packets']} ({p['injected_before']} before the schedule, {p['injected_after']} after), "
-          f"{p['delivered']}/{p['expected']} copies delivered; duplicates {p['duplicates']}, lost {p['lost']}, "
+              f"{'match' if s['link_busy_matches_schedule'] else 'DO NOT match'} the schedule"
+              + ("" if s["packet_flits_during_schedule"] is None
+                 else f", packet flits while it ran: {s['packet_flits_during_schedule']}"))
+    split = ("" if p["injected_before"] is None
+             else f" ({p['injected_before']} before the schedule, {p['injected_after']} after)")
+    print(f"  packets: {p['packets']}{split}, {p['delivered']}/{p['expected']} copies delivered; duplicates {p['duplicates']}, lost {p['lost']}, "
           f"corrupted {p['corrupted']}, misdelivered {p['misdelivered']}, deadlock {'YES' if p['deadlock'] else 'no'}")
     print(f"  {p['cycles']} cycles in {r['sim_seconds']:.1f} s ({args.backend})"
           + (f"; build {r['build_seconds']} s" if "build_seconds" in r else "")
@@ -305,13 +316,8 @@ def cmd_bench_relay(args) -> int:
             for pattern in ("allgather-multiwrite", "allgather-unicast"):
                 traffic = make_traffic(fmt, pattern, packets=args.chunks)
                 t0 = time.perf_counter()
-                if args.backend == "amaranth":
-                    res = simulate(table, traffic, args.payload_flits)
-                else:
-                    build_dir = (f"{args.build_dir}/{kind}-{r}x{c}-{pattern}" if args.build_dir
-                                 else tempfile.mkdtemp(prefix="equimesh-bench-relay-"))
-                    res = run_verilog(table, traffic, args.payload_flits, build_dir, mode="count",
-                                      simulator=args.backend)
+                build_dir = f"{args.build_dir}/{kind}-{r}x{c}-{pattern}" if args.build_dir else None
+                res = packet_run(args.backend, table, traffic, args.payload_flits, build_dir, "count")
                 if not _ok(res):
                     raise InputError(f"{pattern} on the {topo.name} did not complete cleanly: {res}")
                 key = "multiwrite" if pattern.endswith("multiwrite") else "unicast"
@@ -342,7 +348,7 @@ def cmd_bench_relay(args) -> int:
     return 0
 
 
-def _add_run_args(p, backends, default_backend, cycles, rate) -> None:
+def _add_run_args(p, cycles, rate) -> None:
     add_topology_args(p)
     p.add_argument("--routing", default="shortcut",
                    help="forwarding tables: 'shortcut' (XY plus deadlock-free ring/wrap shortcuts), 'xy', "
@@ -355,8 +361,7 @@ def _add_run_args(p, backends, default_backend, cycles, rate) -> None:
     p.add_argument("--payload-flits", type=int, default=8, help="payload flits per packet (default 8)")
     p.add_argument("--stall", type=float, default=0.0, help="sink backpressure: probability a lane refuses a flit")
     p.add_argument("--seed", type=int, default=1, help="random seed of the bitmaps (default 1)")
-    p.add_argument("--backend", default=default_backend, choices=backends,
-                   help=f"simulator (default {default_backend})")
+    p.add_argument("--backend", default="verilator", choices=BACKENDS, help=BACKEND_HELP)
     p.add_argument("--build-dir", help="where the Verilog backends build (default: a temporary directory)")
     p.add_argument("--json", action="store_true", help="machine-readable result")
 
@@ -370,7 +375,7 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_routing)
 
     p = sub.add_parser("traffic", help="run MultiWrite / unicast packet traffic on the packet network and check it")
-    _add_run_args(p, BACKENDS, "amaranth", 1000, 0.2)
+    _add_run_args(p, 1000, 0.2)
     p.add_argument("--pattern", default="multicast", choices=PATTERNS)
     p.add_argument("--packets", type=int, default=4,
                    help="AllGather: packets per shard; with --bitmap/--dests: packets to send (default 4)")
@@ -378,8 +383,8 @@ def register(sub) -> None:
     p.add_argument("--bitmap", help="destination bitmap of node --src's packets (bit i = node i), e.g. 0x8421")
     p.add_argument("--dests", help="destination list of node --src's packets, e.g. 1,6,11")
     p.add_argument("--counters", action="store_true",
-                   help="Verilog backends: check with the hardware checkers' counters instead of every flit in "
-                        "Python (much faster; no latency figures)")
+                   help="icarus: check with the hardware checkers' counters instead of every flit in Python "
+                        "(much faster; no latency figures; the verilator backend always does)")
     p.set_defaults(func=cmd_traffic)
 
     p = sub.add_parser("bench-relay", help="benchmark: AllGather by MultiWrite, by unicasts, and scheduled XTree "
@@ -388,7 +393,7 @@ def register(sub) -> None:
     p.add_argument("--kinds", default="mesh,equimesh", help="topology kinds (default mesh,equimesh)")
     p.add_argument("--chunks", type=int, default=4, help="packets (= XTree chunks) per shard (default 4)")
     p.add_argument("--payload-flits", type=int, default=8, help="flits per packet payload = chunk_flits (default 8)")
-    p.add_argument("--backend", default="icarus", choices=BACKENDS, help="simulator for the packet runs")
+    p.add_argument("--backend", default="verilator", choices=BACKENDS, help=BACKEND_HELP)
     p.add_argument("--build-dir", help="where the Verilog backends build (default: temporary directories)")
     p.add_argument("--json", action="store_true", help="machine-readable rows")
     p.set_defaults(func=cmd_bench_relay)
@@ -419,14 +424,12 @@ def register(sub) -> None:
     p.add_argument("--stall", type=float, default=0.0, help="sink backpressure: probability a lane refuses a flit")
     p.add_argument("--seed", type=int, default=1, help="random seed of the bitmaps (default 1)")
     p.add_argument("--vcd", help="write every signal to this VCD file (amaranth backend)")
-    p.add_argument("--backend", default="amaranth", choices=BACKENDS,
-                   help="simulator: amaranth, or the generated Verilog under cocotb on icarus or verilator "
-                        "(default amaranth)")
+    p.add_argument("--backend", default="verilator", choices=BACKENDS, help=BACKEND_HELP)
     p.add_argument("--build-dir", help="where the Verilog backends build (default: a temporary directory)")
     p.add_argument("--json", action="store_true", help="machine-readable result")
     p.set_defaults(func=cmd_mixed, src=None, bitmap=None, dests=None)
 
     p = sub.add_parser("soak", help="random multicast at saturation on a compiled simulator; checks no duplicate, "
                                     "loss or deadlock")
-    _add_run_args(p, BACKENDS[1:], "verilator", 1_000_000, 1.0)
+    _add_run_args(p, 1_000_000, 1.0)
     p.set_defaults(func=cmd_soak)

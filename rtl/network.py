@@ -165,7 +165,6 @@ class Network(wiring.Component):
         else:
             self.routers = [make_router(design, v, packets) for v in range(t.nodes)]
         self.lanes = [(v, p) for v in range(t.nodes) for p in design.lanes(v)]
-        ml = design.max_lanes
         # One named valid signal per link, for waveforms (`link<i>_<src><port>_<dst><port>`).
         self.link_signals = [Signal(name=f"link{i}_{l.src}{l.src_port}_{l.dst}{l.dst_port}")
                              for i, l in enumerate(t.links)]

@@ -13,7 +13,7 @@ import numpy as np
 from amaranth.sim import Simulator
 
 from ..rtl.network import Network
-from .program import Drive, Program, Run
+from .program import Program, Run
 
 
 def _int(words: np.ndarray) -> int:

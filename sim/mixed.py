@@ -18,6 +18,7 @@ nothing duplicated, nothing misdelivered).
 
 from __future__ import annotations
 
+import json
 import time
 
 import numpy as np
@@ -25,11 +26,12 @@ from amaranth.sim import Simulator
 
 from ..rtl.design import Design, fit
 from ..rtl.network import Network, top_ports
+from ..rtl.packet import PacketFormat
 from ..rtl.packet_network import PacketSetup, TrafficTop
 from ..rtl.rom import NetworkImage
 from ..schedules.routing import ForwardingTable
 from .metrics import link_stats
-from .program import check, expected_run_cycles, final_reads, make_program
+from .program import Program, check, expected_run_cycles, final_reads, make_program
 from .traffic import Run, Traffic
 
 
@@ -127,10 +129,11 @@ def read_back(image: NetworkImage) -> int:
     return final_reads(image)
 
 
-def mixed_top(design: Design, table: ForwardingTable, traffic: Traffic, payload_flits: int, stall: float) -> TrafficTop:
-    """The network carrying both modes, with a generator and a sink per node."""
+def mixed_top(design: Design, table: ForwardingTable, traffic: Traffic, payload_flits: int, stall: float,
+              check: bool = False) -> TrafficTop:
+    """The network carrying both modes, with a generator and a sink per node (and a checker with ``check``)."""
     net = Network(design, PacketSetup(table, payload_flits))
-    return TrafficTop(net, traffic.roms, traffic.counts, traffic.rate, stall, check=False)
+    return TrafficTop(net, traffic.roms, traffic.counts, traffic.rate, stall, check=check)
 
 
 def simulate_mixed(image: NetworkImage, table: ForwardingTable, traffic: Traffic, payload_flits: int, *,
@@ -184,3 +187,101 @@ def simulate_mixed(image: NetworkImage, table: ForwardingTable, traffic: Traffic
         sim.run()
     out["sim_seconds"] = round(time.perf_counter() - t0, 3)
     return out
+
+
+def mixed_program(image: NetworkImage, design: Design, fmt, traffic: Traffic, widths: dict[str, int], *,
+                  start_at: int, cycles: int) -> tuple[Program, dict]:
+    """The compiled model's program of a mixed run, event for event as :func:`simulate_mixed`: load
+    (generators stopped), packets from edge 0, ``start`` for the one edge ``start_at``, ``stop`` from
+    edge ``cycles`` (random patterns), clock until ``done``, drain the packets (as
+    :func:`~equimesh.sim.traffic.packet_segments`), read the counters, then the lanes. The program's
+    edge counts are absolute: the load's frames come first. Returns the program and the indices of
+    its marks (``done``: the segments that may see ``done``, ``end``) and captures (``counters``, ``read``)."""
+    from .program import Capture, ClockTo, Drive, Set, Until, scalar
+    from .traffic import DRAIN_LIMIT, WATCHDOG, counter_ports, target_flits
+
+    base = make_program(image, design, widths)
+    load, read = base.segments[0], base.segments[3]
+    t0 = load.frames
+    load = Drive(t0, {**load.values, "stop": scalar(np.ones(t0), 1), "start": scalar(np.zeros(t0), 1)})
+    limit = t0 + start_at + cycles + expected_run_cycles(image) + 100_000
+    s, c = t0 + start_at, t0 + cycles if traffic.counts is None else None
+    on, off, stop = ({name: scalar([v], 1)} for name, v in (("start", 1), ("start", 0), ("stop", 1)))
+    segs = [load, Set({"stop": scalar([0], 1)})]
+    if c is not None and c <= s:
+        segs += [ClockTo(c), Set(stop)]
+    segs += [ClockTo(s), Set(on), ClockTo(s + 1), Set(off)]
+    done = [len(segs)]
+    if c is not None and c > s + 1:
+        segs += [Until("done", 1, c), ClockTo(c), Set(stop)]
+        done.append(len(segs))
+    elif c == s + 1:
+        segs.append(Set(stop))
+    segs.append(Until("done", 1, limit))
+    target = target_flits(fmt, traffic)  # then the packets: drained (random) or all delivered (finite)
+    segs.append(Until("ejected", 2**64 - 1 if target is None else target, limit + DRAIN_LIMIT, WATCHDOG))
+    at = {"done": done, "end": len(segs) - 1}
+    names = counter_ports(fmt.nodes, len(image.topology.links)) + ["cycles", "busy"]
+    at["counters"] = len(segs)
+    segs += [Capture(names), read]
+    at["read"] = len(segs) - 1
+    return Program(segs, widths, {"host_data": at["read"]}), at
+
+
+def run_mixed_compiled(image: NetworkImage, table: ForwardingTable, traffic: Traffic, payload_flits: int, workdir, *,
+                       start_at: int, cycles: int, stall: float = 0.0, log=None) -> dict:
+    """:func:`simulate_mixed` on the compiled Verilator model (cached per design; no Python per cycle).
+
+    The schedule is checked bit for bit as on every backend (:func:`~equimesh.sim.program.check` on the
+    lanes read back, the statistics block's cycles and per-link busy counts); the packets by the hardware
+    checkers' counters (:func:`~equimesh.sim.traffic.soak_verdict`). Per-cycle figures the counters do
+    not give (packets in flight at the request, injections before and after the schedule, packet flits
+    while it ran, latencies) are None; the link busy counts matching the schedule show no packet flit
+    used a link while it ran.
+    """
+    from pathlib import Path
+
+    from .traffic import completion, finished, read_counters, soak_verdict
+    from .verilator import build_top
+
+    design = fit(image)
+    fmt = PacketFormat(table.topology.nodes, payload_flits)
+    model, widths = build_top(lambda: mixed_top(design, table, traffic, payload_flits, stall, check=True), json.dumps(
+        ["mixed", repr(design), table.to_json(), traffic.roms, traffic.counts, traffic.rate, stall, payload_flits]), log)
+    program, at = mixed_program(image, design, fmt, traffic, widths, start_at=start_at, cycles=cycles)
+    t0 = program.segments[0].frames
+    rec = model.run(program, Path(workdir))
+    done_edge = next((rec["marks"][i].edge for i in at["done"] if rec["marks"][i].reached), None)
+    end = rec["marks"][at["end"]]
+    got = rec["captures"][at["counters"]]
+    links = len(image.topology.links)
+    counters = read_counters(lambda n: int(got[n][0]), fmt.nodes, links)
+    schedule = {"requested_at": start_at, "in_flight_at_request": None, "launched_at": None,
+                "done": done_edge is not None, "expected_cycles": expected_run_cycles(image)}
+    sched_flits = 0
+    if done_edge is not None:
+        done_at = done_edge - t0 + 1  # as MixedRun counts: the edge after the one that sampled ``done``
+        run_cycles = int(got["cycles"][0])
+        busy = got["busy"].astype(np.int64)[:links]
+        o = check(image, design, run_cycles, run_cycles, busy, rec["host_data"])
+        st = link_stats(image, busy, run_cycles)
+        sched_flits = int(st.busy.sum())
+        launched = done_at - run_cycles
+        schedule.update({
+            "launched_at": launched, "drain_cycles": launched - start_at - 1, "cycles": st.cycles,
+            "bit_exact": o.bit_exact, "mismatches": o.mismatches,
+            "link_busy_matches_schedule": st.busy_matches_schedule,
+            "link_utilization": round(st.mean, 4), "packet_flits_during_schedule": None,
+        })
+        if o.first_mismatch:
+            schedule["first_mismatch"] = o.first_mismatch
+    last = completion(end, traffic.counts is not None) - t0
+    packets = soak_verdict(fmt, traffic, cycles=max(last, done_at if done_edge is not None else 0),
+                           deadlock=not finished(end, traffic.counts is not None), **counters)
+    packets["completion"] = last
+    packets["flit_hops"] -= sched_flits  # the link counters count every flit; the schedule's are its busy cycles
+    packets["link_utilization"] = round(packets["flit_hops"] / (links * max(packets["cycles"], 1)), 4)
+    packets["injected_before"] = packets["injected_after"] = None
+    seconds = sum(m.seconds for m in rec["marks"].values())
+    return {"schedule": schedule, "packets": packets, "sim_seconds": round(seconds, 3), "simulator": "verilator",
+            "build_seconds": round(model.build_seconds, 1), "cached": model.cached}

@@ -13,6 +13,22 @@ A program is a list of segments:
 * :class:`Run`: pulse ``start`` for one edge and clock until ``done`` (at most
   ``limit`` edges); the backend counts the edges itself.
 
+Segments for runs that are not one ``start``/``done`` (packet traffic, soaks,
+mixed runs; used by the compiled model). Edges are counted from the end of
+reset, :class:`Drive` frames included, so a program can place events at known
+cycles (``edge`` arguments are these absolute counts):
+
+* :class:`Set`: set input ports, no edge;
+* :class:`ClockTo`: clock until ``edge`` edges have passed (none if already past);
+* :class:`Until`: clock until output ``port`` (<= 64 bits) is >= ``target`` (checked
+  before each edge: the value the edge samples), until ``deadline``, or until it
+  has not changed for ``watchdog`` edges; records the edge count, whether it got
+  there, and the edge count at which ``port`` last changed;
+* :class:`Settle`: clock in windows of ``window`` edges until a window in which
+  ``port`` did not change, or until ``deadline``; records the edge count, whether it
+  settled, and the end of the last window that changed ``port``;
+* :class:`Capture`: record the named outputs now, no edge.
+
 Values are little-endian uint32 words (``[frames, words]`` per port), so wide
 ports of big networks stay numpy arrays end to end.
 """
@@ -62,6 +78,36 @@ class Drive:
 @dataclass
 class Run:
     limit: int
+
+
+@dataclass
+class Set:
+    values: dict[str, np.ndarray]  # one frame: uint32 words ``[1, words]``
+
+
+@dataclass
+class ClockTo:
+    edge: int
+
+
+@dataclass
+class Until:
+    port: str
+    target: int
+    deadline: int
+    watchdog: int = 0  # 0: no watchdog
+
+
+@dataclass
+class Settle:
+    port: str
+    window: int
+    deadline: int
+
+
+@dataclass
+class Capture:
+    names: list[str]
 
 
 @dataclass

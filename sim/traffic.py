@@ -16,6 +16,7 @@ elsewhere, payload words as the source built them.
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import dataclass
 
@@ -27,6 +28,8 @@ from ..schedules.routing import ForwardingTable
 PATTERNS = ("multicast", "unicast", "allgather-multiwrite", "allgather-unicast")
 ROM_DEPTH = 256       # random patterns loop over this many bitmaps per node
 WATCHDOG = 2000       # cycles without any flit taken, with packets in flight, that count as deadlock
+BLOCK = 10_000        # counters-only soaks: cycles between progress checks while injecting
+DRAIN_LIMIT = 1_000_000  # counters-only soaks: drain cycles after which the run counts as deadlocked
 
 
 @dataclass
@@ -313,6 +316,98 @@ def soak_verdict(fmt: PacketFormat, traffic: Traffic, *, sent, count, key_sum, k
     }
 
 
+def read_counters(get, nodes: int, links: int) -> dict:
+    """The endpoints' and checkers' counters of a :class:`~equimesh.rtl.packet_network.TrafficTop` built
+    with ``check``, read through ``get(port name)`` (flattened Verilog names): :func:`soak_verdict`'s inputs."""
+    return {
+        "sent": [get(f"sent__{v}") for v in range(nodes)],
+        "count": [get(f"count__{d}") for d in range(nodes)],
+        "key_sum": [get(f"key_sum__{d}") for d in range(nodes)],
+        "key_sq_sum": [get(f"key_sq_sum__{d}") for d in range(nodes)],
+        "errors": {k: get(f"{k}_errors") for k in ("header", "payload")},
+        "ejected": get("ejected"),
+        "link_flits": [get(f"link_flits__{i}") for i in range(links)],
+    }
+
+
+def counter_ports(nodes: int, links: int) -> list[str]:
+    """The port names :func:`read_counters` reads."""
+    names = []
+    read_counters(lambda n: names.append(n), nodes, links)
+    return names
+
+
+def target_flits(fmt: PacketFormat, traffic: Traffic) -> int | None:
+    """Flits the sinks take in all for finite traffic (None for random traffic)."""
+    if traffic.counts is None:
+        return None
+    return fmt.packet_flits * sum(bin(traffic.bitmap(s, q)).count("1")
+                                  for s, c in enumerate(traffic.counts) for q in range(c))
+
+
+def packet_segments(fmt: PacketFormat, traffic: Traffic, cycles: int, start: int = 0) -> list:
+    """The compiled model's program for a counters-only run from edge ``start`` (no Python per cycle):
+    random traffic injects for ``cycles`` cycles in blocks of :data:`BLOCK` (a block that ejects nothing
+    is a deadlock), then stops and drains until :data:`WATCHDOG` edges eject nothing; finite traffic
+    runs until the sinks took every flit or :data:`WATCHDOG` edges take none. The last segment's mark
+    ends the run (:func:`completion`, :func:`finished`)."""
+    from .program import Set, Settle, Until, scalar
+
+    target = target_flits(fmt, traffic)
+    if target is None:
+        return [Set({"stop": scalar([0], 1)}), Settle("ejected", BLOCK, start + cycles),
+                Set({"stop": scalar([1], 1)}), Until("ejected", 2**64 - 1, start + cycles + DRAIN_LIMIT, WATCHDOG)]
+    return [Set({"stop": scalar([0], 1)}), Until("ejected", target, 2**32 - 1, WATCHDOG)]
+
+
+def completion(mark, finite: bool) -> int:
+    """The edge that took the last flit: where a finite run reached its target, else the drain's last
+    change of ``ejected``."""
+    return mark.edge if finite and mark.reached else mark.changed
+
+
+def finished(mark, finite: bool) -> bool:
+    """Did the run that ``mark`` ends deliver everything: the target reached (finite traffic), or the
+    drain quiet for :data:`WATCHDOG` edges before its deadline (random traffic)?"""
+    return mark.reached if finite else mark.edge - mark.changed >= WATCHDOG
+
+
+def run_compiled(table: ForwardingTable, traffic: Traffic, payload_flits: int, workdir, *, cycles: int = 2000,
+                 stall: float = 0.0, log=None) -> dict:
+    """Run ``traffic`` on the compiled Verilator model of the network with its endpoints and checkers
+    (cached per design, ``sim/verilator.py``): the harness clocks it with no Python per cycle and
+    Python judges the checkers' counters at the end (:func:`soak_verdict`). Random traffic: as
+    ``run_verilog(mode="soak")``; finite traffic: as ``mode="count"``. ``cycles`` and ``completion``
+    are the edge that took the last flit, as in :func:`simulate`."""
+    from pathlib import Path
+
+    from ..rtl.packet_network import PacketNetwork, TrafficTop
+    from .program import Capture, Program
+    from .verilator import build_top
+
+    def make_top():
+        return TrafficTop(PacketNetwork(table, payload_flits), traffic.roms, traffic.counts, traffic.rate, stall,
+                          check=True)
+
+    fmt, links = PacketFormat(table.topology.nodes, payload_flits), len(table.topology.links)
+    model, widths = build_top(make_top, json.dumps(
+        ["traffic", table.to_json(), traffic.roms, traffic.counts, traffic.rate, stall, payload_flits]), log)
+    segments = packet_segments(fmt, traffic, cycles)
+    names = counter_ports(fmt.nodes, links)
+    program = Program(segments + [Capture(names)], widths, {})
+    rec = model.run(program, Path(workdir))
+    marks = rec["marks"]
+    end = marks[len(segments) - 1]
+    got = rec["captures"][len(segments)]
+    counters = read_counters(lambda n: int(got[n][0]), fmt.nodes, links)
+    finite = traffic.counts is not None
+    deadlock = not finished(end, finite) or (not finite and marks[1].reached)  # or a silent injection block
+    r = soak_verdict(fmt, traffic, cycles=completion(end, finite), deadlock=deadlock, **counters)
+    r.update({"completion": completion(end, finite), "simulator": "verilator", "build_seconds": round(model.build_seconds, 1),
+              "cached": model.cached, "sim_seconds": round(sum(m.seconds for m in marks.values()), 3)})
+    return r
+
+
 def run_verilog(table: ForwardingTable, traffic: Traffic, payload_flits: int, build_dir, *, mode: str = "trace",
                 cycles: int = 2000, stall: float = 0.0, simulator: str = "icarus") -> dict:
     """Export the network with its endpoints to Verilog and run it under cocotb (Icarus or Verilator).
@@ -334,10 +429,7 @@ def run_verilog(table: ForwardingTable, traffic: Traffic, payload_flits: int, bu
     build.mkdir(parents=True, exist_ok=True)
     top = TrafficTop(PacketNetwork(table, payload_flits), traffic.roms, traffic.counts, traffic.rate, stall,
                      check=mode != "trace")
-    target = None
-    if traffic.counts is not None:
-        target = top.fmt.packet_flits * sum(bin(traffic.bitmap(s, q)).count("1")
-                                            for s, c in enumerate(traffic.counts) for q in range(c))
+    target = target_flits(top.fmt, traffic)
     out, build_s, _ = run_bench(top, "equimesh_traffic", build, simulator, "equimesh.sim.traffic_cocotb",
                                 "EQUIMESH_TRAFFIC", {
         "mode": mode, "nodes": top.fmt.nodes, "payload_flits": payload_flits, "pattern": traffic.pattern,

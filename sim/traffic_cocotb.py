@@ -11,6 +11,9 @@ Two modes, chosen by the manifest that ``EQUIMESH_TRAFFIC`` names:
 * ``count``: for finite traffic (AllGather): the bench watches only the ejected-flit
   counter, every cycle, until every copy is in (the completion cycle), then
   reads the checkers as in ``soak``.
+
+``soak`` and ``count`` follow the compiled model's program
+(:func:`~equimesh.sim.traffic.packet_segments`) edge for edge, so both give the same result.
 """
 
 from __future__ import annotations
@@ -21,12 +24,10 @@ import time
 
 import cocotb
 from cocotb.clock import Clock
-from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge
+from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge
 
 from ..rtl.packet import PacketFormat
-from .traffic import WATCHDOG, Run, Traffic, soak_verdict
-
-BLOCK = 10_000  # soak: cycles between progress checks (the watchdog's window while injecting)
+from .traffic import BLOCK, DRAIN_LIMIT, WATCHDOG, Run, Traffic, read_counters, soak_verdict
 
 
 def _get(dut, name: str) -> int:
@@ -64,47 +65,46 @@ async def traffic(dut):
             if run.observe(vals[:fmt.nodes], vals[fmt.nodes:]):
                 break
         result = run.results([_get(dut, f"link_flits__{i}") for i in range(n_links)])
-    else:
-        cycles, deadlock, last = 0, False, -1
+    else:  # the same segments as the compiled model's program (traffic.packet_segments)
+        cycles, deadlock, last = 0, False, _get(dut, "ejected")
         if cfg["mode"] == "count":
-            target, idle = cfg["target_flits"], 0
-            while last < target and not deadlock:
+            target, since = cfg["target_flits"], 0
+            while last < target:  # `ejected` as the next edge samples it, as the compiled harness checks
+                if cycles - since >= WATCHDOG:
+                    deadlock = True
+                    break
                 await RisingEdge(dut.clk)
+                await ReadOnly()
                 cycles += 1
                 now = _get(dut, "ejected")
-                idle = 0 if now != last else idle + 1
-                deadlock = idle >= WATCHDOG
-                last = now
+                if now != last:
+                    last, since = now, cycles
         else:
-            block = min(BLOCK, cfg["cycles"])
             while cycles < cfg["cycles"]:
-                await ClockCycles(dut.clk, block)
-                cycles += block
+                n = min(BLOCK, cfg["cycles"] - cycles)
+                await ClockCycles(dut.clk, n)
+                await ReadOnly()
+                cycles += n
                 now = _get(dut, "ejected")
                 if now == last:
                     deadlock = True
                     break
                 last = now
+            await FallingEdge(dut.clk)
             dut.stop.value = 1
-            while not deadlock:  # drain: until a block ejects nothing
-                await ClockCycles(dut.clk, WATCHDOG)
-                cycles += WATCHDOG
+            since = cycles  # drain: until WATCHDOG edges eject nothing, edge by edge (the drain is short)
+            while cycles - since < WATCHDOG and cycles < cfg["cycles"] + DRAIN_LIMIT:
+                await RisingEdge(dut.clk)
+                await ReadOnly()
+                cycles += 1
                 now = _get(dut, "ejected")
-                if now == last:
-                    break
-                last = now
-        n = fmt.nodes
-        result = soak_verdict(
-            fmt, traffic,
-            sent=[_get(dut, f"sent__{v}") for v in range(n)],
-            count=[_get(dut, f"count__{d}") for d in range(n)],
-            key_sum=[_get(dut, f"key_sum__{d}") for d in range(n)],
-            key_sq_sum=[_get(dut, f"key_sq_sum__{d}") for d in range(n)],
-            errors={k: _get(dut, f"{k}_errors") for k in ("header", "payload")},
-            ejected=_get(dut, "ejected"), cycles=cycles, deadlock=deadlock,
-            link_flits=[_get(dut, f"link_flits__{i}") for i in range(n_links)])
-        if cfg["mode"] == "count":
-            result["completion"] = cycles - 1  # `ejected` is read one edge after the last flit was taken
+                if now != last:
+                    last, since = now, cycles
+            deadlock = deadlock or cycles - since < WATCHDOG
+        completion = cycles if cfg["mode"] == "count" else since  # the edge that took the last flit
+        result = soak_verdict(fmt, traffic, cycles=completion, deadlock=deadlock,
+                              **read_counters(lambda name: _get(dut, name), fmt.nodes, n_links))
+        result["completion"] = completion
     result["sim_seconds"] = round(time.perf_counter() - t0, 1)
     with open(cfg["result"], "w") as f:
         json.dump(result, f)

@@ -22,11 +22,12 @@ import shutil
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from .program import Program, Run, words_of
+from .program import Capture, ClockTo, Program, Run, Set, Settle, Until, words_of
 
 TOP = "equimesh_top"
 MAGIC = 0x504D5145  # "EQMP"
@@ -78,6 +79,12 @@ def find_verilator() -> tuple[str, str]:
     return exe, version
 
 
+def _member(port: str) -> str:
+    """The C++ member of a Verilog port in Verilator's model: a double underscore's second one is
+    escaped (``sent__0`` -> ``sent___05F0``)."""
+    return port.replace("__", "___05F")
+
+
 def harness_cpp(ins: list[str], outs: list[str], widths: dict[str, int], trace: str | None) -> str:
     """The C++ driver of one design (see module docstring and :func:`write_program`)."""
     v = f"V{TOP}"
@@ -100,9 +107,9 @@ def harness_cpp(ins: list[str], outs: list[str], widths: dict[str, int], trace: 
         f"static const int OUT_WORDS[] = {{{', '.join(str(words_of(widths[n])) for n in outs)}}};",
         f"static void set_in({v}* t, int i, const uint32_t* w) {{ switch (i) {{",
     ]
-    lines += [f"    case {i}: put(t->{n}, w, {words_of(widths[n])}); break;" for i, n in enumerate(ins)]
+    lines += [f"    case {i}: put(t->{_member(n)}, w, {words_of(widths[n])}); break;" for i, n in enumerate(ins)]
     lines += ["    } }", f"static void get_out({v}* t, int i, uint32_t* w) {{ switch (i) {{"]
-    lines += [f"    case {i}: get(t->{n}, w, {words_of(widths[n])}); break;" for i, n in enumerate(outs)]
+    lines += [f"    case {i}: get(t->{_member(n)}, w, {words_of(widths[n])}); break;" for i, n in enumerate(outs)]
     lines += ["    } }"]
     trace_decl = f"    Verilated{trace.capitalize() if trace == 'fst' else 'Vcd'}C* tf = nullptr;" if trace else ""
     lines += [
@@ -125,11 +132,19 @@ def harness_cpp(ins: list[str], outs: list[str], widths: dict[str, int], trace: 
     dump = "if (tf) tf->dump(ctx->time());" if trace else ""
     lines += [
         f"    auto half = [&](int clk) {{ t->clk = clk; t->eval(); {dump} ctx->timeInc(5); }};",
-        "    std::vector<uint32_t> out; std::vector<uint32_t> w(1 << 16);",
+        "    std::vector<uint32_t> out; std::vector<uint32_t> w(1 << 16); uint32_t now = 0;",
+        "    auto edge = [&]() { half(1); half(0); now++; };",
+        "    auto watch = [&](uint32_t c) { get_out(t, c, w.data()); uint64_t x = w[0];"
+        " if (OUT_WORDS[c] > 1) x |= uint64_t(w[1]) << 32; return x; };",
+        "    auto elapsed = [&](std::chrono::steady_clock::time_point t0) { return uint64_t("
+        "std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count()); };",
         "    t->clk = 0; t->rst = 1; t->eval(); half(1); half(0); t->rst = 0;",
         "    uint32_t segments = next();",
         "    for (uint32_t s = 0; s < segments; s++) {",
         "        uint32_t kind = next();",
+    ]
+    if "start" in ins and "done" in outs:
+        lines += [
         "        if (kind == 1) {",
         "            uint32_t limit = next(), cycles = 1, timeout = 0;",
         "            t->start = 1; t->eval(); half(1); half(0); t->start = 0; t->eval();",
@@ -137,8 +152,47 @@ def harness_cpp(ins: list[str], outs: list[str], widths: dict[str, int], trace: 
         "            while (!t->done) { if (cycles >= limit) { timeout = 1; break; } half(1); half(0); cycles++; }",
         "            uint64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();",
         "            out.push_back(cycles); out.push_back(uint32_t(ns)); out.push_back(uint32_t(ns >> 32)); out.push_back(timeout);",
+        "            now += cycles; continue;",
+        "        }",
+        ]
+    lines += [
+        "        if (kind == 2) {",
+        "            uint32_t np = next();",
+        "            for (uint32_t i = 0; i < np; i++) { uint32_t p = next(); set_in(t, p, &prog[pos]); pos += IN_WORDS[p]; }",
+        "            t->eval(); continue;",
+        "        }",
+        "        if (kind == 3) { uint32_t to = next(); while (now < to) edge(); continue; }",
+        "        if (kind == 4 || kind == 5) {",
+        "            uint32_t port = next(), a = next(), b = next(), deadline = next(), wd = next(), hit = 0;",
+        "            auto t0 = std::chrono::steady_clock::now();",
+        "            t->eval(); uint64_t last = watch(port), since = now;",
+        "            if (kind == 4) {",
+        "                uint64_t target = a | uint64_t(b) << 32;",
+        "                while (true) {",
+        "                    uint64_t x = watch(port); if (x >= target) { hit = 1; break; }",
+        "                    if (x != last) { last = x; since = now; }",
+        "                    if (now >= deadline || (wd && now - since >= wd)) break;",
+        "                    edge();",
+        "                }",
+        "            } else {",
+        "                while (now < deadline) {",
+        "                    uint32_t n = a < deadline - now ? a : deadline - now;",
+        "                    for (uint32_t i = 0; i < n; i++) edge();",
+        "                    uint64_t x = watch(port); if (x == last) { hit = 1; break; } last = x; since = now;",
+        "                }",
+        "            }",
+        "            uint64_t ns = elapsed(t0);",
+        "            out.push_back(now); out.push_back(hit); out.push_back(uint32_t(ns)); out.push_back(uint32_t(ns >> 32));"
+        " out.push_back(uint32_t(since));",
         "            continue;",
         "        }",
+        "        if (kind == 6) {",
+        "            uint32_t nc = next(); t->eval();",
+        "            for (uint32_t i = 0; i < nc; i++) { uint32_t c = next(); get_out(t, c, w.data());"
+        " out.insert(out.end(), w.begin(), w.begin() + OUT_WORDS[c]); }",
+        "            continue;",
+        "        }",
+        "        if (kind != 0) { std::fprintf(stderr, \"segment kind %u is not supported by this model\\n\", kind); return 3; }",
         "        uint32_t frames = next(), np = next(); std::vector<uint32_t> ports(np);",
         "        for (auto& p : ports) p = next();",
         "        uint32_t nc = next(); std::vector<uint32_t> caps(nc);",
@@ -147,7 +201,7 @@ def harness_cpp(ins: list[str], outs: list[str], widths: dict[str, int], trace: 
         "            for (auto p : ports) { set_in(t, p, &prog[pos]); pos += IN_WORDS[p]; }",
         "            t->eval(); half(1);",
         "            for (auto c : caps) { get_out(t, c, w.data()); out.insert(out.end(), w.begin(), w.begin() + OUT_WORDS[c]); }",
-        "            half(0);",
+        "            half(0); now++;",
         "        }",
         "    }",
         "    FILE* o = std::fopen(argv[2], \"wb\"); if (!o) { std::perror(argv[2]); return 2; }",
@@ -167,6 +221,25 @@ def write_program(program: Program, ins: list[str], outs: list[str], path: Path)
         if isinstance(seg, Run):
             chunks.append(np.array([1, seg.limit], dtype="<u4"))
             continue
+        if isinstance(seg, Set):
+            chunks.append(np.array([2, len(seg.values)], dtype="<u4"))
+            for n, v in seg.values.items():
+                chunks += [np.array([index[n]], dtype="<u4"), np.asarray(v, dtype="<u4").reshape(-1)]
+            continue
+        if isinstance(seg, ClockTo):
+            chunks.append(np.array([3, seg.edge], dtype="<u4"))
+            continue
+        if isinstance(seg, Until):
+            t = int(seg.target)
+            chunks.append(np.array([4, outs.index(seg.port), t & 0xFFFFFFFF, t >> 32, seg.deadline, seg.watchdog],
+                                   dtype="<u4"))
+            continue
+        if isinstance(seg, Settle):
+            chunks.append(np.array([5, outs.index(seg.port), seg.window, 0, seg.deadline, 0], dtype="<u4"))
+            continue
+        if isinstance(seg, Capture):
+            chunks.append(np.array([6, len(seg.names)] + [outs.index(n) for n in seg.names], dtype="<u4"))
+            continue
         names = list(seg.values)
         head = [0, seg.frames, len(names)] + [index[n] for n in names]
         head += [len(seg.capture)] + [outs.index(n) for n in seg.capture]
@@ -178,11 +251,39 @@ def write_program(program: Program, ins: list[str], outs: list[str], path: Path)
             f.write(np.ascontiguousarray(c, dtype="<u4").tobytes())
 
 
+@dataclass
+class Mark:
+    """Where an :class:`Until` or :class:`Settle` segment stopped: the edge count, whether it reached its
+    target (settled), its seconds, and the edge count at which the watched port last changed before
+    the stop (an :class:`Until` that reached its target stops at the change that reached it: ``edge``)."""
+
+    edge: int
+    reached: bool
+    seconds: float
+    changed: int
+
+
 def read_result(program: Program, path: Path) -> dict:
-    """The harness's records: ``run_cycles``, ``run_seconds``, ``timeout`` and every captured port."""
+    """The harness's records: ``run_cycles``, ``run_seconds``, ``timeout`` and every captured port;
+    ``marks[i]``, a :class:`Mark`, of segment ``i`` if it is an :class:`Until` or a :class:`Settle`, and ``captures[i]`` = ``{port: words}`` of a :class:`Capture`."""
     data = np.fromfile(path, dtype="<u4")
-    out, pos = {}, 0
-    for seg in program.segments:
+    out, pos = {"marks": {}, "captures": {}}, 0
+    for i, seg in enumerate(program.segments):
+        if isinstance(seg, (Set, ClockTo)):
+            continue
+        if isinstance(seg, (Until, Settle)):
+            r = data[pos:pos + 5].astype(np.int64)
+            out["marks"][i] = Mark(int(r[0]), bool(r[1]), (int(r[2]) | int(r[3]) << 32) / 1e9, int(r[4]))
+            pos += 5
+            continue
+        if isinstance(seg, Capture):
+            got = {}
+            for n in seg.names:
+                w = words_of(program.widths[n])
+                got[n] = data[pos:pos + w]
+                pos += w
+            out["captures"][i] = got
+            continue
         if isinstance(seg, Run):
             out["run_cycles"] = int(data[pos])
             out["run_seconds"] = (int(data[pos + 1]) | int(data[pos + 2]) << 32) / 1e9
@@ -313,3 +414,57 @@ def build_model(verilog_text: str, ins: list[str], outs: list[str], widths: dict
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def flat_ports(top) -> tuple[list[str], list[str], dict[str, int]]:
+    """Every port of an Amaranth top, arrays and nested signatures flattened the way its Verilog names
+    them (``sent__0``, ``inject_mon__0__valid``): input names, output names, every port's bit width.
+    For tops whose ports are all plain this is ``rtl/network.py``'s ``top_ports``."""
+    from amaranth.hdl import Shape
+    from amaranth.lib.wiring import In
+
+    ins, outs, widths = [], [], {}
+    for path, member, _ in top.signature.flatten(top):
+        name = "__".join(str(p) for p in path)
+        (ins if member.flow == In else outs).append(name)
+        widths[name] = Shape.cast(member.shape).width
+    return ins, outs, widths
+
+
+def _rtl_digest() -> str:
+    """A hash of the RTL's source (``rtl/*.py``) and the Amaranth version: what a top's Verilog depends
+    on besides its parameters."""
+    import amaranth
+
+    h = hashlib.sha256(amaranth.__version__.encode())
+    for f in sorted((Path(__file__).parent.parent / "rtl").glob("*.py")):
+        h.update(f.name.encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()
+
+
+def build_top(make_top, params: str, log=None) -> tuple[Model, dict[str, int]]:
+    """The cached compiled model of the Amaranth top ``make_top()`` (its Verilog as module :data:`TOP`),
+    and its port widths.
+
+    ``params``: a text that determines the top (with the RTL's source). Its Verilog and ports are cached
+    too (``<cache>/verilog``), so a cached run does not construct or elaborate the top at all."""
+    from amaranth.back import verilog
+
+    t0 = time.perf_counter()
+    key = hashlib.sha256((_rtl_digest() + "\0" + params).encode()).hexdigest()[:24]
+    path = cache_root() / "verilog" / f"top-{key}.json"
+    try:
+        rec = json.loads(path.read_text())
+    except (OSError, ValueError):
+        top = make_top()
+        ins, outs, widths = flat_ports(top)
+        rec = {"ins": ins, "outs": outs, "widths": widths, "verilog": verilog.convert(top, name=TOP, emit_src=False)}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(rec))
+        os.replace(tmp, path)  # atomic: a reader sees the whole entry or none
+    export = time.perf_counter() - t0
+    model = build_model(rec["verilog"], rec["ins"], rec["outs"], rec["widths"], log=log)
+    if not model.cached:
+        model.build_seconds += export
+    return model, rec["widths"]

@@ -90,7 +90,7 @@ def test_launch_without_drain_is_caught(monkeypatch):
 def test_mixed_command_json(capsys):
     argv = ["mixed", "--kind", "equimesh", "--rows", "2", "--cols", "3", "--chunks", "2", "--chunk-flits", "4",
             "--payload-flits", "3", "--fanout", "2", "--rate", "0.1", "--cycles", "150", "--start-at", "50",
-            "--collective", "allreduce", "--json"]
+            "--collective", "allreduce", "--backend", "amaranth", "--json"]
     assert main(argv) == 0
     r = json.loads(capsys.readouterr().out)
     s, p = r["schedule"], r["packets"]

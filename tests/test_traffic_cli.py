@@ -15,7 +15,7 @@ def _fails(capsys, argv, code, text):
 
 def test_explicit_multicast_json(capsys):
     argv = ["traffic", "--kind", "equimesh", "--rows", "2", "--cols", "3", "--src", "4", "--dests", "0,2,5",
-            "--packets", "3", "--payload-flits", "2", "--json"]
+            "--packets", "3", "--payload-flits", "2", "--backend", "amaranth", "--json"]
     assert main(argv) == 0
     r = json.loads(capsys.readouterr().out)
     assert (r["packets"], r["expected"], r["delivered"], r["duplicates"], r["lost"]) == (3, 9, 9, 0, 0)
