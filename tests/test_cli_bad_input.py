@@ -47,7 +47,7 @@ SMALL = ["--rows", "2", "--cols", "3", "--chunks", "1"]
     (["soak", "--stall", "1.5"], 2, "--stall must be in [0, 1)"),
     (["soak", *SMALL[:4], "--fanout", "9"], 2, "--fanout must be 1..5"),
     (["soak", "--rows", "1"], 2, "rows and cols must be >= 2"),
-    (["soak", "--backend", "amaranth"], 2, "invalid choice"),
+    (["soak", "--backend", "modelsim"], 2, "invalid choice"),
     (["report"], 2, "--out"),
     (["demo", "--rows", "1"], 2, "rows and cols must be >= 2"),
     (["demo", "--chunks", "0"], 2, "--chunks must be >= 1"),
