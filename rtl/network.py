@@ -240,7 +240,7 @@ class Network(wiring.Component):
         m.d.comb += self.done.eq(Cat(r["done"] for r in routers).all())
         m.d.comb += [stats.done.eq(self.done), stats.link_valid.eq(self.link_valid),
                      self.cycles.eq(stats.cycles)]
-        m.d.comb += [bus["busy"].field(self, i).eq(stats.busy[32 * i:32 * (i + 1)]) for i in range(len(t.links))]
+        m.d.comb += [bus["busy"].field(self, i).eq(stats.busy[i]) for i in range(len(t.links))]
         return m
 
     def _launch(self, m: Module, routers) -> Signal:

@@ -8,7 +8,7 @@ instead of watching the links every cycle (design.md, "Timing model").
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Signal
+from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -25,21 +25,20 @@ class Stats(wiring.Component):
     link_valid : In(links) -- bit ``i``: link ``i`` carries a flit this cycle.
     cycles : Out(32) -- clock edges from the one that took ``start`` to the one after which
         ``done`` is high (the run's length, ``steps x period + 3``).
-    busy : Out(32 x links) -- cycles each link carried a flit during the run (link 0 in the low bits).
+    busy : Out(32).array(links) -- cycles each link carried a flit during the run.
     """
 
     def __init__(self, links: int):
         self.links = links
         super().__init__({
             "start": In(1), "done": In(1), "link_valid": In(links),
-            "cycles": Out(COUNTER_BITS), "busy": Out(COUNTER_BITS * links),
+            "cycles": Out(COUNTER_BITS), "busy": Out(COUNTER_BITS).array(links),
         })
 
     def elaborate(self, platform):
         m = Module()
         active = Signal()
-        busy = [Signal(COUNTER_BITS, name=f"busy{i}") for i in range(self.links)]
-        m.d.comb += self.busy.eq(Cat(busy))
+        busy = self.busy
         with m.If(self.start):
             m.d.sync += [active.eq(1), self.cycles.eq(1)]
             m.d.sync += [b.eq(0) for b in busy]
