@@ -25,13 +25,13 @@ import numpy as np
 from amaranth.sim import Simulator
 
 from ..rtl.design import Design, fit
-from ..rtl.network import Network, top_ports
+from ..rtl.network import Network, buses, top_ports
 from ..rtl.packet import PacketFormat
 from ..rtl.packet_network import PacketSetup, TrafficTop
 from ..rtl.rom import NetworkImage
 from ..schedules.routing import ForwardingTable
 from .metrics import link_stats
-from .program import Program, check, expected_run_cycles, final_reads, make_program
+from .program import Program, check, expected_run_cycles, final_reads, join, make_program
 from .traffic import Run, Traffic
 
 
@@ -221,11 +221,12 @@ def mixed_program(image: NetworkImage, design: Design, fmt, traffic: Traffic, wi
     target = target_flits(fmt, traffic)  # then the packets: drained (random) or all delivered (finite)
     segs.append(Until("ejected", 2**64 - 1 if target is None else target, limit + DRAIN_LIMIT, WATCHDOG))
     at = {"done": done, "end": len(segs) - 1}
-    names = counter_ports(fmt.nodes, len(image.topology.links)) + ["cycles", "busy"]
+    names = counter_ports(fmt.nodes, len(image.topology.links)) + ["cycles"]
+    names += [port for port, _ in buses(design)["busy"].ports()]
     at["counters"] = len(segs)
     segs += [Capture(names), read]
     at["read"] = len(segs) - 1
-    return Program(segs, widths, {"host_data": at["read"]}), at
+    return Program(segs, widths), at
 
 
 def run_mixed_compiled(image: NetworkImage, table: ForwardingTable, traffic: Traffic, payload_flits: int, workdir, *,
@@ -262,8 +263,8 @@ def run_mixed_compiled(image: NetworkImage, table: ForwardingTable, traffic: Tra
     if done_edge is not None:
         done_at = done_edge - t0 + 1  # as MixedRun counts: the edge after the one that sampled ``done``
         run_cycles = int(got["cycles"][0])
-        busy = got["busy"].astype(np.int64)[:links]
-        o = check(image, design, run_cycles, run_cycles, busy, rec["host_data"])
+        busy = join(design, got, "busy").reshape(-1).astype(np.int64)[:links]
+        o = check(image, design, run_cycles, run_cycles, busy, join(design, rec, "host_data"))
         st = link_stats(image, busy, run_cycles)
         sched_flits = int(st.busy.sum())
         launched = done_at - run_cycles

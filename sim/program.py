@@ -151,7 +151,7 @@ def split(design: Design, values: dict[str, np.ndarray]) -> dict[str, np.ndarray
 
 def join(design: Design, out: dict, name: str) -> np.ndarray:
     """A captured bus (uint32 ``[frames, words]``) from the records of its ports."""
-    return np.concatenate([out[port] for port, _ in buses(design)[name].ports()], axis=1)
+    return np.concatenate([out[port] for port, _ in buses(design)[name].ports()], axis=-1)
 
 
 def make_program(image: NetworkImage, design: Design, widths: dict[str, int]) -> Program:

@@ -394,7 +394,7 @@ def run_compiled(table: ForwardingTable, traffic: Traffic, payload_flits: int, w
         ["traffic", table.to_json(), traffic.roms, traffic.counts, traffic.rate, stall, payload_flits]), log)
     segments = packet_segments(fmt, traffic, cycles)
     names = counter_ports(fmt.nodes, links)
-    program = Program(segments + [Capture(names)], widths, {})
+    program = Program(segments + [Capture(names)], widths)
     rec = model.run(program, Path(workdir))
     marks = rec["marks"]
     end = marks[len(segments) - 1]
