@@ -105,7 +105,8 @@ def cmd_simulate(args) -> int:
               f"{'agrees' if res.counters_agree else 'says ' + str(o.rtl_cycles)}")
         print(f"  link utilization mean {st.mean:.3f}, min {st.min:.3f}; busy cycles "
               f"{'match' if st.busy_matches_schedule else 'DO NOT match'} the schedule")
-        build = "cached model" if res.cached else f"built in {res.build_seconds:.1f} s"
+        build = ("no build" if res.backend == "amaranth" else "cached model" if res.cached
+                 else f"built in {res.build_seconds:.1f} s")
         print(f"  run phase {res.run_seconds:.3f} s: {res.cycles_per_second:,.0f} cycles/s ({build})")
         print(f"  design: {design.describe()}")
         if vcd:
