@@ -89,12 +89,6 @@ def network_verilog(design: Design, packets: PacketSetup | None = None, cache: P
     return out
 
 
-def router_verilog(design: Design, packets: PacketSetup | None = None) -> dict[str, str]:
-    """Each distinct router alone (module name -> Verilog), for synthesis statistics."""
-    net = Network(design, packets, instances=True)
-    return {name: verilog.convert(r, name=name, emit_src=False) for name, r in net.designs.items()}
-
-
 def load_sequence(design: Design, image: NetworkImage, widths: dict[str, int]) -> str:
     """The host's load sequence for this design, as Markdown (written beside the Verilog)."""
     t, ml = design.topology, design.max_lanes

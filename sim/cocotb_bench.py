@@ -21,6 +21,8 @@ from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, First, ReadOnly, RisingEdge, Timer
 from cocotb.utils import get_sim_time
 
+from .program import words_of
+
 PERIOD_NS = 10
 
 
@@ -32,7 +34,7 @@ def _int(words) -> int:
 async def run_program(dut):
     ports = json.loads(Path(os.environ["EQUIMESH_PORTS"]).read_text())
     ins, outs, widths = ports["ins"], ports["outs"], ports["widths"]
-    words = {n: max(1, -(-widths[n] // 32)) for n in widths}
+    words = {n: words_of(widths[n]) for n in widths}
     prog = np.fromfile(os.environ["EQUIMESH_PROGRAM"], dtype="<u4")
     pos = 3  # magic, version, segments
     result: list[int] = []

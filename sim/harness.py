@@ -13,7 +13,7 @@ import numpy as np
 from amaranth.sim import Simulator
 
 from ..rtl.network import Network
-from .program import Program, Run
+from .program import Program, Run, words_of
 
 
 def _int(words: np.ndarray) -> int:
@@ -21,7 +21,7 @@ def _int(words: np.ndarray) -> int:
 
 
 def _words(value: int, width: int) -> np.ndarray:
-    n = max(1, -(-width // 32))
+    n = words_of(width)
     return np.frombuffer(value.to_bytes(4 * n, "little"), dtype="<u4").copy()
 
 
@@ -58,7 +58,7 @@ def execute(net: Network, *programs: Program, vcd: str | None = None, progress=N
                         progress(cycles, seg.limit)
                 out["run_cycles"], out["run_seconds"] = cycles, time.perf_counter() - t0
                 continue
-            caps = {name: np.zeros((seg.frames, max(1, -(-program.widths[name] // 32))), dtype=np.uint32)
+            caps = {name: np.zeros((seg.frames, words_of(program.widths[name])), dtype=np.uint32)
                     for name in seg.capture}
             for f in range(seg.frames):
                 for name, vals in seg.values.items():

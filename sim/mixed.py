@@ -84,7 +84,8 @@ class MixedRun:
         return run.deadlock or (over and self.done_at is not None) or self.edge > self.limit
 
     def results(self, link_flits: list[int], host_data) -> dict:
-        """``host_data``: the lanes read back (uint32 ``[addresses, words]``, :func:`read_back`)."""
+        """``host_data``: the lanes read back (uint32 ``[addresses, words]``,
+        :func:`~equimesh.sim.program.final_reads` addresses)."""
         image = self.image
         links = len(image.topology.links)
         schedule = {"requested_at": self.start_at, "in_flight_at_request": self.in_flight_at_request,
@@ -122,11 +123,6 @@ def _decode(trace: list[int], links: int) -> np.ndarray:
     if len(raw) == 0:
         return np.zeros((0, links), dtype=bool)
     return np.unpackbits(raw, axis=1, bitorder="little")[:, :links].astype(bool)
-
-
-def read_back(image: NetworkImage) -> int:
-    """Addresses the host reads after the run (as :func:`~equimesh.sim.program.make_program`)."""
-    return final_reads(image)
 
 
 def mixed_top(design: Design, table: ForwardingTable, traffic: Traffic, payload_flits: int, stall: float,
@@ -168,7 +164,7 @@ def simulate_mixed(image: NetworkImage, table: ForwardingTable, traffic: Traffic
             mons = [tuple(vals[i:i + 3]) for i in range(0, len(vals), 3)]
             if mixed.observe(launch, done, valid, mons[:n_inj], mons[n_inj:]):
                 break
-        reads = read_back(image)
+        reads = final_reads(image)
         host = np.zeros((reads, -(-len(top.host_data) // 32)), dtype=np.uint32)
         for a in range(reads):
             ctx.set(top.host_addr, a)

@@ -50,7 +50,8 @@ async def mixed(dut):
     from cocotb.clock import Clock
     from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge
 
-    from .mixed import MixedRun, read_back
+    from .mixed import MixedRun
+    from .program import final_reads
 
     cfg = json.loads(Path(os.environ["EQUIMESH_MIXED"]).read_text())
     image, design, load = pickle.loads(Path(cfg["image"]).read_bytes())
@@ -93,7 +94,7 @@ async def mixed(dut):
     await RisingEdge(dut.clk)  # the edge the Amaranth bench's last sample belongs to
     await ReadOnly()
     link_flits = [int(getattr(dut, f"link_flits__{i}").value) for i in range(cfg["links"])]
-    reads = read_back(image) if run.done_at is not None else 0  # lanes only after a finished schedule
+    reads = final_reads(image) if run.done_at is not None else 0  # lanes only after a finished schedule
     host = np.zeros((reads, -(-len(dut.host_data) // 32)), dtype=np.uint32)
     for a in range(reads):
         await FallingEdge(dut.clk)

@@ -35,16 +35,6 @@ def input_chunks(node, root, chunk, chunk_flits: int, flit_bits: int) -> np.ndar
         return (_mix(key) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
 
 
-def words(node, root, chunk, chunk_flits: int, flit_bits: int) -> np.ndarray:
-    """uint32 array [chunk_flits, words] of one input chunk."""
-    return input_chunks([node], [root], [chunk], chunk_flits, flit_bits)[0]
-
-
-def pack(flit_words: np.ndarray) -> int:
-    """One flit (uint32 words, word 0 in the low bits) as an integer."""
-    return sum(int(x) << (WORD_BITS * j) for j, x in enumerate(flit_words))
-
-
 def expected_chunks(collective: str, nodes: int, root, chunk, chunk_flits: int, flit_bits: int) -> np.ndarray:
     """uint32 [len(root), chunk_flits, words]: what every holder of each ``(root, chunk)`` must hold."""
     root, chunk = np.asarray(root), np.asarray(chunk)
@@ -55,12 +45,3 @@ def expected_chunks(collective: str, nodes: int, root, chunk, chunk_flits: int, 
         for v in range(nodes):
             out += input_chunks(np.full(len(root), v), root, chunk, chunk_flits, flit_bits)
     return out
-
-
-def expected_chunk(collective: str, nodes: int, root: int, chunk: int, chunk_flits: int, flit_bits: int) -> np.ndarray:
-    """What every holder of (root, chunk) must hold at the end."""
-    if collective == "allgather":
-        return words(root, root, chunk, chunk_flits, flit_bits)
-    with np.errstate(over="ignore"):
-        return sum((words(v, root, chunk, chunk_flits, flit_bits) for v in range(nodes)),
-                   np.zeros((chunk_flits, flit_bits // WORD_BITS), dtype=np.uint32))
