@@ -147,41 +147,70 @@ def register(sub) -> None:
 
 
 def cmd_compare(args) -> int:
-    from .sim.compare import compare
+    from .sim.compare import CompareError, add_time, clocks, compare, read_fpga
 
     _check_sizes(args)
     for n in (args.rows, args.cols):
         if n < 2:
             raise UsageError(f"rows and cols must be >= 2 (got {args.rows}x{args.cols})")
-    with writing(args.out):
-        Path(args.out).mkdir(parents=True, exist_ok=True)
+    if args.clock_mhz is not None and args.clock_mhz <= 0:
+        raise UsageError(f"--clock-mhz must be > 0 (got {args.clock_mhz})")
+    kinds = list(dict.fromkeys(args.kinds))
     try:
+        fmax = read_fpga(args.fmax_from or (), kinds, args.rows, args.cols, args.chunk_flits)
         with writing(args.out):
             Path(args.out).mkdir(parents=True, exist_ok=True)
             res = compare(args.rows, args.cols, args.chunks, args.chunk_flits, args.collective, args.out,
-                          lambda image, label: run_backend(image, args.backend, label=label, model=args.model))
-    except RomError as e:
+                          lambda image, label: run_backend(image, args.backend, label=label, model=args.model),
+                          kinds)
+        if args.fmax_from:
+            add_time(res, clocks(fmax, res))
+        elif args.clock_mhz is not None:
+            add_time(res, {kind: args.clock_mhz for kind in res})
+    except (RomError, CompareError) as e:
         raise InputError(str(e)) from None
     if args.json:
         print(json.dumps(res, indent=2))
-        return 0
+        return 0 if all(r["bit_exact"] for r in res.values()) else 1
+    timed = "time_ns" in next(iter(res.values()))
     print(f"{args.collective} on {args.rows}x{args.cols}, K={args.chunks}, {args.chunk_flits} flits/chunk")
-    print(f"{'kind':<10}{'steps':>6}{'cycles':>8}{'vs EqM':>8}{'util':>7}{'xpoints':>9}  routers by ports / cells per router")
+    head = f"{'kind':<10}{'steps':>6}{'cycles':>8}{'vs EqM':>8}{'util':>7}{'xpoints':>9}"
+    if timed:
+        head += f"{'MHz':>8}{'time ns':>10}{'vs EqM':>8}"
+    print(head + "  routers by ports / cells per router")
     for kind, r in res.items():
         ports = ", ".join(f"{p}-port x{c}: {r['router_cells'][p]} cells" for p, c in r["routers_by_ports"].items())
-        print(f"{kind:<10}{r['steps']:>6}{r['cycles']:>8}{r['cycles_vs_equimesh']:>8.3f}{r['link_utilization']:>7.3f}"
-              f"{r['crosspoints']:>9}  {ports}{'' if r['bit_exact'] else '  NOT BIT-EXACT'}")
+        line = (f"{kind:<10}{r['steps']:>6}{r['cycles']:>8}{_ratio(r['cycles_vs_equimesh'])}"
+                f"{r['link_utilization']:>7.3f}{r['crosspoints']:>9}")
+        if timed:
+            line += (f"{'-' if r['clock_mhz'] is None else round(r['clock_mhz'], 1):>8}"
+                     f"{'-' if r['time_ns'] is None else r['time_ns']:>10}{_ratio(r['time_vs_equimesh'])}")
+        print(f"{line}  {ports}{'' if r['bit_exact'] else '  NOT BIT-EXACT'}")
     print(f"heatmaps in {args.out}/")
     return 0 if all(r["bit_exact"] for r in res.values()) else 1
 
 
+def _ratio(x) -> str:
+    return f"{'-' if x is None else f'{x:.3f}':>8}"
+
+
 def register_compare(sub) -> None:
-    p = sub.add_parser("compare", help="run one collective on mesh, equimesh and overflow: cycles, utilization, crossbar cost")
+    from .sim.compare import KINDS
+
+    p = sub.add_parser("compare", help="run one collective on mesh, EquiMesh, overflow, torus and Supermesh: "
+                                       "cycles, utilization, crossbar cost, and time from measured Fmax")
     p.add_argument("--rows", type=int, default=4, help="mesh rows R >= 2 (default 4)")
     p.add_argument("--cols", type=int, default=4, help="mesh columns C >= 2 (default 4)")
     p.add_argument("--chunks", type=int, default=4, help="chunks per shard K >= 1 (default 4)")
     p.add_argument("--chunk-flits", type=int, default=16, help="flits per chunk F >= 1 (default 16)")
     p.add_argument("--collective", choices=COLLECTIVES, default="allgather")
+    p.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS), metavar="KIND",
+                   help=f"topologies to compare (default all: {' '.join(KINDS)})")
+    clock = p.add_mutually_exclusive_group()
+    clock.add_argument("--fmax-from", nargs="+", metavar="FILE",
+                       help="JSON files of 'equimesh fpga --json', one per kind: adds a time column "
+                            "(cycles / the slowest router's median Fmax)")
+    clock.add_argument("--clock-mhz", type=float, help="adds a time column at this clock for every kind")
     p.add_argument("--out", default="out/compare", help="directory for heatmaps and synthesis files (default out/compare)")
     add_backend_arg(p)
     p.add_argument("--json", action="store_true", help="machine-readable results")

@@ -16,6 +16,7 @@ from ..schedules.topology import Topology, format_ring_dirs
 from .rom import NetworkImage, RomError, design_ports, same_topology
 
 MIN_DEPTH = 16  # the smallest table and lane sizes a fitted design gets (powers of two above)
+FLIT_BITS = 64  # the flit width of every design the CLI builds
 
 
 def _pow2(n: int, floor: int = 1) -> int:
@@ -29,7 +30,7 @@ class Design:
     slots: int
     depth: int
     reduce: bool
-    flit_bits: int = 64
+    flit_bits: int = FLIT_BITS
 
     @property
     def lane_flits(self) -> int:

@@ -1,33 +1,48 @@
-"""The baseline comparison: one collective on mesh, EquiMesh and the overflow-degree baseline.
+"""The baseline comparison: one collective on mesh, EquiMesh, the overflow-degree baseline, torus
+and Supermesh.
 
 Seed 000, Section II-A (Fig. 2): the overflow baseline reaches full degree by
 duplicating perimeter links, at the price of 6-port edge routers; EquiMesh
-keeps every router at 5 ports. Per kind: cycles and link utilization (RTL
-simulation, bit-exact checked), routers by port count, crosspoints, the
-synthesized cells of each distinct router and its schedule-table bits.
+keeps every router at 5 ports. Seed 001: the Supermesh SM(m,n) connects every
+row and every column fully, at (m-1)+(n-1) network ports per router. Per kind:
+cycles and link utilization (RTL simulation, bit-exact checked), routers by
+port count, crosspoints, the synthesized cells of each distinct router and its
+schedule-table bits.
+
+Time (issue 15): cycles count the same on every kind, but the clock a network
+closes at is its slowest router's. :func:`clocks_from_fpga` reads the router
+Fmax values that ``equimesh fpga --json`` measured, and :func:`add_time`
+turns cycles into nanoseconds.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 
+from ..rtl.design import FLIT_BITS
+from ..rtl.network import router_name
 from ..rtl.rom import compile_schedule
 from ..schedules.synth import synthesize
 from ..schedules.topology import build
 from .synth import router_cells, table_bits
 
-KINDS = ("mesh", "equimesh", "overflow")
+KINDS = ("mesh", "equimesh", "overflow", "torus", "supermesh")
+
+
+class CompareError(ValueError):
+    """A ``--fmax-from`` file that does not describe the designs compared (one line)."""
 
 
 def compare(rows: int, cols: int, chunks: int, chunk_flits: int, collective: str, out_dir: str | Path,
-            run) -> dict[str, dict]:
+            run, kinds=KINDS) -> dict[str, dict]:
     """``run(image, label)`` runs a compiled image on a backend and returns its
     :class:`~equimesh.sim.backends.RunResult`."""
     out_dir = Path(out_dir)
     result = {}
-    for kind in KINDS:
+    for kind in kinds:
         t = build(kind, rows, cols)
         sched = synthesize(t, chunks, collective)
         image = compile_schedule(sched, chunk_flits, t)
@@ -43,12 +58,66 @@ def compare(rows: int, cols: int, chunks: int, chunk_flits: int, collective: str
             "crosspoints": summ["crosspoints"],
             "router_cells": {str(p): c for p, c in router_cells(res.design, out_dir / "synth" / kind).items()},
             "table_bits": {str(p): b for p, b in table_bits(res.design).items()},
+            "routers": sorted({router_name(res.design, v) for v in range(t.nodes)}),
             "heatmap": str(png),
         }
-    base = result["equimesh"]["cycles"]
-    for kind in KINDS:
-        result[kind]["cycles_vs_equimesh"] = round(result[kind]["cycles"] / base, 4)
+    base = result["equimesh"]["cycles"] if "equimesh" in result else None
+    for r in result.values():
+        r["cycles_vs_equimesh"] = None if base is None else round(r["cycles"] / base, 4)
     return result
+
+
+def read_fpga(paths, kinds, rows: int, cols: int, chunk_flits: int) -> dict[str, dict[str, float]]:
+    """The median Fmax (MHz) of each router, by kind, from the JSON files of ``equimesh fpga --json``
+    (one per kind), checked against the comparison before it runs: a file for another design raises
+    :class:`CompareError`."""
+    fmax = {}
+    for path in paths:
+        try:
+            data = json.loads(Path(path).read_text())
+            kind = data["kind"]
+            routers = {r["name"]: float(r["fmax_mhz"]) for r in data["routers"]}
+            design = (data["rows"], data["cols"], data["chunk_flits"], data["flit_bits"])
+        except OSError as e:
+            raise CompareError(f"{path}: cannot read: {e.strerror}") from None
+        except (ValueError, KeyError, TypeError) as e:
+            raise CompareError(f"{path}: not the JSON of 'equimesh fpga --json' ({type(e).__name__}: {e})") from None
+        if kind not in kinds:
+            raise CompareError(f"{path}: Fmax of the {kind}, which is not compared (kinds: {', '.join(kinds)})")
+        ours = (rows, cols, chunk_flits, FLIT_BITS)
+        if design != ours:
+            raise CompareError(f"{path}: Fmax of a {design[0]}x{design[1]} {kind} at {design[2]} flits/chunk, "
+                               f"{design[3]}-bit flits; compared: {rows}x{cols}, {chunk_flits} flits/chunk, "
+                               f"{FLIT_BITS}-bit flits")
+        if kind in fmax:
+            raise CompareError(f"{path}: a second Fmax file for the {kind}")
+        fmax[kind] = routers
+    return fmax
+
+
+def clocks(fmax: dict[str, dict[str, float]], result: dict[str, dict]) -> dict[str, float]:
+    """The clock of each kind with measured routers: its slowest router's Fmax (a network runs on one
+    clock). Every router design the comparison instantiated must have been measured."""
+    out = {}
+    for kind, routers in fmax.items():
+        missing = sorted(set(result[kind]["routers"]) - set(routers))
+        if missing:
+            raise CompareError(f"the Fmax file of the {kind} has no router {', '.join(missing)} "
+                               f"(measured: {', '.join(sorted(routers))})")
+        out[kind] = min(routers[name] for name in result[kind]["routers"])
+    return out
+
+
+def add_time(result: dict[str, dict], clocks: dict[str, float]) -> None:
+    """Add ``clock_mhz`` and ``time_ns`` (cycles / clock) to each kind with a clock, and
+    ``time_vs_equimesh``; kinds without one get None."""
+    for kind, r in result.items():
+        mhz = clocks.get(kind)
+        r["clock_mhz"] = mhz
+        r["time_ns"] = None if mhz is None else round(r["cycles"] * 1000.0 / mhz, 1)
+    base = result.get("equimesh", {}).get("time_ns")
+    for r in result.values():
+        r["time_vs_equimesh"] = None if base is None or r["time_ns"] is None else round(r["time_ns"] / base, 4)
 
 
 def heatmap(topo, utilization: np.ndarray, path: Path, title: str) -> None:

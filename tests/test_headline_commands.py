@@ -1,6 +1,6 @@
 """The commands behind the README's headline numbers, at the smallest sizes, against hand-worked values.
 
-``compare`` (RTL of three topologies, crosspoints, yosys cells per router, heatmaps) runs once for
+``compare`` (RTL of five topologies, crosspoints, yosys cells per router, heatmaps) runs once for
 the module; ``topology --json``, ``demo``, ``report``, ``soak`` and the bench commands each once.
 Hand values for the 2x3 networks (node id = row * cols + col; corners 0, 2, 3, 5; middles 1, 4):
 
@@ -9,9 +9,14 @@ Hand values for the 2x3 networks (node id = row * cols + col; corners 0, 2, 3, 5
 * EquiMesh: 5 ports everywhere (design.md); crosspoints 6 * 5^2 = 150; 4 links out of each node = 24.
 * overflow: every perimeter link (all but 1-4) doubled on X0/X1: corners 4 network ports, middles 5;
   routers 4 of 5 ports, 2 of 6; crosspoints 4 * 25 + 2 * 36 = 172; links 14 + 2 * 6 = 26.
+* torus: rows of 3 wrap into rings; a column of 2 has its one link pair (no second wrap link): 3
+  network ports everywhere, routers 6 of 4 ports, crosspoints 6 * 16 = 96, links 18, diameter 1 + 1 = 2.
+* Supermesh SM(2,3) (seed 001): every row of 3 and every column of 2 fully connected: at this size the
+  same graph as the torus (3 network ports, 18 links, 96 crosspoints, diameter 2).
 * K = 1 AllGather bound max(D, ceil(K (N-1) / min in-degree)): mesh max(3, ceil(5/2)) = 3, EquiMesh and
-  overflow (min in-degree 4) max(3, 2) = 3; the timing model gives steps * max(F, 2) + 3 cycles, and
-  N (N-1) K = 30 chunk transfers of F flits each keep the links busy 30 F link-cycles in all.
+  overflow (min in-degree 4) max(3, 2) = 3, torus and Supermesh max(2, ceil(5/3)) = 2; the timing model
+  gives steps * max(F, 2) + 3 cycles, and N (N-1) K = 30 chunk transfers of F flits each keep the
+  links busy 30 F link-cycles in all.
 """
 
 import contextlib
@@ -26,10 +31,12 @@ from equimesh.schedules.schedule import load
 from equimesh.schedules.topology import build
 from equimesh.schedules.verify import verify
 
-HAND = {  # kind: (links, routers by port count, crosspoints, min in-degree)
-    "mesh": (14, {"3": 4, "4": 2}, 68, 2),
-    "equimesh": (24, {"5": 6}, 150, 4),
-    "overflow": (26, {"5": 4, "6": 2}, 172, 4),
+HAND = {  # kind: (links, routers by port count, crosspoints, min in-degree, diameter = K=1 bound)
+    "mesh": (14, {"3": 4, "4": 2}, 68, 2, 3),
+    "equimesh": (24, {"5": 6}, 150, 4, 3),
+    "overflow": (26, {"5": 4, "6": 2}, 172, 4, 3),
+    "torus": (18, {"4": 6}, 96, 3, 2),
+    "supermesh": (18, {"4": 6}, 96, 3, 2),
 }
 
 
@@ -54,10 +61,10 @@ def test_compare_runs_every_topology_bit_exact_at_the_bound(compared):
     assert code == 0 and set(res) == set(HAND)
     F = 2
     for kind, r in res.items():
-        links, routers, xpoints, _ = HAND[kind]
+        links, routers, xpoints, _, steps = HAND[kind]
         assert r["bit_exact"], kind
         assert (r["links"], r["routers_by_ports"], r["crosspoints"]) == (links, routers, xpoints), kind
-        assert r["steps"] == 3 and r["cycles"] == 3 * F + 3, kind
+        assert r["steps"] == steps and r["cycles"] == steps * F + 3, kind
         assert r["link_utilization"] == round(30 * F / (links * r["cycles"]), 4), kind
         assert r["cycles_vs_equimesh"] == round(r["cycles"] / res["equimesh"]["cycles"], 4)
         with open(r["heatmap"], "rb") as f:
@@ -88,7 +95,7 @@ def test_cell_counts_follow_the_port_counts(compared):
 def test_topology_json(kind):
     code, text = _run(["topology", "--kind", kind, "--rows", "2", "--cols", "3", "--json"])
     s = json.loads(text)
-    links, routers, xpoints, min_in = HAND[kind]
+    links, routers, xpoints, min_in, diameter = HAND[kind]
     assert code == 0 and (s["nodes"], s["links"], s["crosspoints"]) == (6, links, xpoints)
     assert {str(p): c for p, c in s["routers_by_ports"].items()} == routers
     assert s["in_degree"]["min"] == min_in
@@ -101,7 +108,7 @@ def test_topology_json(kind):
             frontier = [w for u in frontier for w in out[u] if w not in dist and not dist.setdefault(w, dist[u] + 1) < 0]
         assert len(dist) == 6
         far = max(far, *dist.values())
-    assert s["diameter"] == far == 3
+    assert s["diameter"] == far == diameter
 
 
 def test_demo_table_and_files(tmp_path):

@@ -41,6 +41,8 @@ CASES = [
     ("overflow", 3, 4, 1, "allreduce", 2),
     ("torus", 3, 3, 1, "allreduce", 2),
     ("torus", 3, 3, 2, "allgather", 2),
+    ("supermesh", 4, 4, 4, "allgather", 2),   # SM(4,4), seed 001: 6 network ports per router
+    ("supermesh", 4, 4, 2, "allreduce", 2),
 ]
 
 
