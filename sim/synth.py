@@ -23,6 +23,7 @@ from ..rtl.packet_router import PacketRouter
 from ..rtl.design import Design
 from ..rtl.network import make_router, router_name
 from ..rtl.rom import entry_layout
+from ..rtl.verilog import without_zero_init
 
 
 class YosysMissing(RuntimeError):
@@ -47,7 +48,7 @@ SCRIPT = ("read_verilog -sv {src}; chformal -remove; delete t:$print; "
 def cell_count(verilog_text: str, top: str, workdir: Path) -> int:
     workdir.mkdir(parents=True, exist_ok=True)
     src, stat = workdir / f"{top}.v", workdir / f"{top}.stat"
-    src.write_text(verilog_text)
+    src.write_text(without_zero_init(verilog_text))
     if stat.exists():
         stat.unlink()
     # Relative paths: yowasp runs in a WASI sandbox rooted at the working directory.

@@ -73,3 +73,17 @@ def test_verilator_lint_is_clean_with_the_documented_waivers(tmp_path, kind, row
     proc = subprocess.run([exe, "--lint-only", "-Wall", "--top-module", TOP, "lint.vlt", f"{TOP}.v"],
                           cwd=tmp_path, capture_output=True, text=True)
     assert proc.returncode == 0 and "%" not in proc.stderr, proc.stderr[:2000]
+
+
+def test_synthesis_text_drops_only_the_zero_memory_initialisers():
+    """Hand-written Amaranth-style Verilog: the all-zero initial blocks of two memories go, a memory
+    with a non-zero word and every other line stay."""
+    from equimesh.rtl.verilog import without_zero_init
+
+    text = ("module m;\n  reg [63:0] mem [1:0];\n  initial begin\n    mem[0] = 64'h0000000000000000;\n"
+            "    mem[1] = 64'h0000000000000000;\n  end\n  reg [7:0] \\table  [1:0];\n  initial begin\n"
+            "    \\table [0] = 8'h00;\n    \\table [1] = 8'h00;\n  end\n  reg [7:0] rom [1:0];\n"
+            "  initial begin\n    rom[0] = 8'h00;\n    rom[1] = 8'h5a;\n  end\nendmodule\n")
+    out = without_zero_init(text)
+    assert out == ("module m;\n  reg [63:0] mem [1:0];\n  reg [7:0] \\table  [1:0];\n  reg [7:0] rom [1:0];\n"
+                   "  initial begin\n    rom[0] = 8'h00;\n    rom[1] = 8'h5a;\n  end\nendmodule\n")
