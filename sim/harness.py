@@ -7,6 +7,7 @@ program the compiled and cocotb backends execute on the Verilog.
 
 from __future__ import annotations
 
+import sys
 import time
 
 import numpy as np
@@ -68,6 +69,9 @@ def execute(net: Network, *programs: Program, vcd: str | None = None, progress=N
                     caps[name][f] = _words(ctx.get(port(name)), program.widths[name])
             out.update(caps)
 
+    # The simulator compiles every signal to Python source with its mask as a decimal literal; a top
+    # bus of more than 14,300 bits (8x8 and up) passes Python's default 4300-digit conversion limit.
+    sys.set_int_max_str_digits(0)
     sim = Simulator(net)
     sim.add_clock(1e-8)
     sim.add_testbench(bench)

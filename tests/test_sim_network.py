@@ -125,3 +125,15 @@ def test_loading_group_by_group_and_buses_split_over_several_ports(monkeypatch):
     assert [p for p, _ in network.buses(design)["host_data"].ports()][:2] == ["host_data_0", "host_data_1"]
     res = run_image(image, "amaranth", design)
     assert res.bit_exact and res.stats.busy_matches_schedule and res.counters_agree
+
+
+def test_the_reference_simulator_takes_tops_wider_than_pythons_int_conversion_limit():
+    """An 8x8 network's lane read-back bus is 64 nodes x 4 lanes x 64 bits = 16,384 bits; the
+    simulator writes its mask as a decimal literal of 4,933 digits, over Python's default 4,300.
+    The same width at 2x2: 4 nodes x 4 lanes x 1024-bit flits."""
+    import dataclasses
+
+    t = build("equimesh", 2, 2)
+    image = compile_schedule(synthesize(t, 4, "allgather"), 2, t)
+    res = run_image(image, "amaranth", dataclasses.replace(fit(image), flit_bits=1024))
+    assert res.bit_exact and res.stats.busy_matches_schedule
