@@ -104,7 +104,7 @@ def test_ring_allgather_at_bound_with_lanes(rows, cols, k, steps):
 
 @pytest.mark.parametrize("rows,cols,method,steps", [
     (4, 4, "ring", 15),     # ring on the cycles and, reversed, on the mirror's
-    (2, 3, "cpsat", 5),     # seed 000's 2x3 example, K = 4: depth 5 (the bound); no decomposition exists
+    (2, 3, "stored", 5),    # seed 000's 2x3 example, K = 4: depth 5 (the bound); no decomposition exists
 ])
 def test_auto_allreduce_at_bound_with_lanes(rows, cols, method, steps):
     t = build("equimesh", rows, cols)

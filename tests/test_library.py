@@ -1,0 +1,80 @@
+"""Stored exact lane-rule AllGathers (schedules/library.py) and K = 4m as rounds of a K = 4 schedule."""
+
+import json
+
+import numpy as np
+import pytest
+
+from equimesh.schedules import library as L
+from equimesh.schedules.cpsat import exact
+from equimesh.schedules.schedule import Phase, Schedule
+from equimesh.schedules.storage import check_storage
+from equimesh.schedules.synth import synthesize
+from equimesh.schedules.topology import build
+from equimesh.schedules.verify import ScheduleInvalid, verify
+
+
+def _checked(topo, chunks, phase):
+    s = Schedule("allgather", "test", chunks, topo, [phase], {"storage": "lanes"})
+    verify(s)
+    check_storage(s)
+    return s
+
+
+def test_rounds_of_an_exact_2x3_schedule_reach_the_k8_bound():
+    # K = 4 on the 2x3 EquiMesh: 5 steps (the bound 4 * 5 / 4); K = 8: 2 rounds, bound 8 * 5 / 4 = 10
+    t = build("equimesh", 2, 3)
+    res = exact(t, 4, 5, lanes=True, time_limit=60)
+    assert res.steps == 5
+    ph = L.rounds(res.phase, 8)
+    _checked(t, 8, ph)
+    assert ph.num_steps == 10
+
+
+@pytest.mark.parametrize("key", sorted(L._library()))
+def test_every_stored_schedule_is_valid_and_at_the_bound(key):
+    kind, size, dirs = key.split()
+    r, c = (int(v) for v in size.split("x"))
+    t = build(kind, r, c)
+    ph = L.stored(t, 4)
+    _checked(t, 4, ph)
+    assert ph.num_steps == r * c - 1          # bound ceil(4 (N - 1) / 4) with 4 links into every node
+
+
+@pytest.mark.parametrize("rows,cols", [(2, 5), (3, 4), (4, 3)])
+def test_auto_allreduce_k8_at_the_bound_from_the_library(rows, cols):
+    t = build("equimesh", rows, cols)
+    s = synthesize(t, 8, "allreduce")
+    verify(s)
+    check_storage(s)
+    assert s.meta["method"] == "stored"
+    assert [p.num_steps for p in s.phases] == [2 * (rows * cols - 1)] * 2
+
+
+def test_stored_applies_only_where_it_is_valid():
+    t = build("equimesh", 2, 3)
+    assert L.stored(t, 6) is None                        # K not a multiple of 4
+    assert L.stored(build("equimesh", 4, 4), 4) is None  # not stored (it has a decomposition)
+    assert L.stored(build("mesh", 2, 3), 4) is None
+    cut = build("equimesh", 2, 3)
+    cut.links = cut.links[1:]                            # link ids no longer those stored
+    assert L.stored(cut, 4) is None
+
+
+def test_a_corrupted_entry_is_refused(monkeypatch):
+    t = build("equimesh", 2, 3)
+    good = L._library()[L._key(t)]
+    broken = [list(map(list, s)) for s in good]
+    broken[1][0][2] = (broken[1][0][2] + 1) % 4          # the same chunk twice into one node, another never
+    monkeypatch.setattr(L, "_library", lambda: {L._key(t): broken})
+    with pytest.raises(ScheduleInvalid):
+        L.stored(t, 4)
+
+
+def test_main_solves_and_stores(tmp_path):
+    out = tmp_path / "lib.json"
+    L.main(["--sizes", "2x3", "--time-limit", "30", "--out", str(out)])
+    recs = json.loads(out.read_text())["schedules"]
+    assert [r["key"] for r in recs] == ["equimesh 2x3 cccc", "mirror-equimesh 2x3 cccc"]
+    t = build("equimesh", 2, 3)
+    _checked(t, 4, Phase("allgather", [np.array(s).reshape(-1, 3) for s in recs[0]["steps"]]))
