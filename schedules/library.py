@@ -19,6 +19,7 @@ rounds take m (N - 1), the bound for K = 4m.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import time
 from pathlib import Path
@@ -27,7 +28,7 @@ import numpy as np
 
 from .schedule import Phase, Schedule, lower_bound
 from .storage import check_storage
-from .topology import Topology, build, format_ring_dirs, parse_ring_dirs
+from .topology import PORT_ORDER, Topology, build, format_ring_dirs, parse_ring_dirs
 from .verify import verify
 
 LIBRARY = Path(__file__).parent / "data" / "lane_schedules.json"
@@ -56,20 +57,73 @@ def _library() -> dict[str, list]:
     return {rec["key"]: rec["steps"] for rec in json.loads(LIBRARY.read_text())["schedules"]}
 
 
+_TRANSPOSED = {"N": "W", "W": "N", "S": "E", "E": "S"}
+
+
+def _image(src: Topology, phase: Phase, dst: Topology) -> Phase | None:
+    """``phase`` carried onto ``dst`` by a symmetry of the grid (transpose, then flip rows and/or
+    columns) that maps ``src``'s links exactly onto ``dst``'s, or None if none does.
+
+    Ports turn with the grid, so each chunk moves to the chunk index whose home lane is the turned
+    home lane (the same relabelling at every node: every EquiMesh router has the 4 ports N E S W)."""
+    if any(t.ports(v) != list(PORT_ORDER) for t in (src, dst) for v in range(t.nodes)):
+        return None
+    index = {(l.src, l.dst, l.src_port, l.dst_port): i for i, l in enumerate(dst.links)}
+    r, c = np.divmod(np.arange(src.nodes), src.cols)
+    for tr, flip_r, flip_c in itertools.product((False, True), repeat=3):
+        rr, cc = (c, r) if tr else (r, c)
+        if ((src.cols, src.rows) if tr else (src.rows, src.cols)) != (dst.rows, dst.cols):
+            continue
+        port = dict(_TRANSPOSED) if tr else {p: p for p in PORT_ORDER}
+        if flip_r:
+            rr = dst.rows - 1 - rr
+            port = {k: {"N": "S", "S": "N"}.get(v, v) for k, v in port.items()}
+        if flip_c:
+            cc = dst.cols - 1 - cc
+            port = {k: {"E": "W", "W": "E"}.get(v, v) for k, v in port.items()}
+        node = rr * dst.cols + cc
+        remap = [index.get((int(node[l.src]), int(node[l.dst]), port[l.src_port], port[l.dst_port]))
+                 for l in src.links]
+        if None in remap or len(src.links) != len(dst.links):
+            continue
+        remap = np.array(remap, dtype=np.int64)
+        chunk = np.array([PORT_ORDER.index(port[p]) for p in PORT_ORDER], dtype=np.int64)
+        steps = []
+        for s in phase.steps:
+            a = np.asarray(s, dtype=np.int64).reshape(-1, 3)
+            steps.append(np.stack([remap[a[:, 0]], node[a[:, 1]], chunk[a[:, 2]]], axis=1))
+        return Phase("allgather", steps)
+    return None
+
+
 def stored(topo: Topology, chunks: int) -> Phase | None:
-    """The stored K = 4 AllGather of ``topo`` in ``chunks // 4`` rounds (checked), or None if there is
-    none or K is not a multiple of 4."""
+    """The stored K = 4 AllGather of ``topo``, or of a network that a symmetry of the grid maps onto
+    it, in ``chunks // 4`` rounds (checked); None if there is none or K is not a multiple of 4."""
     if topo.kind not in ("equimesh", "mirror-equimesh") or chunks % BASE:
         return None
-    steps = _library().get(_key(topo))
-    if steps is None or [l.as_list() for l in topo.links] != [l.as_list() for l in build(
+    if [l.as_list() for l in topo.links] != [l.as_list() for l in build(
             topo.kind, topo.rows, topo.cols, ring_dirs=topo.ring_dirs).links]:
-        return None       # no entry, or links renumbered or removed: the stored link ids do not apply
-    base = Phase("allgather", [np.array(s, dtype=np.int64).reshape(-1, 3) for s in steps])
-    sched = Schedule("allgather", "stored", BASE, topo, [base], {"storage": "lanes"})
-    verify(sched)
-    check_storage(sched)
-    return rounds(base, chunks)
+        return None       # links renumbered or removed: the stored link ids do not apply
+    base = _lookup(topo, _library())
+    return None if base is None else rounds(base, chunks)
+
+
+def _lookup(topo: Topology, entries: dict[str, list]) -> Phase | None:
+    """The K = 4 AllGather of ``topo`` from ``entries`` (key -> steps), directly or by a symmetry, checked."""
+    for key, steps in entries.items():
+        kind, size, dirs = key.split()
+        rows, cols = (int(v) for v in size.split("x"))
+        if sorted((rows, cols)) != sorted((topo.rows, topo.cols)):
+            continue
+        src = build(kind, rows, cols, ring_dirs=parse_ring_dirs(dirs))
+        base = _image(src, Phase("allgather", [np.array(s, dtype=np.int64).reshape(-1, 3) for s in steps]), topo)
+        if base is None:
+            continue
+        sched = Schedule("allgather", "stored", BASE, topo, [base], {"storage": "lanes"})
+        verify(sched)
+        check_storage(sched)
+        return base
+    return None
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -78,20 +132,19 @@ def main(argv: list[str] | None = None) -> None:
     import argparse
     from .synth import synthesize
     ap = argparse.ArgumentParser(prog="python -m equimesh.schedules.library", description=main.__doc__)
-    ap.add_argument("--sizes", default="2x3,3x2,3x4,4x3,2x5,5x2")
+    ap.add_argument("--sizes", default="2x3,3x4,2x5,3x5,4x5")
     ap.add_argument("--ring-dirs", default="cccc")
     ap.add_argument("--time-limit", type=float, default=120.0, help="CP-SAT seconds per topology")
     ap.add_argument("--out", type=Path, default=LIBRARY)
     args = ap.parse_args(argv)
     data = (json.loads(args.out.read_text()) if args.out.exists()
             else {"format": "equimesh-lane-schedules", "chunks": BASE, "schedules": []})
-    have = {rec["key"] for rec in data["schedules"]}
     for size in args.sizes.split(","):
         r, c = (int(v) for v in size.split("x"))
         for kind in ("equimesh", "mirror-equimesh"):
             topo = build(kind, r, c, ring_dirs=parse_ring_dirs(args.ring_dirs))
-            if _key(topo) in have:
-                continue
+            if _lookup(topo, {rec["key"]: rec["steps"] for rec in data["schedules"]}) is not None:
+                continue       # stored, or the image of a stored one
             t0 = time.perf_counter()
             s = synthesize(topo, BASE, "allgather", "cpsat", time_limit=args.time_limit)
             bound = lower_bound(topo, BASE, "allgather")
@@ -99,7 +152,6 @@ def main(argv: list[str] | None = None) -> None:
             if s.num_steps == bound:
                 data["schedules"].append({"key": _key(topo), "steps": [
                     np.asarray(st, dtype=np.int64).reshape(-1, 3).tolist() for st in s.phases[0].steps]})
-                have.add(_key(topo))
                 args.out.write_text(json.dumps(data, separators=(",", ":")) + "\n")
 
 

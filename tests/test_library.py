@@ -41,14 +41,43 @@ def test_every_stored_schedule_is_valid_and_at_the_bound(key):
     assert ph.num_steps == r * c - 1          # bound ceil(4 (N - 1) / 4) with 4 links into every node
 
 
-@pytest.mark.parametrize("rows,cols", [(2, 5), (3, 4), (4, 3)])
-def test_auto_allreduce_k8_at_the_bound_from_the_library(rows, cols):
+@pytest.mark.parametrize("kind,rows,cols", [("mirror-equimesh", 2, 3), ("equimesh", 3, 2), ("mirror-equimesh", 3, 2),
+                                            ("equimesh", 4, 3)])
+def test_symmetric_images_of_stored_schedules(kind, rows, cols):
+    # only equimesh 2x3 and 3x4 are needed for these: transposes and flips carry them over
+    t = build(kind, rows, cols)
+    assert L._key(t) not in L._library()
+    ph = L.stored(t, 4)
+    _checked(t, 4, ph)
+    assert ph.num_steps == rows * cols - 1
+
+
+def test_no_image_where_no_symmetry_maps_the_links():
+    # the 3x4 mirror is not a flipped or transposed 3x4 EquiMesh (its rings turn the other way)
+    src = build("equimesh", 3, 4)
+    ph = L.stored(src, 4)
+    assert L._image(src, ph, build("mirror-equimesh", 3, 4)) is None
+    assert L._image(src, ph, build("equimesh", 4, 3)) is not None
+
+
+@pytest.mark.parametrize("rows,cols", [(3, 4), (4, 3)])
+def test_auto_allgather_k8_at_the_bound_from_the_library(rows, cols):
     t = build("equimesh", rows, cols)
+    s = synthesize(t, 8, "allgather")
+    verify(s)
+    check_storage(s)
+    assert s.meta["method"] == "stored"
+    assert s.num_steps == 2 * (rows * cols - 1)
+
+
+def test_auto_allreduce_k8_on_2x3_at_the_bound():
+    # the ReduceScatter runs the stored 2x3 schedule flipped onto the mirror, reversed (Algorithm 3)
+    t = build("equimesh", 2, 3)
     s = synthesize(t, 8, "allreduce")
     verify(s)
     check_storage(s)
     assert s.meta["method"] == "stored"
-    assert [p.num_steps for p in s.phases] == [2 * (rows * cols - 1)] * 2
+    assert [p.num_steps for p in s.phases] == [10, 10]
 
 
 def test_stored_applies_only_where_it_is_valid():
@@ -75,6 +104,6 @@ def test_main_solves_and_stores(tmp_path):
     out = tmp_path / "lib.json"
     L.main(["--sizes", "2x3", "--time-limit", "30", "--out", str(out)])
     recs = json.loads(out.read_text())["schedules"]
-    assert [r["key"] for r in recs] == ["equimesh 2x3 cccc", "mirror-equimesh 2x3 cccc"]
+    assert [r["key"] for r in recs] == ["equimesh 2x3 cccc"]     # its mirror is a flipped copy (below)
     t = build("equimesh", 2, 3)
     _checked(t, 4, Phase("allgather", [np.array(s).reshape(-1, 3) for s in recs[0]["steps"]]))
