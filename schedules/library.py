@@ -126,33 +126,59 @@ def _lookup(topo: Topology, entries: dict[str, list]) -> Phase | None:
     return None
 
 
+def _store(data: dict, topo: Topology, phase: Phase, out: Path) -> None:
+    data["schedules"].append({"key": _key(topo), "steps": [
+        np.asarray(st, dtype=np.int64).reshape(-1, 3).tolist() for st in phase.steps]})
+    out.write_text(json.dumps(data, separators=(",", ":")) + "\n")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Solve the lane-rule K = 4 AllGather of each size given (EquiMesh and its mirror) with the CP-SAT
-    model and store those that reach the bound. Entries already stored are kept (resumable)."""
+    model (``--algorithm cpsat``) and store those that reach the bound; or store schedule files found
+    earlier (``--add``). Networks already stored, directly or as a symmetric image, are skipped."""
     import argparse
+    from .schedule import load
     from .synth import synthesize
     ap = argparse.ArgumentParser(prog="python -m equimesh.schedules.library", description=main.__doc__)
     ap.add_argument("--sizes", default="2x3,3x4,2x5,3x5,4x5")
     ap.add_argument("--ring-dirs", default="cccc")
     ap.add_argument("--time-limit", type=float, default=120.0, help="CP-SAT seconds per topology")
+    ap.add_argument("--add", nargs="*", default=[], type=Path,
+                    help="schedule files (K = 4 lane-rule AllGathers at the bound) to store instead of solving")
     ap.add_argument("--out", type=Path, default=LIBRARY)
     args = ap.parse_args(argv)
     data = (json.loads(args.out.read_text()) if args.out.exists()
             else {"format": "equimesh-lane-schedules", "chunks": BASE, "schedules": []})
-    for size in args.sizes.split(","):
+
+    def have(topo: Topology) -> bool:
+        return _lookup(topo, {rec["key"]: rec["steps"] for rec in data["schedules"]}) is not None
+
+    for path in args.add:
+        sched = load(path)
+        topo = sched.topology
+        if (sched.collective != "allgather" or sched.chunks != BASE or topo.kind not in ("equimesh", "mirror-equimesh")
+                or [l.as_list() for l in topo.links] != [l.as_list() for l in build(
+                    topo.kind, topo.rows, topo.cols, ring_dirs=topo.ring_dirs).links]):
+            raise SystemExit(f"{path}: not a K = {BASE} AllGather on an EquiMesh or its mirror")
+        verify(sched)
+        check_storage(sched)
+        if sched.num_steps != lower_bound(topo, BASE, "allgather"):
+            raise SystemExit(f"{path}: {sched.num_steps} steps, not at the bound")
+        if not have(topo):
+            _store(data, topo, sched.phases[0], args.out)
+        print(f"{_key(topo)}: stored from {path}")
+    for size in [] if args.add else args.sizes.split(","):
         r, c = (int(v) for v in size.split("x"))
         for kind in ("equimesh", "mirror-equimesh"):
             topo = build(kind, r, c, ring_dirs=parse_ring_dirs(args.ring_dirs))
-            if _lookup(topo, {rec["key"]: rec["steps"] for rec in data["schedules"]}) is not None:
-                continue       # stored, or the image of a stored one
+            if have(topo):
+                continue
             t0 = time.perf_counter()
             s = synthesize(topo, BASE, "allgather", "cpsat", time_limit=args.time_limit)
             bound = lower_bound(topo, BASE, "allgather")
             print(f"{_key(topo)}: {s.num_steps} steps, bound {bound} ({time.perf_counter() - t0:.1f} s)", flush=True)
             if s.num_steps == bound:
-                data["schedules"].append({"key": _key(topo), "steps": [
-                    np.asarray(st, dtype=np.int64).reshape(-1, 3).tolist() for st in s.phases[0].steps]})
-                args.out.write_text(json.dumps(data, separators=(",", ":")) + "\n")
+                _store(data, topo, s.phases[0], args.out)
 
 
 if __name__ == "__main__":

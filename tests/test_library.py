@@ -107,3 +107,20 @@ def test_main_solves_and_stores(tmp_path):
     assert [r["key"] for r in recs] == ["equimesh 2x3 cccc"]     # its mirror is a flipped copy (below)
     t = build("equimesh", 2, 3)
     _checked(t, 4, Phase("allgather", [np.array(s).reshape(-1, 3) for s in recs[0]["steps"]]))
+
+
+def test_main_adds_schedule_files_and_refuses_those_off_the_bound(tmp_path):
+    t = build("equimesh", 2, 3)
+    good = Schedule("allgather", "cpsat", 4, t, [exact(t, 4, 5, lanes=True, time_limit=60).phase])
+    good.save(tmp_path / "good.json")
+    slow = synthesize(t, 4, "allgather", "xtree")          # lane-aware XTree: 6 steps on the 2x3
+    assert slow.num_steps == 6
+    slow.save(tmp_path / "slow.json")
+    out = tmp_path / "lib.json"
+    with pytest.raises(SystemExit, match="6 steps, not at the bound"):
+        L.main(["--add", str(tmp_path / "slow.json"), "--out", str(out)])
+    with pytest.raises(SystemExit, match="not a K = 4 AllGather"):
+        synthesize(t, 8, "allgather").save(tmp_path / "k8.json")
+        L.main(["--add", str(tmp_path / "k8.json"), "--out", str(out)])
+    L.main(["--add", str(tmp_path / "good.json"), "--out", str(out)])
+    assert [r["key"] for r in json.loads(out.read_text())["schedules"]] == ["equimesh 2x3 cccc"]
