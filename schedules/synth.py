@@ -61,8 +61,10 @@ def ring(topo: Topology, chunks: int) -> Phase:
                              "use --algorithm auto or xtree")
     dec = decompose(topo)
     if dec is None:
+        other = ("auto (it runs a stored exact schedule at the bound here)" if stored(topo, chunks) is not None
+                 else "auto or xtree")
         raise SynthesisError(f"ring: no Hamiltonian decomposition of the {topo.name} is known "
-                             "(see README 'Schedules'); use --algorithm auto or xtree")
+                             f"(see README 'Schedules'); use --algorithm {other}")
     return ring_allgather(topo, chunks, dec)
 
 
