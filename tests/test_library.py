@@ -124,3 +124,17 @@ def test_main_adds_schedule_files_and_refuses_those_off_the_bound(tmp_path):
         L.main(["--add", str(tmp_path / "k8.json"), "--out", str(out)])
     L.main(["--add", str(tmp_path / "good.json"), "--out", str(out)])
     assert [r["key"] for r in json.loads(out.read_text())["schedules"]] == ["equimesh 2x3 cccc"]
+
+
+def test_cli_cpsat_honours_the_lanes_by_default(tmp_path):
+    import subprocess
+    import sys
+    from equimesh.schedules.schedule import load
+    out = tmp_path / "s.json"
+    r = subprocess.run([sys.executable, "-m", "equimesh.cli", "schedule", "--rows", "2", "--cols", "3",
+                        "--algorithm", "cpsat", "--time-limit", "60", "--json", "--out", str(out)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout)
+    assert res["storage"] == "lanes" and res["steps"] == 5
+    check_storage(load(out))
