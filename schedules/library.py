@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .hamiltonian import _TRANSPOSED_PORT
 from .schedule import Phase, Schedule, lower_bound
 from .storage import check_storage
 from .topology import PORT_ORDER, Topology, build, format_ring_dirs, parse_ring_dirs
@@ -57,9 +58,6 @@ def _library() -> dict[str, list]:
     return {rec["key"]: rec["steps"] for rec in json.loads(LIBRARY.read_text())["schedules"]}
 
 
-_TRANSPOSED = {"N": "W", "W": "N", "S": "E", "E": "S"}
-
-
 def _image(src: Topology, phase: Phase, dst: Topology) -> Phase | None:
     """``phase`` carried onto ``dst`` by a symmetry of the grid (transpose, then flip rows and/or
     columns) that maps ``src``'s links exactly onto ``dst``'s, or None if none does.
@@ -74,7 +72,7 @@ def _image(src: Topology, phase: Phase, dst: Topology) -> Phase | None:
         rr, cc = (c, r) if tr else (r, c)
         if ((src.cols, src.rows) if tr else (src.rows, src.cols)) != (dst.rows, dst.cols):
             continue
-        port = dict(_TRANSPOSED) if tr else {p: p for p in PORT_ORDER}
+        port = dict(_TRANSPOSED_PORT) if tr else {p: p for p in PORT_ORDER}
         if flip_r:
             rr = dst.rows - 1 - rr
             port = {k: {"N": "S", "S": "N"}.get(v, v) for k, v in port.items()}
