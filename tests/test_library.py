@@ -70,14 +70,16 @@ def test_auto_allgather_k8_at_the_bound_from_the_library(rows, cols):
     assert s.num_steps == 2 * (rows * cols - 1)
 
 
-def test_auto_allreduce_k8_on_2x3_at_the_bound():
-    # the ReduceScatter runs the stored 2x3 schedule flipped onto the mirror, reversed (Algorithm 3)
-    t = build("equimesh", 2, 3)
+@pytest.mark.parametrize("rows,cols,steps", [(2, 3, 10), (4, 3, 22)])
+def test_auto_allreduce_k8_at_the_bound(rows, cols, steps):
+    # 2x3: the ReduceScatter runs the stored 2x3 schedule flipped onto the mirror, reversed
+    # (Algorithm 3); 4x3: the stored 3x4 mirror's schedule, transposed; bound 8 (N - 1) / 4 per phase
+    t = build("equimesh", rows, cols)
     s = synthesize(t, 8, "allreduce")
     verify(s)
     check_storage(s)
     assert s.meta["method"] == "stored"
-    assert [p.num_steps for p in s.phases] == [10, 10]
+    assert [p.num_steps for p in s.phases] == [steps, steps]
 
 
 def test_stored_applies_only_where_it_is_valid():
