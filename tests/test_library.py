@@ -60,7 +60,7 @@ def test_no_image_where_no_symmetry_maps_the_links():
     assert L._image(src, ph, build("equimesh", 4, 3)) is not None
 
 
-@pytest.mark.parametrize("rows,cols", [(3, 4), (4, 3)])
+@pytest.mark.parametrize("rows,cols", [(3, 4), (4, 3), (5, 2)])
 def test_auto_allgather_k8_at_the_bound_from_the_library(rows, cols):
     t = build("equimesh", rows, cols)
     s = synthesize(t, 8, "allgather")
