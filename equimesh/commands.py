@@ -63,7 +63,7 @@ def cmd_schedule(args) -> int:
                              "use --storage none")
         args.storage = "none"
     if args.storage is None:
-        args.storage = "lanes" if args.algorithm in ("auto", "ring", "xtree", "mirrorxtree", "optimal") else "none"
+        args.storage = "lanes" if args.algorithm in ("auto", "ring", "xtree", "mirrorxtree", "optimal", "cpsat") else "none"
     auto = args.ring_dirs == "auto"
     if auto and args.kind not in ("equimesh", "mirror-equimesh"):
         raise UsageError("--ring-dirs auto applies to equimesh and mirror-equimesh only")

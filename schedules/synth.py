@@ -8,7 +8,9 @@ that ReduceScatter followed by the AllGather, as two ``phases``.
 ``auto`` (the default) picks, per phase, the best valid method: the
 ring-pipelined AllGather on a Hamiltonian decomposition (``ring``,
 :mod:`.ringpipe`) where one is known and K is a multiple of 4 (it meets the
-bound and the lane rule by construction); otherwise XTree, and on tiny
+bound and the lane rule by construction); else, for K a multiple of 4, rounds
+of a stored exact K = 4 schedule at the bound (``stored``, :mod:`.library`)
+where one is stored; otherwise XTree, and on tiny
 networks where XTree misses the bound the exact solver if it finds fewer
 steps within a few seconds. The schedule's ``method`` says what was used.
 """
@@ -19,6 +21,7 @@ import numpy as np
 
 from .cpsat import exact, improve_tail
 from .hamiltonian import decompose
+from .library import stored
 from .multitree import multitree
 from .ring2d import ring2d
 from .ringpipe import ring_allgather
@@ -58,8 +61,10 @@ def ring(topo: Topology, chunks: int) -> Phase:
                              "use --algorithm auto or xtree")
     dec = decompose(topo)
     if dec is None:
+        other = ("auto (it runs a stored exact schedule at the bound here)" if stored(topo, chunks) is not None
+                 else "auto or xtree")
         raise SynthesisError(f"ring: no Hamiltonian decomposition of the {topo.name} is known "
-                             "(see README 'Schedules'); use --algorithm auto or xtree")
+                             f"(see README 'Schedules'); use --algorithm {other}")
     return ring_allgather(topo, chunks, dec)
 
 
@@ -68,6 +73,8 @@ def best_allgather(topo: Topology, chunks: int, lanes: bool, time_limit: float, 
     bound = lower_bound(topo, chunks, "allgather")
     if chunks % 4 == 0 and decompose(topo) is not None:
         return ring(topo, chunks), "ring"
+    if (ph := stored(topo, chunks)) is not None:
+        return ph, "stored"
     best, method = xtree(topo, chunks, lanes=lanes, progress=progress), "xtree"
     if best.num_steps > bound and topo.nodes * chunks <= EXACT_AUTO_MAX:
         res = exact(topo, chunks, best.num_steps - 1, lanes=lanes, time_limit=min(time_limit, EXACT_AUTO_SECONDS))

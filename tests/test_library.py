@@ -1,0 +1,142 @@
+"""Stored exact lane-rule AllGathers (schedules/library.py) and K = 4m as rounds of a K = 4 schedule."""
+
+import json
+
+import numpy as np
+import pytest
+
+from equimesh.schedules import library as L
+from equimesh.schedules.cpsat import exact
+from equimesh.schedules.schedule import Phase, Schedule
+from equimesh.schedules.storage import check_storage
+from equimesh.schedules.synth import synthesize
+from equimesh.schedules.topology import build
+from equimesh.schedules.verify import ScheduleInvalid, verify
+
+
+def _checked(topo, chunks, phase):
+    s = Schedule("allgather", "test", chunks, topo, [phase], {"storage": "lanes"})
+    verify(s)
+    check_storage(s)
+    return s
+
+
+def test_rounds_of_an_exact_2x3_schedule_reach_the_k8_bound():
+    # K = 4 on the 2x3 EquiMesh: 5 steps (the bound 4 * 5 / 4); K = 8: 2 rounds, bound 8 * 5 / 4 = 10
+    t = build("equimesh", 2, 3)
+    res = exact(t, 4, 5, lanes=True, time_limit=60)
+    assert res.steps == 5
+    ph = L.rounds(res.phase, 8)
+    _checked(t, 8, ph)
+    assert ph.num_steps == 10
+
+
+@pytest.mark.parametrize("key", sorted(L._library()))
+def test_every_stored_schedule_is_valid_and_at_the_bound(key):
+    kind, size, dirs = key.split()
+    r, c = (int(v) for v in size.split("x"))
+    t = build(kind, r, c)
+    ph = L.stored(t, 4)
+    _checked(t, 4, ph)
+    assert ph.num_steps == r * c - 1          # bound ceil(4 (N - 1) / 4) with 4 links into every node
+
+
+@pytest.mark.parametrize("kind,rows,cols", [("mirror-equimesh", 2, 3), ("equimesh", 3, 2), ("mirror-equimesh", 3, 2),
+                                            ("equimesh", 4, 3)])
+def test_symmetric_images_of_stored_schedules(kind, rows, cols):
+    # only equimesh 2x3 and 3x4 are needed for these: transposes and flips carry them over
+    t = build(kind, rows, cols)
+    assert L._key(t) not in L._library()
+    ph = L.stored(t, 4)
+    _checked(t, 4, ph)
+    assert ph.num_steps == rows * cols - 1
+
+
+def test_no_image_where_no_symmetry_maps_the_links():
+    # the 3x4 mirror is not a flipped or transposed 3x4 EquiMesh (its rings turn the other way)
+    src = build("equimesh", 3, 4)
+    ph = L.stored(src, 4)
+    assert L._image(src, ph, build("mirror-equimesh", 3, 4)) is None
+    assert L._image(src, ph, build("equimesh", 4, 3)) is not None
+
+
+@pytest.mark.parametrize("rows,cols", [(3, 4), (4, 3), (5, 2)])
+def test_auto_allgather_k8_at_the_bound_from_the_library(rows, cols):
+    t = build("equimesh", rows, cols)
+    s = synthesize(t, 8, "allgather")
+    verify(s)
+    check_storage(s)
+    assert s.meta["method"] == "stored"
+    assert s.num_steps == 2 * (rows * cols - 1)
+
+
+@pytest.mark.parametrize("rows,cols,steps", [(2, 3, 10), (4, 3, 22)])
+def test_auto_allreduce_k8_at_the_bound(rows, cols, steps):
+    # 2x3: the ReduceScatter runs the stored 2x3 schedule flipped onto the mirror, reversed
+    # (Algorithm 3); 4x3: the stored 3x4 mirror's schedule, transposed; bound 8 (N - 1) / 4 per phase
+    t = build("equimesh", rows, cols)
+    s = synthesize(t, 8, "allreduce")
+    verify(s)
+    check_storage(s)
+    assert s.meta["method"] == "stored"
+    assert [p.num_steps for p in s.phases] == [steps, steps]
+
+
+def test_stored_applies_only_where_it_is_valid():
+    t = build("equimesh", 2, 3)
+    assert L.stored(t, 6) is None                        # K not a multiple of 4
+    assert L.stored(build("equimesh", 4, 4), 4) is None  # not stored (it has a decomposition)
+    assert L.stored(build("mesh", 2, 3), 4) is None
+    cut = build("equimesh", 2, 3)
+    cut.links = cut.links[1:]                            # link ids no longer those stored
+    assert L.stored(cut, 4) is None
+
+
+def test_a_corrupted_entry_is_refused(monkeypatch):
+    t = build("equimesh", 2, 3)
+    good = L._library()[L._key(t)]
+    broken = [list(map(list, s)) for s in good]
+    broken[1][0][2] = (broken[1][0][2] + 1) % 4          # the same chunk twice into one node, another never
+    monkeypatch.setattr(L, "_library", lambda: {L._key(t): broken})
+    with pytest.raises(ScheduleInvalid):
+        L.stored(t, 4)
+
+
+def test_main_solves_and_stores(tmp_path):
+    out = tmp_path / "lib.json"
+    L.main(["--sizes", "2x3", "--time-limit", "30", "--out", str(out)])
+    recs = json.loads(out.read_text())["schedules"]
+    assert [r["key"] for r in recs] == ["equimesh 2x3 cccc"]     # its mirror is a flipped copy (below)
+    t = build("equimesh", 2, 3)
+    _checked(t, 4, Phase("allgather", [np.array(s).reshape(-1, 3) for s in recs[0]["steps"]]))
+
+
+def test_main_adds_schedule_files_and_refuses_those_off_the_bound(tmp_path):
+    t = build("equimesh", 2, 3)
+    good = Schedule("allgather", "cpsat", 4, t, [exact(t, 4, 5, lanes=True, time_limit=60).phase])
+    good.save(tmp_path / "good.json")
+    slow = synthesize(t, 4, "allgather", "xtree")          # lane-aware XTree: 6 steps on the 2x3
+    assert slow.num_steps == 6
+    slow.save(tmp_path / "slow.json")
+    out = tmp_path / "lib.json"
+    with pytest.raises(SystemExit, match="6 steps, not at the bound"):
+        L.main(["--add", str(tmp_path / "slow.json"), "--out", str(out)])
+    with pytest.raises(SystemExit, match="not a K = 4 AllGather"):
+        synthesize(t, 8, "allgather").save(tmp_path / "k8.json")
+        L.main(["--add", str(tmp_path / "k8.json"), "--out", str(out)])
+    L.main(["--add", str(tmp_path / "good.json"), "--out", str(out)])
+    assert [r["key"] for r in json.loads(out.read_text())["schedules"]] == ["equimesh 2x3 cccc"]
+
+
+def test_cli_cpsat_honours_the_lanes_by_default(tmp_path):
+    import subprocess
+    import sys
+    from equimesh.schedules.schedule import load
+    out = tmp_path / "s.json"
+    r = subprocess.run([sys.executable, "-m", "equimesh.cli", "schedule", "--rows", "2", "--cols", "3",
+                        "--algorithm", "cpsat", "--time-limit", "60", "--json", "--out", str(out)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout)
+    assert res["storage"] == "lanes" and res["steps"] == 5
+    check_storage(load(out))
