@@ -80,7 +80,7 @@ def cmd_simulate(args) -> int:
         "backend": res.backend, "design": design.describe(),
         "bit_exact": res.bit_exact, "mismatches": o.mismatches,
         "cycles": res.cycles, "rtl_cycle_counter": o.rtl_cycles, "steps": sched.num_steps,
-        "chunk_flits": image.chunk_flits, "cycles_per_step": image.period, "bound_steps": bound,
+        "chunk_flits": image.chunk_flits, "cycles_per_step": design.period, "bound_steps": bound,
         "efficiency": round(bound / sched.num_steps, 4),
         "ratio_to_steps_x_flits": round(st.ratio_to_steps_x_flits, 4),
         "link_utilization": round(st.mean, 4), "link_utilization_min": round(st.min, 4),

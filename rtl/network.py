@@ -44,7 +44,7 @@ def router_name(design: Design, node: int, packets: PacketSetup | None = None) -
 
 def make_router(design: Design, node: int, packets: PacketSetup | None = None) -> Router:
     return Router(design.ports(node), design.lanes(node), design.slots, design.chunk_flits, design.depth,
-                  design.reduce, design.flit_bits, None if packets is None else packets.router(node))
+                  design.reduce, design.flit_bits, None if packets is None else packets.router(node), design.pipeline)
 
 
 PORT_BITS = 16384  # the widest top-level port (Amaranth's netlist caps one value at 65536 bits)

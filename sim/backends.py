@@ -116,4 +116,4 @@ def judge(image: NetworkImage, design: Design, out: dict) -> tuple[Outcome, Link
     """Check a backend's records of one program (:func:`~equimesh.sim.program.check`) and measure its links."""
     busy = join(design, out, "busy")[0].astype("int64")[:len(image.topology.links)]
     outcome = check(image, design, out["run_cycles"], int(out["cycles"][0, 0]), busy, join(design, out, "host_data"))
-    return outcome, link_stats(image, outcome.busy, outcome.cycles)
+    return outcome, link_stats(image, outcome.busy, outcome.cycles, design.period)

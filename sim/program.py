@@ -199,13 +199,8 @@ def make_program(image: NetworkImage, design: Design, widths: dict[str, int]) ->
     n_read = final_reads(image)
     read = Drive(n_read, {"host_addr": scalar(np.arange(n_read), widths["host_addr"])},
                  [p for p, _ in bus["host_data"].ports()])
-    limit = expected_run_cycles(image) + 16
+    limit = design.run_cycles(image.steps) + 16
     return Program([load, Run(limit), idle, read], widths)
-
-
-def expected_run_cycles(image: NetworkImage) -> int:
-    """Clock edges from the one that takes ``start`` to ``done``: steps x period + 3 (README "Timing")."""
-    return image.steps * image.period + 3
 
 
 def final_reads(image: NetworkImage) -> int:
