@@ -42,6 +42,11 @@ class Design:
         """Cycles per timestep."""
         return period(self.chunk_flits, self.pipeline)
 
+    @property
+    def host_latency(self) -> int:
+        """Cycles from ``host_addr`` to its ``host_data`` (the read port, and with pipeline 1 its register)."""
+        return 1 + self.pipeline
+
     def run_cycles(self, steps: int) -> int:
         """Clock edges from the one that takes ``start`` to ``done`` for a schedule of ``steps`` steps."""
         return run_cycles(steps, self.chunk_flits, self.pipeline)

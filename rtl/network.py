@@ -133,7 +133,7 @@ class Network(wiring.Component):
     group : In -- the group of nodes the load ports address.
     tab_we, tab_addr, tab_data : In -- write table entry ``tab_addr`` of every router of the group.
     load_addr, load_we, load_data : In -- write flit ``load_addr`` of the group's lanes whose bit is set.
-    host_addr : In, host_data : Out -- flit ``host_addr`` of every lane, valid the next cycle.
+    host_addr : In, host_data : Out -- flit ``host_addr`` of every lane, valid ``design.host_latency`` cycles later.
     link_valid : Out(links) -- bit ``i`` is the valid signal of link ``i`` (waveforms).
     cycles, busy : Out -- the statistics block (:class:`~equimesh.rtl.stats.Stats`).
 

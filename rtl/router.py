@@ -89,7 +89,8 @@ class Router(wiring.Component):
         (:func:`~equimesh.rtl.rom.entry_layout`).
     load_we, load_addr, load_data : In -- write flit ``load_addr`` of lane ``i`` from
         ``load_data[i]`` where bit ``i`` of ``load_we`` is set (the node's DMA port).
-    host_addr : In, host_data : Out -- flit ``host_addr`` of every lane, valid the next cycle.
+    host_addr : In, host_data : Out -- flit ``host_addr`` of every lane, valid ``1 + pipeline`` cycles later
+        (with pipeline 1 through the read register ``rd_q``).
     The host loads and reads only while the router is not running.
     with ``packets``: inject : In(stream), eject_<port> : Out(stream) (one per lane port),
         hold : In(1), idle : Out(1) -- as :class:`~equimesh.rtl.packet_router.PacketPath`.
@@ -180,8 +181,7 @@ class Router(wiring.Component):
         lanes = [Lane(self.slots * F, self.flit_bits, self.reduce, transparent=not piped) for _ in self.lanes]
         for i, port in enumerate(self.lanes):
             m.submodules[f"lane_{port}"] = lane = lanes[i]
-            m.d.comb += [lane.rd_addr.eq(Mux(run, entry.lane[i].rd_slot * F + flit, self.host_addr)),
-                         self.host_data[i].eq(lane.rd_data)]
+            m.d.comb += lane.rd_addr.eq(Mux(run, entry.lane[i].rd_slot * F + flit, self.host_addr))
 
         # Stage R (pipeline 1), then stage B: the entry follows its flits.
         live, fl, ops = a_live, flit, entry
@@ -190,15 +190,17 @@ class Router(wiring.Component):
                 Signal(entry_lay, name=f"{stage}_ops")
             m.d.sync += [s_live.eq(live), s_flit.eq(fl), s_ops.eq(ops)]
             if stage == ("r", "b")[1 - self.pipeline] and self.reduce:  # the first stage after A
+                acc_live, acc_ops = s_live, s_ops
                 for i, lane in enumerate(lanes):
                     m.d.comb += lane.acc_addr.eq(s_ops.lane[i].wr_slot * F + s_flit)
             live, fl, ops = s_live, s_flit, s_ops
         b_live, b_flit, b_ops = live, fl, ops
-        if piped:
-            lane_out = [Signal(flit_layout(self.flit_bits), name=f"rd_q_{p}") for p in self.lanes]
+        if piped:  # reset-less, like a block RAM's output register
+            lane_out = [Signal(flit_layout(self.flit_bits), name=f"rd_q_{p}", reset_less=True) for p in self.lanes]
             m.d.sync += [q.eq(lane.rd_data) for q, lane in zip(lane_out, lanes)]
         else:
             lane_out = [lane.rd_data for lane in lanes]
+        m.d.comb += [self.host_data[i].eq(out) for i, out in enumerate(lane_out)]
 
         # Stage B: crossbar onto the link registers.
         inputs = n if self.packets is None else n + 1  # with packets: the lanes or the packet inputs, and inject
@@ -210,7 +212,7 @@ class Router(wiring.Component):
             m.d.comb += [sched_sel[o].valid.eq(b_live & b_ops.out[o].valid), sched_sel[o].input.eq(b_ops.out[o].lane)]
             m.d.sync += [sched_valid[o].eq(sched_sel[o].valid), sched_flit[o].eq(xbar.o[o])]
         if self.reduce and piped:
-            acc_data = [Signal(flit_layout(self.flit_bits), name=f"acc_q_{p}") for p in self.lanes]
+            acc_data = [Signal(flit_layout(self.flit_bits), name=f"acc_q_{p}", reset_less=True) for p in self.lanes]
             m.d.sync += [q.eq(lane.acc_data) for q, lane in zip(acc_data, lanes)]
         elif self.reduce:
             acc_data = [lane.acc_data for lane in lanes]
@@ -229,6 +231,12 @@ class Router(wiring.Component):
             en = c_live & op.wr_en
             m.d.sync += Assert(~en | ((arrived & op.wr_mask) == op.wr_mask),
                                f"lane {self.lanes[i]} writes from an in-port with no flit")
+            if piped:  # what lets the plain read ports map onto block RAM with no collision logic
+                reads = [(a_live & entry.lane[i].rd_en, lane.rd_addr)]
+                if self.reduce:
+                    reads.append((acc_live & acc_ops.lane[i].wr_en & acc_ops.lane[i].wr_acc, lane.acc_addr))
+                m.d.sync += Assert(~en | ~Cat(used & (a == lane.wr_addr) for used, a in reads).any(),
+                                   f"lane {self.lanes[i]} reads a flit in the cycle it is written")
             # The host's load port has the lane's write port whenever stage C does not write.
             m.d.comb += [lane.wr_en.eq(en | (~c_live & self.load_we[i])),
                          lane.wr_addr.eq(Mux(c_live, op.wr_slot * F + c_flit, self.load_addr))]

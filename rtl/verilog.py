@@ -112,7 +112,7 @@ Buses carry one field per node (or per lane slot, {ml} per node), node 0 in the 
 4. `done` rises `steps x max(chunk_flits, {MIN_PERIOD[design.pipeline]}) + {LATENCY[design.pipeline]}` cycles after the edge
    that took `start` ({design.run_cycles(image.steps)} here; router pipeline depth {design.pipeline}). `cycles` then holds that count and `busy` (32 bits per link,
    link 0 in the low bits) each link's busy cycles.
-5. Read back: set `host_addr = a`; one cycle later field `v*{ml}+i` of `host_data` is flit `a` of lane `i`
+5. Read back: set `host_addr = a`; {design.host_latency} cycle(s) later field `v*{ml}+i` of `host_data` is flit `a` of lane `i`
    of node `v`.
 
 Flows that want the tables in the bitstream skip steps 1 and 2 and initialise the memories

@@ -31,7 +31,7 @@ from ..rtl.packet_network import PacketSetup, TrafficTop
 from ..rtl.rom import NetworkImage
 from ..schedules.routing import ForwardingTable
 from .metrics import link_stats
-from .program import Program, check, final_reads, join, make_program
+from .program import Program, check, final_reads, join, make_program, read_back
 from .traffic import Run, Traffic
 
 
@@ -168,7 +168,8 @@ def simulate_mixed(image: NetworkImage, table: ForwardingTable, traffic: Traffic
         host = np.zeros((reads, -(-len(top.host_data) // 32)), dtype=np.uint32)
         for a in range(reads):
             ctx.set(top.host_addr, a)
-            await ctx.tick()
+            for _ in range(mixed.design.host_latency):
+                await ctx.tick()
             host[a] = np.frombuffer(ctx.get(top.host_data).to_bytes(4 * host.shape[1], "little"), dtype="<u4")
         out.update(mixed.results([ctx.get(s) for s in top.link_flits], host))
 
@@ -260,7 +261,7 @@ def run_mixed_compiled(image: NetworkImage, table: ForwardingTable, traffic: Tra
         done_at = done_edge - t0 + 1  # as MixedRun counts: the edge after the one that sampled ``done``
         run_cycles = int(got["cycles"][0])
         busy = join(design, got, "busy").reshape(-1).astype(np.int64)[:links]
-        o = check(image, design, run_cycles, run_cycles, busy, join(design, rec, "host_data"))
+        o = check(image, design, run_cycles, run_cycles, busy, read_back(design, rec))
         st = link_stats(image, busy, run_cycles, design.period)
         sched_flits = int(st.busy.sum())
         launched = done_at - run_cycles

@@ -197,10 +197,16 @@ def make_program(image: NetworkImage, design: Design, widths: dict[str, int]) ->
     idle = Drive(1, split(design, {"tab_we": scalar([0], 1), "load_we": no_we}),
                  ["cycles"] + [p for p, _ in bus["busy"].ports()])
     n_read = final_reads(image)
-    read = Drive(n_read, {"host_addr": scalar(np.arange(n_read), widths["host_addr"])},
+    frames = n_read + design.host_latency - 1  # the last address is held while the reads drain
+    read = Drive(frames, {"host_addr": scalar(np.minimum(np.arange(frames), n_read - 1), widths["host_addr"])},
                  [p for p, _ in bus["host_data"].ports()])
     limit = design.run_cycles(image.steps) + 16
     return Program([load, Run(limit), idle, read], widths)
+
+
+def read_back(design: Design, out: dict) -> np.ndarray:
+    """The lanes read back, one row per address, from the captures of a program's read frames."""
+    return join(design, out, "host_data")[design.host_latency - 1:]
 
 
 def final_reads(image: NetworkImage) -> int:
