@@ -262,7 +262,8 @@ class Router(wiring.Component):
         schedule = Signal()
         m.d.comb += schedule.eq(run | fill | (over & ~self.done))
         cfg = self.packets
-        m.submodules.packets = pkt = PacketPath(cfg.fmt, cfg.node, self.lanes, cfg.reach, cfg.depth, self.link_bits)
+        m.submodules.packets = pkt = PacketPath(cfg.fmt, cfg.node, self.lanes, cfg.reach, cfg.depth, self.link_bits,
+                                                self.pipeline)
         m.d.comb += [pkt.hold.eq(self.hold | schedule), self.idle.eq(pkt.idle), xbar.i[n].eq(pkt.heads[n])]
         wiring.connect(m, wiring.flipped(self.inject), pkt.inject)
         for i, out in enumerate(lane_out):
