@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from .args import COLLECTIVES, _check_sizes, add_run_args, load_image, table_from_args
+from .args import COLLECTIVES, _check_sizes, add_pipeline_arg, add_run_args, load_image, table_from_args
 from .errors import InputError, UsageError, writing
 from .progress import Progress
 from .rtl.rom import RomError
@@ -30,7 +30,8 @@ def _design(args, image):
         if v is not None and v < 1:
             raise UsageError(f"--{name} must be >= 1 (got {v})")
     try:
-        return fit(image, slots=getattr(args, "slots", None), depth=getattr(args, "depth", None))
+        return fit(image, slots=getattr(args, "slots", None), depth=getattr(args, "depth", None),
+                   pipeline=args.pipeline)
     except RomError as e:
         raise InputError(f"{getattr(args, 'schedule', None) or 'schedule'}: {e}") from None
 
@@ -119,6 +120,7 @@ def add_design_args(p) -> None:
                                              "of two >= 16 that holds the schedule)")
     p.add_argument("--slots", type=int, help="chunk slots per lane of the design (default: the next power of "
                                              "two >= 16 that holds the schedule)")
+    add_pipeline_arg(p)
 
 
 def add_backend_arg(p) -> None:
