@@ -11,11 +11,13 @@ MIN_PERIOD)``), flit ``f`` of a step in its cycle ``f``; ``pipeline`` (a design
 parameter) sets the depth. The registers of every stage:
 
 * stage T (pipeline 1 only; the table entry, read ahead): the table memory's
-  read port is addressed with ``nxt``, the step after the current one, and its
-  output is registered into ``entry`` at the step boundary (at ``start``, one
-  fill cycle reads entry 0). Registers: the table port's own read register (a
-  block RAM's), ``nxt``, ``entry``. With pipeline 0 the table is read
-  combinationally at ``step``;
+  read port is addressed with ``nxt``, the step after the current one; its
+  output is registered in ``tab_q`` every cycle and copied into ``entry`` at the
+  step boundary (at ``start``, one fill cycle takes entry 0, which the host must
+  have written at least two cycles before ``start``; an assertion checks it).
+  Registers: the table port's own read register, ``tab_q`` (a block RAM's
+  output register), ``nxt``, ``entry``, ``tab_we_q``. With pipeline 0 the table
+  is read combinationally at ``step``;
 * stage A: the counters (``run``, ``step``, ``flit``, ``last``, ``fill``) and
   the entry give every lane's send slot; the lanes' read ports are addressed
   ``rd_slot * chunk_flits + flit``. Registers: the lanes' read registers;
@@ -91,7 +93,8 @@ class Router(wiring.Component):
         ``load_data[i]`` where bit ``i`` of ``load_we`` is set (the node's DMA port).
     host_addr : In, host_data : Out -- flit ``host_addr`` of every lane, valid ``1 + pipeline`` cycles later
         (with pipeline 1 through the read register ``rd_q``).
-    The host loads and reads only while the router is not running.
+    The host loads and reads only while the router is not running, and with pipeline 1 ends its
+    table writes two cycles before ``start``.
     with ``packets``: inject : In(stream), eject_<port> : Out(stream) (one per lane port),
         hold : In(1), idle : Out(1) -- as :class:`~equimesh.rtl.packet_router.PacketPath`.
     """
@@ -163,10 +166,16 @@ class Router(wiring.Component):
         if piped:
             tab_rd = table.read_port()
             nxt = Signal(range(self.depth))  # 0 whenever no schedule runs
+            tab_q = Signal(entry_lay.size, reset_less=True)  # the table RAM's output register
             entry = Signal(entry_lay)
             m.d.comb += tab_rd.addr.eq(nxt)
+            m.d.sync += tab_q.eq(tab_rd.data)
             with m.If(fill | boundary):
-                m.d.sync += entry.eq(tab_rd.data)
+                m.d.sync += entry.eq(tab_q)
+            # Entry 0 reaches `tab_q` two edges after the host wrote it.
+            tab_we_q = Signal()
+            m.d.sync += [tab_we_q.eq(self.tab_we),
+                         Assert(~self.start | ~(self.tab_we | tab_we_q), "start within two cycles of a table write")]
             with m.If(fill):
                 m.d.sync += nxt.eq(nxt + 1)
             with m.If(boundary):
