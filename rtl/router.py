@@ -27,19 +27,21 @@ parameter) sets the depth. The registers of every stage:
   read-modify-write port of ReduceScatter is addressed here;
 * stage B: the crossbar connects lanes (``rd_q``, or with pipeline 0 the read
   ports themselves) to out-ports as ``b_ops`` says; the result is registered
-  onto the links (``sched_valid``, ``sched_flit``: the link registers). With
-  pipeline 0 the read-modify-write port is addressed here; with pipeline 1 its
-  data is registered (``acc_q``);
+  onto the links (``sched_valid``, ``sched_flit``: the link registers).
+  ``b_live``, ``b_flit``, ``b_ops`` carry the entry. With pipeline 0 the
+  read-modify-write port is addressed here; with pipeline 1 its data is
+  registered (``acc_q``);
 * stage C: the flit is on the link; the receiver writes it into the lane and
   slot its own entry (``c_ops``) names, for ReduceScatter adding the lane's old
   value and all in-ports in the entry's mask, word by word with wrapping 32-bit
-  adds. ``done`` follows the last write through a chain of registers
-  (``drain_*``).
+  adds (``c_live``, ``c_flit``, ``c_ops`` carry the entry; the lane's write
+  port registers the write). ``done`` follows the last write through a chain of
+  registers (``drain_*``, ``done``).
 
 The crossbar has one input per lane and one output per network port; there
 is no local input, the node's data is preloaded into its lanes. The host reads
-any lane (``host_*``) through the lanes' send read ports while the router is
-not running.
+any lane (``host_*``) through the lanes' send read ports (and ``rd_q``) while the
+router is not running.
 
 Packets (``packets=``, seed 004 Section 4; ``docs/relay.md``): the same router
 also carries MultiWrite packets, over the same crossbar and links. The
