@@ -61,6 +61,16 @@ def load_image(args):
     return topo, sched, image
 
 
+def add_pipeline_arg(p) -> None:
+    """``--pipeline``: the routers' pipeline depth (rtl/router.py; docs/rtl.md "Timing")."""
+    from .rtl.rom import DEFAULT_PIPELINE, PIPELINES
+
+    p.add_argument("--pipeline", type=int, choices=PIPELINES, default=DEFAULT_PIPELINE,
+                   help=f"router pipeline depth: 0 = memory reads and relay decisions in the switch's cycle, "
+                        f"1 = registered table, lane and grant (clock up, steps x max(F, 4) + 5 cycles; "
+                        f"default {DEFAULT_PIPELINE})")
+
+
 def add_run_args(p, collective_default: str | None) -> None:
     add_topology_args(p)
     p.add_argument("--chunks", type=int, default=4, help="chunks per shard K >= 1 (default 4)")

@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from .args import COLLECTIVES, _check_sizes, add_run_args, load_image, table_from_args
+from .args import COLLECTIVES, _check_sizes, add_pipeline_arg, add_run_args, load_image, table_from_args
 from .errors import InputError, UsageError, writing
 from .progress import Progress
 from .rtl.rom import RomError
@@ -30,7 +30,8 @@ def _design(args, image):
         if v is not None and v < 1:
             raise UsageError(f"--{name} must be >= 1 (got {v})")
     try:
-        return fit(image, slots=getattr(args, "slots", None), depth=getattr(args, "depth", None))
+        return fit(image, slots=getattr(args, "slots", None), depth=getattr(args, "depth", None),
+                   pipeline=args.pipeline)
     except RomError as e:
         raise InputError(f"{getattr(args, 'schedule', None) or 'schedule'}: {e}") from None
 
@@ -80,7 +81,7 @@ def cmd_simulate(args) -> int:
         "backend": res.backend, "design": design.describe(),
         "bit_exact": res.bit_exact, "mismatches": o.mismatches,
         "cycles": res.cycles, "rtl_cycle_counter": o.rtl_cycles, "steps": sched.num_steps,
-        "chunk_flits": image.chunk_flits, "cycles_per_step": image.period, "bound_steps": bound,
+        "chunk_flits": image.chunk_flits, "cycles_per_step": design.period, "bound_steps": bound,
         "efficiency": round(bound / sched.num_steps, 4),
         "ratio_to_steps_x_flits": round(st.ratio_to_steps_x_flits, 4),
         "link_utilization": round(st.mean, 4), "link_utilization_min": round(st.min, 4),
@@ -119,6 +120,7 @@ def add_design_args(p) -> None:
                                              "of two >= 16 that holds the schedule)")
     p.add_argument("--slots", type=int, help="chunk slots per lane of the design (default: the next power of "
                                              "two >= 16 that holds the schedule)")
+    add_pipeline_arg(p)
 
 
 def add_backend_arg(p) -> None:

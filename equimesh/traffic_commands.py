@@ -293,6 +293,7 @@ def cmd_bench_modes(args) -> int:
 def cmd_bench_relay(args) -> int:
     import platform
 
+    from .rtl.rom import run_cycles
     from .schedules.synth import synthesize
     from .schedules.topology import TopologyError, build
 
@@ -325,9 +326,9 @@ def cmd_bench_relay(args) -> int:
                 row[f"{key}_flit_hops"] = res["flit_hops"]
                 row[f"{key}_seconds"] = round(time.perf_counter() - t0, 1)
             phase = synthesize(topo, args.chunks, "allgather").phases[0]
-            # RTL timing model (sim/harness.py expected_run_cycles): steps x max(chunk_flits, 2) + 3.
+            # The RTL timing model (rtl/rom.py, the default router pipeline).
             row["xtree_steps"] = phase.num_steps
-            row["xtree_cycles"] = phase.num_steps * max(args.payload_flits, 2) + 3
+            row["xtree_cycles"] = run_cycles(phase.num_steps, args.payload_flits)
             row["xtree_flit_hops"] = phase.transfers * args.payload_flits
             rows.append(row)
             print(json.dumps(row) if args.json else f"measured {topo.name}", flush=True)

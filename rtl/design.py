@@ -4,7 +4,8 @@ design.md, "Schedule tables in hardware": the schedule table and the lanes are
 memories the host loads, so one design (and one compiled simulator model) runs
 any schedule that fits it. A design is the topology (kind, size, ring
 directions), the flit width, the chunk size, the lane depth in chunk slots, the
-table depth in timesteps, and whether the routers have the ReduceScatter adders.
+table depth in timesteps, whether the routers have the ReduceScatter adders, and
+the routers' pipeline depth (``rtl/router.py``; ``rtl/rom.py`` has its timing model).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import hashlib
 from dataclasses import dataclass
 
 from ..schedules.topology import Topology, format_ring_dirs
-from .rom import NetworkImage, RomError, design_ports, same_topology
+from .rom import DEFAULT_PIPELINE, PIPELINES, NetworkImage, RomError, design_ports, period, run_cycles, same_topology
 
 MIN_DEPTH = 16  # the smallest table and lane sizes a fitted design gets (powers of two above)
 FLIT_BITS = 64  # the flit width of every design the CLI builds
@@ -31,6 +32,25 @@ class Design:
     depth: int
     reduce: bool
     flit_bits: int = FLIT_BITS
+    pipeline: int = DEFAULT_PIPELINE
+
+    def __post_init__(self):
+        if self.pipeline not in PIPELINES:
+            raise RomError(f"pipeline depth {self.pipeline} is not one of {', '.join(map(str, PIPELINES))}")
+
+    @property
+    def period(self) -> int:
+        """Cycles per timestep."""
+        return period(self.chunk_flits, self.pipeline)
+
+    @property
+    def host_latency(self) -> int:
+        """Cycles from ``host_addr`` to its ``host_data`` (the read port, and with pipeline 1 its register)."""
+        return 1 + self.pipeline
+
+    def run_cycles(self, steps: int) -> int:
+        """Clock edges from the one that takes ``start`` to ``done`` for a schedule of ``steps`` steps."""
+        return run_cycles(steps, self.chunk_flits, self.pipeline)
 
     @property
     def lane_flits(self) -> int:
@@ -55,13 +75,14 @@ class Design:
         t = self.topology
         dirs = f", rings {format_ring_dirs(t.ring_dirs)}" if t.ring_dirs is not None else ""
         return (f"{t.name}{dirs}, {self.flit_bits}-bit flits, {self.chunk_flits} flits/chunk, "
-                f"{self.slots} slots/lane, table depth {self.depth}, {'with' if self.reduce else 'no'} adders")
+                f"{self.slots} slots/lane, table depth {self.depth}, {'with' if self.reduce else 'no'} adders, "
+                f"pipeline {self.pipeline}")
 
     def key(self) -> str:
         """A short digest of the parameters (the links stand for kind, size and ring directions)."""
         t = self.topology
         text = repr((t.kind, t.rows, t.cols, [l.as_list() for l in t.links], self.chunk_flits, self.slots,
-                     self.depth, self.reduce, self.flit_bits))
+                     self.depth, self.reduce, self.flit_bits, self.pipeline))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def check(self, image: NetworkImage) -> None:
@@ -82,12 +103,12 @@ class Design:
 
 
 def fit(image: NetworkImage, flit_bits: int = 64, slots: int | None = None, depth: int | None = None,
-        reduce: bool | None = None) -> Design:
+        reduce: bool | None = None, pipeline: int = DEFAULT_PIPELINE) -> Design:
     """The design that runs ``image``: the given sizes, else powers of two (at least 16) that hold it,
     so that schedules of similar length and storage share one design and one compiled model."""
     d = Design(image.topology, image.chunk_flits,
                slots if slots is not None else _pow2(image.slots, MIN_DEPTH),
                depth if depth is not None else _pow2(image.steps, MIN_DEPTH),
-               image.reduce if reduce is None else reduce, flit_bits)
+               image.reduce if reduce is None else reduce, flit_bits, pipeline)
     d.check(image)
     return d

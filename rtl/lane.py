@@ -7,9 +7,12 @@ with one write port and one or two synchronous read ports:
 * ``acc``: the read-modify-write port of ReduceScatter, present only when the
   network reduces (the lane is then 2R1W).
 
-Both read ports are transparent for the write port, so a flit written in a
-cycle can be read in that same cycle: this is what lets a step last only
-``max(chunk_flits, 2)`` cycles.
+With ``transparent`` (the unpipelined router, ``pipeline=0``) both read ports
+are transparent for the write port, so a flit written in a cycle can be read in
+that same cycle: this is what lets that router's step last only
+``max(chunk_flits, 2)`` cycles. The pipelined router (``pipeline=1``) uses plain
+read ports, which map onto block RAM without bypass logic behind their outputs
+(``rtl/rom.py`` ``MIN_PERIOD``).
 """
 
 from __future__ import annotations
@@ -29,8 +32,8 @@ class Lane(wiring.Component):
     The router multiplexes the host's load port onto the write port while it is not running.
     """
 
-    def __init__(self, depth: int, flit_bits: int, reduce: bool):
-        self.depth, self.reduce = depth, reduce
+    def __init__(self, depth: int, flit_bits: int, reduce: bool, transparent: bool = True):
+        self.depth, self.reduce, self.transparent = depth, reduce, transparent
         flit = flit_layout(flit_bits)
         addr = range(depth)
         members = {
@@ -47,9 +50,10 @@ class Lane(wiring.Component):
         m.submodules.mem = mem = self.mem
         wr = mem.write_port()
         m.d.comb += [wr.en.eq(self.wr_en), wr.addr.eq(self.wr_addr), wr.data.eq(self.wr_data)]
-        rd = mem.read_port(transparent_for=(wr,))
+        bypass = (wr,) if self.transparent else ()
+        rd = mem.read_port(transparent_for=bypass)
         m.d.comb += [rd.addr.eq(self.rd_addr), self.rd_data.eq(rd.data)]
         if self.reduce:
-            acc = mem.read_port(transparent_for=(wr,))
+            acc = mem.read_port(transparent_for=bypass)
             m.d.comb += [acc.addr.eq(self.acc_addr), self.acc_data.eq(acc.data)]
         return m

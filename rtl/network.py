@@ -44,7 +44,7 @@ def router_name(design: Design, node: int, packets: PacketSetup | None = None) -
 
 def make_router(design: Design, node: int, packets: PacketSetup | None = None) -> Router:
     return Router(design.ports(node), design.lanes(node), design.slots, design.chunk_flits, design.depth,
-                  design.reduce, design.flit_bits, None if packets is None else packets.router(node))
+                  design.reduce, design.flit_bits, None if packets is None else packets.router(node), design.pipeline)
 
 
 PORT_BITS = 16384  # the widest top-level port (Amaranth's netlist caps one value at 65536 bits)
@@ -133,7 +133,7 @@ class Network(wiring.Component):
     group : In -- the group of nodes the load ports address.
     tab_we, tab_addr, tab_data : In -- write table entry ``tab_addr`` of every router of the group.
     load_addr, load_we, load_data : In -- write flit ``load_addr`` of the group's lanes whose bit is set.
-    host_addr : In, host_data : Out -- flit ``host_addr`` of every lane, valid the next cycle.
+    host_addr : In, host_data : Out -- flit ``host_addr`` of every lane, valid ``design.host_latency`` cycles later.
     link_valid : Out(links) -- bit ``i`` is the valid signal of link ``i`` (waveforms).
     cycles, busy : Out -- the statistics block (:class:`~equimesh.rtl.stats.Stats`).
 

@@ -42,6 +42,7 @@ from .crossbar import Crossbar, select_layout
 from .flit import WORD_BITS, flit_layout
 from .packet import PacketFormat
 from .relay import Relay, rewrite_header
+from .rom import DEFAULT_PIPELINE
 
 
 class InputBuffer(wiring.Component):
@@ -149,6 +150,7 @@ class PacketConfig:
     node: int
     reach: dict[str, int]
     depth: int
+    pipeline: int = DEFAULT_PIPELINE  # 1: the relays register their grant (rtl/relay.py, ``cut``)
 
     @property
     def flit_bits(self) -> int:
@@ -192,10 +194,11 @@ class PacketPath(wiring.Component):
     """
 
     def __init__(self, fmt: PacketFormat, node: int, ports: list[str], reach: dict[str, int], depth: int,
-                 xbar_bits: int):
+                 xbar_bits: int, pipeline: int = DEFAULT_PIPELINE):
         if xbar_bits < fmt.flit.size:
             raise ValueError(f"a {xbar_bits}-bit crossbar cannot carry {fmt.flit.size}-bit packet flits")
         self.fmt, self.node, self.ports, self.reach, self.depth = fmt, node, list(ports), reach, depth
+        self.pipeline = pipeline
         inputs, outs = len(self.ports) + 1, len(self.ports)
         members = packet_ports(fmt, self.ports)
         members.update({
@@ -222,18 +225,18 @@ class PacketPath(wiring.Component):
             wiring.connect(m, wiring.flipped(getattr(self, f"i_{p}")), buf.i)
             sources.append(buf.o)
             empty.append(buf.empty)
-            relays.append(Relay(fmt, self.node, reach, local=True))
+            relays.append(Relay(fmt, self.node, reach, local=True, cut=self.pipeline > 0))
         sources.append(self.inject)
-        relays.append(Relay(fmt, self.node, reach, local=False))
+        relays.append(Relay(fmt, self.node, reach, local=False, cut=self.pipeline > 0))
         for j, (src, relay) in enumerate(zip(sources, relays)):
             m.submodules[f"relay_{j}"] = relay
             valid = src.valid
             if src is self.inject:  # ``hold`` stops a new header; a granted packet completes
                 valid = src.valid & (relay.active | ~self.hold)
             m.d.comb += [relay.i.payload.eq(src.payload), relay.i.valid.eq(valid), src.ready.eq(relay.i.ready)]
-        m.d.comb += self.idle.eq(Cat(*empty).all() & ~Cat(r.active for r in relays).any())
-
         m.submodules.alloc = alloc = Allocator(len(relays), outs)
+        # A granted header counts as held from its grant cycle (with a cut it is not yet active).
+        m.d.comb += self.idle.eq(Cat(*empty).all() & ~Cat(r.active for r in relays).any() & ~alloc.grant.any())
         busy = Signal(outs)
         for j, relay in enumerate(relays):
             m.d.comb += [
@@ -288,7 +291,7 @@ class PacketRouter(wiring.Component):
     """
 
     def __init__(self, cfg: PacketConfig, ports: list[str]):
-        self.path = PacketPath(cfg.fmt, cfg.node, ports, cfg.reach, cfg.depth, cfg.flit_bits)
+        self.path = PacketPath(cfg.fmt, cfg.node, ports, cfg.reach, cfg.depth, cfg.flit_bits, cfg.pipeline)
         self.ports = list(ports)
         super().__init__(packet_ports(cfg.fmt, self.ports))
 

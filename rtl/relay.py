@@ -16,8 +16,17 @@ one flit: each branch's ``valid`` stays up until that branch takes the flit
 ``ready`` combinationally and branches drift apart by at most one flit. The
 network branches of the header are granted together (``grant``, from the
 router's allocator, only when every requested output is free and its receiver
-has room for the whole packet), so they always take the header in the grant
-cycle; only the local delivery can lag.
+has room for the whole packet), so they always take the header in the cycle it
+is first presented; only the local delivery can lag.
+
+Pipeline (``cut``, the router's ``pipeline`` 1; FlooNoC's cut between
+allocation and switch traversal): the grant only sets ``active`` and latches the
+branches, and the header leaves in the next cycle. Every branch ``valid`` then
+comes from registers (``active``, ``branches``, ``sent``) and the input
+buffer's output register, never through the allocator. The receivers still
+have room: an output is granted only while no packet holds it, so its receiver
+is between packets and nothing else can fill it before the header arrives. The
+price is one cycle per packet and hop.
 """
 
 from __future__ import annotations
@@ -51,6 +60,7 @@ class Relay(wiring.Component):
     reach : per network output, in the router's output order, the bitmap it serves.
     local : whether this input can deliver locally (False for the injection input:
         a node never addresses itself).
+    cut : register the grant: the header leaves the cycle after its grant (see above).
 
     Ports
     -----
@@ -65,8 +75,8 @@ class Relay(wiring.Component):
     active : Out(1)  -- a granted packet is passing (from the cycle after its grant to its tail).
     """
 
-    def __init__(self, fmt: PacketFormat, own: int, reach: list[int], local: bool):
-        self.fmt, self.own, self.reach, self.local = fmt, own, reach, local
+    def __init__(self, fmt: PacketFormat, own: int, reach: list[int], local: bool, cut: bool = False):
+        self.fmt, self.own, self.reach, self.local, self.cut = fmt, own, reach, local, cut
         n = len(reach) + 1
         super().__init__({
             "i": In(stream.Signature(fmt.flit)),
@@ -101,8 +111,10 @@ class Relay(wiring.Component):
             self.active.eq(active),
         ]
 
-        sel = Mux(active, branches, want)
-        go = self.i.valid & (active | self.grant)
+        if self.cut:  # the header waits for the cycle after its grant
+            sel, go = branches, self.i.valid & active
+        else:
+            sel, go = Mux(active, branches, want), self.i.valid & (active | self.grant)
         done = Signal(outs + 1)
         m.d.comb += [
             self.valid.eq(Mux(go, sel & ~sent, 0)),
@@ -122,12 +134,12 @@ class Relay(wiring.Component):
 
         # Invariants: an idle relay sees headers only; a grant comes only for a waiting header;
         # a header addresses somebody and never its own injector; network branches take the
-        # header in its grant cycle (the allocator checked room downstream).
+        # header when it is first presented (the allocator checked room downstream).
         m.d.sync += [
             Assert(~self.pending | head.first, "relay: a body flit arrived without its header"),
             Assert(~self.grant | self.pending, "relay: grant without a waiting header"),
             Assert(~self.pending | (bitmap != 0), "relay: header with an empty bitmap"),
-            Assert(~self.grant | ((self.valid[:outs] & ~self.ready[:outs]) == 0),
+            Assert(~(go & head.first) | ((self.valid[:outs] & ~self.ready[:outs]) == 0),
                    "relay: a granted output refused the header"),
         ]
         if not self.local:

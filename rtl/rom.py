@@ -37,10 +37,31 @@ from ..schedules.storage import StorageConflict, check_storage
 from ..schedules.topology import PORT_ORDER, Topology
 from ..schedules.verify import ScheduleInvalid, verify
 
-# A step lasts max(chunk_flits, MIN_PERIOD) cycles: a flit written at stage C of
-# step s must be readable (through the lanes' transparent read ports) at
-# stage A of step s + 1, two cycles after it was read at the sender.
-MIN_PERIOD = 2
+# The timing model of the schedule path, per router pipeline depth (``Design.pipeline``,
+# rtl/router.py). A step lasts max(chunk_flits, MIN_PERIOD) cycles: a flit written at
+# stage C of step s must be readable at stage A of step s + 1.
+# * pipeline 0: read at A, crossbar at B, written at C, two cycles after the read; the
+#   lanes' read ports are transparent, so A of step s + 1 may be C's cycle: MIN_PERIOD 2.
+# * pipeline 1: the lane read data is registered (stage R) before the crossbar, so the
+#   write is three cycles after the read, and the read ports are not transparent (block
+#   RAM without bypass logic): A of step s + 1 comes at least a cycle after C: MIN_PERIOD 4.
+# A run lasts steps x period + LATENCY cycles from the edge that takes ``start`` to the
+# edge after which ``done`` is high: the read-to-write latency, one cycle for ``done`` to
+# register, and with pipeline 1 one cycle to read the first table entry ahead.
+PIPELINES = (0, 1)
+MIN_PERIOD = {0: 2, 1: 4}
+LATENCY = {0: 3, 1: 5}
+DEFAULT_PIPELINE = 1
+
+
+def period(chunk_flits: int, pipeline: int = DEFAULT_PIPELINE) -> int:
+    """Cycles per timestep of a router of the given pipeline depth."""
+    return max(chunk_flits, MIN_PERIOD[pipeline])
+
+
+def run_cycles(steps: int, chunk_flits: int, pipeline: int = DEFAULT_PIPELINE) -> int:
+    """Clock edges from the one that takes ``start`` to ``done``: steps x period + LATENCY."""
+    return steps * period(chunk_flits, pipeline) + LATENCY[pipeline]
 
 
 class RomError(ValueError):
@@ -131,11 +152,6 @@ class NetworkImage:
     initial: list[dict]
     final: list[dict]
     link_transfers: np.ndarray
-
-    @property
-    def period(self) -> int:
-        """Cycles per timestep."""
-        return max(self.chunk_flits, MIN_PERIOD)
 
     @property
     def lane_flits(self) -> int:

@@ -6,22 +6,42 @@ baseline's perimeter nodes get extra ports X0, X1, ... (6-port routers).
 Ports with no link are tied off (outputs constant 0, inputs unread), so
 synthesis removes them.
 
-Datapath, per timestep of ``max(chunk_flits, 2)`` cycles (README "Router"):
+Datapath, per timestep of ``period`` cycles (``rtl/rom.py``: ``max(chunk_flits,
+MIN_PERIOD)``), flit ``f`` of a step in its cycle ``f``; ``pipeline`` (a design
+parameter) sets the depth. The registers of every stage:
 
-* stage A: the ROM entry of the current step (combinational ROM read) gives
-  every lane's send slot; the lanes' read ports are addressed
-  ``slot * chunk_flits + flit``;
-* stage B: the crossbar connects lanes to out-ports as the entry says; the
-  result is registered onto the links;
+* stage T (pipeline 1 only; the table entry, read ahead): the table memory's
+  read port is addressed with ``nxt``, the step after the current one; its
+  output is registered in ``tab_q`` every cycle and copied into ``entry`` at the
+  step boundary (at ``start``, one fill cycle takes entry 0, which the host must
+  have written at least two cycles before ``start``; an assertion checks it).
+  Registers: the table port's own read register, ``tab_q`` (a block RAM's
+  output register), ``nxt``, ``entry``, ``tab_we_q``. With pipeline 0 the table
+  is read combinationally at ``step``;
+* stage A: the counters (``run``, ``step``, ``flit``, ``last``, ``fill``) and
+  the entry give every lane's send slot; the lanes' read ports are addressed
+  ``rd_slot * chunk_flits + flit``. Registers: the lanes' read registers;
+* stage R (pipeline 1 only): the lane read data is registered (``rd_q``, a
+  block RAM's output register), so no path runs from a memory output through the
+  crossbar; ``r_live``, ``r_flit``, ``r_ops`` carry the entry along. The
+  read-modify-write port of ReduceScatter is addressed here;
+* stage B: the crossbar connects lanes (``rd_q``, or with pipeline 0 the read
+  ports themselves) to out-ports as ``b_ops`` says; the result is registered
+  onto the links (``sched_valid``, ``sched_flit``: the link registers).
+  ``b_live``, ``b_flit``, ``b_ops`` carry the entry. With pipeline 0 the
+  read-modify-write port is addressed here; with pipeline 1 its data is
+  registered (``acc_q``);
 * stage C: the flit is on the link; the receiver writes it into the lane and
-  slot its own entry names, for ReduceScatter adding the lane's old value
-  (read at stage B through the read-modify-write port) and all in-ports in
-  the entry's mask, word by word with wrapping 32-bit adds.
+  slot its own entry (``c_ops``) names, for ReduceScatter adding the lane's old
+  value and all in-ports in the entry's mask, word by word with wrapping 32-bit
+  adds (``c_live``, ``c_flit``, ``c_ops`` carry the entry; the lane's write
+  port registers the write). ``done`` follows the last write through a chain of
+  registers (``drain_*``, ``done``).
 
 The crossbar has one input per lane and one output per network port; there
 is no local input, the node's data is preloaded into its lanes. The host reads
-any lane (``host_*``) through the lanes' send read ports while the router is
-not running.
+any lane (``host_*``) through the lanes' send read ports (and ``rd_q``) while the
+router is not running.
 
 Packets (``packets=``, seed 004 Section 4; ``docs/relay.md``): the same router
 also carries MultiWrite packets, over the same crossbar and links. The
@@ -45,7 +65,7 @@ from .crossbar import Crossbar, select_layout
 from .flit import add_flits, flit_layout, link_signature
 from .lane import Lane
 from .packet_router import PacketConfig, PacketPath
-from .rom import MIN_PERIOD, entry_layout
+from .rom import DEFAULT_PIPELINE, entry_layout, period
 
 
 class Router(wiring.Component):
@@ -62,6 +82,7 @@ class Router(wiring.Component):
     depth : schedule-table entries (the longest schedule the router runs).
     reduce : build the ReduceScatter adders and read-modify-write ports.
     packets : also carry MultiWrite packets (:class:`~equimesh.rtl.packet_router.PacketConfig`).
+    pipeline : 0 or 1, the schedule path's pipeline depth (stages above; ``rtl/rom.py`` its timing).
 
     Ports
     -----
@@ -72,17 +93,19 @@ class Router(wiring.Component):
         (:func:`~equimesh.rtl.rom.entry_layout`).
     load_we, load_addr, load_data : In -- write flit ``load_addr`` of lane ``i`` from
         ``load_data[i]`` where bit ``i`` of ``load_we`` is set (the node's DMA port).
-    host_addr : In, host_data : Out -- flit ``host_addr`` of every lane, valid the next cycle.
-    The host loads and reads only while the router is not running.
+    host_addr : In, host_data : Out -- flit ``host_addr`` of every lane, valid ``1 + pipeline`` cycles later
+        (with pipeline 1 through the read register ``rd_q``).
+    The host loads and reads only while the router is not running, and with pipeline 1 ends its
+    table writes two cycles before ``start``.
     with ``packets``: inject : In(stream), eject_<port> : Out(stream) (one per lane port),
         hold : In(1), idle : Out(1) -- as :class:`~equimesh.rtl.packet_router.PacketPath`.
     """
 
     def __init__(self, ports, lanes, slots: int, chunk_flits: int, depth: int, reduce: bool,
-                 flit_bits: int = 64, packets: PacketConfig | None = None):
+                 flit_bits: int = 64, packets: PacketConfig | None = None, pipeline: int = DEFAULT_PIPELINE):
         self.ports, self.lanes = tuple(ports), tuple(lanes)
         self.slots, self.chunk_flits, self.depth, self.reduce = slots, chunk_flits, depth, reduce
-        self.flit_bits, self.packets = flit_bits, packets
+        self.flit_bits, self.packets, self.pipeline = flit_bits, packets, pipeline
         n = len(self.lanes)
         self.link_bits = flit_bits if packets is None else max(flit_bits, packets.flit_bits)
         link = link_signature(self.link_bits, ready=packets is not None)
@@ -104,15 +127,18 @@ class Router(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        F, P, n = self.chunk_flits, max(self.chunk_flits, MIN_PERIOD), len(self.lanes)
+        F, P, n, piped = self.chunk_flits, period(self.chunk_flits, self.pipeline), len(self.lanes), self.pipeline > 0
         entry_lay = entry_layout(n, self.slots)
 
         # Timestep counter: `flit` counts the cycles of a step, `step` the table address.
-        run, over = Signal(), Signal()
+        # With pipeline 1, `start` first takes one fill cycle, which reads table entry 0.
+        run, over, fill = Signal(), Signal(), Signal()
         step, flit = Signal(range(self.depth)), Signal(range(P))
         last = Signal(range(self.depth))
+        boundary = Signal()
+        m.d.comb += boundary.eq(run & (flit == P - 1))
         with m.If(run):
-            with m.If(flit == P - 1):
+            with m.If(boundary):
                 m.d.sync += flit.eq(0)
                 with m.If(step == last):
                     m.d.sync += [run.eq(0), over.eq(1)]
@@ -120,31 +146,74 @@ class Router(wiring.Component):
                     m.d.sync += step.eq(step + 1)
             with m.Else():
                 m.d.sync += flit.eq(flit + 1)
+        if piped:
+            with m.Elif(fill):
+                m.d.sync += [fill.eq(0), run.eq(1), step.eq(0), flit.eq(0)]
         with m.Elif(self.start):
-            m.d.sync += [run.eq(1), over.eq(0), step.eq(0), flit.eq(0), last.eq(self.steps - 1)]
-        drained = Signal()  # the last write happens two cycles after the last read
-        m.d.sync += [drained.eq(over & ~self.start), self.done.eq(drained & ~self.start)]
+            m.d.sync += [over.eq(0), last.eq(self.steps - 1)]
+            m.d.sync += [fill.eq(1)] if piped else [run.eq(1), step.eq(0), flit.eq(0)]
+        # `done` follows `over` through the read-to-write latency.
+        drained = over
+        for k in range(1 + self.pipeline):
+            nxt_drain = Signal(name=f"drain_{k}")
+            m.d.sync += nxt_drain.eq(drained & ~self.start)
+            drained = nxt_drain
+        m.d.sync += self.done.eq(drained & ~self.start)
 
-        # Schedule table: written by the host, read combinationally at the current step.
+        # Schedule table: written by the host; read combinationally at the current step (pipeline 0)
+        # or one step ahead into `entry` (stage T).
         m.submodules.table = table = Memory(shape=unsigned(entry_lay.size), depth=self.depth, init=[])
         tab_wr = table.write_port()
         m.d.comb += [tab_wr.en.eq(self.tab_we), tab_wr.addr.eq(self.tab_addr), tab_wr.data.eq(self.tab_data)]
-        tab_rd = table.read_port(domain="comb")
-        m.d.comb += tab_rd.addr.eq(step)
-        entry = data.View(entry_lay, tab_rd.data)
+        if piped:
+            tab_rd = table.read_port()
+            nxt = Signal(range(self.depth))  # 0 whenever no schedule runs
+            tab_q = Signal(entry_lay.size, reset_less=True)  # the table RAM's output register
+            entry = Signal(entry_lay)
+            m.d.comb += tab_rd.addr.eq(nxt)
+            m.d.sync += tab_q.eq(tab_rd.data)
+            with m.If(fill | boundary):
+                m.d.sync += entry.eq(tab_q)
+            # Entry 0 reaches `tab_q` two edges after the host wrote it.
+            tab_we_q = Signal()
+            m.d.sync += [tab_we_q.eq(self.tab_we),
+                         Assert(~self.start | ~(self.tab_we | tab_we_q), "start within two cycles of a table write")]
+            with m.If(fill):
+                m.d.sync += nxt.eq(nxt + 1)
+            with m.If(boundary):
+                m.d.sync += nxt.eq(Mux(step == last, 0, nxt + 1))
+        else:
+            tab_rd = table.read_port(domain="comb")
+            m.d.comb += tab_rd.addr.eq(step)
+            entry = data.View(entry_lay, tab_rd.data)
 
         # Stage A: address the lanes.
         a_live = run & (flit < F)
-        lanes = [Lane(self.slots * F, self.flit_bits, self.reduce) for _ in self.lanes]
+        lanes = [Lane(self.slots * F, self.flit_bits, self.reduce, transparent=not piped) for _ in self.lanes]
         for i, port in enumerate(self.lanes):
             m.submodules[f"lane_{port}"] = lane = lanes[i]
-            m.d.comb += [lane.rd_addr.eq(Mux(run, entry.lane[i].rd_slot * F + flit, self.host_addr)),
-                         self.host_data[i].eq(lane.rd_data)]
+            m.d.comb += lane.rd_addr.eq(Mux(run, entry.lane[i].rd_slot * F + flit, self.host_addr))
+
+        # Stage R (pipeline 1), then stage B: the entry follows its flits.
+        live, fl, ops = a_live, flit, entry
+        for stage in ("r", "b")[1 - self.pipeline:]:
+            s_live, s_flit, s_ops = Signal(name=f"{stage}_live"), Signal(range(P), name=f"{stage}_flit"), \
+                Signal(entry_lay, name=f"{stage}_ops")
+            m.d.sync += [s_live.eq(live), s_flit.eq(fl), s_ops.eq(ops)]
+            if stage == ("r", "b")[1 - self.pipeline] and self.reduce:  # the first stage after A
+                acc_live, acc_ops = s_live, s_ops
+                for i, lane in enumerate(lanes):
+                    m.d.comb += lane.acc_addr.eq(s_ops.lane[i].wr_slot * F + s_flit)
+            live, fl, ops = s_live, s_flit, s_ops
+        b_live, b_flit, b_ops = live, fl, ops
+        if piped:  # reset-less, like a block RAM's output register
+            lane_out = [Signal(flit_layout(self.flit_bits), name=f"rd_q_{p}", reset_less=True) for p in self.lanes]
+            m.d.sync += [q.eq(lane.rd_data) for q, lane in zip(lane_out, lanes)]
+        else:
+            lane_out = [lane.rd_data for lane in lanes]
+        m.d.comb += [self.host_data[i].eq(out) for i, out in enumerate(lane_out)]
 
         # Stage B: crossbar onto the link registers.
-        b_live, b_flit = Signal(), Signal(range(P))
-        b_ops = Signal(entry_lay)
-        m.d.sync += [b_live.eq(a_live), b_flit.eq(flit), b_ops.eq(entry)]
         inputs = n if self.packets is None else n + 1  # with packets: the lanes or the packet inputs, and inject
         m.submodules.xbar = xbar = Crossbar(inputs, n, self.link_bits)
         sched_sel = [Signal(select_layout(inputs), name=f"sched_sel_{p}") for p in self.lanes]
@@ -153,9 +222,11 @@ class Router(wiring.Component):
         for o in range(n):
             m.d.comb += [sched_sel[o].valid.eq(b_live & b_ops.out[o].valid), sched_sel[o].input.eq(b_ops.out[o].lane)]
             m.d.sync += [sched_valid[o].eq(sched_sel[o].valid), sched_flit[o].eq(xbar.o[o])]
-        if self.reduce:
-            for i, lane in enumerate(lanes):
-                m.d.comb += lane.acc_addr.eq(b_ops.lane[i].wr_slot * F + b_flit)
+        if self.reduce and piped:
+            acc_data = [Signal(flit_layout(self.flit_bits), name=f"acc_q_{p}", reset_less=True) for p in self.lanes]
+            m.d.sync += [q.eq(lane.acc_data) for q, lane in zip(acc_data, lanes)]
+        elif self.reduce:
+            acc_data = [lane.acc_data for lane in lanes]
 
         # Stage C: the flits are on the links; write (and reduce) them into the lanes.
         c_live, c_flit = Signal(), Signal(range(P))
@@ -171,11 +242,17 @@ class Router(wiring.Component):
             en = c_live & op.wr_en
             m.d.sync += Assert(~en | ((arrived & op.wr_mask) == op.wr_mask),
                                f"lane {self.lanes[i]} writes from an in-port with no flit")
+            if piped:  # what lets the plain read ports map onto block RAM with no collision logic
+                reads = [(a_live & entry.lane[i].rd_en, lane.rd_addr)]
+                if self.reduce:
+                    reads.append((acc_live & acc_ops.lane[i].wr_en & acc_ops.lane[i].wr_acc, lane.acc_addr))
+                m.d.sync += Assert(~en | ~Cat(used & (a == lane.wr_addr) for used, a in reads).any(),
+                                   f"lane {self.lanes[i]} reads a flit in the cycle it is written")
             # The host's load port has the lane's write port whenever stage C does not write.
             m.d.comb += [lane.wr_en.eq(en | (~c_live & self.load_we[i])),
                          lane.wr_addr.eq(Mux(c_live, op.wr_slot * F + c_flit, self.load_addr))]
             if self.reduce:
-                terms = [fl(Mux(op.wr_acc, lane.acc_data.as_value(), 0))]
+                terms = [fl(Mux(op.wr_acc, acc_data[i].as_value(), 0))]
                 terms += [fl(Mux(op.wr_mask[j], in_flits[j].as_value(), 0)) for j in range(n)]
                 received = add_flits(terms, self.flit_bits)
             else:
@@ -184,8 +261,8 @@ class Router(wiring.Component):
             m.d.comb += lane.wr_data.eq(Mux(c_live, received, self.load_data[i].as_value()))
 
         if self.packets is None:
-            for i, lane in enumerate(lanes):
-                m.d.comb += xbar.i[i].eq(lane.rd_data)
+            for i, out in enumerate(lane_out):
+                m.d.comb += xbar.i[i].eq(out)
             for o, port in enumerate(self.lanes):
                 link = getattr(self, f"o_{port}")
                 m.d.comb += [xbar.sel[o].eq(sched_sel[o]), link.valid.eq(sched_valid[o]), link.flit.eq(sched_flit[o])]
@@ -194,13 +271,14 @@ class Router(wiring.Component):
         # Packets share the crossbar in every cycle but a schedule's stage B, and the links while
         # no schedule runs (from ``start`` to ``done``).
         schedule = Signal()
-        m.d.comb += schedule.eq(run | (over & ~self.done))
+        m.d.comb += schedule.eq(run | fill | (over & ~self.done))
         cfg = self.packets
-        m.submodules.packets = pkt = PacketPath(cfg.fmt, cfg.node, self.lanes, cfg.reach, cfg.depth, self.link_bits)
+        m.submodules.packets = pkt = PacketPath(cfg.fmt, cfg.node, self.lanes, cfg.reach, cfg.depth, self.link_bits,
+                                                self.pipeline)
         m.d.comb += [pkt.hold.eq(self.hold | schedule), self.idle.eq(pkt.idle), xbar.i[n].eq(pkt.heads[n])]
         wiring.connect(m, wiring.flipped(self.inject), pkt.inject)
-        for i, lane in enumerate(lanes):
-            m.d.comb += xbar.i[i].eq(Mux(b_live, lane.rd_data.as_value(), pkt.heads[i].as_value()))
+        for i, out in enumerate(lane_out):
+            m.d.comb += xbar.i[i].eq(Mux(b_live, out.as_value(), pkt.heads[i].as_value()))
         for o, port in enumerate(self.lanes):
             m.d.comb += xbar.sel[o].eq(Mux(b_live, sched_sel[o], pkt.sel[o]))
         m.d.comb += pkt.switched.eq(xbar.o)

@@ -24,7 +24,7 @@ class Stats(wiring.Component):
     done : In(1) -- the network's ``done``.
     link_valid : In(links) -- bit ``i``: link ``i`` carries a flit this cycle.
     cycles : Out(32) -- clock edges from the one that took ``start`` to the one after which
-        ``done`` is high (the run's length, ``steps x period + 3``).
+        ``done`` is high (the run's length, ``steps x period + LATENCY``, ``rtl/rom.py``).
     busy : Out(32).array(links) -- cycles each link carried a flit during the run.
     """
 

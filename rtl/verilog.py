@@ -26,7 +26,7 @@ from amaranth.back import verilog
 from .design import Design
 from .network import Network, top_ports
 from .packet_network import PacketSetup
-from .rom import NetworkImage
+from .rom import LATENCY, MIN_PERIOD, NetworkImage
 
 TOP = "equimesh_top"
 
@@ -125,10 +125,10 @@ Buses carry one field per node (or per lane slot, {ml} per node), node 0 in the 
    (`lane_r<v>_<port>.hex`, line `a`).
 3. Clear `tab_we` and `load_we`. Hold `steps` at the schedule's length ({image.steps} for the schedule
    written here) and pulse `start` for one cycle.
-4. `done` rises `steps x max(chunk_flits, 2) + 3` cycles after the edge that took `start`
-   ({image.steps * image.period + 3} here). `cycles` then holds that count and `busy` (32 bits per link,
+4. `done` rises `steps x max(chunk_flits, {MIN_PERIOD[design.pipeline]}) + {LATENCY[design.pipeline]}` cycles after the edge
+   that took `start` ({design.run_cycles(image.steps)} here; router pipeline depth {design.pipeline}). `cycles` then holds that count and `busy` (32 bits per link,
    link 0 in the low bits) each link's busy cycles.
-5. Read back: set `host_addr = a`; one cycle later field `v*{ml}+i` of `host_data` is flit `a` of lane `i`
+5. Read back: set `host_addr = a`; {design.host_latency} cycle(s) later field `v*{ml}+i` of `host_data` is flit `a` of lane `i`
    of node `v`.
 
 Flows that want the tables in the bitstream skip steps 1 and 2 and initialise the memories

@@ -17,7 +17,7 @@ from ..rtl.design import Design, fit
 from ..rtl.network import Network, top_ports
 from ..rtl.rom import NetworkImage
 from .metrics import LinkStats, link_stats
-from .program import Outcome, check, join, make_program
+from .program import Outcome, check, join, make_program, read_back
 
 BACKENDS = ("verilator", "icarus", "amaranth")
 MODELS = ("auto", "flat", "hierarchical")
@@ -115,5 +115,5 @@ def run_image(image: NetworkImage, backend: str = "verilator", design: Design | 
 def judge(image: NetworkImage, design: Design, out: dict) -> tuple[Outcome, LinkStats]:
     """Check a backend's records of one program (:func:`~equimesh.sim.program.check`) and measure its links."""
     busy = join(design, out, "busy")[0].astype("int64")[:len(image.topology.links)]
-    outcome = check(image, design, out["run_cycles"], int(out["cycles"][0, 0]), busy, join(design, out, "host_data"))
-    return outcome, link_stats(image, outcome.busy, outcome.cycles)
+    outcome = check(image, design, out["run_cycles"], int(out["cycles"][0, 0]), busy, read_back(design, out))
+    return outcome, link_stats(image, outcome.busy, outcome.cycles, design.period)

@@ -37,11 +37,12 @@ class LinkStats:
         return self.cycles / (self.steps * self.chunk_flits)
 
 
-def link_stats(image: NetworkImage, busy: np.ndarray, cycles: int) -> LinkStats:
-    """``busy[link]``: the busy counter of each link after a run of ``cycles`` cycles."""
+def link_stats(image: NetworkImage, busy: np.ndarray, cycles: int, period: int) -> LinkStats:
+    """``busy[link]``: the busy counter of each link after a run of ``cycles`` cycles of a design with
+    ``period`` cycles per timestep."""
     busy = np.asarray(busy, dtype=np.int64)
     util = busy / cycles
     transfers = sum(r.out_valid.sum(axis=1) for r in image.routers)  # per step
-    per_step = transfers * image.chunk_flits / (len(busy) * image.period)
+    per_step = transfers * image.chunk_flits / (len(busy) * period)
     return LinkStats(busy, image.link_transfers * image.chunk_flits, util, per_step,
                      float(util.mean()), float(util.min()), cycles, image.steps, image.chunk_flits)

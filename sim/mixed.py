@@ -10,7 +10,7 @@ flow again.
 
 Two independent references check the run: the schedule semantics (every node's
 final lanes bit for bit, every link busy ``transfers x chunk_flits`` cycles
-during the schedule, the run lasting ``steps x period + 3`` cycles from launch,
+during the schedule, the run lasting ``steps x period + LATENCY`` cycles from launch (``rtl/rom.py``),
 exactly as without packets) and the packet scoreboard of
 :mod:`equimesh.sim.traffic` (one intact copy per destination, nothing lost,
 nothing duplicated, nothing misdelivered).
@@ -31,7 +31,7 @@ from ..rtl.packet_network import PacketSetup, TrafficTop
 from ..rtl.rom import NetworkImage
 from ..schedules.routing import ForwardingTable
 from .metrics import link_stats
-from .program import Program, check, expected_run_cycles, final_reads, join, make_program
+from .program import Program, check, final_reads, join, make_program, read_back
 from .traffic import Run, Traffic
 
 
@@ -47,7 +47,7 @@ class MixedRun:
                  start_at: int, cycles: int):
         self.image, self.design, self.start_at = image, design, start_at
         self.run = Run(fmt, traffic, lane_nodes, cycles)
-        self.limit = start_at + cycles + expected_run_cycles(image) + 100_000
+        self.limit = start_at + cycles + design.run_cycles(image.steps) + 100_000
         self.edge = 0
         self.launched = self.done_at = self.in_flight_at_request = None
         self.trace: list[int] = []  # link_valid from the cycle after the launch to ``done``
@@ -90,14 +90,14 @@ class MixedRun:
         links = len(image.topology.links)
         schedule = {"requested_at": self.start_at, "in_flight_at_request": self.in_flight_at_request,
                     "launched_at": self.launched, "done": self.done_at is not None,
-                    "expected_cycles": expected_run_cycles(image)}
+                    "expected_cycles": self.design.run_cycles(image.steps)}
         sched_flits = 0
         if self.done_at is not None:
             cycles = self.done_at - self.launched
             busy = _decode(self.trace, links).sum(axis=0)
             o = check(image, self.design, cycles, cycles, busy, host_data)
             mism, first = o.mismatches, o.first_mismatch
-            st = link_stats(image, busy, cycles)
+            st = link_stats(image, busy, cycles, self.design.period)
             sched_flits = int(st.busy.sum())
             schedule.update({
                 "drain_cycles": self.launched - self.start_at - 1,
@@ -168,7 +168,8 @@ def simulate_mixed(image: NetworkImage, table: ForwardingTable, traffic: Traffic
         host = np.zeros((reads, -(-len(top.host_data) // 32)), dtype=np.uint32)
         for a in range(reads):
             ctx.set(top.host_addr, a)
-            await ctx.tick()
+            for _ in range(mixed.design.host_latency):
+                await ctx.tick()
             host[a] = np.frombuffer(ctx.get(top.host_data).to_bytes(4 * host.shape[1], "little"), dtype="<u4")
         out.update(mixed.results([ctx.get(s) for s in top.link_flits], host))
 
@@ -200,7 +201,7 @@ def mixed_program(image: NetworkImage, design: Design, fmt, traffic: Traffic, wi
     load, read = base.segments[0], base.segments[3]
     t0 = load.frames
     load = Drive(t0, {**load.values, "stop": scalar(np.ones(t0), 1), "start": scalar(np.zeros(t0), 1)})
-    limit = t0 + start_at + cycles + expected_run_cycles(image) + 100_000
+    limit = t0 + start_at + cycles + design.run_cycles(image.steps) + 100_000
     s, c = t0 + start_at, t0 + cycles if traffic.counts is None else None
     on, off, stop = ({name: scalar([v], 1)} for name, v in (("start", 1), ("start", 0), ("stop", 1)))
     segs = [load, Set({"stop": scalar([0], 1)})]
@@ -254,14 +255,14 @@ def run_mixed_compiled(image: NetworkImage, table: ForwardingTable, traffic: Tra
     links = len(image.topology.links)
     counters = read_counters(lambda n: int(got[n][0]), fmt.nodes, links)
     schedule = {"requested_at": start_at, "in_flight_at_request": None, "launched_at": None,
-                "done": done_edge is not None, "expected_cycles": expected_run_cycles(image)}
+                "done": done_edge is not None, "expected_cycles": design.run_cycles(image.steps)}
     sched_flits = 0
     if done_edge is not None:
         done_at = done_edge - t0 + 1  # as MixedRun counts: the edge after the one that sampled ``done``
         run_cycles = int(got["cycles"][0])
         busy = join(design, got, "busy").reshape(-1).astype(np.int64)[:links]
-        o = check(image, design, run_cycles, run_cycles, busy, join(design, rec, "host_data"))
-        st = link_stats(image, busy, run_cycles)
+        o = check(image, design, run_cycles, run_cycles, busy, read_back(design, rec))
+        st = link_stats(image, busy, run_cycles, design.period)
         sched_flits = int(st.busy.sum())
         launched = done_at - run_cycles
         schedule.update({

@@ -14,7 +14,7 @@ inputs applied and the logic settled), and samples ``launch``, ``done``,
 Before the traffic the bench loads the tables and lanes (the program's load
 segment, generators stopped), as every backend does. When the run is over it
 lets the last edge happen, reads the link counters, then the lanes through the
-host read port (``host_addr`` set, ``host_data`` valid after the next edge) and
+host read port (``host_addr`` set, ``host_data`` valid ``design.host_latency`` edges later) and
 hands those values to :meth:`MixedRun.results`.
 
 The manifest that ``EQUIMESH_MIXED`` names is JSON (traffic, run parameters);
@@ -99,7 +99,8 @@ async def mixed(dut):
     for a in range(reads):
         await FallingEdge(dut.clk)
         dut.host_addr.value = a
-        await RisingEdge(dut.clk)
+        for _ in range(run.design.host_latency):
+            await RisingEdge(dut.clk)
         await ReadOnly()
         host[a] = np.frombuffer(int(dut.host_data.value).to_bytes(4 * host.shape[1], "little"), dtype="<u4")
     out = run.results(link_flits, host)

@@ -194,18 +194,21 @@ def make_program(image: NetworkImage, design: Design, widths: dict[str, int]) ->
         "load_data": load_data.reshape(frames, -1),
     }))
     no_we = np.zeros((1, bus["load_we"].fields * bus["load_we"].field_bits // 32), dtype=np.uint32)
-    idle = Drive(1, split(design, {"tab_we": scalar([0], 1), "load_we": no_we}),
+    # host_addr is set here too: with a registered read port the first read frame captures this address.
+    idle = Drive(1, split(design, {"tab_we": scalar([0], 1), "load_we": no_we,
+                                   "host_addr": scalar([0], widths["host_addr"])}),
                  ["cycles"] + [p for p, _ in bus["busy"].ports()])
     n_read = final_reads(image)
-    read = Drive(n_read, {"host_addr": scalar(np.arange(n_read), widths["host_addr"])},
+    frames = n_read + design.host_latency - 1  # the last address is held while the reads drain
+    read = Drive(frames, {"host_addr": scalar(np.minimum(np.arange(frames), n_read - 1), widths["host_addr"])},
                  [p for p, _ in bus["host_data"].ports()])
-    limit = expected_run_cycles(image) + 16
+    limit = design.run_cycles(image.steps) + 16
     return Program([load, Run(limit), idle, read], widths)
 
 
-def expected_run_cycles(image: NetworkImage) -> int:
-    """Clock edges from the one that takes ``start`` to ``done``: steps x period + 3 (README "Timing")."""
-    return image.steps * image.period + 3
+def read_back(design: Design, out: dict) -> np.ndarray:
+    """The lanes read back, one row per address, from the captures of a program's read frames."""
+    return join(design, out, "host_data")[design.host_latency - 1:]
 
 
 def final_reads(image: NetworkImage) -> int:

@@ -331,12 +331,12 @@ def failures_section(model: LinkModel, log) -> str:
 def rtl_check(log) -> tuple[str, list]:
     """The simulator in RTL units (alpha = pipeline latency, B = 1 flit/cycle) against the Amaranth network's cycles."""
     try:
-        from ..rtl.rom import MIN_PERIOD, compile_schedule
+        from ..rtl.rom import DEFAULT_PIPELINE, MIN_PERIOD, compile_schedule
         from .backends import run_image
     except ImportError as e:
         return f"RTL cross-check pending: the RTL simulation API is not importable ({e}).", []
     from ..schedules.synth import synthesize
-    alpha = MIN_PERIOD  # a flit read at stage A of a step is readable at the receiver two cycles later
+    alpha = MIN_PERIOD[DEFAULT_PIPELINE]  # a flit read at stage A of a step is readable there this much later
     rows, data = [], []
     cases = [("equimesh", 2, 3, "allgather", 4, 8), ("equimesh", 3, 3, "allgather", 4, 8),
              ("equimesh", 3, 3, "allreduce", 4, 8), ("mesh", 3, 4, "allgather", 2, 16),
@@ -646,13 +646,13 @@ Per-link utilization (busy time / completion time) at 1 GB per node, AllGather o
 ## Cross-check: alpha-beta against the RTL
 
 The simulator in RTL units: B = 1 flit per cycle, chunk = F flits, alpha = the router's
-pipeline latency (2 cycles, `rtl/rom.py` MIN_PERIOD: a flit read at a sender is readable at
-the receiver two cycles later). The RTL runs the schedule in lockstep, one step per
-max(F, 2) cycles plus 3 cycles in total; its pipeline overlaps the 2-cycle latency with the
-next step's flits, while the alpha-beta model charges alpha on every transfer. So alpha-beta
-with alpha = 2 overestimates by about 2/F per step on dependent chains, and with alpha = 0 it
-underestimates by the fixed 3 cycles (or more when the event-driven start of independent
-transfers beats lockstep).
+pipeline latency (4 cycles for the default, pipelined router: `rtl/rom.py` MIN_PERIOD, a flit
+read at a sender is readable at the receiver four cycles later). The RTL runs the schedule in
+lockstep, one step per max(F, 4) cycles plus 5 cycles in total; its pipeline overlaps the latency
+with the next step's flits, while the alpha-beta model charges alpha on every transfer. So
+alpha-beta with alpha = 4 overestimates by about 4/F per step on dependent chains, and with
+alpha = 0 it underestimates by the fixed 5 cycles (or more when the event-driven start of
+independent transfers beats lockstep).
 
 {rtl_text}
 

@@ -2,6 +2,7 @@
 backpressure contract (seed 004, Section 4.3.3; FlooNoC: an input flit is released only after
 every branch took it)."""
 
+import pytest
 from amaranth.sim import Simulator
 
 from equimesh.rtl.packet import Opcode, PacketFormat
@@ -12,12 +13,12 @@ from equimesh.schedules.topology import build
 PORTS = ["N", "E", "S", "W"]
 
 
-def _router():
+def _router(pipeline=1):
     topo = build("mesh", 4, 4)
     table = xy_table(topo)
     fmt = PacketFormat(topo.nodes, payload_flits=3)
     reach = {p: table.reach[5][p] for p in PORTS}
-    return fmt, table, PacketRouter(PacketConfig(fmt, 5, reach, depth=fmt.packet_flits + 2), PORTS)
+    return fmt, table, PacketRouter(PacketConfig(fmt, 5, reach, depth=fmt.packet_flits + 2, pipeline=pipeline), PORTS)
 
 
 def _flits(fmt, src, seq, bitmap):
@@ -30,11 +31,11 @@ def _flits(fmt, src, seq, bitmap):
     return out
 
 
-def _run(stall=None):
+def _run(stall=None, pipeline=1):
     """Inject one MultiWrite at router 5 of the 4x4 mesh (XY) for nodes {1, 4, 6, 9, 13, 15};
     ``stall = (port, first, end)``: that port refuses flits in cycles first..end-1.
     Returns what each port took, per cycle, and the cycles the input released a flit."""
-    fmt, table, dut = _router()
+    fmt, table, dut = _router(pipeline)
     dests = [1, 4, 6, 9, 13, 15]
     bitmap = fmt.bitmap(dests, src=5)
     got = {p: [] for p in PORTS}
@@ -73,8 +74,9 @@ def _run(stall=None):
     return fmt, table, bitmap, got, released
 
 
-def test_mask_split_and_header_rewrite():
-    fmt, table, bitmap, got, _ = _run()
+@pytest.mark.parametrize("pipeline", [0, 1])
+def test_mask_split_and_header_rewrite(pipeline):
+    fmt, table, bitmap, got, _ = _run(pipeline=pipeline)
     parts = table.split(5, bitmap)
     # XY, columns first: 1 -> N, 4 -> W, 6 and 15 -> E, 9 and 13 -> S.
     assert parts == {"N": 1 << 1, "W": 1 << 4, "E": (1 << 6) | (1 << 15), "S": (1 << 9) | (1 << 13)}
@@ -95,19 +97,22 @@ def test_mask_split_and_header_rewrite():
         assert flits[-1].last
 
 
-def test_input_released_only_when_every_branch_took_the_flit():
-    """S refuses payload flits in cycles 2..5: the other branches take each flit once and wait."""
-    fmt, table, bitmap, got, released = _run(stall=("S", 2, 6))
-    assert released[0] == got["S"][0][0] == got["N"][0][0]  # header: all branches in the grant cycle
+@pytest.mark.parametrize("pipeline", [0, 1])
+def test_input_released_only_when_every_branch_took_the_flit(pipeline):
+    """S refuses payload flits in cycles 2..5 (one later with the registered grant, which sends the
+    header in cycle 1 instead of 0): the other branches take each flit once and wait."""
+    d = pipeline
+    fmt, table, bitmap, got, released = _run(stall=("S", 2 + d, 6 + d), pipeline=pipeline)
+    assert released[0] == got["S"][0][0] == got["N"][0][0] == d  # header: all branches together
     for p in PORTS:
-        assert [f.as_value().value for _, f in got[p]] == [f.as_value().value for _, f in _run()[3][p]]
+        assert [f.as_value().value for _, f in got[p]] == [f.as_value().value for _, f in _run(pipeline=d)[3][p]]
     for i, (cycle, _) in enumerate(got["S"]):
         # flit i leaves the input in the cycle its last branch (here always S) takes it
         assert released[i] == cycle
         for p in ("N", "E", "W"):
             assert got[p][i][0] <= cycle
-    assert got["S"][2][0] == 6 and got["N"][2][0] == 2  # the other branches ran ahead by one flit, no more
-    assert got["N"][3][0] == 7  # and waited there: flit 3 only after S took flit 2
+    assert got["S"][2][0] == 6 + d and got["N"][2][0] == 2 + d  # the other branches ran ahead by one flit
+    assert got["N"][3][0] == 7 + d  # and waited there: flit 3 only after S took flit 2
 
 
 def test_invariant_assertions_fire():

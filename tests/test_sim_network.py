@@ -53,15 +53,23 @@ def test_bit_exact_and_link_busy_cycles_match_the_schedule(kind, rows, cols, k, 
     res = run_image(compile_schedule(sched, flits, t), "amaranth")
     assert res.bit_exact, res.outcome.first_mismatch
     assert (res.stats.busy == schedule_busy(sched, flits)).all()
-    # Timing contract (README "Timing"): max(F, 2) cycles per step plus 3 cycles of start/drain,
-    # counted by the testbench and by the network's own cycle counter.
-    assert res.cycles == res.outcome.rtl_cycles == sched.num_steps * max(flits, 2) + 3
+    # Timing contract (docs/rtl.md "Timing"), the pipelined router: max(F, 4) cycles per step plus 5
+    # cycles of table fill, pipeline and drain, counted by the testbench and the network's own counter.
+    assert res.cycles == res.outcome.rtl_cycles == sched.num_steps * max(flits, 4) + 5
 
 
-def test_one_elaborated_network_runs_an_allgather_then_is_reloaded_and_runs_an_allreduce():
+# Per pipeline depth, worked by hand from the stages of rtl/router.py: (cycles per step at F = 2, constant).
+# Pipeline 0: read, crossbar, write; transparent lanes: max(F, 2) per step, 2 + 1 for done.
+# Pipeline 1: table fill, read, read register, crossbar, write; plain lanes: max(F, 4) per step, 1 + 3 + 1.
+TIMING = {0: (2, 3), 1: (4, 5)}
+
+
+@pytest.mark.parametrize("pipeline", sorted(TIMING))
+def test_one_elaborated_network_runs_an_allgather_then_is_reloaded_and_runs_an_allreduce(pipeline):
     t = build("equimesh", 2, 3)
     ag, ar = (compile_schedule(synthesize(t, 2, c), 2, t) for c in ("allgather", "allreduce"))
-    design = Design(t, 2, slots=16, depth=16, reduce=True)
+    design = Design(t, 2, slots=16, depth=16, reduce=True, pipeline=pipeline)
+    per_step, constant = TIMING[pipeline]
     net = Network(design)
     widths = top_ports(net)[2]
     outs = execute(net, make_program(ag, design, widths), make_program(ar, design, widths))
@@ -69,7 +77,7 @@ def test_one_elaborated_network_runs_an_allgather_then_is_reloaded_and_runs_an_a
         outcome, stats = judge(image, design, out)
         assert outcome.bit_exact, outcome.first_mismatch
         assert stats.busy_matches_schedule
-        assert outcome.cycles == outcome.rtl_cycles == image.steps * image.period + 3
+        assert outcome.cycles == outcome.rtl_cycles == image.steps * per_step + constant
 
 
 def test_a_wrong_table_entry_is_caught_by_the_memory_check():
