@@ -25,6 +25,7 @@ def make_parser() -> argparse.ArgumentParser:
     from .optree_commands import register as register_optree; register_optree(sub)
     from .supermesh_commands import register as register_supermesh; register_supermesh(sub)
     from .llm_commands import register as register_llm; register_llm(sub)
+    from .fpga_commands import register as register_fpga; register_fpga(sub)
     # --- end of registration ---
     return p
 

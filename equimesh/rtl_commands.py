@@ -220,7 +220,7 @@ def register_compare(sub) -> None:
 
 
 def cmd_verilog(args) -> int:
-    from .rtl.verilog import LINT_WAIVERS, TOP, load_sequence, network_verilog, write_tables
+    from .rtl.verilog import LINT_WAIVERS, TOP, core_name, fusesoc_core, load_sequence, network_verilog, write_tables
     from .sim.program import lane_images
 
     topo, sched, image = load_image(args)
@@ -244,6 +244,7 @@ def cmd_verilog(args) -> int:
         paths[0].write_text(nv.text)
         paths[1].write_text(LINT_WAIVERS)
         paths[2].write_text(load_sequence(design, image, nv.widths))
+    images = []
     if args.tables_dir:
         lanes, _ = lane_images(image, design)
         ml = design.max_lanes
@@ -252,7 +253,12 @@ def cmd_verilog(args) -> int:
             return [int.from_bytes(lanes[a, v * ml + i].tobytes(), "little") for a in range(lanes.shape[0])]
 
         with writing(args.tables_dir):
-            paths += write_tables(image, design, lane_words, args.tables_dir)
+            images = write_tables(image, design, lane_words, args.tables_dir)
+        paths += images
+    core = out / f"{core_name(design)}.core"
+    with writing(core):
+        core.write_text(fusesoc_core(design, out, paths[0], paths[1], images))
+    paths.insert(3, core)
     print(f"{topo.name}: {design.describe()}" + (f"; routers also carry packets ({packets.table.algorithm} "
                                                  f"routing, {args.payload_flits} payload flits)" if packets else ""))
     print(f"  runs any schedule that fits it; loaded here with {sched.collective}, K={sched.chunks}, "
@@ -266,7 +272,8 @@ def cmd_verilog(args) -> int:
 
 def register_verilog(sub) -> None:
     p = sub.add_parser("verilog", help="write synthesizable Verilog of a network design (one module per distinct "
-                                       "router), its host load sequence, and optionally the tables as $readmemh images")
+                                       "router), its host load sequence, a FuseSoC core file, and optionally the "
+                                       "tables as $readmemh images")
     add_run_args(p, None)
     add_design_args(p)
     p.add_argument("--schedule", help="size the design for (and write the tables of) this schedule file "

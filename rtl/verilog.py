@@ -8,7 +8,8 @@ Converted text is cached on disk by the design and the source of this package.
 
 For flows that want the tables in the bitstream, :func:`write_tables` writes each
 router's table and initial lanes as ``$readmemh`` images; :func:`load_sequence`
-documents the host's load sequence (``load.md``).
+documents the host's load sequence (``load.md``); :func:`fusesoc_core` describes
+the generated files as a FuseSoC CAPI2 core, so FuseSoC and edalize flows can use them.
 """
 
 from __future__ import annotations
@@ -154,3 +155,30 @@ def write_tables(image: NetworkImage, design: Design, lane_words, out_dir: str |
             p.write_text("".join(f"{w:0{design.flit_bits // 4}x}\n" for w in lane_words(r.node, i)))
             paths.append(p)
     return paths
+
+
+def core_name(design: Design) -> str:
+    """The FuseSoC core's name part (and file stem): ``equimesh_<kind>_<R>x<C>``."""
+    t = design.topology
+    return f"equimesh_{t.kind.replace('-', '_')}_{t.rows}x{t.cols}"
+
+
+def fusesoc_core(design: Design, core_dir: Path, verilog_file: Path, lint_file: Path,
+                 images: list[Path] = ()) -> str:
+    """A FuseSoC CAPI2 core (``fusesoc.readthedocs.io``, "CAPI2") of a generated network: the Verilog
+    with ``equimesh_top`` as top level, the Verilator waivers for lint targets, and the ``$readmemh``
+    images as data files. Paths are relative to ``core_dir``, where the core file goes."""
+    def rel(p: Path) -> str:
+        return Path(os.path.relpath(p, core_dir)).as_posix()
+
+    lines = ["CAPI=2:", f"name: equimesh:network:{core_name(design)}:0.1.0",
+             f'description: "equimesh network, {design.describe()}"', "", "filesets:", "  rtl:", "    files:",
+             f"      - {rel(verilog_file)}", "    file_type: verilogSource", "  lint:", "    files:",
+             f"      - {rel(lint_file)}", "    file_type: vlt"]
+    if images:
+        lines += ["  tables:", "    files:", *(f"      - {rel(p)}" for p in images), "    file_type: user"]
+    filesets = "[rtl" + (", tables" if images else "") + "]"
+    lines += ["", "targets:", "  default:", f"    filesets: {filesets}", f"    toplevel: {TOP}",
+              "  lint:", "    default_tool: verilator", "    filesets: [rtl, lint]", f"    toplevel: {TOP}",
+              "    tools:", "      verilator:", "        mode: lint-only", ""]
+    return "\n".join(lines)

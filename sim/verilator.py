@@ -332,19 +332,26 @@ def _digest_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def _valid(entry: Path, key: str) -> bool:
+def seal(tmp: Path, key: str, payload: str = "model", **info) -> None:
+    """Record the finished build in ``tmp``: its key, its ``payload`` file's digest and ``info``."""
+    (tmp / "entry.json").write_text(json.dumps({"key": key, **info,
+                                                f"{payload}_sha256": _digest_file(tmp / payload)}))
+
+
+def valid_entry(entry: Path, key: str, payload: str = "model") -> bool:
     try:
         rec = json.loads((entry / "entry.json").read_text())
-        return rec["key"] == key and _digest_file(entry / "model") == rec["model_sha256"]
+        return rec["key"] == key and _digest_file(entry / payload) == rec[f"{payload}_sha256"]
     except (OSError, ValueError, KeyError):
         return False
 
 
-def publish(tmp: Path, entry: Path, key: str) -> None:
-    """Make the finished build in ``tmp`` the cache entry ``entry`` with one atomic rename. A damaged
-    entry in the way is removed first; if another process published a valid one first, ours is dropped."""
+def publish(tmp: Path, entry: Path, key: str, payload: str = "model") -> None:
+    """Make the finished build in ``tmp`` (sealed by :func:`seal`) the cache entry ``entry`` with one atomic
+    rename. A damaged entry in the way is removed first; if another process published a valid one first,
+    ours is dropped."""
     if entry.exists():
-        if _valid(entry, key):
+        if valid_entry(entry, key, payload):
             shutil.rmtree(tmp, ignore_errors=True)
             return
         trash = entry.with_name(f"{entry.name}.damaged-{os.getpid()}")
@@ -357,7 +364,7 @@ def publish(tmp: Path, entry: Path, key: str) -> None:
         os.rename(tmp, entry)
     except OSError:  # published by another process between the check and the rename
         shutil.rmtree(tmp, ignore_errors=True)
-        if not _valid(entry, key):
+        if not valid_entry(entry, key, payload):
             raise VerilatorError(f"the model cache entry {entry} is unusable; delete it and run again") from None
 
 
@@ -379,7 +386,7 @@ def build_model(verilog_text: str, ins: list[str], outs: list[str], widths: dict
     key = hashlib.sha256("\0".join([verilog_text, cpp, vlt, version, " ".join(flags), cxx_opt]).encode()).hexdigest()[:24]
     root = cache_root() / "models"
     entry = root / key
-    if _valid(entry, key):
+    if valid_entry(entry, key):
         return Model(entry, ins, outs, 0.0, True)
     if log:
         log(f"building the Verilator model (cache {entry})")
@@ -407,8 +414,7 @@ def build_model(verilog_text: str, ins: list[str], outs: list[str], widths: dict
             raise VerilatorError(f"Verilator failed to build the model (exit {proc.returncode}); log: {keep}")
         shutil.move(str(tmp / "obj" / "model"), tmp / "model")
         shutil.rmtree(tmp / "obj")
-        (tmp / "entry.json").write_text(json.dumps({"key": key, "verilator": version, "flags": flags,
-                                                    "model_sha256": _digest_file(tmp / "model")}))
+        seal(tmp, key, verilator=version, flags=flags)
         publish(tmp, entry, key)
         return Model(entry, ins, outs, time.perf_counter() - t0, False)
     finally:

@@ -66,7 +66,7 @@ def test_a_damaged_cache_entry_is_rebuilt_not_used(cache, two_by_three):
         f.write(b"\0")  # the binary no longer matches its record
     r = run_image(images[0], "verilator", design)
     assert not r.cached and r.bit_exact and r.stats.busy_matches_schedule
-    assert vl._valid(entry, json.loads((entry / "entry.json").read_text())["key"])
+    assert vl.valid_entry(entry, json.loads((entry / "entry.json").read_text())["key"])
 
 
 def test_publishing_keeps_the_first_valid_entry_and_replaces_a_damaged_one(tmp_path):
@@ -83,7 +83,7 @@ def test_publishing_keeps_the_first_valid_entry_and_replaces_a_damaged_one(tmp_p
     assert (entry / "model").read_bytes() == b"first" and not (tmp_path / "b").exists()
     (entry / "model").write_bytes(b"damaged")
     vl.publish(build_dir("c", b"third"), entry, "k")
-    assert (entry / "model").read_bytes() == b"third" and vl._valid(entry, "k")
+    assert (entry / "model").read_bytes() == b"third" and vl.valid_entry(entry, "k")
 
 
 def test_a_missing_verilator_is_one_line_naming_the_fix(monkeypatch):

