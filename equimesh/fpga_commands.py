@@ -66,7 +66,7 @@ def cmd_fpga(args) -> int:
             out.mkdir(parents=True, exist_ok=True)
             _write_files(rows, out)
     result = {"kind": topo.kind, "rows": topo.rows, "cols": topo.cols, "flit_bits": design.flit_bits,
-              "chunk_flits": design.chunk_flits, "part": args.part, "package": args.package, "speed": args.speed,
+              "chunk_flits": design.chunk_flits, "pipeline": design.pipeline, "part": args.part, "package": args.package, "speed": args.speed,
               "seeds": args.seeds, "routers": [{k: r[k] for k in ROUTER_KEYS} for r in rows]}
     if args.out:
         with writing(out / "fpga.json"):

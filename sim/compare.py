@@ -24,7 +24,7 @@ import numpy as np
 
 from ..rtl.design import FLIT_BITS
 from ..rtl.network import router_name
-from ..rtl.rom import compile_schedule
+from ..rtl.rom import DEFAULT_PIPELINE, compile_schedule
 from ..schedules.synth import synthesize
 from ..schedules.topology import build
 from .synth import router_cells, table_bits
@@ -78,6 +78,7 @@ def read_fpga(paths, kinds, rows: int, cols: int, chunk_flits: int) -> dict[str,
             kind = data["kind"]
             routers = {r["name"]: float(r["fmax_mhz"]) for r in data["routers"]}
             design = (data["rows"], data["cols"], data["chunk_flits"], data["flit_bits"])
+            pipeline = data["pipeline"]
         except OSError as e:
             raise CompareError(f"{path}: cannot read: {e.strerror}") from None
         except (ValueError, KeyError, TypeError) as e:
@@ -89,6 +90,9 @@ def read_fpga(paths, kinds, rows: int, cols: int, chunk_flits: int) -> dict[str,
             raise CompareError(f"{path}: Fmax of a {design[0]}x{design[1]} {kind} at {design[2]} flits/chunk, "
                                f"{design[3]}-bit flits; compared: {rows}x{cols}, {chunk_flits} flits/chunk, "
                                f"{FLIT_BITS}-bit flits")
+        if pipeline != DEFAULT_PIPELINE:
+            raise CompareError(f"{path}: Fmax of routers with pipeline depth {pipeline}; the compared ones have "
+                               f"{DEFAULT_PIPELINE}")
         if kind in fmax:
             raise CompareError(f"{path}: a second Fmax file for the {kind}")
         fmax[kind] = routers

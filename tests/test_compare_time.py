@@ -16,10 +16,10 @@ RESULT = {  # what compare() returns, reduced to the keys the time column reads
 }
 
 
-def _fpga(tmp_path, kind, fmax: dict, rows=8, cols=8, chunk_flits=16, flit_bits=64):
+def _fpga(tmp_path, kind, fmax: dict, rows=8, cols=8, chunk_flits=16, flit_bits=64, pipeline=1):
     path = tmp_path / f"{kind}.json"
     path.write_text(json.dumps({"kind": kind, "rows": rows, "cols": cols, "chunk_flits": chunk_flits,
-                                "flit_bits": flit_bits, "part": "LFE5U-25F", "package": "CABGA381", "speed": 6,
+                                "flit_bits": flit_bits, "pipeline": pipeline, "part": "LFE5U-25F", "package": "CABGA381", "speed": 6,
                                 "seeds": 3, "routers": [{"name": n, "fmax_mhz": f} for n, f in fmax.items()]}))
     return path
 
@@ -47,6 +47,7 @@ def test_a_given_clock_and_kinds_without_one(tmp_path):
     ({"rows": 4, "cols": 4}, "Fmax of a 4x4 equimesh at 16 flits/chunk, 64-bit flits; compared: 8x8"),
     ({"chunk_flits": 8}, "at 8 flits/chunk"),
     ({"flit_bits": 32}, "32-bit flits"),
+    ({"pipeline": 0}, "Fmax of routers with pipeline depth 0; the compared ones have 1"),
 ])
 def test_a_file_for_another_design_is_refused(tmp_path, change, message):
     path = _fpga(tmp_path, "equimesh", {"router_5port": 125.0}, **change)
