@@ -10,9 +10,9 @@ port count, crosspoints, the synthesized cells of each distinct router and its
 schedule-table bits.
 
 Time (issue 15): cycles count the same on every kind, but the clock a network
-closes at is its slowest router's. :func:`clocks_from_fpga` reads the router
-Fmax values that ``equimesh fpga --json`` measured, and :func:`add_time`
-turns cycles into nanoseconds.
+closes at is its slowest router's. :func:`read_fpga` reads the router Fmax
+values that ``equimesh fpga --json`` measured, :func:`clocks` takes each
+kind's slowest router, and :func:`add_time` turns cycles into nanoseconds.
 """
 
 from __future__ import annotations
