@@ -61,6 +61,8 @@ from .verilator import cache_root, flat_ports, publish, seal, valid_entry
 PARTS = {f"LFE5U{fam}-{size}F": f"--{pre}{size}k"
          for fam, pre in (("", ""), ("M", "um-"), ("M5G", "um5g-")) for size in (12, 25, 45, 85)
          if not (fam and size == 12)}
+# Block RAMs (DP16KD, sysMEM EBR) per part size, ECP5 family data sheet (FPGA-DS-02012), Table 1.1.
+EBRS = {12: 32, 25: 56, 45: 108, 85: 208}
 WRAP_TOP = "fpga_top"
 RESET_PIN, SHIFT_PIN, IN_PIN, OUT_PIN = "rst_pin", "shift_pin", "sin", "sout"
 
@@ -107,6 +109,16 @@ def device_flag(part: str) -> str:
 
 
 # --- the wrapper -----------------------------------------------------------------------------------
+
+def check_block_rams(name: str, brams: int, part: str) -> None:
+    """One line, before place and route, when a router needs more block RAMs than ``part`` has (its
+    lanes and table grow with the network: a 16x16 EquiMesh router at F = 16 needs 64)."""
+    size = int(re.search(r"-(\d+)F$", part.upper()).group(1))
+    if brams > EBRS[size]:
+        bigger = [f"{part.upper().rsplit('-', 1)[0]}-{s}F" for s in EBRS if EBRS[s] >= brams]
+        hint = f"choose a larger part: --part {bigger[0]}" if bigger else "no ECP5 part has that many"
+        raise FpgaError(f"{name} needs {brams} DP16KD block RAMs, the {part.upper()} has {EBRS[size]}: {hint}")
+
 
 def wrapper_verilog(name: str, ins: list[str], outs: list[str], widths: dict[str, int]) -> tuple[str, int, int]:
     """The 5-pin top around router module ``name`` (module docstring, step 1) and its chain lengths
@@ -393,6 +405,8 @@ def measure(design: Design, target: Target, seeds: int, progress=None) -> list[d
         for f in futures:
             f.add_done_callback(tick)
         synths = [f.result() for f in futures]
+        for r, (_, entry) in zip(routers, synths):
+            check_block_rams(r.name, json.loads((entry / "result.json").read_text())["brams"], target.part)
         futures = [pool.submit(place_and_route, routers[i].name, *synths[i], target, s) for i, s in runs]
         for f in futures:
             f.add_done_callback(tick)

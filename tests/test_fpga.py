@@ -65,6 +65,19 @@ def test_parts_map_to_nextpnr_devices():
         fpga.device_flag("XC7A35T")
 
 
+def test_a_router_with_more_block_rams_than_the_part_is_refused_before_place_and_route():
+    fpga.check_block_rams("router_5port", 56, "LFE5U-25F")  # exactly full: fits
+    with pytest.raises(fpga.FpgaError, match="router_5port needs 64 DP16KD block RAMs, the LFE5U-25F has 56: "
+                                             "choose a larger part: --part LFE5U-45F"):
+        fpga.check_block_rams("router_5port", 64, "lfe5u-25f")
+    with pytest.raises(fpga.FpgaError, match="r needs 33 DP16KD block RAMs, the LFE5U-12F has 32: choose a larger part: --part LFE5U-25F"):
+        fpga.check_block_rams("r", 33, "LFE5U-12F")
+    with pytest.raises(fpga.FpgaError, match="the LFE5UM-25F has 56: choose a larger part: --part LFE5UM-45F"):
+        fpga.check_block_rams("r", 100, "LFE5UM-25F")
+    with pytest.raises(fpga.FpgaError, match="no ECP5 part has that many"):
+        fpga.check_block_rams("r", 209, "LFE5UM5G-85F")
+
+
 @pytest.mark.parametrize("extra, message", [
     (["--flit-bits", "48"], "--flit-bits must be a positive multiple of 32 (got 48)"),
     (["--seeds", "0"], "--seeds must be >= 1 (got 0)"),
