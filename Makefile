@@ -32,7 +32,7 @@ demo: $(STAMP)
 	$(BIN)/equimesh mixed --kind equimesh --rows 4 --cols 4 --chunks 4 --chunk-flits 8 --collective allreduce --backend amaranth
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -n auto --dist loadfile
+	$(BIN)/python -m pytest -n auto --dist loadfile --durations=15
 
 # Benchmarks print their tables and save them under bench/ (timings: never in tests).
 bench: $(STAMP)
