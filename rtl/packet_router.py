@@ -33,7 +33,7 @@ import operator
 from dataclasses import dataclass
 from functools import reduce
 
-from amaranth.hdl import Assert, Cat, Module, Mux, Signal
+from amaranth.hdl import Assert, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
@@ -48,6 +48,10 @@ from .rom import DEFAULT_PIPELINE
 class InputBuffer(wiring.Component):
     """A FIFO of ``depth`` >= packet length flits, ready for a header only when the whole packet fits.
 
+    With ``registered`` (pipeline 1) ``i.ready`` is a register: computed a cycle ahead from the level
+    after this cycle's write, counting no read (so it never promises room a read has not made yet);
+    within a packet it stays up, the room for the whole packet was there when its header came.
+
     Ports
     -----
     i : In(stream)  -- the link. ``i.ready`` depends only on registers (the FIFO level and
@@ -56,10 +60,10 @@ class InputBuffer(wiring.Component):
     empty : Out(1)  -- no flit buffered.
     """
 
-    def __init__(self, fmt: PacketFormat, depth: int):
+    def __init__(self, fmt: PacketFormat, depth: int, registered: bool = False):
         if depth < fmt.packet_flits:
             raise ValueError(f"input buffer depth {depth} is smaller than a packet ({fmt.packet_flits} flits)")
-        self.fmt, self.depth = fmt, depth
+        self.fmt, self.depth, self.registered = fmt, depth, registered
         super().__init__({"i": In(stream.Signature(fmt.flit)), "o": Out(stream.Signature(fmt.flit)),
                           "empty": Out(1)})
 
@@ -68,10 +72,17 @@ class InputBuffer(wiring.Component):
         m.submodules.fifo = fifo = SyncFIFOBuffered(width=self.fmt.flit.size, depth=self.depth)
         between = Signal(init=1)  # the next flit on the link is a header
         take = self.i.valid & self.i.ready
+        room = self.depth - self.fmt.packet_flits  # the most flits buffered that leave room for a packet
+        if self.registered:
+            ready = Signal(init=1)
+            nxt_between = Mux(take, self.i.payload.last, between)
+            m.d.sync += ready.eq(~nxt_between | (fifo.level + take <= room))
+            m.d.comb += self.i.ready.eq(ready)
+        else:
+            m.d.comb += self.i.ready.eq(fifo.w_rdy & (~between | (fifo.level <= room)))
         m.d.comb += [
-            self.i.ready.eq(fifo.w_rdy & (~between | (fifo.level <= self.depth - self.fmt.packet_flits))),
             fifo.w_data.eq(self.i.payload),
-            fifo.w_en.eq(self.i.valid & self.i.ready),
+            fifo.w_en.eq(take),
             self.o.payload.eq(fifo.r_data),
             self.o.valid.eq(fifo.r_rdy),
             fifo.r_en.eq(self.o.ready),
@@ -138,6 +149,52 @@ class Allocator(wiring.Component):
                     m.d.comb += self.grant.eq(grants[p])
         with m.If(~self.pending.bit_select(ptr, 1) | self.grant.bit_select(ptr, 1)):
             m.d.sync += ptr.eq(Mux(ptr == n - 1, 0, ptr + 1))
+        return m
+
+
+class MatrixAllocator(wiring.Component):
+    """All-or-nothing output allocation in a few logic levels (pipeline 1): a matrix arbiter.
+
+    An input is *eligible* when it waits and every output it requests is free. It is granted unless
+    an eligible input that goes before it requests one of the same outputs. ``before`` is a
+    register per pair of inputs (a matrix arbiter's triangle): a granted input goes behind every
+    input not granted in the same cycle, so the least recently granted goes first. There is no
+    chain through the inputs (the round robin :class:`Allocator` visits them one after another):
+    eligibility, the pairwise conflicts and the grant are each a level or two of logic.
+
+    Like :class:`Allocator` a waiting input reserves nothing: it blocks another only in a cycle in
+    which it is eligible itself, and the first eligible input in the order is always granted. The
+    grant is not maximal: an eligible input blocked by one that is itself blocked waits a cycle.
+
+    Ports: as :class:`Allocator`.
+    """
+
+    def __init__(self, inputs: int, outputs: int):
+        self.inputs, self.outputs = inputs, outputs
+        super().__init__({
+            "pending": In(inputs),
+            "req": In(outputs).array(inputs),
+            "free": In(outputs),
+            "grant": Out(inputs),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        n = self.inputs
+        first = {(i, j): Signal(init=1, name=f"first_{i}_{j}") for i in range(n) for j in range(i + 1, n)}
+
+        def before(i, j):
+            return first[i, j] if i < j else ~first[j, i]
+
+        elig = Signal(n)
+        for j in range(n):
+            m.d.comb += elig[j].eq(self.pending[j] & ((self.req[j] & ~self.free) == 0))
+        for j in range(n):
+            blocked = [elig[i] & before(i, j) & ((self.req[i] & self.req[j]) != 0) for i in range(n) if i != j]
+            m.d.comb += self.grant[j].eq(elig[j] & ~Cat(*blocked).any())
+        for (i, j), f in first.items():
+            with m.If(self.grant[i] ^ self.grant[j]):
+                m.d.sync += f.eq(self.grant[j])
         return m
 
 
@@ -219,25 +276,25 @@ class PacketPath(wiring.Component):
         sources = []  # the head stream of every input: network ports, then inject
         relays = []
         empty = []
+        cut = self.pipeline > 0
         for p in ports:
-            buf = InputBuffer(fmt, self.depth)
+            buf = InputBuffer(fmt, self.depth, registered=cut)
             m.submodules[f"buf_{p}"] = buf
             wiring.connect(m, wiring.flipped(getattr(self, f"i_{p}")), buf.i)
             sources.append(buf.o)
             empty.append(buf.empty)
-            relays.append(Relay(fmt, self.node, reach, local=True, cut=self.pipeline > 0))
+            relays.append(Relay(fmt, self.node, reach, local=True, cut=cut))
         sources.append(self.inject)
-        relays.append(Relay(fmt, self.node, reach, local=False, cut=self.pipeline > 0))
+        relays.append(Relay(fmt, self.node, reach, local=False, cut=cut))
         for j, (src, relay) in enumerate(zip(sources, relays)):
             m.submodules[f"relay_{j}"] = relay
             valid = src.valid
             if src is self.inject:  # ``hold`` stops a new header; a granted packet completes
                 valid = src.valid & (relay.active | ~self.hold)
             m.d.comb += [relay.i.payload.eq(src.payload), relay.i.valid.eq(valid), src.ready.eq(relay.i.ready)]
-        m.submodules.alloc = alloc = Allocator(len(relays), outs)
+        m.submodules.alloc = alloc = (MatrixAllocator if cut else Allocator)(len(relays), outs)
         # A granted header counts as held from its grant cycle (with a cut it is not yet active).
         m.d.comb += self.idle.eq(Cat(*empty).all() & ~Cat(r.active for r in relays).any() & ~alloc.grant.any())
-        busy = Signal(outs)
         for j, relay in enumerate(relays):
             m.d.comb += [
                 alloc.pending[j].eq(relay.pending),
@@ -245,7 +302,19 @@ class PacketPath(wiring.Component):
                 relay.grant.eq(alloc.grant[j]),
                 self.heads[j].as_value().eq(relay.i.payload.as_value()),
             ]
-        m.d.comb += busy.eq(reduce(operator.or_, [relay.held for relay in relays]))
+        busy = Signal(outs)
+        if cut:  # stage G: each output's owner is registered at its grant, cleared after its tail
+            tails = Cat(r.i.ready & r.i.payload.last for r in relays)
+            for k in range(outs):
+                owner = Signal(range(len(relays)), name=f"owner_{ports[k]}")
+                with m.If(busy[k] & tails.bit_select(owner, 1)):
+                    m.d.sync += busy[k].eq(0)
+                for j, relay in enumerate(relays):
+                    with m.If(alloc.grant[j] & relay.req[k]):
+                        m.d.sync += [busy[k].eq(1), owner.eq(j)]
+                m.d.comb += [self.sel[k].valid.eq(busy[k]), self.sel[k].input.eq(owner)]
+        else:
+            m.d.comb += busy.eq(reduce(operator.or_, [relay.held for relay in relays]))
 
         for k, p in enumerate(ports):
             out = getattr(self, f"o_{p}")
@@ -253,23 +322,32 @@ class PacketPath(wiring.Component):
             m.d.comb += [
                 alloc.free[k].eq(~busy[k] & out.ready),
                 out.valid.eq(Cat(*drivers).any()),
-                self.sel[k].valid.eq(out.valid),
             ]
             for j, d in enumerate(drivers):
-                with m.If(d):
-                    m.d.comb += self.sel[k].input.eq(j)
+                if not cut:
+                    with m.If(d):
+                        m.d.comb += self.sel[k].input.eq(j)
                 m.d.comb += relays[j].ready[k].eq(out.ready)
-            rewrite_header(m, out.payload, fmt.flit(self.switched[k].as_value()[:fmt.flit.size]), reach[k])
+            switched = fmt.flit(self.switched[k].as_value()[:fmt.flit.size])
+            if cut:
+                multi = Cat(r.multi[k] for r in relays).bit_select(self.sel[k].input, 1)
+                rewrite_header(m, out.payload, switched, reach[k], multi)
+            else:
+                m.d.comb += self.sel[k].valid.eq(out.valid)
+                rewrite_header(m, out.payload, switched, reach[k])
             # Constellation's switch assertion: at most one input drives an output.
             onehot = Signal(len(drivers))
             m.d.comb += onehot.eq(Cat(*drivers))
             m.d.sync += Assert((onehot & (onehot - 1)) == 0, f"router {self.node}: two inputs drive output {p}")
+            if cut:  # the crossbar select is the registered owner: only the owner may drive
+                m.d.sync += Assert(~out.valid | (busy[k] & Cat(*drivers).bit_select(self.sel[k].input, 1)),
+                                   f"router {self.node}: output {p} driven by an input that does not own it")
 
         for j, p in enumerate(ports):  # local delivery: the lane of the arrival port
             lane = getattr(self, f"eject_{p}")
             relay = relays[j]
             m.d.comb += [lane.valid.eq(relay.valid[outs]), relay.ready[outs].eq(lane.ready)]
-            rewrite_header(m, lane.payload, relay.i.payload, 1 << self.node)
+            rewrite_header(m, lane.payload, relay.i.payload, 1 << self.node, Const(0, 1))  # one bit: a WRITE
         m.d.comb += relays[-1].ready[outs].eq(1)  # the injection relay never delivers locally
         return m
 

@@ -99,13 +99,15 @@ def test_mask_split_and_header_rewrite(pipeline):
 
 @pytest.mark.parametrize("pipeline", [0, 1])
 def test_input_released_only_when_every_branch_took_the_flit(pipeline):
-    """S refuses payload flits in cycles 2..5 (one later with the registered grant, which sends the
-    header in cycle 1 instead of 0): the other branches take each flit once and wait."""
-    d = pipeline
+    """S refuses payload flits in cycles 2..5, shifted by the header's delay ``d``: with pipeline 1
+    the header waits a cycle in stage Q (its route registered) and one in stage G (its grant
+    registered), so it leaves in cycle 2 instead of 0 (rtl/relay.py). The other branches take each
+    flit once and wait."""
+    d = 2 * pipeline
     fmt, table, bitmap, got, released = _run(stall=("S", 2 + d, 6 + d), pipeline=pipeline)
     assert released[0] == got["S"][0][0] == got["N"][0][0] == d  # header: all branches together
     for p in PORTS:
-        assert [f.as_value().value for _, f in got[p]] == [f.as_value().value for _, f in _run(pipeline=d)[3][p]]
+        assert [f.as_value().value for _, f in got[p]] == [f.as_value().value for _, f in _run(pipeline=pipeline)[3][p]]
     for i, (cycle, _) in enumerate(got["S"]):
         # flit i leaves the input in the cycle its last branch (here always S) takes it
         assert released[i] == cycle
