@@ -153,20 +153,23 @@ class Allocator(wiring.Component):
 
 
 class MatrixAllocator(wiring.Component):
-    """All-or-nothing output allocation in a few logic levels (pipeline 1): a matrix arbiter.
+    """All-or-nothing output allocation in a few logic levels, its grant registered (pipeline 1).
 
-    An input is *eligible* when it waits and every output it requests is free. It is granted unless
+    An input is *eligible* when it waits and every output it requests is free. It is chosen unless
     an eligible input that goes before it requests one of the same outputs. ``before`` is a
-    register per pair of inputs (a matrix arbiter's triangle): a granted input goes behind every
-    input not granted in the same cycle, so the least recently granted goes first. There is no
+    register per pair of inputs (a matrix arbiter's triangle): a chosen input goes behind every
+    input not chosen in the same cycle, so the least recently granted goes first. There is no
     chain through the inputs (the round robin :class:`Allocator` visits them one after another):
-    eligibility, the pairwise conflicts and the grant are each a level or two of logic.
+    eligibility, the pairwise conflicts and the choice are each a level or two of logic.
+
+    Stage A: the choice is registered and is the next cycle's ``grant``; in that cycle its outputs
+    count as taken (``resv``, before the router's owners show them) and its inputs as served.
 
     Like :class:`Allocator` a waiting input reserves nothing: it blocks another only in a cycle in
-    which it is eligible itself, and the first eligible input in the order is always granted. The
-    grant is not maximal: an eligible input blocked by one that is itself blocked waits a cycle.
+    which it is eligible itself, and the first eligible input in the order is always chosen. The
+    choice is not maximal: an eligible input blocked by one that is itself blocked waits a cycle.
 
-    Ports: as :class:`Allocator`.
+    Ports: as :class:`Allocator`; ``grant`` comes the cycle after the choice.
     """
 
     def __init__(self, inputs: int, outputs: int):
@@ -186,15 +189,18 @@ class MatrixAllocator(wiring.Component):
         def before(i, j):
             return first[i, j] if i < j else ~first[j, i]
 
-        elig = Signal(n)
+        resv = Signal(self.outputs)  # the outputs of this cycle's grant
+        elig, choice = Signal(n), Signal(n)
         for j in range(n):
-            m.d.comb += elig[j].eq(self.pending[j] & ((self.req[j] & ~self.free) == 0))
+            m.d.comb += elig[j].eq(self.pending[j] & ~self.grant[j] & ((self.req[j] & (resv | ~self.free)) == 0))
         for j in range(n):
             blocked = [elig[i] & before(i, j) & ((self.req[i] & self.req[j]) != 0) for i in range(n) if i != j]
-            m.d.comb += self.grant[j].eq(elig[j] & ~Cat(*blocked).any())
+            m.d.comb += choice[j].eq(elig[j] & ~Cat(*blocked).any())
+        m.d.sync += [self.grant.eq(choice),
+                     resv.eq(reduce(operator.or_, [Mux(choice[j], self.req[j], 0) for j in range(n)]))]
         for (i, j), f in first.items():
-            with m.If(self.grant[i] ^ self.grant[j]):
-                m.d.sync += f.eq(self.grant[j])
+            with m.If(choice[i] ^ choice[j]):
+                m.d.sync += f.eq(choice[j])
         return m
 
 
@@ -290,7 +296,7 @@ class PacketPath(wiring.Component):
             m.submodules[f"relay_{j}"] = relay
             valid = src.valid
             if src is self.inject:  # ``hold`` stops a new header; a granted packet completes
-                valid = src.valid & (relay.active | ~self.hold)
+                valid = src.valid & (relay.active | ~self.hold | (relay.grant if cut else 0))
             m.d.comb += [relay.i.payload.eq(src.payload), relay.i.valid.eq(valid), src.ready.eq(relay.i.ready)]
         m.submodules.alloc = alloc = (MatrixAllocator if cut else Allocator)(len(relays), outs)
         # A granted header counts as held from its grant cycle (with a cut it is not yet active).

@@ -145,12 +145,11 @@ class Relay(wiring.Component):
 
         if self.cut:  # stage Q registers the route; the header leaves the cycle after its grant
             pend, want_q, multi_q = Signal(), Signal(outs + 1), Signal(outs)
-            with m.If(~active & ~self.grant):
-                m.d.sync += [pend.eq(self.i.valid), want_q.eq(want),
+            with m.If(~active):  # the head is the waiting header (or nothing): its route, every cycle
+                m.d.sync += [want_q.eq(want),
                              multi_q.eq(Cat(several([bitmap[b] for b in range(self.fmt.nodes) if mask >> b & 1])
                                             for mask in self.reach))]
-            with m.Else():
-                m.d.sync += pend.eq(0)
+            m.d.sync += pend.eq(self.i.valid & ~active & ~self.grant)
             m.d.comb += [self.pending.eq(pend & self.i.valid), self.req.eq(want_q[:outs]), self.multi.eq(multi_q)]
             latched, sel, go = want_q, branches, self.i.valid & active
         else:
