@@ -162,8 +162,10 @@ class MatrixAllocator(wiring.Component):
     chain through the inputs (the round robin :class:`Allocator` visits them one after another):
     eligibility, the pairwise conflicts and the choice are each a level or two of logic.
 
-    Stage A: the choice is registered and is the next cycle's ``grant``; in that cycle its outputs
-    count as taken (``resv``, before the router's owners show them) and its inputs as served.
+    Stage A: the choice is registered and is the next cycle's ``grant``. In that cycle the router's
+    owners do not show its outputs taken yet, so nothing is chosen (the choice of a cycle may grant
+    several inputs; a packet holds its outputs at least two cycles anyway). The order follows the
+    registered grant.
 
     Like :class:`Allocator` a waiting input reserves nothing: it blocks another only in a cycle in
     which it is eligible itself, and the first eligible input in the order is always chosen. The
@@ -189,18 +191,18 @@ class MatrixAllocator(wiring.Component):
         def before(i, j):
             return first[i, j] if i < j else ~first[j, i]
 
-        resv = Signal(self.outputs)  # the outputs of this cycle's grant
+        granting = Signal()  # a grant is presented this cycle: its outputs are not yet shown taken
         elig, choice = Signal(n), Signal(n)
         for j in range(n):
-            m.d.comb += elig[j].eq(self.pending[j] & ~self.grant[j] & ((self.req[j] & (resv | ~self.free)) == 0))
+            m.d.comb += elig[j].eq(self.pending[j] & ~granting & ((self.req[j] & ~self.free) == 0))
         for j in range(n):
             blocked = [elig[i] & before(i, j) & ((self.req[i] & self.req[j]) != 0) for i in range(n) if i != j]
             m.d.comb += choice[j].eq(elig[j] & ~Cat(*blocked).any())
-        m.d.sync += [self.grant.eq(choice),
-                     resv.eq(reduce(operator.or_, [Mux(choice[j], self.req[j], 0) for j in range(n)]))]
+        # The first eligible input is always chosen, so something is chosen exactly when something is eligible.
+        m.d.sync += [self.grant.eq(choice), granting.eq(elig.any())]
         for (i, j), f in first.items():
-            with m.If(choice[i] ^ choice[j]):
-                m.d.sync += f.eq(choice[j])
+            with m.If(self.grant[i] ^ self.grant[j]):
+                m.d.sync += f.eq(self.grant[j])
         return m
 
 
@@ -299,8 +301,11 @@ class PacketPath(wiring.Component):
                 valid = src.valid & (relay.active | ~self.hold | (relay.grant if cut else 0))
             m.d.comb += [relay.i.payload.eq(src.payload), relay.i.valid.eq(valid), src.ready.eq(relay.i.ready)]
         m.submodules.alloc = alloc = (MatrixAllocator if cut else Allocator)(len(relays), outs)
-        # A granted header counts as held from its grant cycle (with a cut it is not yet active).
-        m.d.comb += self.idle.eq(Cat(*empty).all() & ~Cat(r.active for r in relays).any() & ~alloc.grant.any())
+        # A granted header counts as held from its grant cycle (with a cut it is not yet active); a flit
+        # in a link register (cut) is still in the router.
+        linked = Signal(outs)
+        m.d.comb += self.idle.eq(Cat(*empty).all() & ~Cat(r.active for r in relays).any() & ~alloc.grant.any()
+                                 & ~linked.any())
         for j, relay in enumerate(relays):
             m.d.comb += [
                 alloc.pending[j].eq(relay.pending),
@@ -309,45 +314,54 @@ class PacketPath(wiring.Component):
                 self.heads[j].as_value().eq(relay.i.payload.as_value()),
             ]
         busy = Signal(outs)
-        if cut:  # stage G: each output's owner is registered at its grant, cleared after its tail
-            tails = Cat(r.i.ready & r.i.payload.last for r in relays)
-            for k in range(outs):
-                owner = Signal(range(len(relays)), name=f"owner_{ports[k]}")
-                with m.If(busy[k] & tails.bit_select(owner, 1)):
-                    m.d.sync += busy[k].eq(0)
-                for j, relay in enumerate(relays):
-                    with m.If(alloc.grant[j] & relay.req[k]):
-                        m.d.sync += [busy[k].eq(1), owner.eq(j)]
-                m.d.comb += [self.sel[k].valid.eq(busy[k]), self.sel[k].input.eq(owner)]
-        else:
+        if not cut:
             m.d.comb += busy.eq(reduce(operator.or_, [relay.held for relay in relays]))
 
         for k, p in enumerate(ports):
             out = getattr(self, f"o_{p}")
             drivers = [relay.valid[k] for relay in relays]
-            m.d.comb += [
-                alloc.free[k].eq(~busy[k] & out.ready),
-                out.valid.eq(Cat(*drivers).any()),
-            ]
-            for j, d in enumerate(drivers):
-                if not cut:
-                    with m.If(d):
-                        m.d.comb += self.sel[k].input.eq(j)
-                m.d.comb += relays[j].ready[k].eq(out.ready)
             switched = fmt.flit(self.switched[k].as_value()[:fmt.flit.size])
             if cut:
-                multi = Cat(r.multi[k] for r in relays).bit_select(self.sel[k].input, 1)
-                rewrite_header(m, out.payload, switched, reach[k], multi)
+                # Stage G: the output's owner, registered at its grant, is the crossbar select; the output
+                # is free again once its tail has left the link register.
+                owner = Signal(range(len(relays)), name=f"owner_{p}")
+                for j, relay in enumerate(relays):
+                    with m.If(alloc.grant[j] & relay.req[k]):
+                        m.d.sync += [busy[k].eq(1), owner.eq(j)]
+                m.d.comb += [self.sel[k].valid.eq(busy[k]), self.sel[k].input.eq(owner)]
+                # Stage L: the link register (valid/ready, FlooNoC's cut on the output).
+                link_valid, link_flit = linked[k], Signal(fmt.flit, name=f"link_flit_{p}")
+                with m.If(link_valid & out.ready & link_flit.last):
+                    m.d.sync += busy[k].eq(0)
+                take = ~link_valid | out.ready
+                link_multi = Signal(name=f"link_multi_{p}")  # the header's rewritten opcode, chosen at grant
+                with m.If(take):
+                    m.d.sync += [link_valid.eq(Cat(*drivers).any()), link_flit.eq(switched),
+                                 link_multi.eq(Cat(r.multi[k] for r in relays).bit_select(owner, 1))]
+                m.d.comb += [
+                    alloc.free[k].eq(~busy[k] & ~link_valid & out.ready),
+                    out.valid.eq(link_valid),
+                ]
+                rewrite_header(m, out.payload, link_flit, reach[k], link_multi)  # behind the register
+                m.d.sync += Assert(~Cat(*drivers).any() | (busy[k] & Cat(*drivers).bit_select(owner, 1)),
+                                   f"router {self.node}: output {p} driven by an input that does not own it")
             else:
-                m.d.comb += self.sel[k].valid.eq(out.valid)
+                take = out.ready
+                m.d.comb += [
+                    alloc.free[k].eq(~busy[k] & out.ready),
+                    out.valid.eq(Cat(*drivers).any()),
+                    self.sel[k].valid.eq(out.valid),
+                ]
+                for j, d in enumerate(drivers):
+                    with m.If(d):
+                        m.d.comb += self.sel[k].input.eq(j)
                 rewrite_header(m, out.payload, switched, reach[k])
+            for relay in relays:
+                m.d.comb += relay.ready[k].eq(take)
             # Constellation's switch assertion: at most one input drives an output.
             onehot = Signal(len(drivers))
             m.d.comb += onehot.eq(Cat(*drivers))
             m.d.sync += Assert((onehot & (onehot - 1)) == 0, f"router {self.node}: two inputs drive output {p}")
-            if cut:  # the crossbar select is the registered owner: only the owner may drive
-                m.d.sync += Assert(~out.valid | (busy[k] & Cat(*drivers).bit_select(self.sel[k].input, 1)),
-                                   f"router {self.node}: output {p} driven by an input that does not own it")
 
         for j, p in enumerate(ports):  # local delivery: the lane of the arrival port
             lane = getattr(self, f"eject_{p}")

