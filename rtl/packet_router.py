@@ -329,20 +329,34 @@ class PacketPath(wiring.Component):
                     with m.If(alloc.grant[j] & relay.req[k]):
                         m.d.sync += [busy[k].eq(1), owner.eq(j)]
                 m.d.comb += [self.sel[k].valid.eq(busy[k]), self.sel[k].input.eq(owner)]
-                # Stage L: the link register (valid/ready, FlooNoC's cut on the output).
-                link_valid, link_flit = linked[k], Signal(fmt.flit, name=f"link_flit_{p}")
-                with m.If(link_valid & out.ready & link_flit.last):
-                    m.d.sync += busy[k].eq(0)
-                take = ~link_valid | out.ready
-                link_multi = Signal(name=f"link_multi_{p}")  # the header's rewritten opcode, chosen at grant
-                with m.If(take):
-                    m.d.sync += [link_valid.eq(Cat(*drivers).any()), link_flit.eq(switched),
-                                 link_multi.eq(Cat(r.multi[k] for r in relays).bit_select(owner, 1))]
+                # Stage L: the link register, a two-entry spill register (FlooNoC's cut on the output): the
+                # branches see its room (``room``, a register), never the link's ``ready``. Entry A takes the
+                # switched flit; B holds A's flit while the link refuses it; the link shows B first.
+                a_valid, a_flit, a_multi = Signal(name=f"a_valid_{p}"), Signal(fmt.flit, name=f"a_flit_{p}"), \
+                    Signal(name=f"a_multi_{p}")
+                b_valid, b_flit, b_multi = Signal(name=f"b_valid_{p}"), Signal(fmt.flit, name=f"b_flit_{p}"), \
+                    Signal(name=f"b_multi_{p}")
+                take = ~a_valid | ~b_valid
+                a_fill = Cat(*drivers).any() & take
+                a_drain = a_valid & ~b_valid
+                b_fill = a_drain & ~out.ready
+                with m.If(a_fill):
+                    m.d.sync += [a_flit.eq(switched),
+                                 a_multi.eq(Cat(r.multi[k] for r in relays).bit_select(owner, 1))]
+                m.d.sync += a_valid.eq(a_fill | (a_valid & ~a_drain))
+                with m.If(b_fill):
+                    m.d.sync += [b_flit.eq(a_flit), b_multi.eq(a_multi)]
+                m.d.sync += b_valid.eq(b_fill | (b_valid & ~out.ready))
+                link_flit = Signal(fmt.flit, name=f"link_flit_{p}")
                 m.d.comb += [
-                    alloc.free[k].eq(~busy[k] & ~link_valid & out.ready),
-                    out.valid.eq(link_valid),
+                    linked[k].eq(a_valid | b_valid),
+                    link_flit.eq(Mux(b_valid, b_flit, a_flit)),
+                    out.valid.eq(linked[k]),
+                    alloc.free[k].eq(~busy[k] & ~linked[k] & out.ready),
                 ]
-                rewrite_header(m, out.payload, link_flit, reach[k], link_multi)  # behind the register
+                with m.If(out.valid & out.ready & link_flit.last):
+                    m.d.sync += busy[k].eq(0)
+                rewrite_header(m, out.payload, link_flit, reach[k], Mux(b_valid, b_multi, a_multi))  # behind it
                 m.d.sync += Assert(~Cat(*drivers).any() | (busy[k] & Cat(*drivers).bit_select(owner, 1)),
                                    f"router {self.node}: output {p} driven by an input that does not own it")
             else:

@@ -114,19 +114,20 @@ def test_input_released_only_when_every_branch_took_the_flit():
 
 def test_input_released_only_when_every_branch_took_the_flit_pipelined():
     """Pipeline 1, by hand (rtl/relay.py, rtl/packet_router.py): the header waits in stages Q, A and G
-    and leaves the input in cycle 3; each output's link register presents it a cycle later, in 4.
-    Without a stall flit i leaves the input in 3 + i and reaches every port in 4 + i. S refuses in
-    cycles 5..8: flit 1 waits in S's link register until S takes it in 9; N, E and W take flit 2
-    in 6 (one flit ahead), but flit 2 leaves the input only in 9, when S's register can take it,
-    and flit 3 in 10, reaching every port in 11."""
+    and leaves the input in cycle 3; each output's link register (two entries) presents it a cycle
+    later, in 4. Without a stall flit i leaves the input in 3 + i and reaches every port in 4 + i.
+    S refuses in cycles 5..8: flit 1 moves to the second entry of S's link register in 5, flit 2
+    fills the first and leaves the input in 5. Flit 3 is taken by N, E and W in 6 (they reach their
+    ports in 7) but stays in the input until S's register has room: S takes flit 1 in 9, flit 2
+    in 10, when flit 3 enters the register and leaves the input; S takes it in 11."""
     fmt, table, bitmap, got, released = _run(pipeline=1)
     assert released == [3, 4, 5, 6] and all([c for c, _ in got[p]] == [4, 5, 6, 7] for p in PORTS)
     free = {p: [f.as_value().value for _, f in got[p]] for p in PORTS}
     fmt, table, bitmap, got, released = _run(stall=("S", 5, 9), pipeline=1)
-    assert released == [3, 4, 9, 10]
+    assert released == [3, 4, 5, 10]
     assert [c for c, _ in got["S"]] == [4, 9, 10, 11]
     for p in ("N", "E", "W"):
-        assert [c for c, _ in got[p]] == [4, 5, 6, 11]
+        assert [c for c, _ in got[p]] == [4, 5, 6, 7]
     assert {p: [f.as_value().value for _, f in got[p]] for p in PORTS} == free  # the same flits, only later
 
 
