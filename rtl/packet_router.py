@@ -20,6 +20,14 @@ mesh's N/E/S/W, an EquiMesh ring entering and leaving through its edge's port):
   every in-link in the same cycle, like the per-port lanes of the scheduled
   router). Its header is rewritten to the router's own bit.
 
+Pipeline (``pipeline`` 1, the default; the stage of every register in
+``rtl/relay.py``): the route is registered ahead of allocation (stage Q), the
+allocator is :class:`MatrixAllocator` with its grant registered (stage A), each
+output's owner is registered at the grant and is the crossbar select (stage
+G), and every output has a two-entry link register (stage L) with the header
+rewrite behind it; the input buffers' ``ready`` is a register. Pipeline 0: the
+round robin :class:`Allocator`, crossbar selects and outputs combinational.
+
 Virtual cut-through: a receiver takes a header only when its buffer has room
 for the whole packet (:class:`InputBuffer`), and the allocator grants only when
 every requested output's receiver takes the header. A granted packet then never
@@ -340,7 +348,7 @@ class PacketPath(wiring.Component):
                 a_fill = Cat(*drivers).any() & take
                 a_drain = a_valid & ~b_valid
                 b_fill = a_drain & ~out.ready
-                with m.If(a_fill):
+                with m.If(take):  # whenever A has room: an A that held a flit passes it on in this cycle
                     m.d.sync += [a_flit.eq(switched),
                                  a_multi.eq(Cat(r.multi[k] for r in relays).bit_select(owner, 1))]
                 m.d.sync += a_valid.eq(a_fill | (a_valid & ~a_drain))

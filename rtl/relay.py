@@ -20,24 +20,36 @@ has room for the whole packet), so they always take the header in the cycle it
 is first presented; only the local delivery can lag.
 
 Pipeline (``cut``, the router's ``pipeline`` 1; FlooNoC's route computation
-ahead of allocation and its cut between allocation and switch traversal). Two
-register stages stand between a header at the input's head and its departure:
+ahead of allocation, its cut between allocation and switch traversal and its
+spill register on the output). The registers of every stage of a header, from
+the cycle ``h`` it is the input buffer's head (a flit written into the buffer
+in cycle ``t`` is its head in ``t + 2``, ``SyncFIFOBuffered``):
 
-* stage Q (request): while the relay is idle, the head's route (``want``, the
-  non-empty parts of the bitmap split) and, per network output, whether that
-  copy keeps more than one destination (``multi``, the rewritten opcode) are
-  registered every cycle: ``want_q``, ``multi_q``, ``pend``. The allocator sees
-  only these registers, never the bitmap;
-* stage G (grant): the grant only sets ``active`` and latches ``branches``
-  (and the router's output owners, ``rtl/packet_router.py``); the header leaves
-  in the next cycle. Every branch ``valid`` comes from registers (``active``,
-  ``branches``, ``sent``) and the input buffer's output register, never through
-  the allocator.
+* stage Q (request, cycle ``h``): while the relay is idle, the head's route
+  (``want``, the non-empty parts of the bitmap split) and, per network output,
+  whether that copy keeps more than one destination (``multi``, the rewritten
+  opcode) are registered every cycle: ``want_q``, ``multi_q``, ``pend``. The
+  allocator sees only these registers, never the bitmap;
+* stage A (allocation, ``h + 1``): the router's allocator chooses and
+  registers its grant (``grant``, ``granting`` and the arbiter's order in
+  :class:`~equimesh.rtl.packet_router.MatrixAllocator`);
+* stage G (grant, ``h + 2``): the grant sets ``active`` and latches
+  ``branches``, and the router registers each granted output's owner, its
+  crossbar select (``owner_<port>``, ``busy``);
+* switch (``h + 3``): the header leaves the input; every branch ``valid``
+  comes from registers (``active``, ``branches``, ``sent``) and the input
+  buffer's output register, and every network branch's ``ready`` is the room
+  of that output's link register;
+* stage L (link, ``h + 4``): the header is on the link, from the output's
+  two-entry link register (``a_*``, ``b_*`` in the router), its bitmap and
+  opcode rewritten behind the register.
 
-The receivers still have room: an output is granted only while no packet holds
-it, so its receiver is between packets and nothing else can fill it before the
-header arrives. The price is two cycles per packet and hop. With ``cut`` off
-(pipeline 0) the route, the grant and the header's departure share one cycle.
+So a header takes 6 cycles per hop against pipeline 0's 2 (buffer 2, Q, A, G,
+L); the flits behind it follow one a cycle. The receivers still have room: an
+output is granted only while no packet holds it, its link register is empty and
+its receiver has room for the whole packet; nothing else can fill that receiver
+before the header arrives. With ``cut`` off (pipeline 0) the route, the grant
+and the header's departure share one cycle and the outputs are not registered.
 """
 
 from __future__ import annotations

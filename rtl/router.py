@@ -52,6 +52,10 @@ while no schedule runs: ``hold`` stops new packets from ``inject``, and the
 network starts the schedule once every router is ``idle`` (no packet held
 anywhere, :class:`~equimesh.rtl.network.Network`). From ``start`` to ``done``
 the packet path sees no link and takes no packet; after ``done`` packets flow again.
+With pipeline 1 the packet path has its own registers (stages Q, A, G and L of
+``rtl/relay.py``): its crossbar selects are registers (the outputs' owners) and its
+flits leave through the packet path's link registers, which the links carry
+whenever the schedule's link registers are idle.
 """
 
 from __future__ import annotations

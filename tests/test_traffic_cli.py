@@ -27,9 +27,12 @@ def test_pipeline_latency_model(capsys):
     """One packet, no contention, XY on the 2x3 mesh from node 0 to node 5: 3 hops (0 -> 1 -> 2 -> 5).
     Latency counts from the cycle the source router takes the header to the cycle node 5 takes the last
     flit. Per hop, by hand: the input buffer (SyncFIFOBuffered) presents a flit written in cycle t at
-    t + 2; with pipeline 1 the relay then registers the route (stage Q) and the grant (stage G) before
-    the header leaves, 2 more cycles (rtl/relay.py). The 2 payload flits follow the header one a cycle.
-    So 2 x 3 + 2 = 8 cycles with pipeline 0, (2 + 2) x 3 + 2 = 14 with pipeline 1."""
+    t + 2 and with pipeline 0 the header leaves in that cycle. With pipeline 1 the relay registers the
+    route (stage Q), the allocator its grant (stage A), the router the output's owner (stage G), and the
+    header leaves through the output's link register (stage L) (rtl/relay.py). From the header's
+    departure at node 0: node 0's link register (1), Q, A, G and the link register at nodes 1 and 2
+    (4 each), Q, A and G before node 5's local lane (3). The 2 payload flits follow one a cycle.
+    So 2 x 3 + 2 = 8 cycles with pipeline 0, and 8 + 1 + 4 + 4 + 3 = 20 with pipeline 1."""
     for pipeline, latency in ((0, 8), (1, 20)):
         argv = ["traffic", "--kind", "mesh", "--rows", "2", "--cols", "3", "--routing", "xy", "--src", "0",
                 "--dests", "5", "--packets", "1", "--payload-flits", "2", "--backend", "amaranth",
