@@ -344,10 +344,12 @@ class PacketPath(wiring.Component):
                     Signal(name=f"a_multi_{p}")
                 b_valid, b_flit, b_multi = Signal(name=f"b_valid_{p}"), Signal(fmt.flit, name=f"b_flit_{p}"), \
                     Signal(name=f"b_multi_{p}")
-                take = ~a_valid | ~b_valid
+                take = Signal(init=1, name=f"room_{p}")  # = ~a_valid | ~b_valid, registered from their next values
                 a_fill = Cat(*drivers).any() & take
                 a_drain = a_valid & ~b_valid
                 b_fill = a_drain & ~out.ready
+                m.d.sync += take.eq(~((a_fill | (a_valid & ~a_drain)) & (b_fill | (b_valid & ~out.ready))))
+                m.d.sync += Assert(take == (~a_valid | ~b_valid), f"router {self.node}: room of link register {p}")
                 with m.If(take):  # whenever A has room: an A that held a flit passes it on in this cycle
                     m.d.sync += [a_flit.eq(switched),
                                  a_multi.eq(Cat(r.multi[k] for r in relays).bit_select(owner, 1))]
