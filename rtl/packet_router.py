@@ -160,7 +160,7 @@ class Allocator(wiring.Component):
         return m
 
 
-class MatrixAllocator(wiring.Component):
+class MatrixAllocator(Allocator):
     """All-or-nothing output allocation in a few logic levels, its grant registered (pipeline 1).
 
     An input is *eligible* when it waits and every output it requests is free. It is chosen unless
@@ -181,15 +181,6 @@ class MatrixAllocator(wiring.Component):
 
     Ports: as :class:`Allocator`; ``grant`` comes the cycle after the choice.
     """
-
-    def __init__(self, inputs: int, outputs: int):
-        self.inputs, self.outputs = inputs, outputs
-        super().__init__({
-            "pending": In(inputs),
-            "req": In(outputs).array(inputs),
-            "free": In(outputs),
-            "grant": Out(inputs),
-        })
 
     def elaborate(self, platform):
         m = Module()
