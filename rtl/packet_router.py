@@ -251,6 +251,7 @@ class PacketPath(wiring.Component):
     i_<port>, o_<port>, inject, eject_<port> : as :class:`PacketRouter`.
     heads : Out(ArrayLayout(flit, inputs))  -- each input's head flit, to the crossbar inputs.
     sel : Out(ArrayLayout(select, outputs))  -- the crossbar selects.
+    sel_next : Out(ArrayLayout(select, outputs))  -- with pipeline 1: the selects of the next cycle.
     switched : In(ArrayLayout(flit, outputs))  -- the crossbar outputs; ``o_<port>`` carries them
         with the header rewritten.
     hold : In(1)  -- take no new packet from ``inject`` (a packet already granted completes).
@@ -268,6 +269,7 @@ class PacketPath(wiring.Component):
         members.update({
             "heads": Out(data.ArrayLayout(flit_layout(xbar_bits), inputs)),
             "sel": Out(data.ArrayLayout(select_layout(inputs), outs)),
+            "sel_next": Out(data.ArrayLayout(select_layout(inputs), outs)),
             "switched": In(data.ArrayLayout(flit_layout(xbar_bits), outs)),
             "hold": In(1),
             "idle": Out(1),
@@ -324,9 +326,12 @@ class PacketPath(wiring.Component):
                 # Stage G: the output's owner, registered at its grant, is the crossbar select; the output
                 # is free again once its tail has left the link register.
                 owner = Signal(range(len(relays)), name=f"owner_{p}")
+                nxt = self.sel_next[k]
+                m.d.comb += [nxt.valid.eq(busy[k]), nxt.input.eq(owner)]
                 for j, relay in enumerate(relays):
                     with m.If(alloc.grant[j] & relay.req[k]):
-                        m.d.sync += [busy[k].eq(1), owner.eq(j)]
+                        m.d.comb += [nxt.valid.eq(1), nxt.input.eq(j)]
+                m.d.sync += [busy[k].eq(nxt.valid), owner.eq(nxt.input)]
                 m.d.comb += [self.sel[k].valid.eq(busy[k]), self.sel[k].input.eq(owner)]
                 # Stage L: the link register, a two-entry spill register (FlooNoC's cut on the output): the
                 # branches see its room (``room``, a register), never the link's ``ready``. Entry A takes the
@@ -355,8 +360,8 @@ class PacketPath(wiring.Component):
                     out.valid.eq(linked[k]),
                     alloc.free[k].eq(~busy[k] & ~linked[k] & out.ready),
                 ]
-                with m.If(out.valid & out.ready & link_flit.last):
-                    m.d.sync += busy[k].eq(0)
+                with m.If(out.valid & out.ready & link_flit.last):  # never with a grant: it needs an idle link
+                    m.d.comb += nxt.valid.eq(0)
                 rewrite_header(m, out.payload, link_flit, reach[k], Mux(b_valid, b_multi, a_multi))  # behind it
                 m.d.sync += Assert(~Cat(*drivers).any() | (busy[k] & Cat(*drivers).bit_select(owner, 1)),
                                    f"router {self.node}: output {p} driven by an input that does not own it")
