@@ -67,8 +67,8 @@ def add_pipeline_arg(p) -> None:
 
     p.add_argument("--pipeline", type=int, choices=PIPELINES, default=DEFAULT_PIPELINE,
                    help=f"router pipeline depth: 0 = memory reads and relay decisions in the switch's cycle, "
-                        f"1 = registered table, lane and grant (clock up, steps x max(F, 4) + 5 cycles; "
-                        f"default {DEFAULT_PIPELINE})")
+                        f"1 = registered table, lane, packet route and grant (clock up; schedules take "
+                        f"steps x max(F, 4) + 5 cycles, packets 2 more cycles per hop; default {DEFAULT_PIPELINE})")
 
 
 def add_run_args(p, collective_default: str | None) -> None:

@@ -8,7 +8,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from .args import add_pipeline_arg, add_run_args, load_image
+from .args import add_pipeline_arg, add_run_args, load_image, table_from_args
 from .errors import InputError, UsageError, writing
 from .progress import Progress
 
@@ -52,10 +52,18 @@ def cmd_fpga(args) -> int:
         design = fit(image, flit_bits=args.flit_bits, pipeline=args.pipeline)
     except RomError as e:
         raise InputError(str(e)) from None
+    packets = None
+    if args.packets:
+        from .rtl.packet import PacketError
+        from .rtl.packet_network import PacketSetup
+        try:
+            packets = PacketSetup(table_from_args(args, topo), args.payload_flits, pipeline=args.pipeline)
+        except PacketError as e:
+            raise UsageError(str(e)) from None
     target = Target(args.part, args.package, args.speed, args.clock_mhz or Target.clock_mhz)
     progress = Progress(f"fpga {topo.name}")
     try:
-        rows = measure(design, target, args.seeds, progress)
+        rows = measure(design, target, args.seeds, progress, packets)
     except FpgaError as e:
         raise InputError(str(e)) from None
     finally:
@@ -67,7 +75,8 @@ def cmd_fpga(args) -> int:
             _write_files(rows, out)
     result = {"kind": topo.kind, "rows": topo.rows, "cols": topo.cols, "flit_bits": design.flit_bits,
               "chunk_flits": design.chunk_flits, "pipeline": design.pipeline, "part": args.part, "package": args.package, "speed": args.speed,
-              "seeds": args.seeds, "routers": [{k: r[k] for k in ROUTER_KEYS} for r in rows]}
+              "seeds": args.seeds, **({"routing": packets.table.algorithm, "payload_flits": args.payload_flits}
+                                       if packets else {}), "routers": [{k: r[k] for k in ROUTER_KEYS} for r in rows]}
     if args.out:
         with writing(out / "fpga.json"):
             (out / "fpga.json").write_text(json.dumps(result, indent=2) + "\n")
@@ -97,7 +106,7 @@ def _distinct(rows):
     """One row per synthesized design (the rows of one lane count share it), with its module and node counts."""
     out = {}
     for r in rows:
-        d = out.setdefault(r["ports"], dict(r, nodes=0, modules=0))
+        d = out.setdefault((r["mode"], r["ports"]), dict(r, nodes=0, modules=0))
         d["nodes"] += r["nodes"]
         d["modules"] += 1
     return list(out.values())
@@ -116,6 +125,12 @@ def register(sub) -> None:
     p.add_argument("--speed", type=int, default=6, help="speed grade 6, 7 or 8 (default 6)")
     p.add_argument("--clock-mhz", type=float, help="clock target: nextpnr aims at it, and a router that misses "
                                                    "it gets a 'timing not met' line (default: aim at 150 MHz)")
+    p.add_argument("--packets", action="store_true",
+                   help="also the packet (relay) router alone and the router carrying schedule and packets on one "
+                        "crossbar, for the central node of each lane count")
+    p.add_argument("--routing", default="shortcut", help="with --packets: the forwarding tables, 'shortcut', 'xy' or "
+                                                         "a table file (default shortcut)")
+    p.add_argument("--payload-flits", type=int, default=8, help="with --packets: payload flits per packet (default 8)")
     p.add_argument("--out", help="write fpga.json and each router's statistics, reports and logs here")
     p.add_argument("--json", action="store_true", help="machine-readable results")
     p.set_defaults(func=cmd_fpga)

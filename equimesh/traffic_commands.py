@@ -9,7 +9,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .args import add_run_args, add_topology_args, load_image, table_from_args, topology_from_args
+from .args import add_pipeline_arg, add_run_args, add_topology_args, load_image, table_from_args, topology_from_args
 from .errors import InputError, UsageError, writing
 from .rtl.packet import PacketError, PacketFormat
 from .schedules.routing import ALGORITHMS, DeadlockError, check_deadlock_free, forwarding_table
@@ -120,12 +120,12 @@ def _run(args, table, traffic, mode):
         with writing(args.build_dir):
             Path(args.build_dir).mkdir(parents=True, exist_ok=True)
     return packet_run(args.backend, table, traffic, args.payload_flits, args.build_dir, mode, cycles=args.cycles,
-                      stall=args.stall)
+                      stall=args.stall, pipeline=args.pipeline)
 
 
 def _report(args, topo, table, r, seconds) -> None:
     r = {"topology": topo.name, "routing": table.algorithm, "pattern": args.pattern, "backend": args.backend,
-         "payload_flits": args.payload_flits, **r, "seconds": round(seconds, 1)}
+         "payload_flits": args.payload_flits, "pipeline": args.pipeline, **r, "seconds": round(seconds, 1)}
     if args.json:
         print(json.dumps(r, indent=2))
         return
@@ -364,6 +364,7 @@ def _add_run_args(p, cycles, rate) -> None:
     p.add_argument("--seed", type=int, default=1, help="random seed of the bitmaps (default 1)")
     p.add_argument("--backend", default="verilator", choices=BACKENDS, help=BACKEND_HELP)
     p.add_argument("--build-dir", help="where the Verilog backends build (default: a temporary directory)")
+    add_pipeline_arg(p)
     p.add_argument("--json", action="store_true", help="machine-readable result")
 
 

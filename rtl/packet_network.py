@@ -17,21 +17,30 @@ from ..schedules.routing import ForwardingTable, check_deadlock_free
 from .packet import PacketFormat
 from .packet_endpoints import COUNTER_BITS, Checker, Generator, Sink
 from .packet_router import PacketConfig, PacketRouter
+from .rom import DEFAULT_PIPELINE
 
 
 class PacketSetup:
     """Packets on a network: the forwarding table (checked for deadlock freedom here), the packet
-    format and the input buffer depth (``packet_flits + 2`` unless given)."""
+    format, the input buffer depth (``packet_flits + 2`` unless given) and the routers' pipeline depth
+    (``rtl/relay.py``)."""
 
-    def __init__(self, table: ForwardingTable, payload_flits: int, depth: int | None = None):
+    def __init__(self, table: ForwardingTable, payload_flits: int, depth: int | None = None,
+                 pipeline: int = DEFAULT_PIPELINE):
         check_deadlock_free(table)
         self.table = table
         self.fmt = PacketFormat(table.topology.nodes, payload_flits)
         self.depth = depth or self.fmt.packet_flits + 2
+        self.pipeline = pipeline
 
     def router(self, v: int) -> PacketConfig:
         reach = {p: mask for p, mask in self.table.reach[v].items() if p != "L"}
-        return PacketConfig(self.fmt, v, reach, self.depth)
+        return PacketConfig(self.fmt, v, reach, self.depth, self.pipeline)
+
+    @property
+    def buffer_bits(self) -> int:
+        """Memory bits of one input buffer: ``depth`` flits."""
+        return self.depth * self.fmt.flit.size
 
 
 def tree_sum(terms: list):
@@ -58,8 +67,9 @@ class PacketNetwork(wiring.Component):
     link_flits : Out(32).array(links)  -- flits carried by each link.
     """
 
-    def __init__(self, table: ForwardingTable, payload_flits: int, depth: int | None = None):
-        self.setup = PacketSetup(table, payload_flits, depth)
+    def __init__(self, table: ForwardingTable, payload_flits: int, depth: int | None = None,
+                 pipeline: int = DEFAULT_PIPELINE):
+        self.setup = PacketSetup(table, payload_flits, depth, pipeline)
         self.table, self.fmt = table, self.setup.fmt
         topo = table.topology
         self.lanes = [(v, p) for v in range(topo.nodes) for p in topo.ports(v)]

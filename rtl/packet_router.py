@@ -20,6 +20,14 @@ mesh's N/E/S/W, an EquiMesh ring entering and leaving through its edge's port):
   every in-link in the same cycle, like the per-port lanes of the scheduled
   router). Its header is rewritten to the router's own bit.
 
+Pipeline (``pipeline`` 1, the default; the stage of every register in
+``rtl/relay.py``): the route is registered ahead of allocation (stage Q), the
+allocator is :class:`MatrixAllocator` with its grant registered (stage A), each
+output's owner is registered at the grant and is the crossbar select (stage
+G), and every output has a two-entry link register (stage L) with the header
+rewrite behind it; the input buffers' ``ready`` is a register. Pipeline 0: the
+round robin :class:`Allocator`, crossbar selects and outputs combinational.
+
 Virtual cut-through: a receiver takes a header only when its buffer has room
 for the whole packet (:class:`InputBuffer`), and the allocator grants only when
 every requested output's receiver takes the header. A granted packet then never
@@ -33,7 +41,7 @@ import operator
 from dataclasses import dataclass
 from functools import reduce
 
-from amaranth.hdl import Assert, Cat, Module, Mux, Signal
+from amaranth.hdl import Assert, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
@@ -48,6 +56,10 @@ from .rom import DEFAULT_PIPELINE
 class InputBuffer(wiring.Component):
     """A FIFO of ``depth`` >= packet length flits, ready for a header only when the whole packet fits.
 
+    With ``registered`` (pipeline 1) ``i.ready`` is a register: computed a cycle ahead from the level
+    after this cycle's write, counting no read (so it never promises room a read has not made yet);
+    within a packet it stays up, the room for the whole packet was there when its header came.
+
     Ports
     -----
     i : In(stream)  -- the link. ``i.ready`` depends only on registers (the FIFO level and
@@ -56,10 +68,10 @@ class InputBuffer(wiring.Component):
     empty : Out(1)  -- no flit buffered.
     """
 
-    def __init__(self, fmt: PacketFormat, depth: int):
+    def __init__(self, fmt: PacketFormat, depth: int, registered: bool = False):
         if depth < fmt.packet_flits:
             raise ValueError(f"input buffer depth {depth} is smaller than a packet ({fmt.packet_flits} flits)")
-        self.fmt, self.depth = fmt, depth
+        self.fmt, self.depth, self.registered = fmt, depth, registered
         super().__init__({"i": In(stream.Signature(fmt.flit)), "o": Out(stream.Signature(fmt.flit)),
                           "empty": Out(1)})
 
@@ -68,10 +80,17 @@ class InputBuffer(wiring.Component):
         m.submodules.fifo = fifo = SyncFIFOBuffered(width=self.fmt.flit.size, depth=self.depth)
         between = Signal(init=1)  # the next flit on the link is a header
         take = self.i.valid & self.i.ready
+        room = self.depth - self.fmt.packet_flits  # the most flits buffered that leave room for a packet
+        if self.registered:
+            ready = Signal(init=1)
+            nxt_between = Mux(take, self.i.payload.last, between)
+            m.d.sync += ready.eq(~nxt_between | (fifo.level + take <= room))
+            m.d.comb += self.i.ready.eq(ready)
+        else:
+            m.d.comb += self.i.ready.eq(fifo.w_rdy & (~between | (fifo.level <= room)))
         m.d.comb += [
-            self.i.ready.eq(fifo.w_rdy & (~between | (fifo.level <= self.depth - self.fmt.packet_flits))),
             fifo.w_data.eq(self.i.payload),
-            fifo.w_en.eq(self.i.valid & self.i.ready),
+            fifo.w_en.eq(take),
             self.o.payload.eq(fifo.r_data),
             self.o.valid.eq(fifo.r_rdy),
             fifo.r_en.eq(self.o.ready),
@@ -141,6 +160,51 @@ class Allocator(wiring.Component):
         return m
 
 
+class MatrixAllocator(Allocator):
+    """All-or-nothing output allocation in a few logic levels, its grant registered (pipeline 1).
+
+    An input is *eligible* when it waits and every output it requests is free. It is chosen unless
+    an eligible input that goes before it requests one of the same outputs. ``before`` is a
+    register per pair of inputs (a matrix arbiter's triangle): a chosen input goes behind every
+    input not chosen in the same cycle, so the least recently granted goes first. There is no
+    chain through the inputs (the round robin :class:`Allocator` visits them one after another):
+    eligibility, the pairwise conflicts and the choice are each a level or two of logic.
+
+    Stage A: the choice is registered and is the next cycle's ``grant``. In that cycle the router's
+    owners do not show its outputs taken yet, so nothing is chosen (the choice of a cycle may grant
+    several inputs; a packet holds its outputs at least two cycles anyway). The order follows the
+    registered grant.
+
+    Like :class:`Allocator` a waiting input reserves nothing: it blocks another only in a cycle in
+    which it is eligible itself, and the first eligible input in the order is always chosen. The
+    choice is not maximal: an eligible input blocked by one that is itself blocked waits a cycle.
+
+    Ports: as :class:`Allocator`; ``grant`` comes the cycle after the choice.
+    """
+
+    def elaborate(self, platform):
+        m = Module()
+        n = self.inputs
+        first = {(i, j): Signal(init=1, name=f"first_{i}_{j}") for i in range(n) for j in range(i + 1, n)}
+
+        def before(i, j):
+            return first[i, j] if i < j else ~first[j, i]
+
+        granting = Signal()  # a grant is presented this cycle: its outputs are not yet shown taken
+        elig, choice = Signal(n), Signal(n)
+        for j in range(n):
+            m.d.comb += elig[j].eq(self.pending[j] & ~granting & ((self.req[j] & ~self.free) == 0))
+        for j in range(n):
+            blocked = [elig[i] & before(i, j) & ((self.req[i] & self.req[j]) != 0) for i in range(n) if i != j]
+            m.d.comb += choice[j].eq(elig[j] & ~Cat(*blocked).any())
+        # The first eligible input is always chosen, so something is chosen exactly when something is eligible.
+        m.d.sync += [self.grant.eq(choice), granting.eq(elig.any())]
+        for (i, j), f in first.items():
+            with m.If(self.grant[i] ^ self.grant[j]):
+                m.d.sync += f.eq(self.grant[j])
+        return m
+
+
 @dataclass(frozen=True)
 class PacketConfig:
     """What a router needs to carry packets: the format, its node id, ``reach[port]`` from the
@@ -187,6 +251,7 @@ class PacketPath(wiring.Component):
     i_<port>, o_<port>, inject, eject_<port> : as :class:`PacketRouter`.
     heads : Out(ArrayLayout(flit, inputs))  -- each input's head flit, to the crossbar inputs.
     sel : Out(ArrayLayout(select, outputs))  -- the crossbar selects.
+    sel_next : Out(ArrayLayout(select, outputs))  -- with pipeline 1: the selects of the next cycle.
     switched : In(ArrayLayout(flit, outputs))  -- the crossbar outputs; ``o_<port>`` carries them
         with the header rewritten.
     hold : In(1)  -- take no new packet from ``inject`` (a packet already granted completes).
@@ -204,6 +269,7 @@ class PacketPath(wiring.Component):
         members.update({
             "heads": Out(data.ArrayLayout(flit_layout(xbar_bits), inputs)),
             "sel": Out(data.ArrayLayout(select_layout(inputs), outs)),
+            "sel_next": Out(data.ArrayLayout(select_layout(inputs), outs)),
             "switched": In(data.ArrayLayout(flit_layout(xbar_bits), outs)),
             "hold": In(1),
             "idle": Out(1),
@@ -219,25 +285,28 @@ class PacketPath(wiring.Component):
         sources = []  # the head stream of every input: network ports, then inject
         relays = []
         empty = []
+        cut = self.pipeline > 0
         for p in ports:
-            buf = InputBuffer(fmt, self.depth)
+            buf = InputBuffer(fmt, self.depth, registered=cut)
             m.submodules[f"buf_{p}"] = buf
             wiring.connect(m, wiring.flipped(getattr(self, f"i_{p}")), buf.i)
             sources.append(buf.o)
             empty.append(buf.empty)
-            relays.append(Relay(fmt, self.node, reach, local=True, cut=self.pipeline > 0))
+            relays.append(Relay(fmt, self.node, reach, local=True, cut=cut))
         sources.append(self.inject)
-        relays.append(Relay(fmt, self.node, reach, local=False, cut=self.pipeline > 0))
+        relays.append(Relay(fmt, self.node, reach, local=False, cut=cut))
         for j, (src, relay) in enumerate(zip(sources, relays)):
             m.submodules[f"relay_{j}"] = relay
             valid = src.valid
             if src is self.inject:  # ``hold`` stops a new header; a granted packet completes
-                valid = src.valid & (relay.active | ~self.hold)
+                valid = src.valid & (relay.active | ~self.hold | (relay.grant if cut else 0))
             m.d.comb += [relay.i.payload.eq(src.payload), relay.i.valid.eq(valid), src.ready.eq(relay.i.ready)]
-        m.submodules.alloc = alloc = Allocator(len(relays), outs)
-        # A granted header counts as held from its grant cycle (with a cut it is not yet active).
-        m.d.comb += self.idle.eq(Cat(*empty).all() & ~Cat(r.active for r in relays).any() & ~alloc.grant.any())
-        busy = Signal(outs)
+        m.submodules.alloc = alloc = (MatrixAllocator if cut else Allocator)(len(relays), outs)
+        # A granted header counts as held from its grant cycle (with a cut it is not yet active); a flit
+        # in a link register (cut) is still in the router.
+        linked = Signal(outs)
+        m.d.comb += self.idle.eq(Cat(*empty).all() & ~Cat(r.active for r in relays).any() & ~alloc.grant.any()
+                                 & ~linked.any())
         for j, relay in enumerate(relays):
             m.d.comb += [
                 alloc.pending[j].eq(relay.pending),
@@ -245,21 +314,70 @@ class PacketPath(wiring.Component):
                 relay.grant.eq(alloc.grant[j]),
                 self.heads[j].as_value().eq(relay.i.payload.as_value()),
             ]
-        m.d.comb += busy.eq(reduce(operator.or_, [relay.held for relay in relays]))
+        busy = Signal(outs)
+        if not cut:
+            m.d.comb += busy.eq(reduce(operator.or_, [relay.held for relay in relays]))
 
         for k, p in enumerate(ports):
             out = getattr(self, f"o_{p}")
             drivers = [relay.valid[k] for relay in relays]
-            m.d.comb += [
-                alloc.free[k].eq(~busy[k] & out.ready),
-                out.valid.eq(Cat(*drivers).any()),
-                self.sel[k].valid.eq(out.valid),
-            ]
-            for j, d in enumerate(drivers):
-                with m.If(d):
-                    m.d.comb += self.sel[k].input.eq(j)
-                m.d.comb += relays[j].ready[k].eq(out.ready)
-            rewrite_header(m, out.payload, fmt.flit(self.switched[k].as_value()[:fmt.flit.size]), reach[k])
+            switched = fmt.flit(self.switched[k].as_value()[:fmt.flit.size])
+            if cut:
+                # Stage G: the output's owner, registered at its grant, is the crossbar select; the output
+                # is free again once its tail has left the link register.
+                owner = Signal(range(len(relays)), name=f"owner_{p}")
+                nxt = self.sel_next[k]
+                # Expressions, not If blocks: an event simulator (Icarus) evaluates them at time 0.
+                won = [alloc.grant[j] & relay.req[k] for j, relay in enumerate(relays)]
+                m.d.sync += [busy[k].eq(nxt.valid), owner.eq(nxt.input)]
+                m.d.comb += [self.sel[k].valid.eq(busy[k]), self.sel[k].input.eq(owner)]
+                # Stage L: the link register, a two-entry spill register (FlooNoC's cut on the output): the
+                # branches see its room (``room``, a register), never the link's ``ready``. Entry A takes the
+                # switched flit; B holds A's flit while the link refuses it; the link shows B first.
+                a_valid, a_flit, a_multi = Signal(name=f"a_valid_{p}"), Signal(fmt.flit, name=f"a_flit_{p}"), \
+                    Signal(name=f"a_multi_{p}")
+                b_valid, b_flit, b_multi = Signal(name=f"b_valid_{p}"), Signal(fmt.flit, name=f"b_flit_{p}"), \
+                    Signal(name=f"b_multi_{p}")
+                take = Signal(init=1, name=f"room_{p}")  # = ~a_valid | ~b_valid, registered from their next values
+                a_fill = Cat(*drivers).any() & take
+                a_drain = a_valid & ~b_valid
+                b_fill = a_drain & ~out.ready
+                m.d.sync += take.eq(~((a_fill | (a_valid & ~a_drain)) & (b_fill | (b_valid & ~out.ready))))
+                m.d.sync += Assert(take == (~a_valid | ~b_valid), f"router {self.node}: room of link register {p}")
+                with m.If(take):  # whenever A has room: an A that held a flit passes it on in this cycle
+                    m.d.sync += [a_flit.eq(switched),
+                                 a_multi.eq(Cat(r.multi[k] for r in relays).bit_select(owner, 1))]
+                m.d.sync += a_valid.eq(a_fill | (a_valid & ~a_drain))
+                with m.If(b_fill):
+                    m.d.sync += [b_flit.eq(a_flit), b_multi.eq(a_multi)]
+                m.d.sync += b_valid.eq(b_fill | (b_valid & ~out.ready))
+                link_flit = Signal(fmt.flit, name=f"link_flit_{p}")
+                m.d.comb += [
+                    linked[k].eq(a_valid | b_valid),
+                    link_flit.eq(Mux(b_valid, b_flit, a_flit)),
+                    out.valid.eq(linked[k]),
+                    alloc.free[k].eq(~busy[k] & ~linked[k] & out.ready),
+                ]
+                tail_left = out.valid & out.ready & link_flit.last  # never with a grant: that needs an idle link
+                m.d.comb += [nxt.valid.eq(Cat(*won).any() | (busy[k] & ~tail_left)),
+                             nxt.input.eq(Mux(Cat(*won).any(), reduce(operator.or_, [Mux(w, j, 0) for j, w in enumerate(won)]),
+                                              owner))]
+                rewrite_header(m, out.payload, link_flit, reach[k], Mux(b_valid, b_multi, a_multi))  # behind it
+                m.d.sync += Assert(~Cat(*drivers).any() | (busy[k] & Cat(*drivers).bit_select(owner, 1)),
+                                   f"router {self.node}: output {p} driven by an input that does not own it")
+            else:
+                take = out.ready
+                m.d.comb += [
+                    alloc.free[k].eq(~busy[k] & out.ready),
+                    out.valid.eq(Cat(*drivers).any()),
+                    self.sel[k].valid.eq(out.valid),
+                ]
+                for j, d in enumerate(drivers):
+                    with m.If(d):
+                        m.d.comb += self.sel[k].input.eq(j)
+                rewrite_header(m, out.payload, switched, reach[k])
+            for relay in relays:
+                m.d.comb += relay.ready[k].eq(take)
             # Constellation's switch assertion: at most one input drives an output.
             onehot = Signal(len(drivers))
             m.d.comb += onehot.eq(Cat(*drivers))
@@ -269,7 +387,7 @@ class PacketPath(wiring.Component):
             lane = getattr(self, f"eject_{p}")
             relay = relays[j]
             m.d.comb += [lane.valid.eq(relay.valid[outs]), relay.ready[outs].eq(lane.ready)]
-            rewrite_header(m, lane.payload, relay.i.payload, 1 << self.node)
+            rewrite_header(m, lane.payload, relay.i.payload, 1 << self.node, Const(0, 1))  # one bit: a WRITE
         m.d.comb += relays[-1].ready[outs].eq(1)  # the injection relay never delivers locally
         return m
 

@@ -19,34 +19,76 @@ router's allocator, only when every requested output is free and its receiver
 has room for the whole packet), so they always take the header in the cycle it
 is first presented; only the local delivery can lag.
 
-Pipeline (``cut``, the router's ``pipeline`` 1; FlooNoC's cut between
-allocation and switch traversal): the grant only sets ``active`` and latches the
-branches, and the header leaves in the next cycle. Every branch ``valid`` then
-comes from registers (``active``, ``branches``, ``sent``) and the input
-buffer's output register, never through the allocator. The receivers still
-have room: an output is granted only while no packet holds it, so its receiver
-is between packets and nothing else can fill it before the header arrives. The
-price is one cycle per packet and hop.
+Pipeline (``cut``, the router's ``pipeline`` 1; FlooNoC's route computation
+ahead of allocation, its cut between allocation and switch traversal and its
+spill register on the output). The registers of every stage of a header, from
+the cycle ``h`` it is the input buffer's head (a flit written into the buffer
+in cycle ``t`` is its head in ``t + 2``, ``SyncFIFOBuffered``):
+
+* stage Q (request, cycle ``h``): while the relay is idle, the head's route
+  (``want``, the non-empty parts of the bitmap split) and, per network output,
+  whether that copy keeps more than one destination (``multi``, the rewritten
+  opcode) are registered every cycle: ``want_q``, ``multi_q``, ``pend``. The
+  allocator sees only these registers, never the bitmap;
+* stage A (allocation, ``h + 1``): the router's allocator chooses and
+  registers its grant (``grant``, ``granting`` and the arbiter's order in
+  :class:`~equimesh.rtl.packet_router.MatrixAllocator`);
+* stage G (grant, ``h + 2``): the grant sets ``active`` and latches
+  ``branches``, and the router registers each granted output's owner, its
+  crossbar select (``owner_<port>``, ``busy``);
+* switch (``h + 3``): the header leaves the input; every branch ``valid``
+  comes from registers (``active``, ``branches``, ``sent``) and the input
+  buffer's output register, and every network branch's ``ready`` is the room
+  of that output's link register;
+* stage L (link, ``h + 4``): the header is on the link, from the output's
+  two-entry link register (``a_*``, ``b_*`` in the router), its bitmap and
+  opcode rewritten behind the register.
+
+So a header takes 6 cycles per hop against pipeline 0's 2 (buffer 2, Q, A, G,
+L); the flits behind it follow one a cycle. The receivers still have room: an
+output is granted only while no packet holds it, its link register is empty and
+its receiver has room for the whole packet; nothing else can fill that receiver
+before the header arrives. With ``cut`` off (pipeline 0) the route, the grant
+and the header's departure share one cycle and the outputs are not registered.
 """
 
 from __future__ import annotations
 
-from amaranth.hdl import Assert, Module, Mux, Signal
+from amaranth.hdl import Assert, Cat, Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .packet import Opcode, PacketFormat
 
 
-def rewrite_header(m: Module, out, flit, mask) -> None:
+def several(bits):
+    """Whether two or more of ``bits`` are set: a balanced tree of (any, several) pairs, log depth
+    (``part & (part - 1) != 0`` is a carry chain as long as the bitmap)."""
+    zero = Const(0, 1)
+    pairs = [(b, zero) for b in bits] or [(zero, zero)]
+    while len(pairs) > 1:
+        nxt = []
+        for i in range(0, len(pairs) - 1, 2):
+            (a1, s1), (a2, s2) = pairs[i], pairs[i + 1]
+            nxt.append((a1 | a2, s1 | s2 | (a1 & a2)))
+        if len(pairs) % 2:
+            nxt.append(pairs[-1])
+        pairs = nxt
+    return pairs[0][1]
+
+
+def rewrite_header(m: Module, out, flit, mask, multi=None) -> None:
     """Drive ``out`` with ``flit``; on a header, the bitmap becomes ``bitmap & mask`` and the opcode
-    WRITE when one destination is left, MULTIWRITE otherwise (seed 004, Section 4.1 metadata update)."""
+    WRITE when one destination is left, MULTIWRITE otherwise (seed 004, Section 4.1 metadata update).
+    ``multi``: that opcode decision made ahead of time (1 = MULTIWRITE); by default it is computed here."""
     part = Signal.like(flit.body.header.bitmap)
     m.d.comb += [part.eq(flit.body.header.bitmap & mask), out.eq(flit)]
+    if multi is None:
+        multi = (part & (part - 1)) != 0
     with m.If(flit.first):
         m.d.comb += [
             out.body.header.bitmap.eq(part),
-            out.body.header.opcode.eq(Mux((part & (part - 1)) != 0, Opcode.MULTIWRITE, Opcode.WRITE)),
+            out.body.header.opcode.eq(Mux(multi, Opcode.MULTIWRITE, Opcode.WRITE)),
         ]
 
 
@@ -60,7 +102,7 @@ class Relay(wiring.Component):
     reach : per network output, in the router's output order, the bitmap it serves.
     local : whether this input can deliver locally (False for the injection input:
         a node never addresses itself).
-    cut : register the grant: the header leaves the cycle after its grant (see above).
+    cut : stages Q and G (see above): the header leaves two cycles after it reached the head.
 
     Ports
     -----
@@ -72,7 +114,10 @@ class Relay(wiring.Component):
     pending : Out(1)  -- a header waits for its grant.
     grant : In(1)  -- from the allocator: all of ``req`` are this input's from now to the tail.
     held : Out(outputs)  -- outputs owned by this input's packet after its grant cycle.
-    active : Out(1)  -- a granted packet is passing (from the cycle after its grant to its tail).
+    active : Out(1)  -- a granted packet is passing (with ``cut``: from the cycle after its grant
+        to its tail).
+    multi : Out(outputs)  -- with ``cut``: per network output, the header's copy there keeps more
+        than one destination (registered in stage Q, valid while the packet passes).
     """
 
     def __init__(self, fmt: PacketFormat, own: int, reach: list[int], local: bool, cut: bool = False):
@@ -87,6 +132,7 @@ class Relay(wiring.Component):
             "grant": In(1),
             "held": Out(len(reach)),
             "active": Out(1),
+            "multi": Out(len(reach)),
         })
 
     def elaborate(self, platform):
@@ -105,16 +151,22 @@ class Relay(wiring.Component):
         if self.local:
             m.d.comb += want[outs].eq(bitmap[self.own])
         m.d.comb += [
-            self.req.eq(want[:outs]),
-            self.pending.eq(self.i.valid & ~active),
             self.held.eq(Mux(active, branches[:outs], 0)),
             self.active.eq(active),
         ]
 
-        if self.cut:  # the header waits for the cycle after its grant
-            sel, go = branches, self.i.valid & active
+        if self.cut:  # stage Q registers the route; the header leaves the cycle after its grant
+            pend, want_q, multi_q = Signal(), Signal(outs + 1), Signal(outs)
+            with m.If(~active):  # the head is the waiting header (or nothing): its route, every cycle
+                m.d.sync += [want_q.eq(want),
+                             multi_q.eq(Cat(several([bitmap[b] for b in range(self.fmt.nodes) if mask >> b & 1])
+                                            for mask in self.reach))]
+            m.d.sync += pend.eq(self.i.valid & ~active & ~self.grant)
+            m.d.comb += [self.pending.eq(pend & self.i.valid), self.req.eq(want_q[:outs]), self.multi.eq(multi_q)]
+            latched, sel, go = want_q, branches, self.i.valid & active
         else:
-            sel, go = Mux(active, branches, want), self.i.valid & (active | self.grant)
+            m.d.comb += [self.pending.eq(self.i.valid & ~active), self.req.eq(want[:outs])]
+            latched, sel, go = want, Mux(active, branches, want), self.i.valid & (active | self.grant)
         done = Signal(outs + 1)
         m.d.comb += [
             self.valid.eq(Mux(go, sel & ~sent, 0)),
@@ -124,7 +176,7 @@ class Relay(wiring.Component):
         m.d.comb += self.i.ready.eq(release)
 
         with m.If(self.grant):
-            m.d.sync += [active.eq(1), branches.eq(want)]
+            m.d.sync += [active.eq(1), branches.eq(latched)]
         with m.If(release):
             m.d.sync += sent.eq(0)
             with m.If(head.last):
@@ -142,6 +194,8 @@ class Relay(wiring.Component):
             Assert(~(go & head.first) | ((self.valid[:outs] & ~self.ready[:outs]) == 0),
                    "relay: a granted output refused the header"),
         ]
+        if self.cut:
+            m.d.sync += Assert(~(self.i.valid & ~active) | head.first, "relay: a body flit arrived without its header")
         if not self.local:
             m.d.sync += Assert(~self.pending | ~bitmap[self.own], "relay: a node addressed its own packet")
         return m

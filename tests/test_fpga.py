@@ -132,3 +132,53 @@ def test_smallest_router_really_synthesizes_places_and_routes(capsys, monkeypatc
     monkeypatch.setattr(fpga.subprocess, "run", lambda *a, **k: pytest.fail("a tool ran on a cached design"))
     assert main(SMALL + ["--json", "--clock-mhz", "1000"]) == 0
     assert json.loads(capsys.readouterr().out) == res
+
+
+def test_packet_routers_of_a_network_are_the_central_nodes():
+    """--packets: per lane count the packet router alone and the router for both, built for the node
+    nearest the centre, reported for every node of that count; memory bits by hand."""
+    from equimesh.rtl.design import fit
+    from equimesh.rtl.packet_network import PacketSetup
+    from equimesh.rtl.rom import compile_schedule
+    from equimesh.schedules.routing import forwarding_table
+    from equimesh.schedules.synth import synthesize
+    from equimesh.schedules.topology import build
+
+    topo = build("mesh", 3, 3)
+    design = fit(compile_schedule(synthesize(topo, 1, "allgather"), 2, topo), flit_bits=32)
+    packets = PacketSetup(forwarding_table(topo), 1)
+    routers = fpga.distinct_routers(design, packets)
+    got = [(r.mode, r.name, r.lanes, sum(r.names.values())) for r in routers]
+    # 3x3 mesh: the centre (node 4) has 4 links, edge nodes 3, corners 2; node 1 is the lowest edge node
+    # nearest the centre, node 0 the lowest corner.
+    assert got[3:] == [("packets", "packet_router_5port_n4", 4, 1), ("both", "router_5port_pkt4", 4, 1),
+                       ("packets", "packet_router_4port_n1", 3, 4), ("both", "router_4port_ESW_pkt1", 3, 4),
+                       ("packets", "packet_router_3port_n0", 2, 4), ("both", "router_3port_ES_pkt0", 2, 4)]
+    assert [r.mode for r in routers[:3]] == ["schedule"] * 3
+    # Input buffers: depth packet_flits + 2 = 4 flits of 1 + 1 + 1 + 4 + 24 + 9 = 40 bits (first, last,
+    # opcode, src of nodes 0..8, seq, bitmap), one per network port.
+    assert packets.buffer_bits == 4 * 40
+    table, lane = fpga.memory_bits(design, routers[0], packets)
+    assert fpga.memory_bits(design, routers[3], packets) == (0, 4 * 4 * 40)
+    assert fpga.memory_bits(design, routers[4], packets) == (table, lane + 4 * 4 * 40)
+
+
+def test_bad_packet_options_are_one_line(capsys):
+    assert main(SMALL + ["--packets", "--payload-flits", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "at least one payload flit" in err and err.count("\n") == 1
+
+
+def test_packet_routers_really_synthesize_place_and_route(capsys, monkeypatch, tmp_path):
+    """End to end on the 2x2 mesh with --packets: the schedule router, the packet router and the router
+    for both, each placed and routed once, in one table."""
+    monkeypatch.setenv("EQUIMESH_CACHE", str(tmp_path / "cache"))
+    assert main(SMALL + ["--packets", "--payload-flits", "1", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert (res["routing"], res["payload_flits"]) == ("shortcut", 1)
+    names = [r["name"] for r in res["routers"]]
+    assert names[4:] == ["packet_router_3port_n0", "router_3port_ES_pkt0"]
+    for r in res["routers"][4:]:
+        assert r["nodes"] == 4 and r["ports"] == 2 and r["luts"] > 0 and r["fmax_mhz"] > 0
+        assert r["critical_path"] and r["transistors"] > 0
+    assert res["routers"][4]["table_bits"] == 0

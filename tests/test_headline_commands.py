@@ -217,7 +217,7 @@ def test_soak_command_verdict(monkeypatch):
             "--cycles", "20", "--payload-flits", "1", "--backend", "icarus"]
     code, text = _run(argv + ["--json"])
     r = json.loads(text)
-    assert code == 0 and calls == [("soak", "icarus", {"cycles": 20, "stall": 0.0})]
+    assert code == 0 and calls == [("soak", "icarus", {"cycles": 20, "stall": 0.0, "pipeline": 1})]  # the default depth
     assert r["packets"] > 0 and r["delivered"] == r["expected"] == 2 * r["packets"]   # fanout 2
     assert r["duplicates"] == r["lost"] == r["corrupted"] == r["misdelivered"] == 0 and not r["deadlock"]
     clean = {k: v for k, v in r.items() if k not in ("topology", "routing", "pattern", "backend", "payload_flits",

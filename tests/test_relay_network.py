@@ -31,7 +31,7 @@ def _random_bitmaps(fmt, seed):
 
 @pytest.mark.parametrize("stall", [0.0, 0.4], ids=["free", "backpressure"])
 @pytest.mark.parametrize("kind,rows,cols,cycles", [
-    ("mesh", 2, 3, 400), ("equimesh", 2, 3, 400), ("mesh", 4, 4, 250), ("equimesh", 4, 4, 250)])
+    ("mesh", 2, 3, 400), ("equimesh", 2, 3, 400), ("mesh", 4, 4, 400), ("equimesh", 4, 4, 400)])
 def test_random_bitmaps_exactly_once(kind, rows, cols, cycles, stall):
     topo = build(kind, rows, cols)
     table = forwarding_table(topo)
@@ -39,7 +39,9 @@ def test_random_bitmaps_exactly_once(kind, rows, cols, cycles, stall):
     r = simulate(table, _random_bitmaps(fmt, seed=rows * 10 + cols), PAYLOAD, cycles=cycles, stall=stall)
     assert r["errors"] == []
     assert not r["deadlock"]
-    assert r["packets"] >= 5 * topo.nodes and r["link_utilization"] > 0.1  # the network was loaded
+    # The network was loaded. (The pipelined router spends 4 more cycles per hop on each of these
+    # 4-flit packets than pipeline 0, so the 4x4 runs inject for 400 cycles and reach about 0.095.)
+    assert r["packets"] >= 5 * topo.nodes and r["link_utilization"] > 0.08
     assert (r["duplicates"], r["lost"], r["corrupted"], r["misdelivered"]) == (0, 0, 0, 0)
     assert r["delivered"] == r["expected"]
 

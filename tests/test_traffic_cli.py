@@ -23,6 +23,25 @@ def test_explicit_multicast_json(capsys):
         assert key in r
 
 
+def test_pipeline_latency_model(capsys):
+    """One packet, no contention, XY on the 2x3 mesh from node 0 to node 5: 3 hops (0 -> 1 -> 2 -> 5).
+    Latency counts from the cycle the source router takes the header to the cycle node 5 takes the last
+    flit. Per hop, by hand: the input buffer (SyncFIFOBuffered) presents a flit written in cycle t at
+    t + 2 and with pipeline 0 the header leaves in that cycle. With pipeline 1 the relay registers the
+    route (stage Q), the allocator its grant (stage A), the router the output's owner (stage G), and the
+    header leaves through the output's link register (stage L) (rtl/relay.py). From the header's
+    departure at node 0: node 0's link register (1), Q, A, G and the link register at nodes 1 and 2
+    (4 each), Q, A and G before node 5's local lane (3). The 2 payload flits follow one a cycle.
+    So 2 x 3 + 2 = 8 cycles with pipeline 0, and 8 + 1 + 4 + 4 + 3 = 20 with pipeline 1."""
+    for pipeline, latency in ((0, 8), (1, 20)):
+        argv = ["traffic", "--kind", "mesh", "--rows", "2", "--cols", "3", "--routing", "xy", "--src", "0",
+                "--dests", "5", "--packets", "1", "--payload-flits", "2", "--backend", "amaranth",
+                "--pipeline", str(pipeline), "--json"]
+        assert main(argv) == 0
+        r = json.loads(capsys.readouterr().out)
+        assert (r["pipeline"], r["delivered"], r["latency_mean"]) == (pipeline, 1, latency)
+
+
 def test_bad_input_is_one_line(capsys, tmp_path):
     base = ["traffic", "--kind", "equimesh", "--rows", "4", "--cols", "4"]
     _fails(capsys, base + ["--src", "0", "--bitmap", "0x10002"], 2, "wider than the network")
@@ -31,6 +50,7 @@ def test_bad_input_is_one_line(capsys, tmp_path):
     _fails(capsys, base + ["--src", "3", "--dests", "3"], 2, "own packet")
     _fails(capsys, base + ["--fanout", "16"], 2, "--fanout must be 1..15")
     _fails(capsys, base + ["--rate", "0"], 2, "--rate")
+    _fails(capsys, ["soak"] + base[1:] + ["--pipeline", "2"], 2, "--pipeline: invalid choice: 2")
     t = xy_table(build("mesh", 2, 2))
     t.ports[0][3], t.ports[1][2], t.ports[3][0], t.ports[2][1] = "E", "S", "W", "N"
     path = tmp_path / "cyclic.json"
