@@ -119,7 +119,7 @@ def device_flag(part: str) -> str:
 
 def check_block_rams(name: str, brams: int, part: str) -> None:
     """One line, before place and route, when a router needs more block RAMs than ``part`` has (its
-    lanes and table grow with the network: a 16x16 EquiMesh router at F = 16 needs 64)."""
+    lanes and table grow with the network: a 16x16 EquiMesh router at F = 16 needs 67)."""
     size = int(re.search(r"-(\d+)F$", part.upper()).group(1))
     if brams > EBRS[size]:
         bigger = [f"{part.upper().rsplit('-', 1)[0]}-{s}F" for s in EBRS if EBRS[s] >= brams]
