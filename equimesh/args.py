@@ -68,7 +68,8 @@ def add_pipeline_arg(p) -> None:
     p.add_argument("--pipeline", type=int, choices=PIPELINES, default=DEFAULT_PIPELINE,
                    help=f"router pipeline depth: 0 = memory reads and relay decisions in the switch's cycle, "
                         f"1 = registered table, lane, packet route and grant (clock up; schedules take "
-                        f"steps x max(F, 4) + 5 cycles, packets 2 more cycles per hop; default {DEFAULT_PIPELINE})")
+                        f"steps x max(F, 4) + 5 cycles, packets 4 more cycles per hop), 2 = also the lane writes "
+                        f"registered (for large lanes; steps x max(F, 5) + 6 cycles); default {DEFAULT_PIPELINE}")
 
 
 def add_run_args(p, collective_default: str | None) -> None:

@@ -7,6 +7,7 @@ import json
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from .args import add_pipeline_arg, add_run_args, add_topology_args, load_image, table_from_args, topology_from_args
@@ -25,6 +26,16 @@ def _log(line: str) -> None:
     print(f"equimesh: {line}", file=sys.stderr, flush=True)
 
 
+@contextmanager
+def build_directory(given: str | None, prefix: str):
+    """``--build-dir`` if given (kept), else a temporary directory removed after the run."""
+    if given:
+        yield given
+    else:
+        with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+            yield tmp
+
+
 def packet_run(backend: str, table, traffic, payload_flits: int, build_dir, mode: str, **run) -> dict:
     """One packet run on ``backend``; missing or failing simulators become one-line errors."""
     from .sim.verilator import VerilatorError
@@ -32,10 +43,10 @@ def packet_run(backend: str, table, traffic, payload_flits: int, build_dir, mode
     try:
         if backend == "amaranth":
             return simulate(table, traffic, payload_flits, **run)
-        build = build_dir or tempfile.mkdtemp(prefix="equimesh-traffic-")
-        if backend == "verilator":
-            return run_compiled(table, traffic, payload_flits, build, log=_log, **run)
-        return run_verilog(table, traffic, payload_flits, build, mode=mode, simulator=backend, **run)
+        with build_directory(build_dir, "equimesh-traffic-") as build:
+            if backend == "verilator":
+                return run_compiled(table, traffic, payload_flits, build, log=_log, **run)
+            return run_verilog(table, traffic, payload_flits, build, mode=mode, simulator=backend, **run)
     except PacketError as e:
         raise UsageError(str(e)) from None
     except VerilatorError as e:
@@ -200,14 +211,14 @@ def cmd_mixed(args) -> int:
                                cycles=args.cycles, stall=args.stall, vcd=args.vcd)
         elif args.backend == "verilator":
             from .sim.mixed import run_mixed_compiled
-            build = args.build_dir or tempfile.mkdtemp(prefix="equimesh-mixed-")
-            r = run_mixed_compiled(image, table, traffic, args.payload_flits, build, start_at=args.start_at,
-                                   cycles=args.cycles, stall=args.stall, log=_log)
+            with build_directory(args.build_dir, "equimesh-mixed-") as build:
+                r = run_mixed_compiled(image, table, traffic, args.payload_flits, build, start_at=args.start_at,
+                                       cycles=args.cycles, stall=args.stall, log=_log)
         else:
             from .sim.mixed_cocotb import run_mixed_verilog
-            build = args.build_dir or tempfile.mkdtemp(prefix="equimesh-mixed-")
-            r = run_mixed_verilog(image, table, traffic, args.payload_flits, build, start_at=args.start_at,
-                                  cycles=args.cycles, stall=args.stall, simulator=args.backend)
+            with build_directory(args.build_dir, "equimesh-mixed-") as build:
+                r = run_mixed_verilog(image, table, traffic, args.payload_flits, build, start_at=args.start_at,
+                                      cycles=args.cycles, stall=args.stall, simulator=args.backend)
     except PacketError as e:
         raise UsageError(str(e)) from None
     except VerilatorError as e:

@@ -10,7 +10,7 @@ Datapath, per timestep of ``period`` cycles (``rtl/rom.py``: ``max(chunk_flits,
 MIN_PERIOD)``), flit ``f`` of a step in its cycle ``f``; ``pipeline`` (a design
 parameter) sets the depth. The registers of every stage:
 
-* stage T (pipeline 1 only; the table entry, read ahead): the table memory's
+* stage T (pipeline 1 and 2; the table entry, read ahead): the table memory's
   read port is addressed with ``nxt``, the step after the current one; its
   output is registered in ``tab_q`` every cycle and copied into ``entry`` at the
   step boundary (at ``start``, one fill cycle takes entry 0, which the host must
@@ -21,7 +21,7 @@ parameter) sets the depth. The registers of every stage:
 * stage A: the counters (``run``, ``step``, ``flit``, ``last``, ``fill``) and
   the entry give every lane's send slot; the lanes' read ports are addressed
   ``rd_slot * chunk_flits + flit``. Registers: the lanes' read registers;
-* stage R (pipeline 1 only): the lane read data is registered (``rd_q``, a
+* stage R (pipeline 1 and 2): the lane read data is registered (``rd_q``, a
   block RAM's output register), so no path runs from a memory output through the
   crossbar; ``r_live``, ``r_flit``, ``r_ops`` carry the entry along. The
   read-modify-write port of ReduceScatter is addressed here;
@@ -29,14 +29,18 @@ parameter) sets the depth. The registers of every stage:
   ports themselves) to out-ports as ``b_ops`` says; the result is registered
   onto the links (``sched_valid``, ``sched_flit``: the link registers).
   ``b_live``, ``b_flit``, ``b_ops`` carry the entry. With pipeline 0 the
-  read-modify-write port is addressed here; with pipeline 1 its data is
+  read-modify-write port is addressed here; from pipeline 1 on its data is
   registered (``acc_q``);
 * stage C: the flit is on the link; the receiver writes it into the lane and
   slot its own entry (``c_ops``) names, for ReduceScatter adding the lane's old
   value and all in-ports in the entry's mask, word by word with wrapping 32-bit
   adds (``c_live``, ``c_flit``, ``c_ops`` carry the entry; the lane's write
   port registers the write). ``done`` follows the last write through a chain of
-  registers (``drain_*``, ``done``).
+  registers (``drain_*``, ``done``);
+* stage W (pipeline 2 only): the lane's write (enable, address and the received
+  or summed flit) is registered once more (``w_en_*``, ``w_addr_*``,
+  ``w_data_*``) before the write port, so a large lane's block RAMs, spread over
+  the die, take it from registers placed beside them rather than from the link.
 
 The crossbar has one input per lane and one output per network port; there
 is no local input, the node's data is preloaded into its lanes. The host reads
@@ -52,7 +56,7 @@ while no schedule runs: ``hold`` stops new packets from ``inject``, and the
 network starts the schedule once every router is ``idle`` (no packet held
 anywhere, :class:`~equimesh.rtl.network.Network`). From ``start`` to ``done``
 the packet path sees no link and takes no packet; after ``done`` packets flow again.
-With pipeline 1 the packet path has its own registers (stages Q, A, G and L of
+From pipeline 1 on the packet path has its own registers (stages Q, A, G and L of
 ``rtl/relay.py``): its crossbar selects are registers (the outputs' owners) and its
 flits leave through the packet path's link registers, which the links carry
 whenever the schedule's link registers are idle.
@@ -86,7 +90,7 @@ class Router(wiring.Component):
     depth : schedule-table entries (the longest schedule the router runs).
     reduce : build the ReduceScatter adders and read-modify-write ports.
     packets : also carry MultiWrite packets (:class:`~equimesh.rtl.packet_router.PacketConfig`).
-    pipeline : 0 or 1, the schedule path's pipeline depth (stages above; ``rtl/rom.py`` its timing).
+    pipeline : 0, 1 or 2, the schedule path's pipeline depth (stages above; ``rtl/rom.py`` its timing).
 
     Ports
     -----
@@ -97,9 +101,9 @@ class Router(wiring.Component):
         (:func:`~equimesh.rtl.rom.entry_layout`).
     load_we, load_addr, load_data : In -- write flit ``load_addr`` of lane ``i`` from
         ``load_data[i]`` where bit ``i`` of ``load_we`` is set (the node's DMA port).
-    host_addr : In, host_data : Out -- flit ``host_addr`` of every lane, valid ``1 + pipeline`` cycles later
-        (with pipeline 1 through the read register ``rd_q``).
-    The host loads and reads only while the router is not running, and with pipeline 1 ends its
+    host_addr : In, host_data : Out -- flit ``host_addr`` of every lane, valid ``Design.host_latency`` cycles
+        later (from pipeline 1 on through the read register ``rd_q``).
+    The host loads and reads only while the router is not running, and from pipeline 1 on ends its
     table writes two cycles before ``start``.
     with ``packets``: inject : In(stream), eject_<port> : Out(stream) (one per lane port),
         hold : In(1), idle : Out(1) -- as :class:`~equimesh.rtl.packet_router.PacketPath`.
@@ -131,11 +135,12 @@ class Router(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        F, P, n, piped = self.chunk_flits, period(self.chunk_flits, self.pipeline), len(self.lanes), self.pipeline > 0
+        F, P, n = self.chunk_flits, period(self.chunk_flits, self.pipeline), len(self.lanes)
+        piped = int(self.pipeline > 0)  # stages T and R
         entry_lay = entry_layout(n, self.slots)
 
         # Timestep counter: `flit` counts the cycles of a step, `step` the table address.
-        # With pipeline 1, `start` first takes one fill cycle, which reads table entry 0.
+        # From pipeline 1 on, `start` first takes one fill cycle, which reads table entry 0.
         run, over, fill = Signal(), Signal(), Signal()
         step, flit = Signal(range(self.depth)), Signal(range(P))
         last = Signal(range(self.depth))
@@ -198,15 +203,15 @@ class Router(wiring.Component):
             m.submodules[f"lane_{port}"] = lane = lanes[i]
             m.d.comb += lane.rd_addr.eq(Mux(run, entry.lane[i].rd_slot * F + flit, self.host_addr))
 
-        # Stage R (pipeline 1), then stage B: the entry follows its flits.
+        # Stage R (pipeline 1 and 2), then stage B: the entry follows its flits.
         live, fl, ops = a_live, flit, entry
         staged = {}
-        for stage in ("r", "b")[1 - self.pipeline:]:
+        for stage in ("r", "b")[1 - piped:]:
             s_live, s_flit, s_ops = Signal(name=f"{stage}_live"), Signal(range(P), name=f"{stage}_flit"), \
                 Signal(entry_lay, name=f"{stage}_ops")
             staged[stage] = s_live, s_ops
             m.d.sync += [s_live.eq(live), s_flit.eq(fl), s_ops.eq(ops)]
-            if stage == ("r", "b")[1 - self.pipeline] and self.reduce:  # the first stage after A
+            if stage == ("r", "b")[1 - piped] and self.reduce:  # the first stage after A
                 acc_live, acc_ops = s_live, s_ops
                 for i, lane in enumerate(lanes):
                     m.d.comb += lane.acc_addr.eq(s_ops.lane[i].wr_slot * F + s_flit)
@@ -248,15 +253,6 @@ class Router(wiring.Component):
             en = c_live & op.wr_en
             m.d.sync += Assert(~en | ((arrived & op.wr_mask) == op.wr_mask),
                                f"lane {self.lanes[i]} writes from an in-port with no flit")
-            if piped:  # what lets the plain read ports map onto block RAM with no collision logic
-                reads = [(a_live & entry.lane[i].rd_en, lane.rd_addr)]
-                if self.reduce:
-                    reads.append((acc_live & acc_ops.lane[i].wr_en & acc_ops.lane[i].wr_acc, lane.acc_addr))
-                m.d.sync += Assert(~en | ~Cat(used & (a == lane.wr_addr) for used, a in reads).any(),
-                                   f"lane {self.lanes[i]} reads a flit in the cycle it is written")
-            # The host's load port has the lane's write port whenever stage C does not write.
-            m.d.comb += [lane.wr_en.eq(en | (~c_live & self.load_we[i])),
-                         lane.wr_addr.eq(Mux(c_live, op.wr_slot * F + c_flit, self.load_addr))]
             if self.reduce:
                 terms = [fl(Mux(op.wr_acc, acc_data[i].as_value(), 0))]
                 terms += [fl(Mux(op.wr_mask[j], in_flits[j].as_value(), 0)) for j in range(n)]
@@ -264,7 +260,23 @@ class Router(wiring.Component):
             else:
                 # AllGather: lane i is written only from its own in-port.
                 received = in_flits[i].as_value()
-            m.d.comb += lane.wr_data.eq(Mux(c_live, received, self.load_data[i].as_value()))
+            # The host's load port has the lane's write port whenever stage C does not write.
+            write = [en, en | (~c_live & self.load_we[i]), Mux(c_live, op.wr_slot * F + c_flit, self.load_addr),
+                     Mux(c_live, received, self.load_data[i].as_value())]
+            if self.pipeline > 1:  # stage W: the write, registered once more beside the lane's RAMs
+                w_regs = [Signal(name=f"w_sched_{self.lanes[i]}"), Signal(name=f"w_en_{self.lanes[i]}"),
+                          Signal(range(self.slots * F), name=f"w_addr_{self.lanes[i]}"),
+                          Signal(self.flit_bits, name=f"w_data_{self.lanes[i]}", reset_less=True)]
+                m.d.sync += [r.eq(v) for r, v in zip(w_regs, write)]
+                write = w_regs
+            sched_we, wr_en, wr_addr, wr_data = write
+            m.d.comb += [lane.wr_en.eq(wr_en), lane.wr_addr.eq(wr_addr), lane.wr_data.eq(wr_data)]
+            if piped:  # what lets the plain read ports map onto block RAM with no collision logic
+                reads = [(a_live & entry.lane[i].rd_en, lane.rd_addr)]
+                if self.reduce:
+                    reads.append((acc_live & acc_ops.lane[i].wr_en & acc_ops.lane[i].wr_acc, lane.acc_addr))
+                m.d.sync += Assert(~sched_we | ~Cat(used & (a == lane.wr_addr) for used, a in reads).any(),
+                                   f"lane {self.lanes[i]} reads a flit in the cycle it is written")
 
         if self.packets is None:
             for i, out in enumerate(lane_out):

@@ -155,14 +155,16 @@ def exact(topo: Topology, chunks: int, horizon: int, lanes: bool = True, time_li
 def improve_tail(topo: Topology, chunks: int, phase: Phase, lanes: bool = True, time_limit: float = 10.0,
                  windows: tuple[int, ...] = (4, 6, 8)) -> Phase:
     """CP-SAT windows: keep the first steps of ``phase``, re-solve its last ``w`` steps exactly in
-    fewer; repeat while that shortens it, trying the windows in order, within ``time_limit``."""
+    fewer; repeat while that shortens it, trying the windows in order, within ``time_limit``, and
+    stop at the step bound (no window can prove anything below it faster than the bound does)."""
     t0 = time.perf_counter()
     best = phase
+    bound = lower_bound(topo, chunks, "allgather")
     i = 0
     while i < len(windows):
         left = time_limit - (time.perf_counter() - t0)
         w = min(windows[i], best.num_steps)
-        if left <= 0 or w < 2:
+        if left <= 0 or w < 2 or best.num_steps <= bound:
             break
         prefix = best.steps[:best.num_steps - w]
         res = exact(topo, chunks, w - 1, lanes, left, start=start_lanes(topo, chunks, prefix))

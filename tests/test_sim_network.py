@@ -61,7 +61,8 @@ def test_bit_exact_and_link_busy_cycles_match_the_schedule(kind, rows, cols, k, 
 # Per pipeline depth, worked by hand from the stages of rtl/router.py: (cycles per step at F = 2, constant).
 # Pipeline 0: read, crossbar, write; transparent lanes: max(F, 2) per step, 2 + 1 for done.
 # Pipeline 1: table fill, read, read register, crossbar, write; plain lanes: max(F, 4) per step, 1 + 3 + 1.
-TIMING = {0: (2, 3), 1: (4, 5)}
+# Pipeline 2: as 1 with the write registered once more (stage W): max(F, 5) per step, 1 + 4 + 1.
+TIMING = {0: (2, 3), 1: (4, 5), 2: (5, 6)}
 
 
 @pytest.mark.parametrize("pipeline", sorted(TIMING))

@@ -50,7 +50,7 @@ def test_bad_input_is_one_line(capsys, tmp_path):
     _fails(capsys, base + ["--src", "3", "--dests", "3"], 2, "own packet")
     _fails(capsys, base + ["--fanout", "16"], 2, "--fanout must be 1..15")
     _fails(capsys, base + ["--rate", "0"], 2, "--rate")
-    _fails(capsys, ["soak"] + base[1:] + ["--pipeline", "2"], 2, "--pipeline: invalid choice: 2")
+    _fails(capsys, ["soak"] + base[1:] + ["--pipeline", "3"], 2, "--pipeline: invalid choice: 3")
     t = xy_table(build("mesh", 2, 2))
     t.ports[0][3], t.ports[1][2], t.ports[3][0], t.ports[2][1] = "E", "S", "W", "N"
     path = tmp_path / "cyclic.json"
