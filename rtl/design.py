@@ -45,8 +45,9 @@ class Design:
 
     @property
     def host_latency(self) -> int:
-        """Cycles from ``host_addr`` to its ``host_data`` (the read port, and from pipeline 1 on its register)."""
-        return 1 + min(self.pipeline, 1)
+        """Cycles from ``host_addr`` to its ``host_data``: the read port, from pipeline 1 on its output register,
+        and with pipeline 2 the registered read address."""
+        return 1 + self.pipeline
 
     def run_cycles(self, steps: int) -> int:
         """Clock edges from the one that takes ``start`` to ``done`` for a schedule of ``steps`` steps."""

@@ -39,8 +39,10 @@ parameter) sets the depth. The registers of every stage:
   registers (``drain_*``, ``done``);
 * stage W (pipeline 2 only): the lane's write (enable, address and the received
   or summed flit) is registered once more (``w_en_*``, ``w_addr_*``,
-  ``w_data_*``) before the write port, so a large lane's block RAMs, spread over
-  the die, take it from registers placed beside them rather than from the link.
+  ``w_data_*``) before the write port. With pipeline 2 the read addresses are
+  registers too (``rd_addr_*`` from the next cycle's counters and entry,
+  ``acc_addr_*`` from stage A's): a large lane's block RAMs, spread over the die,
+  take every input straight from a register, with no logic on the long wires.
 
 The crossbar has one input per lane and one output per network port; there
 is no local input, the node's data is preloaded into its lanes. The host reads
@@ -199,9 +201,23 @@ class Router(wiring.Component):
         # Stage A: address the lanes.
         a_live = run & (flit < F)
         lanes = [Lane(self.slots * F, self.flit_bits, self.reduce, transparent=not piped) for _ in self.lanes]
+        if self.pipeline > 1:  # the read addresses are counters: a step's first flit from the entry read ahead
+            turn = fill | boundary
+            tab_entry = data.View(entry_lay, tab_q)
         for i, port in enumerate(self.lanes):
             m.submodules[f"lane_{port}"] = lane = lanes[i]
-            m.d.comb += lane.rd_addr.eq(Mux(run, entry.lane[i].rd_slot * F + flit, self.host_addr))
+            if self.pipeline > 1:
+                rd_addr = Signal(range(self.slots * F), name=f"rd_addr_{port}")
+                with m.If(turn):
+                    m.d.sync += rd_addr.eq(tab_entry.lane[i].rd_slot * F)
+                with m.Elif(run):  # beyond the chunk's last flit (F < MIN_PERIOD) it reads nothing
+                    m.d.sync += rd_addr.eq(rd_addr + 1)
+                with m.Else():
+                    m.d.sync += rd_addr.eq(self.host_addr)
+                m.d.sync += Assert(~a_live | (rd_addr == entry.lane[i].rd_slot * F + flit), f"lane {port}: read address")
+                m.d.comb += lane.rd_addr.eq(rd_addr)
+            else:
+                m.d.comb += lane.rd_addr.eq(Mux(run, entry.lane[i].rd_slot * F + flit, self.host_addr))
 
         # Stage R (pipeline 1 and 2), then stage B: the entry follows its flits.
         live, fl, ops = a_live, flit, entry
@@ -214,7 +230,12 @@ class Router(wiring.Component):
             if stage == ("r", "b")[1 - piped] and self.reduce:  # the first stage after A
                 acc_live, acc_ops = s_live, s_ops
                 for i, lane in enumerate(lanes):
-                    m.d.comb += lane.acc_addr.eq(s_ops.lane[i].wr_slot * F + s_flit)
+                    if self.pipeline > 1:  # registered a cycle ahead, from stage A's entry and flit
+                        acc_addr = Signal(range(self.slots * F), name=f"acc_addr_{self.lanes[i]}")
+                        m.d.sync += acc_addr.eq(ops.lane[i].wr_slot * F + fl)
+                        m.d.comb += lane.acc_addr.eq(acc_addr)
+                    else:
+                        m.d.comb += lane.acc_addr.eq(s_ops.lane[i].wr_slot * F + s_flit)
             live, fl, ops = s_live, s_flit, s_ops
         b_live, b_flit, b_ops = live, fl, ops
         if piped:  # reset-less, like a block RAM's output register

@@ -194,9 +194,11 @@ def make_program(image: NetworkImage, design: Design, widths: dict[str, int]) ->
         "load_data": load_data.reshape(frames, -1),
     }))
     no_we = np.zeros((1, bus["load_we"].fields * bus["load_we"].field_bits // 32), dtype=np.uint32)
-    # host_addr is set here too: with a registered read port the first read frame captures this address.
-    idle = Drive(1, split(design, {"tab_we": scalar([0], 1), "load_we": no_we,
-                                   "host_addr": scalar([0], widths["host_addr"])}),
+    # host_addr is set here too, for the host read's latency less one frame: the first read frames
+    # capture the addresses of these (and a simulator with X values must see a defined one).
+    n_idle = max(1, design.host_latency - 1)
+    idle = Drive(n_idle, split(design, {"tab_we": scalar([0] * n_idle, 1), "load_we": np.repeat(no_we, n_idle, 0),
+                                        "host_addr": scalar([0] * n_idle, widths["host_addr"])}),
                  ["cycles"] + [p for p, _ in bus["busy"].ports()])
     n_read = final_reads(image)
     frames = n_read + design.host_latency - 1  # the last address is held while the reads drain

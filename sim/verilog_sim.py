@@ -32,6 +32,14 @@ class SimulatorMissing(RuntimeError):
     """The simulator binary is not installed; the message says how to install it."""
 
 
+def bench_failure(log: Path) -> str:
+    """One line for a cocotb bench that wrote no result: the first error its log names (the log
+    may sit in a temporary directory that is gone by the time the user reads the message)."""
+    lines = log.read_text(errors="replace").splitlines() if log.exists() else []
+    why = next((ln.strip() for ln in lines if "Error: " in ln or "Assertion" in ln), None)
+    return "the cocotb bench wrote no result" + (f": {why}" if why else f"; see {log}")
+
+
 def check_simulator(name: str) -> None:
     if name == "icarus" and not shutil.which("iverilog"):
         raise SimulatorMissing("Icarus Verilog (iverilog) is not installed: run 'apt-get install iverilog'")
@@ -94,7 +102,7 @@ def run_bench(top, name: str, build: Path, simulator: str, test_module: str, env
                 extra_env={env_var: str(path)}, log_file=build / "test.log")
     t2 = time.perf_counter()
     if not result.exists():
-        raise RuntimeError(f"the cocotb bench wrote no result; see {build / 'test.log'}")
+        raise RuntimeError(bench_failure(build / "test.log"))
     return json.loads(result.read_text()), t1 - t0, t2 - t1
 
 
@@ -141,5 +149,5 @@ def run_icarus(verilog_text: str, program: Program, ins: list[str], outs: list[s
                 extra_env={"EQUIMESH_PROGRAM": str(prog), "EQUIMESH_RESULT": str(res), "EQUIMESH_PORTS": str(ports)},
                 plusargs=[f"+vcd={Path(vcd).resolve()}"] if vcd else [], log_file=workdir / "test.log")
     if not res.exists():
-        raise RuntimeError(f"the cocotb bench wrote no result; see {workdir / 'test.log'}")
+        raise RuntimeError(bench_failure(workdir / "test.log"))
     return read_result(program, res), build_seconds, cached

@@ -146,3 +146,12 @@ def test_the_reference_simulator_takes_tops_wider_than_pythons_int_conversion_li
     image = compile_schedule(synthesize(t, 4, "allgather"), 2, t)
     res = run_image(image, "amaranth", dataclasses.replace(fit(image), flit_bits=1024))
     assert res.bit_exact and res.stats.busy_matches_schedule
+
+
+def test_a_bench_that_wrote_no_result_is_one_line_naming_its_first_error(tmp_path):
+    from equimesh.sim.verilog_sim import bench_failure
+    log = tmp_path / "test.log"
+    log.write_text("  File \"bench.py\", line 84\n    raise ValueError(\nValueError: Can't convert LogicArray to int\n"
+                   "later: OtherError: not this one\n")
+    assert bench_failure(log) == "the cocotb bench wrote no result: ValueError: Can't convert LogicArray to int"
+    assert bench_failure(tmp_path / "gone.log") == f"the cocotb bench wrote no result; see {tmp_path / 'gone.log'}"
