@@ -149,6 +149,7 @@ def register(sub) -> None:
 
 
 def cmd_compare(args) -> int:
+    from .rtl.design import fit
     from .sim.compare import CompareError, add_time, clocks, compare, read_fpga
 
     _check_sizes(args)
@@ -159,11 +160,12 @@ def cmd_compare(args) -> int:
         raise UsageError(f"--clock-mhz must be > 0 (got {args.clock_mhz})")
     kinds = list(dict.fromkeys(args.kinds))
     try:
-        fmax = read_fpga(args.fmax_from or (), kinds, args.rows, args.cols, args.chunk_flits)
+        fmax = read_fpga(args.fmax_from or (), kinds, args.rows, args.cols, args.chunk_flits, args.pipeline)
         with writing(args.out):
             Path(args.out).mkdir(parents=True, exist_ok=True)
             res = compare(args.rows, args.cols, args.chunks, args.chunk_flits, args.collective, args.out,
-                          lambda image, label: run_backend(image, args.backend, label=label, model=args.model),
+                          lambda image, label: run_backend(image, args.backend, fit(image, pipeline=args.pipeline),
+                                                           label=label, model=args.model),
                           kinds)
         if args.fmax_from:
             add_time(res, clocks(fmax, res))
@@ -215,6 +217,7 @@ def register_compare(sub) -> None:
     clock.add_argument("--clock-mhz", type=float, help="adds a time column at this clock for every kind")
     p.add_argument("--out", default="out/compare", help="directory for heatmaps and synthesis files (default out/compare)")
     add_backend_arg(p)
+    add_pipeline_arg(p)
     p.add_argument("--json", action="store_true", help="machine-readable results")
     p.set_defaults(func=cmd_compare)
 

@@ -67,7 +67,8 @@ def compare(rows: int, cols: int, chunks: int, chunk_flits: int, collective: str
     return result
 
 
-def read_fpga(paths, kinds, rows: int, cols: int, chunk_flits: int) -> dict[str, dict[str, float]]:
+def read_fpga(paths, kinds, rows: int, cols: int, chunk_flits: int,
+              pipeline: int = DEFAULT_PIPELINE) -> dict[str, dict[str, float]]:
     """The median Fmax (MHz) of each router, by kind, from the JSON files of ``equimesh fpga --json``
     (one per kind), checked against the comparison before it runs: a file for another design raises
     :class:`CompareError`."""
@@ -78,7 +79,7 @@ def read_fpga(paths, kinds, rows: int, cols: int, chunk_flits: int) -> dict[str,
             kind = data["kind"]
             routers = {r["name"]: float(r["fmax_mhz"]) for r in data["routers"]}
             design = (data["rows"], data["cols"], data["chunk_flits"], data["flit_bits"])
-            pipeline = data["pipeline"]
+            depth = data["pipeline"]
         except OSError as e:
             raise CompareError(f"{path}: cannot read: {e.strerror}") from None
         except (ValueError, KeyError, TypeError) as e:
@@ -90,9 +91,9 @@ def read_fpga(paths, kinds, rows: int, cols: int, chunk_flits: int) -> dict[str,
             raise CompareError(f"{path}: Fmax of a {design[0]}x{design[1]} {kind} at {design[2]} flits/chunk, "
                                f"{design[3]}-bit flits; compared: {rows}x{cols}, {chunk_flits} flits/chunk, "
                                f"{FLIT_BITS}-bit flits")
-        if pipeline != DEFAULT_PIPELINE:
-            raise CompareError(f"{path}: Fmax of routers with pipeline depth {pipeline}; the compared ones have "
-                               f"{DEFAULT_PIPELINE}")
+        if depth != pipeline:
+            raise CompareError(f"{path}: Fmax of routers with pipeline depth {depth}; the compared ones have "
+                               f"{pipeline}")
         if kind in fmax:
             raise CompareError(f"{path}: a second Fmax file for the {kind}")
         fmax[kind] = routers

@@ -55,6 +55,13 @@ def test_a_file_for_another_design_is_refused(tmp_path, change, message):
         read_fpga([path], ["mesh", "equimesh"], 8, 8, 16)
 
 
+def test_the_files_pipeline_depth_must_be_the_compared_one(tmp_path):
+    path = _fpga(tmp_path, "equimesh", {"router_5port": 160.0}, pipeline=2)
+    assert read_fpga([path], ["equimesh"], 8, 8, 16, pipeline=2) == {"equimesh": {"router_5port": 160.0}}
+    with pytest.raises(CompareError, match="pipeline depth 1; the compared ones have 2"):
+        read_fpga([_fpga(tmp_path, "mesh", {"router_5port": 160.0})], ["mesh"], 8, 8, 16, pipeline=2)
+
+
 def test_refusals_of_kind_routers_and_format(tmp_path):
     with pytest.raises(CompareError, match="Fmax of the torus, which is not compared"):
         read_fpga([_fpga(tmp_path, "torus", {"router_5port": 90.0})], ["mesh", "equimesh"], 8, 8, 16)
