@@ -20,7 +20,8 @@ setup: $(STAMP)
 
 # The main job: schedules for the 4x4 mesh / EquiMesh / overflow, then the RTL comparison
 # (AllGather and AllReduce, Amaranth simulator), Verilog for an FPGA/ASIC flow, a waveform, the
-# 8x8 AllGather on the compiled Verilator model (built once, then cached), and one network
+# 8x8 AllGather on the compiled Verilator model (built once, then cached), the 4x4 AllGather long
+# enough (K = 12) for link utilization above 0.99, and one network
 # carrying MultiWrite packets and the AllReduce schedule on the same routers.
 demo: $(STAMP)
 	$(BIN)/equimesh demo
@@ -29,6 +30,7 @@ demo: $(STAMP)
 	$(BIN)/equimesh verilog --kind equimesh --rows 4 --cols 4 --chunks 4 --chunk-flits 8 --collective allreduce --out out/verilog --tables-dir out/verilog/tables
 	$(BIN)/equimesh simulate --kind equimesh --rows 4 --cols 4 --chunks 4 --chunk-flits 8 --collective allreduce --backend amaranth --vcd waveforms/equimesh_4x4_allreduce.vcd
 	$(BIN)/equimesh simulate --kind equimesh --rows 8 --cols 8 --chunks 4 --chunk-flits 16 --collective allgather
+	$(BIN)/equimesh simulate --kind equimesh --rows 4 --cols 4 --chunks 12 --chunk-flits 16 --collective allgather
 	$(BIN)/equimesh mixed --kind equimesh --rows 4 --cols 4 --chunks 4 --chunk-flits 8 --collective allreduce --backend amaranth
 
 test: $(STAMP)
