@@ -51,6 +51,7 @@ from .flit import WORD_BITS, flit_layout
 from .packet import PacketFormat
 from .relay import Relay, rewrite_header
 from .rom import DEFAULT_PIPELINE
+from .spill import SpillRegister
 
 
 class InputBuffer(wiring.Component):
@@ -290,8 +291,14 @@ class PacketPath(wiring.Component):
             buf = InputBuffer(fmt, self.depth, registered=cut)
             m.submodules[f"buf_{p}"] = buf
             wiring.connect(m, wiring.flipped(getattr(self, f"i_{p}")), buf.i)
-            sources.append(buf.o)
-            empty.append(buf.empty)
+            if self.pipeline > 1:  # stage S: the relay's release no longer reaches the buffer's level
+                m.submodules[f"spill_{p}"] = spill = SpillRegister(fmt.flit)
+                wiring.connect(m, buf.o, spill.i)
+                sources.append(spill.o)
+                empty.append(buf.empty & ~spill.o.valid)
+            else:
+                sources.append(buf.o)
+                empty.append(buf.empty)
             relays.append(Relay(fmt, self.node, reach, local=True, cut=cut))
         sources.append(self.inject)
         relays.append(Relay(fmt, self.node, reach, local=False, cut=cut))

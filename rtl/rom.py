@@ -48,9 +48,9 @@ from ..schedules.verify import ScheduleInvalid, verify
 # A run lasts steps x period + LATENCY cycles from the edge that takes ``start`` to the
 # edge after which ``done`` is high: the read-to-write latency, one cycle for ``done`` to
 # register, and with pipeline 1 one cycle to read the first table entry ahead.
-PIPELINES = (0, 1)
-MIN_PERIOD = {0: 2, 1: 4}
-LATENCY = {0: 3, 1: 5}
+PIPELINES = (0, 1, 2)
+MIN_PERIOD = {0: 2, 1: 4, 2: 5}
+LATENCY = {0: 3, 1: 5, 2: 6}
 DEFAULT_PIPELINE = 1
 
 
