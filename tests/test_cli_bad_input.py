@@ -48,7 +48,7 @@ SMALL = ["--rows", "2", "--cols", "3", "--chunks", "1"]
     (["soak", *SMALL[:4], "--fanout", "9"], 2, "--fanout must be 1..5"),
     (["soak", "--rows", "1"], 2, "rows and cols must be >= 2"),
     (["soak", "--backend", "modelsim"], 2, "invalid choice"),
-    (["simulate", *SMALL, "--pipeline", "2"], 2, "--pipeline: invalid choice: 2"),
+    (["simulate", *SMALL, "--pipeline", "3"], 2, "--pipeline: invalid choice: 3"),
     (["verilog", *SMALL, "--pipeline", "-1", "--out", "x"], 2, "--pipeline: invalid choice: -1"),
     (["report"], 2, "--out"),
     (["demo", "--rows", "1"], 2, "rows and cols must be >= 2"),
