@@ -8,16 +8,19 @@ the critical path of the router that carries schedule and packets, docs/fpga.md)
 such paths with its ``spill_register`` (common_cells): two entries, and the ``ready`` toward the
 sender depends on the register's own state only.
 
-This is that register, port for port and cycle for cycle: it holds up to two flits, ``o.valid``
-means it holds one, ``i.ready`` that it holds fewer than two, and the flits leave in order a cycle
-after they came at the earliest. Here ``i.ready`` is a single flip-flop (``~spare_valid``), and the
-flit presented on ``o`` always comes straight from one register (``head``): FlooNoC's version
-shows a multiplexer of its two entries there.
+This is that register: entry A takes the sender's flit, entry B holds A's flit while the
+receiver refuses it, and the receiver is shown B first, else A. It holds up to two flits;
+``o.valid`` means it holds one, ``i.ready`` that it holds fewer than two (a flip-flop, ``room``),
+and a flit leaves a cycle after it came at the earliest. The release only sets the three state
+bits: A loads the sender's flit whenever it has room and B copies A whenever B is empty (an
+entry's data matters only once its valid bit says so), so the wide data registers are enabled by
+registers and the relay's release never fans out to them (a first version with a single output
+register moved the critical path to that register's clock enable, docs/fpga.md).
 """
 
 from __future__ import annotations
 
-from amaranth.hdl import Assert, Module, Signal
+from amaranth.hdl import Assert, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -31,8 +34,8 @@ class SpillRegister(wiring.Component):
 
     Ports
     -----
-    i : In(stream)  -- from the sender. ``i.ready`` is a register: the spare entry is empty.
-    o : Out(stream)  -- to the receiver. ``o.valid`` and ``o.payload`` are registers (``head``).
+    i : In(stream)  -- from the sender. ``i.ready`` is a register (``room``).
+    o : Out(stream)  -- to the receiver: the older of the flits held, from registers.
     """
 
     def __init__(self, shape):
@@ -41,23 +44,24 @@ class SpillRegister(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        head_valid, head = Signal(), Signal(self.shape)     # the flit presented on ``o``
-        spare_valid, spare = Signal(), Signal(self.shape)   # the flit behind it, taken while ``o`` refused
-        take = self.i.valid & self.i.ready
-        advance = self.o.ready | ~head_valid  # the head leaves, or there is none: it takes the next flit
+        a_valid, a = Signal(), Signal(self.shape)
+        b_valid, b = Signal(), Signal(self.shape)
+        room = Signal(init=1)  # = ~a_valid | ~b_valid, registered from their next values
+        a_fill = self.i.valid & room
+        a_drain = a_valid & ~b_valid  # A's flit leaves: to the receiver, or into B while it refuses
+        b_fill = a_drain & ~self.o.ready
+        a_next = a_fill | (a_valid & ~a_drain)
+        b_next = b_fill | (b_valid & ~self.o.ready)
 
         m.d.comb += [
-            self.i.ready.eq(~spare_valid),
-            self.o.valid.eq(head_valid),
-            self.o.payload.eq(head),
+            self.i.ready.eq(room),
+            self.o.valid.eq(a_valid | b_valid),
+            self.o.payload.eq(Mux(b_valid, b, a)),
         ]
-        with m.If(advance):
-            m.d.sync += [head_valid.eq(spare_valid | take), spare_valid.eq(0)]
-            with m.If(spare_valid):
-                m.d.sync += head.eq(spare)
-            with m.Elif(take):
-                m.d.sync += head.eq(self.i.payload)
-        with m.Elif(take):  # the head stays: the new flit waits behind it
-            m.d.sync += [spare_valid.eq(1), spare.eq(self.i.payload)]
-        m.d.sync += Assert(head_valid | ~spare_valid, "spill register: a flit behind an empty head")
+        m.d.sync += [a_valid.eq(a_next), b_valid.eq(b_next), room.eq(~a_next | ~b_next)]
+        with m.If(room):  # A is empty or passes its flit on in this cycle
+            m.d.sync += a.eq(self.i.payload)
+        with m.If(~b_valid):
+            m.d.sync += b.eq(a)
+        m.d.sync += Assert(room == (~a_valid | ~b_valid), "spill register: room")
         return m
