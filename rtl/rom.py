@@ -45,9 +45,13 @@ from ..schedules.verify import ScheduleInvalid, verify
 # * pipeline 1: the lane read data is registered (stage R) before the crossbar, so the
 #   write is three cycles after the read, and the read ports are not transparent (block
 #   RAM without bypass logic): A of step s + 1 comes at least a cycle after C: MIN_PERIOD 4.
+# * pipeline 2: as 1, and the lanes' writes are registered once more (stage W) after the
+#   link, so the flit reaches a lane's block RAMs from a register that can sit beside them
+#   (the 16x16 lanes span 67 block RAMs across the die, docs/fpga.md): the write is four
+#   cycles after the read: MIN_PERIOD 5.
 # A run lasts steps x period + LATENCY cycles from the edge that takes ``start`` to the
 # edge after which ``done`` is high: the read-to-write latency, one cycle for ``done`` to
-# register, and with pipeline 1 one cycle to read the first table entry ahead.
+# register, and with pipeline 1 and 2 one cycle to read the first table entry ahead.
 PIPELINES = (0, 1, 2)
 MIN_PERIOD = {0: 2, 1: 4, 2: 5}
 LATENCY = {0: 3, 1: 5, 2: 6}
