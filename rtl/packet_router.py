@@ -25,14 +25,20 @@ Pipeline (``pipeline`` 1, the default; the stage of every register in
 allocator is :class:`MatrixAllocator` with its grant registered (stage A), each
 output's owner is registered at the grant and is the crossbar select (stage
 G), and every output has a two-entry link register (stage L) with the header
-rewrite behind it; the input buffers' ``ready`` is a register. Pipeline 0: the
+rewrite behind it; the input buffers' ``ready`` is a register. Pipeline 2 adds
+stage S: a :class:`~equimesh.rtl.spill.SpillRegister` between each input buffer and its relay,
+so the relay's release never reaches the buffer's level in the same cycle. Pipeline 0: the
 round robin :class:`Allocator`, crossbar selects and outputs combinational.
 
 Virtual cut-through: a receiver takes a header only when its buffer has room
 for the whole packet (:class:`InputBuffer`), and the allocator grants only when
 every requested output's receiver takes the header. A granted packet then never
 waits on a network link, which is why multicast replication adds no channel
-dependency (:mod:`equimesh.schedules.routing`).
+dependency (:mod:`equimesh.schedules.routing`). The room is counted in the FIFO
+alone; a spill register (pipeline 2) only ever takes flits out of the FIFO, so
+the room a header was admitted with is still there for its body, and the two
+spill entries are room beyond ``depth``: the depth needs nothing added (the
+buffer's assertion "a packet body waited for room" checks it on every flit).
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ from .flit import WORD_BITS, flit_layout
 from .packet import PacketFormat
 from .relay import Relay, rewrite_header
 from .rom import DEFAULT_PIPELINE
+from .spill import SpillRegister
 
 
 class InputBuffer(wiring.Component):
@@ -214,7 +221,7 @@ class PacketConfig:
     node: int
     reach: dict[str, int]
     depth: int
-    pipeline: int = DEFAULT_PIPELINE  # 1: the relays register their grant (rtl/relay.py, ``cut``)
+    pipeline: int = DEFAULT_PIPELINE  # 1: the relays register their grant (rtl/relay.py, ``cut``); 2: spill registers
 
     @property
     def flit_bits(self) -> int:
@@ -290,8 +297,14 @@ class PacketPath(wiring.Component):
             buf = InputBuffer(fmt, self.depth, registered=cut)
             m.submodules[f"buf_{p}"] = buf
             wiring.connect(m, wiring.flipped(getattr(self, f"i_{p}")), buf.i)
-            sources.append(buf.o)
-            empty.append(buf.empty)
+            if self.pipeline > 1:  # stage S: the relay's release no longer reaches the buffer's level
+                m.submodules[f"spill_{p}"] = spill = SpillRegister(fmt.flit)
+                wiring.connect(m, buf.o, spill.i)
+                sources.append(spill.o)
+                empty.append(buf.empty & ~spill.o.valid)
+            else:
+                sources.append(buf.o)
+                empty.append(buf.empty)
             relays.append(Relay(fmt, self.node, reach, local=True, cut=cut))
         sources.append(self.inject)
         relays.append(Relay(fmt, self.node, reach, local=False, cut=cut))
