@@ -208,17 +208,18 @@ def cmd_mixed(args) -> int:
     try:
         if args.backend == "amaranth":
             r = simulate_mixed(image, table, traffic, args.payload_flits, start_at=args.start_at,
-                               cycles=args.cycles, stall=args.stall, vcd=args.vcd)
+                               cycles=args.cycles, stall=args.stall, vcd=args.vcd, pipeline=args.pipeline)
         elif args.backend == "verilator":
             from .sim.mixed import run_mixed_compiled
             with build_directory(args.build_dir, "equimesh-mixed-") as build:
                 r = run_mixed_compiled(image, table, traffic, args.payload_flits, build, start_at=args.start_at,
-                                       cycles=args.cycles, stall=args.stall, log=_log)
+                                       cycles=args.cycles, stall=args.stall, log=_log, pipeline=args.pipeline)
         else:
             from .sim.mixed_cocotb import run_mixed_verilog
             with build_directory(args.build_dir, "equimesh-mixed-") as build:
                 r = run_mixed_verilog(image, table, traffic, args.payload_flits, build, start_at=args.start_at,
-                                      cycles=args.cycles, stall=args.stall, simulator=args.backend)
+                                      cycles=args.cycles, stall=args.stall, simulator=args.backend,
+                                      pipeline=args.pipeline)
     except PacketError as e:
         raise UsageError(str(e)) from None
     except VerilatorError as e:
@@ -439,6 +440,7 @@ def register(sub) -> None:
     p.add_argument("--vcd", help="write every signal to this VCD file (amaranth backend)")
     p.add_argument("--backend", default="verilator", choices=BACKENDS, help=BACKEND_HELP)
     p.add_argument("--build-dir", help="where the Verilog backends build (default: a temporary directory)")
+    add_pipeline_arg(p)
     p.add_argument("--json", action="store_true", help="machine-readable result")
     p.set_defaults(func=cmd_mixed, src=None, bitmap=None, dests=None)
 

@@ -28,7 +28,7 @@ from ..rtl.design import Design, fit
 from ..rtl.network import Network, buses, top_ports
 from ..rtl.packet import PacketFormat
 from ..rtl.packet_network import PacketSetup, TrafficTop
-from ..rtl.rom import NetworkImage
+from ..rtl.rom import DEFAULT_PIPELINE, NetworkImage
 from ..schedules.routing import ForwardingTable
 from .metrics import link_stats
 from .program import Program, check, final_reads, join, make_program, read_back
@@ -128,17 +128,19 @@ def _decode(trace: list[int], links: int) -> np.ndarray:
 def mixed_top(design: Design, table: ForwardingTable, traffic: Traffic, payload_flits: int, stall: float,
               check: bool = False) -> TrafficTop:
     """The network carrying both modes, with a generator and a sink per node (and a checker with ``check``)."""
-    net = Network(design, PacketSetup(table, payload_flits))
+    net = Network(design, PacketSetup(table, payload_flits, pipeline=design.pipeline))
     return TrafficTop(net, traffic.roms, traffic.counts, traffic.rate, stall, check=check)
 
 
 def simulate_mixed(image: NetworkImage, table: ForwardingTable, traffic: Traffic, payload_flits: int, *,
-                   start_at: int, cycles: int, stall: float = 0.0, vcd: str | None = None) -> dict:
+                   start_at: int, cycles: int, stall: float = 0.0, vcd: str | None = None,
+                   pipeline: int = DEFAULT_PIPELINE) -> dict:
     """Run packets for ``cycles`` cycles (random patterns) with the collective requested at ``start_at``,
-    in the Amaranth simulator. Returns the schedule's and the packets' results (see module docstring).
+    in the Amaranth simulator, on routers of pipeline depth ``pipeline`` (both paths, rtl/router.py).
+    Returns the schedule's and the packets' results (see module docstring).
 
     The host first loads the tables and lanes (generators stopped), as every backend does."""
-    design = fit(image)
+    design = fit(image, pipeline=pipeline)
     top = mixed_top(design, table, traffic, payload_flits, stall)
     load = make_program(image, design, top_ports(top)[2]).segments[0]
     sigs = [top.launch, top.done, top.link_valid]
@@ -227,7 +229,8 @@ def mixed_program(image: NetworkImage, design: Design, fmt, traffic: Traffic, wi
 
 
 def run_mixed_compiled(image: NetworkImage, table: ForwardingTable, traffic: Traffic, payload_flits: int, workdir, *,
-                       start_at: int, cycles: int, stall: float = 0.0, log=None) -> dict:
+                       start_at: int, cycles: int, stall: float = 0.0, log=None,
+                       pipeline: int = DEFAULT_PIPELINE) -> dict:
     """:func:`simulate_mixed` on the compiled Verilator model (cached per design; no Python per cycle).
 
     The schedule is checked bit for bit as on every backend (:func:`~equimesh.sim.program.check` on the
@@ -242,7 +245,7 @@ def run_mixed_compiled(image: NetworkImage, table: ForwardingTable, traffic: Tra
     from .traffic import completion, finished, read_counters, soak_verdict
     from .verilator import build_top
 
-    design = fit(image)
+    design = fit(image, pipeline=pipeline)
     fmt = PacketFormat(table.topology.nodes, payload_flits)
     model, widths = build_top(lambda: mixed_top(design, table, traffic, payload_flits, stall, check=True), json.dumps(
         ["mixed", repr(design), table.to_json(), traffic.roms, traffic.counts, traffic.rate, stall, payload_flits]), log)

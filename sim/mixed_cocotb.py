@@ -34,6 +34,7 @@ import cocotb
 import numpy as np
 
 from ..rtl.packet import PacketError, PacketFormat
+from ..rtl.rom import DEFAULT_PIPELINE
 from .traffic import Traffic
 
 NAME = "equimesh_mixed"
@@ -111,7 +112,7 @@ async def mixed(dut):
 
 
 def run_mixed_verilog(image, table, traffic: Traffic, payload_flits: int, build_dir, *, start_at: int, cycles: int,
-                      stall: float = 0.0, simulator: str = "icarus") -> dict:
+                      stall: float = 0.0, simulator: str = "icarus", pipeline: int = DEFAULT_PIPELINE) -> dict:
     """:func:`~equimesh.sim.mixed.simulate_mixed` on the generated Verilog under cocotb (Icarus or Verilator).
 
     Returns the same ``{"schedule", "packets", "sim_seconds"}`` dict, plus ``sim_cycles`` (cycles the
@@ -132,7 +133,7 @@ def run_mixed_verilog(image, table, traffic: Traffic, payload_flits: int, build_
         raise PacketError(str(e)) from None
     build = Path(build_dir).resolve()
     build.mkdir(parents=True, exist_ok=True)
-    design = fit(image)
+    design = fit(image, pipeline=pipeline)
     top = mixed_top(design, table, traffic, payload_flits, stall)
     load = make_program(image, design, top_ports(top)[2]).segments[0]
     pkl = build / "image.pkl"

@@ -23,12 +23,13 @@ from equimesh.sim.mixed import simulate_mixed
 from equimesh.sim.traffic import make_traffic
 
 
-def _run(kind, rows, cols, collective, *, rate=0.1, stall=0.2, start_at=60, cycles=200, pattern="multicast"):
+def _run(kind, rows, cols, collective, *, rate=0.1, stall=0.2, start_at=60, cycles=200, pattern="multicast",
+         pipeline=1):
     topo = build(kind, rows, cols)
     image = compile_schedule(synthesize(topo, 2, collective), 4, topo)
     traffic = make_traffic(PacketFormat(topo.nodes, 3), pattern, fanout=2, rate=rate, packets=2)
     return image, simulate_mixed(image, forwarding_table(topo), traffic, 3, start_at=start_at, cycles=cycles,
-                                 stall=stall)
+                                 stall=stall, pipeline=pipeline)
 
 
 def _clean(p):
@@ -49,6 +50,18 @@ def test_schedule_requested_mid_traffic(kind, collective):
     assert s["cycles"] == image.steps * max(image.chunk_flits, 4) + 5  # the pipelined router (docs/rtl.md)
     assert s["packet_flits_during_schedule"] == 0
     assert p["injected_before"] > 0 and p["injected_after"] > 0  # packets flow before and after
+    _clean(p)
+
+
+def test_pipeline_2_both_paths_on_one_router():
+    """The router `equimesh fpga --packets --pipeline 2` places: the write-registered schedule path
+    (steps x max(F, 5) + 6 cycles, docs/rtl.md) and the packet path with its spill registers."""
+    image, r = _run("equimesh", 2, 3, "allreduce", pipeline=2)
+    s, p = r["schedule"], r["packets"]
+    assert s["in_flight_at_request"] > 0 and s["drain_cycles"] > 0 and s["done"]
+    assert s["bit_exact"], s.get("first_mismatch")
+    assert s["link_busy_matches_schedule"] and s["packet_flits_during_schedule"] == 0
+    assert s["cycles"] == image.steps * 5 + 6  # F = 4 < 5
     _clean(p)
 
 
