@@ -40,9 +40,9 @@ parameter) sets the depth. The registers of every stage:
 * stage W (pipeline 2 only): the lane's write (enable, address and the received
   or summed flit) is registered once more (``w_en_*``, ``w_addr_*``,
   ``w_data_*``) before the write port. With pipeline 2 the read addresses are
-  registers too (``rd_addr_*`` from the next cycle's counters and entry,
-  ``acc_addr_*`` from stage A's): a large lane's block RAMs, spread over the die,
-  take every input straight from a register, with no logic on the long wires.
+  registers too (``rd_addr_*``: counters loaded with a step's first flit from the
+  entry read ahead, ``acc_addr_*`` from stage A's entry): a large lane's block
+  RAMs, spread over the die, take every input straight from a register.
 
 The crossbar has one input per lane and one output per network port; there
 is no local input, the node's data is preloaded into its lanes. The host reads
