@@ -63,7 +63,7 @@ from .spill import SpillRegister
 class InputBuffer(wiring.Component):
     """A FIFO of ``depth`` >= packet length flits, ready for a header only when the whole packet fits.
 
-    With ``registered`` (pipeline 1) ``i.ready`` is a register: computed a cycle ahead from the level
+    With ``registered`` (pipeline 1 and 2) ``i.ready`` is a register: computed a cycle ahead from the level
     after this cycle's write, counting no read (so it never promises room a read has not made yet);
     within a packet it stays up, the room for the whole packet was there when its header came.
 

@@ -45,7 +45,11 @@ in cycle ``t`` is its head in ``t + 2``, ``SyncFIFOBuffered``):
   opcode rewritten behind the register.
 
 So a header takes 6 cycles per hop against pipeline 0's 2 (buffer 2, Q, A, G,
-L); the flits behind it follow one a cycle.
+L); the flits behind it follow one a cycle. The receivers still have room: an
+output is granted only while no packet holds it, its link register is empty and
+its receiver has room for the whole packet; nothing else can fill that receiver
+before the header arrives. With ``cut`` off (pipeline 0) the route, the grant
+and the header's departure share one cycle and the outputs are not registered.
 
 Pipeline 2 adds stage S before Q: the input buffer's head passes a spill
 register (:class:`~equimesh.rtl.spill.SpillRegister`, FlooNoC's cut), so the
@@ -53,11 +57,7 @@ relay's release (its ``i.ready``, every branch accepted) drives only that
 register and no longer the buffer's read pointer and level in the same cycle.
 The relay sees the spill register's head, a flit written into the buffer in
 cycle ``t`` in ``t + 3``: 7 cycles per hop. The injection input has no buffer
-and no spill register. The receivers still have room: an
-output is granted only while no packet holds it, its link register is empty and
-its receiver has room for the whole packet; nothing else can fill that receiver
-before the header arrives. With ``cut`` off (pipeline 0) the route, the grant
-and the header's departure share one cycle and the outputs are not registered.
+and no spill register.
 """
 
 from __future__ import annotations
