@@ -20,25 +20,20 @@ mesh's N/E/S/W, an EquiMesh ring entering and leaving through its edge's port):
   every in-link in the same cycle, like the per-port lanes of the scheduled
   router). Its header is rewritten to the router's own bit.
 
-Pipeline (``pipeline`` 1, the default; the stage of every register in
-``rtl/relay.py``): the route is registered ahead of allocation (stage Q), the
+Pipeline (``pipeline`` 1, the default, and 2, which deepens only the schedule
+path; the stage of every register in ``rtl/relay.py``): the route is registered
+ahead of allocation (stage Q), the
 allocator is :class:`MatrixAllocator` with its grant registered (stage A), each
 output's owner is registered at the grant and is the crossbar select (stage
 G), and every output has a two-entry link register (stage L) with the header
-rewrite behind it; the input buffers' ``ready`` is a register. Pipeline 2 adds
-stage S: a :class:`~equimesh.rtl.spill.SpillRegister` between each input buffer and its relay,
-so the relay's release never reaches the buffer's level in the same cycle. Pipeline 0: the
+rewrite behind it; the input buffers' ``ready`` is a register. Pipeline 0: the
 round robin :class:`Allocator`, crossbar selects and outputs combinational.
 
 Virtual cut-through: a receiver takes a header only when its buffer has room
 for the whole packet (:class:`InputBuffer`), and the allocator grants only when
 every requested output's receiver takes the header. A granted packet then never
 waits on a network link, which is why multicast replication adds no channel
-dependency (:mod:`equimesh.schedules.routing`). The room is counted in the FIFO
-alone; a spill register (pipeline 2) only ever takes flits out of the FIFO, so
-the room a header was admitted with is still there for its body, and the two
-spill entries are room beyond ``depth``: the depth needs nothing added (the
-buffer's assertion "a packet body waited for room" checks it on every flit).
+dependency (:mod:`equimesh.schedules.routing`).
 """
 
 from __future__ import annotations
@@ -57,13 +52,12 @@ from .flit import WORD_BITS, flit_layout
 from .packet import PacketFormat
 from .relay import Relay, rewrite_header
 from .rom import DEFAULT_PIPELINE
-from .spill import SpillRegister
 
 
 class InputBuffer(wiring.Component):
     """A FIFO of ``depth`` >= packet length flits, ready for a header only when the whole packet fits.
 
-    With ``registered`` (pipeline 1 and 2) ``i.ready`` is a register: computed a cycle ahead from the level
+    With ``registered`` (pipeline 1) ``i.ready`` is a register: computed a cycle ahead from the level
     after this cycle's write, counting no read (so it never promises room a read has not made yet);
     within a packet it stays up, the room for the whole packet was there when its header came.
 
@@ -221,7 +215,7 @@ class PacketConfig:
     node: int
     reach: dict[str, int]
     depth: int
-    pipeline: int = DEFAULT_PIPELINE  # 1: the relays register their grant (rtl/relay.py, ``cut``); 2: spill registers
+    pipeline: int = DEFAULT_PIPELINE  # 1: the relays register their grant (rtl/relay.py, ``cut``)
 
     @property
     def flit_bits(self) -> int:
@@ -297,14 +291,8 @@ class PacketPath(wiring.Component):
             buf = InputBuffer(fmt, self.depth, registered=cut)
             m.submodules[f"buf_{p}"] = buf
             wiring.connect(m, wiring.flipped(getattr(self, f"i_{p}")), buf.i)
-            if self.pipeline > 1:  # stage S: the relay's release no longer reaches the buffer's level
-                m.submodules[f"spill_{p}"] = spill = SpillRegister(fmt.flit)
-                wiring.connect(m, buf.o, spill.i)
-                sources.append(spill.o)
-                empty.append(buf.empty & ~spill.o.valid)
-            else:
-                sources.append(buf.o)
-                empty.append(buf.empty)
+            sources.append(buf.o)
+            empty.append(buf.empty)
             relays.append(Relay(fmt, self.node, reach, local=True, cut=cut))
         sources.append(self.inject)
         relays.append(Relay(fmt, self.node, reach, local=False, cut=cut))

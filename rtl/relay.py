@@ -50,14 +50,6 @@ output is granted only while no packet holds it, its link register is empty and
 its receiver has room for the whole packet; nothing else can fill that receiver
 before the header arrives. With ``cut`` off (pipeline 0) the route, the grant
 and the header's departure share one cycle and the outputs are not registered.
-
-Pipeline 2 adds stage S before Q: the input buffer's head passes a spill
-register (:class:`~equimesh.rtl.spill.SpillRegister`, FlooNoC's cut), so the
-relay's release (its ``i.ready``, every branch accepted) drives only that
-register and no longer the buffer's read pointer and level in the same cycle.
-The relay sees the spill register's head, a flit written into the buffer in
-cycle ``t`` in ``t + 3``: 7 cycles per hop. The injection input has no buffer
-and no spill register.
 """
 
 from __future__ import annotations
@@ -114,8 +106,7 @@ class Relay(wiring.Component):
 
     Ports
     -----
-    i : In(stream of flits)  -- the input buffer's head (pipeline 2: its spill register's); a header
-        when the relay is idle.
+    i : In(stream of flits)  -- the input buffer's head; a header when the relay is idle.
     valid : Out(outputs + 1), ready : In(outputs + 1)  -- one handshake per branch: bit ``k`` is
         network output ``k``, the last bit the local lane. ``valid[k]`` asks that branch to take the
         presented flit; the router copies the flit there through its crossbar.
