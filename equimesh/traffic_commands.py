@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
-import tempfile
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 from .args import add_pipeline_arg, add_run_args, add_topology_args, load_image, table_from_args, topology_from_args
@@ -15,6 +13,7 @@ from .errors import InputError, UsageError, writing
 from .rtl.packet import PacketError, PacketFormat
 from .schedules.routing import ALGORITHMS, DeadlockError, check_deadlock_free, forwarding_table
 from .sim.traffic import PATTERNS, make_traffic, run_compiled, run_verilog, simulate
+from .sim.verilator import build_directory
 
 BACKENDS = ("verilator", "icarus", "amaranth")
 BACKEND_HELP = ("simulator: verilator (the compiled model, cached per design, no Python per cycle: checked by "
@@ -24,16 +23,6 @@ BACKEND_HELP = ("simulator: verilator (the compiled model, cached per design, no
 
 def _log(line: str) -> None:
     print(f"equimesh: {line}", file=sys.stderr, flush=True)
-
-
-@contextmanager
-def build_directory(given: str | None, prefix: str):
-    """``--build-dir`` if given (kept), else a temporary directory removed after the run."""
-    if given:
-        yield given
-    else:
-        with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
-            yield tmp
 
 
 def packet_run(backend: str, table, traffic, payload_flits: int, build_dir, mode: str, **run) -> dict:

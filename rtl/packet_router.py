@@ -330,6 +330,7 @@ class PacketPath(wiring.Component):
                 nxt = self.sel_next[k]
                 # Expressions, not If blocks: an event simulator (Icarus) evaluates them at time 0.
                 won = [alloc.grant[j] & relay.req[k] for j, relay in enumerate(relays)]
+                granted = Cat(*won).any()
                 m.d.sync += [busy[k].eq(nxt.valid), owner.eq(nxt.input)]
                 m.d.comb += [self.sel[k].valid.eq(busy[k]), self.sel[k].input.eq(owner)]
                 # Stage L: the link register, a two-entry spill register (FlooNoC's cut on the output): the
@@ -360,9 +361,9 @@ class PacketPath(wiring.Component):
                     alloc.free[k].eq(~busy[k] & ~linked[k] & out.ready),
                 ]
                 tail_left = out.valid & out.ready & link_flit.last  # never with a grant: that needs an idle link
-                m.d.comb += [nxt.valid.eq(Cat(*won).any() | (busy[k] & ~tail_left)),
-                             nxt.input.eq(Mux(Cat(*won).any(), reduce(operator.or_, [Mux(w, j, 0) for j, w in enumerate(won)]),
-                                              owner))]
+                winner = reduce(operator.or_, [Mux(w, j, 0) for j, w in enumerate(won)])
+                m.d.comb += [nxt.valid.eq(granted | (busy[k] & ~tail_left)),
+                             nxt.input.eq(Mux(granted, winner, owner))]
                 rewrite_header(m, out.payload, link_flit, reach[k], Mux(b_valid, b_multi, a_multi))  # behind it
                 m.d.sync += Assert(~Cat(*drivers).any() | (busy[k] & Cat(*drivers).bit_select(owner, 1)),
                                    f"router {self.node}: output {p} driven by an input that does not own it")

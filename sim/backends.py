@@ -9,7 +9,6 @@ the same network top and are judged by the same :func:`~equimesh.sim.program.che
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,15 +84,14 @@ def run_image(image: NetworkImage, backend: str = "verilator", design: Design | 
         import time
 
         from ..rtl.verilog import network_verilog
-        from .verilator import cache_root
+        from .verilator import build_directory, cache_root
 
         t0 = time.perf_counter()
         nv = network_verilog(design, cache=cache_root() / "verilog")
         export_seconds = time.perf_counter() - t0
         text, ins, outs, widths = nv.text, nv.ins, nv.outs, nv.widths
         program = make_program(image, design, widths)
-        with tempfile.TemporaryDirectory(prefix="equimesh-") as tmp:
-            work = Path(workdir) if workdir else Path(tmp)
+        with build_directory(workdir, "equimesh-") as work:
             if backend == "verilator":
                 from .verilator import build_model
 

@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,6 +52,17 @@ def cache_root() -> Path:
         return Path(env)
     base = os.environ.get("XDG_CACHE_HOME")
     return (Path(base) if base else Path.home() / ".cache") / "equimesh"
+
+
+@contextmanager
+def build_directory(given, prefix: str):
+    """A run's working directory: ``given`` if the user named one (kept), else a temporary
+    directory removed after the run."""
+    if given:
+        yield Path(given)
+    else:
+        with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+            yield Path(tmp)
 
 
 def find_verilator() -> tuple[str, str]:
