@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Cat, ClockSignal, Instance, Module, ResetSignal, Shape, Signal, Value
+from amaranth.hdl import Cat, ClockSignal, Const, Instance, Module, ResetSignal, Shape, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -76,6 +76,14 @@ class Bus:
         name, _ = self.ports()[i // self.per_port]
         lo = (i % self.per_port) * self.field_bits
         return getattr(net, name)[lo:lo + self.field_bits]
+
+    def drive(self, net, values: list) -> list:
+        """Assignments of ``values`` (one per field, field 0 first; ``None``: zero) to this output bus on
+        ``net``: one per port. (One per field would cost Amaranth's driver check the whole port's width
+        each time: seconds at 16x16.)"""
+        values = [Const(0, self.field_bits) if v is None else v for v in values]
+        per = self.per_port
+        return [getattr(net, name).eq(Cat(values[k * per:k * per + count])) for k, (name, count) in enumerate(self.ports())]
 
 
 def _words32(bits: int) -> int:
@@ -208,6 +216,7 @@ class Network(wiring.Component):
         d, t = self.design, self.design.topology
         ml, fb, bus, size = d.max_lanes, d.flit_bits, self.buses, load_group(d)
         routers = [self._ports(m, v) for v in range(t.nodes)]
+        host_data = [None] * bus["host_data"].fields
         for v, r in enumerate(routers):
             n, (g, k) = len(d.lanes(v)), divmod(v, size)
             mine = Signal(name=f"load_r{v}")
@@ -218,8 +227,9 @@ class Network(wiring.Component):
                          r["load_we"].eq(bus["load_we"].field(self, k)[:n] & mine.replicate(n)),
                          r["host_addr"].eq(self.host_addr)]
             for i in range(n):
-                m.d.comb += [r["load_data"][i * fb:(i + 1) * fb].eq(bus["load_data"].field(self, k * ml + i)),
-                             bus["host_data"].field(self, v * ml + i).eq(r["host_data"][i * fb:(i + 1) * fb])]
+                m.d.comb += r["load_data"][i * fb:(i + 1) * fb].eq(bus["load_data"].field(self, k * ml + i))
+                host_data[v * ml + i] = r["host_data"][i * fb:(i + 1) * fb]
+        m.d.comb += bus["host_data"].drive(self, host_data)
         m.submodules.stats = stats = self.stats
         if self.packets is None:
             m.d.comb += [r["start"].eq(self.start) for r in routers]
@@ -240,7 +250,7 @@ class Network(wiring.Component):
         m.d.comb += self.done.eq(Cat(r["done"] for r in routers).all())
         m.d.comb += [stats.done.eq(self.done), stats.link_valid.eq(self.link_valid),
                      self.cycles.eq(stats.cycles)]
-        m.d.comb += [bus["busy"].field(self, i).eq(stats.busy[i]) for i in range(len(t.links))]
+        m.d.comb += bus["busy"].drive(self, list(stats.busy))
         return m
 
     def _launch(self, m: Module, routers) -> Signal:

@@ -26,6 +26,7 @@ sit in their home lanes, which is where the AllGather expects them.
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 
 import numpy as np
@@ -207,22 +208,24 @@ def same_topology(a: Topology, b: Topology) -> bool:
 
 
 class _Lanes:
-    """Slot allocation of one node: per lane, the set of slots in use."""
+    """Slot allocation of one node: per lane, the lowest free slot first (a heap of the slots freed
+    below the high-water mark ``top``)."""
 
     def __init__(self, n: int):
-        self.used = [set() for _ in range(n)]
+        self.top = [0] * n
+        self.free = [[] for _ in range(n)]
 
     def alloc(self, lane: int) -> int:
-        s = 0
-        while s in self.used[lane]:
-            s += 1
-        self.used[lane].add(s)
-        return s
+        if self.free[lane]:
+            return heapq.heappop(self.free[lane])
+        self.top[lane] += 1
+        return self.top[lane] - 1
 
     def keep_only(self, live):
-        self.used = [set() for _ in self.used]
+        used = [set() for _ in self.top]
         for lane, slot in live:
-            self.used[lane].add(slot)
+            used[lane].add(slot)
+        self.free = [sorted(set(range(top)) - u) for top, u in zip(self.top, used)]  # a sorted list is a heap
 
 
 def compile_schedule(sched: Schedule, chunk_flits: int, topo: Topology | None = None) -> NetworkImage:
@@ -315,8 +318,7 @@ def compile_schedule(sched: Schedule, chunk_flits: int, topo: Topology | None = 
     last = sched.phases[-1].collective
     final = [dict(loc[v]) if last == "allgather" else {(v, c): loc[v][(v, c)] for c in range(k)}
              for v in range(n)]
-    slots = max(max((max(u) + 1 for u in a.used if u), default=1) for a in alloc)
-    slots = max(slots, max(s + 1 for d in initial for _, s in d.values()))
+    slots = max(1, max(max(a.top) for a in alloc))
     routers = [RouterImage(v, design_ports(t, v), lanes[v], *(arrays[name][v] for name in
                ("rd_en", "rd_slot", "wr_en", "wr_slot", "wr_acc", "wr_mask", "out_valid", "out_lane")))
                for v in range(n)]
