@@ -44,7 +44,7 @@ from functools import reduce
 
 from amaranth.hdl import Assert, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from .crossbar import Crossbar, select_layout
@@ -57,20 +57,27 @@ from .rom import DEFAULT_PIPELINE
 class InputBuffer(wiring.Component):
     """A FIFO of ``depth`` >= packet length flits, ready for a header only when the whole packet fits.
 
+    Storage (as ``SyncFIFOBuffered``): a memory of ``depth - 1`` flits with a registered read port,
+    whose output register is the head (``o``). The fill level is a thermometer code (``level[i]``: more
+    than ``i`` flits buffered) that shifts up on a write and down on a read: the read, which is the
+    relay's release and so ends the router's longest decision, reaches the level, the memory's read
+    enable and its read pointer through one logic level, and "is there room for a packet" is one bit
+    of the code (no adder, no comparator).
+
     With ``registered`` (pipeline 1) ``i.ready`` is a register: computed a cycle ahead from the level
     after this cycle's write, counting no read (so it never promises room a read has not made yet);
     within a packet it stays up, the room for the whole packet was there when its header came.
 
     Ports
     -----
-    i : In(stream)  -- the link. ``i.ready`` depends only on registers (the FIFO level and
+    i : In(stream)  -- the link. ``i.ready`` depends only on registers (the fill level and
         whether a packet is half received), never on ``i.valid`` or the payload.
     o : Out(stream)  -- the head flit, for the relay.
     empty : Out(1)  -- no flit buffered.
     """
 
     def __init__(self, fmt: PacketFormat, depth: int, registered: bool = False):
-        if depth < fmt.packet_flits:
+        if depth < max(2, fmt.packet_flits):
             raise ValueError(f"input buffer depth {depth} is smaller than a packet ({fmt.packet_flits} flits)")
         self.fmt, self.depth, self.registered = fmt, depth, registered
         super().__init__({"i": In(stream.Signature(fmt.flit)), "o": Out(stream.Signature(fmt.flit)),
@@ -78,30 +85,45 @@ class InputBuffer(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.fifo = fifo = SyncFIFOBuffered(width=self.fmt.flit.size, depth=self.depth)
-        between = Signal(init=1)  # the next flit on the link is a header
+        depth, stored = self.depth, self.depth - 1
+        m.submodules.mem = mem = Memory(shape=self.fmt.flit, depth=stored, init=[])
+        wr, rd = mem.write_port(), mem.read_port(domain="sync")
+        produce, consume = Signal(range(stored)), Signal(range(stored))
+        level = Signal(depth)  # thermometer: bit i = more than i flits in the buffer (memory and head)
+        head = Signal()        # the read port's output register holds the head flit
+
+        def at_most(n):  # the buffer holds at most n flits
+            return Const(int(n >= 0), 1) if not 0 <= n < depth else ~level[n]
+
         take = self.i.valid & self.i.ready
-        room = self.depth - self.fmt.packet_flits  # the most flits buffered that leave room for a packet
+        pop = self.o.valid & self.o.ready
+        fetch = Mux(head, level[1], level[0]) & (~head | pop)  # a flit waits in the memory: read it to the head
+        between = Signal(init=1)  # the next flit on the link is a header
+        room = depth - self.fmt.packet_flits  # the most flits buffered that leave room for a packet
         if self.registered:
             ready = Signal(init=1)
             nxt_between = Mux(take, self.i.payload.last, between)
-            m.d.sync += ready.eq(~nxt_between | (fifo.level + take <= room))
+            m.d.sync += ready.eq(~nxt_between | Mux(take, at_most(room - 1), at_most(room)))
             m.d.comb += self.i.ready.eq(ready)
         else:
-            m.d.comb += self.i.ready.eq(fifo.w_rdy & (~between | (fifo.level <= room)))
+            m.d.comb += self.i.ready.eq(at_most(depth - 1) & (~between | at_most(room)))
+        up, down = Cat(Const(1, 1), level[:-1]), Cat(level[1:], Const(0, 1))
+        m.d.sync += level.eq(Mux(take, Mux(pop, level, up), Mux(pop, down, level)))
         m.d.comb += [
-            fifo.w_data.eq(self.i.payload),
-            fifo.w_en.eq(take),
-            self.o.payload.eq(fifo.r_data),
-            self.o.valid.eq(fifo.r_rdy),
-            fifo.r_en.eq(self.o.ready),
-            self.empty.eq(fifo.level == 0),
+            wr.addr.eq(produce), wr.data.eq(self.i.payload), wr.en.eq(take),
+            rd.addr.eq(consume), rd.en.eq(fetch),
+            self.o.payload.eq(rd.data), self.o.valid.eq(head),
+            self.empty.eq(~level[0]),
         ]
         with m.If(take):
-            m.d.sync += between.eq(self.i.payload.last)
+            m.d.sync += [produce.eq(Mux(produce == stored - 1, 0, produce + 1)), between.eq(self.i.payload.last)]
+        with m.If(fetch):
+            m.d.sync += consume.eq(Mux(consume == stored - 1, 0, consume + 1))
+        m.d.sync += head.eq(fetch | (head & ~pop))
         m.d.sync += [
             Assert(~take | (self.i.payload.first == between), "input buffer: packets interleaved on a link"),
-            Assert(between | ~self.i.valid | fifo.w_rdy, "input buffer: a packet body waited for room"),
+            Assert(between | ~self.i.valid | at_most(depth - 1), "input buffer: a packet body waited for room"),
+            Assert(~take | at_most(depth - 1), "input buffer: a flit written into a full buffer"),
         ]
         return m
 

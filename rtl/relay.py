@@ -12,7 +12,7 @@ WRITE (rule 2 of Section 4.3.3).
 Flow control (FlooNoC's multicast contract): a flit is released from the input
 only when every branch has accepted it. The branches are asynchronous within
 one flit: each branch's ``valid`` stays up until that branch takes the flit
-(a ``sent`` bit per branch remembers it), so no branch waits on another's
+(a ``settled`` bit per branch remembers it), so no branch waits on another's
 ``ready`` combinationally and branches drift apart by at most one flit. The
 network branches of the header are granted together (``grant``, from the
 router's allocator, only when every requested output is free and its receiver
@@ -23,7 +23,7 @@ Pipeline (``cut``, the router's ``pipeline`` 1; FlooNoC's route computation
 ahead of allocation, its cut between allocation and switch traversal and its
 spill register on the output). The registers of every stage of a header, from
 the cycle ``h`` it is the input buffer's head (a flit written into the buffer
-in cycle ``t`` is its head in ``t + 2``, ``SyncFIFOBuffered``):
+in cycle ``t`` is its head in ``t + 2``, :class:`~equimesh.rtl.packet_router.InputBuffer`):
 
 * stage Q (request, cycle ``h``): while the relay is idle, the head's route
   (``want``, the non-empty parts of the bitmap split) and, per network output,
@@ -37,7 +37,7 @@ in cycle ``t`` is its head in ``t + 2``, ``SyncFIFOBuffered``):
   ``branches``, and the router registers each granted output's owner, its
   crossbar select (``owner_<port>``, ``busy``);
 * switch (``h + 3``): the header leaves the input; every branch ``valid``
-  comes from registers (``active``, ``branches``, ``sent``) and the input
+  comes from registers (``active``, ``settled``) and the input
   buffer's output register, and every network branch's ``ready`` is the room
   of that output's link register;
 * stage L (link, ``h + 4``): the header is on the link, from the output's
@@ -143,7 +143,7 @@ class Relay(wiring.Component):
 
         active = Signal()          # a granted packet is passing (set at grant, cleared after the tail)
         branches = Signal(outs + 1)  # its branches, latched at the grant
-        sent = Signal(outs + 1)      # branches that already took the presented flit
+        settled = Signal(outs + 1)   # for the presented flit: not a branch, or a branch that already took it
 
         want = Signal(outs + 1)
         for k, mask in enumerate(self.reach):
@@ -163,26 +163,27 @@ class Relay(wiring.Component):
                                             for mask in self.reach))]
             m.d.sync += pend.eq(self.i.valid & ~active & ~self.grant)
             m.d.comb += [self.pending.eq(pend & self.i.valid), self.req.eq(want_q[:outs]), self.multi.eq(multi_q)]
-            latched, sel, go = want_q, branches, self.i.valid & active
-        else:
+            # The header leaves only once active (its grant cycle has no flit to move): ``settled`` is a
+            # register, so the release is an AND of two register bits per branch and the buffer's head.
+            latched, now, go = want_q, settled, self.i.valid & active
+        else:  # the header leaves in its grant cycle, to the branches of its route
             m.d.comb += [self.pending.eq(self.i.valid & ~active), self.req.eq(want[:outs])]
-            latched, sel, go = want, Mux(active, branches, want), self.i.valid & (active | self.grant)
+            latched, now, go = want, Mux(active, settled, ~want), self.i.valid & (active | self.grant)
         done = Signal(outs + 1)
-        m.d.comb += [
-            self.valid.eq(Mux(go, sel & ~sent, 0)),
-            done.eq(~sel | sent | self.ready),
-        ]
+        m.d.comb += [self.valid.eq(Mux(go, ~now, 0)), done.eq(now | self.ready)]
         release = go & done.all()
         m.d.comb += self.i.ready.eq(release)
 
         with m.If(self.grant):
             m.d.sync += [active.eq(1), branches.eq(latched)]
-        with m.If(release):
-            m.d.sync += sent.eq(0)
+        with m.If(release):  # the next flit goes to every branch again
+            m.d.sync += settled.eq(~Mux(self.grant, latched, branches))
             with m.If(head.last):
                 m.d.sync += active.eq(0)
         with m.Elif(go):
-            m.d.sync += sent.eq(sent | (self.valid & self.ready))
+            m.d.sync += settled.eq(now | self.ready)
+        with m.Elif(self.grant):
+            m.d.sync += settled.eq(~latched)
 
         # Invariants: an idle relay sees headers only; a grant comes only for a waiting header;
         # a header addresses somebody and never its own injector; network branches take the

@@ -26,7 +26,7 @@ def test_explicit_multicast_json(capsys):
 def test_pipeline_latency_model(capsys):
     """One packet, no contention, XY on the 2x3 mesh from node 0 to node 5: 3 hops (0 -> 1 -> 2 -> 5).
     Latency counts from the cycle the source router takes the header to the cycle node 5 takes the last
-    flit. Per hop, by hand: the input buffer (SyncFIFOBuffered) presents a flit written in cycle t at
+    flit. Per hop, by hand: the input buffer (a memory with a registered read) presents a flit written in cycle t at
     t + 2 and with pipeline 0 the header leaves in that cycle. With pipeline 1 the relay registers the
     route (stage Q), the allocator its grant (stage A), the router the output's owner (stage G), and the
     header leaves through the output's link register (stage L) (rtl/relay.py). From the header's
