@@ -320,10 +320,9 @@ class PacketPath(wiring.Component):
         relays.append(Relay(fmt, self.node, reach, local=False, cut=cut))
         for j, (src, relay) in enumerate(zip(sources, relays)):
             m.submodules[f"relay_{j}"] = relay
-            valid = src.valid
             if src is self.inject:  # ``hold`` stops a new header; a granted packet completes
-                valid = src.valid & (relay.active | ~self.hold | (relay.grant if cut else 0))
-            m.d.comb += [relay.i.payload.eq(src.payload), relay.i.valid.eq(valid), src.ready.eq(relay.i.ready)]
+                m.d.comb += relay.hold.eq(self.hold)
+            m.d.comb += [relay.i.payload.eq(src.payload), relay.i.valid.eq(src.valid), src.ready.eq(relay.i.ready)]
         m.submodules.alloc = alloc = (MatrixAllocator if cut else Allocator)(len(relays), outs)
         # A granted header counts as held from its grant cycle (with a cut it is not yet active); a flit
         # in a link register (cut) is still in the router.

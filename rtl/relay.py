@@ -112,6 +112,8 @@ class Relay(wiring.Component):
         presented flit; the router copies the flit there through its crossbar.
     req : Out(outputs)  -- the outputs the waiting header needs; meaningful while ``pending``.
     pending : Out(1)  -- a header waits for its grant.
+    hold : In(1)  -- the waiting header does not ask for its grant (a granted packet completes). Only
+        the injection input is held; the hold never reaches the release of a granted packet.
     grant : In(1)  -- from the allocator: all of ``req`` are this input's from now to the tail.
     held : Out(outputs)  -- outputs owned by this input's packet after its grant cycle.
     active : Out(1)  -- a granted packet is passing (with ``cut``: from the cycle after its grant
@@ -129,6 +131,7 @@ class Relay(wiring.Component):
             "ready": In(n),
             "req": Out(len(reach)),
             "pending": Out(1),
+            "hold": In(1),
             "grant": In(1),
             "held": Out(len(reach)),
             "active": Out(1),
@@ -161,13 +164,14 @@ class Relay(wiring.Component):
                 m.d.sync += [want_q.eq(want),
                              multi_q.eq(Cat(several([bitmap[b] for b in range(self.fmt.nodes) if mask >> b & 1])
                                             for mask in self.reach))]
-            m.d.sync += pend.eq(self.i.valid & ~active & ~self.grant)
-            m.d.comb += [self.pending.eq(pend & self.i.valid), self.req.eq(want_q[:outs]), self.multi.eq(multi_q)]
+            m.d.sync += pend.eq(self.i.valid & ~self.hold & ~active & ~self.grant)
+            m.d.comb += [self.pending.eq(pend & self.i.valid & (~self.hold | self.grant)), self.req.eq(want_q[:outs]),
+                         self.multi.eq(multi_q)]
             # The header leaves only once active (its grant cycle has no flit to move): ``settled`` is a
             # register, so the release is an AND of two register bits per branch and the buffer's head.
             latched, now, go = want_q, settled, self.i.valid & active
         else:  # the header leaves in its grant cycle, to the branches of its route
-            m.d.comb += [self.pending.eq(self.i.valid & ~active), self.req.eq(want[:outs])]
+            m.d.comb += [self.pending.eq(self.i.valid & ~self.hold & ~active), self.req.eq(want[:outs])]
             latched, now, go = want, Mux(active, settled, ~want), self.i.valid & (active | self.grant)
         done = Signal(outs + 1)
         m.d.comb += [self.valid.eq(Mux(go, ~now, 0)), done.eq(now | self.ready)]
