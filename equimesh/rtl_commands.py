@@ -130,8 +130,10 @@ def add_backend_arg(p) -> None:
                    help="simulator: verilator (compiled, cached per design; default), icarus (cocotb), "
                         "amaranth (the reference simulator)")
     p.add_argument("--model", choices=MODELS, default="auto",
-                   help="Verilator model: flat (every router inlined: slow build, fast run), hierarchical (each "
-                        "distinct router compiled once: fast build, slower run); auto: flat up to 64 nodes")
+                   help="Verilator model: flat (every router inlined: slow build, fast run), modules (every router "
+                        "an instance of its module's class: faster build, somewhat slower run), hierarchical (each "
+                        "distinct router compiled once: the build does not grow with the size, a much slower run); "
+                        "auto: flat up to 64 nodes, modules up to 256, hierarchical above")
 
 
 def register(sub) -> None:

@@ -56,7 +56,7 @@ the packet path (:class:`~equimesh.rtl.packet_router.PacketPath`) in every
 cycle that is not a schedule's stage B; links gain ``ready``. Packets flow only
 while no schedule runs: ``hold`` stops new packets from ``inject``, and the
 network starts the schedule once every router is ``idle`` (no packet held
-anywhere, :class:`~equimesh.rtl.network.Network`). From ``start`` to ``done``
+anywhere, :class:`~equimesh.rtl.network.Network`). From the cycle after ``start`` to the one after ``done``
 the packet path sees no link and takes no packet; after ``done`` packets flow again.
 From pipeline 1 on the packet path has its own registers (stages Q, A, G and L of
 ``rtl/relay.py``): its crossbar selects are registers (the outputs' owners) and its
@@ -309,8 +309,14 @@ class Router(wiring.Component):
 
         # Packets share the crossbar in every cycle but a schedule's stage B, and the links while
         # no schedule runs (from ``start`` to ``done``).
-        schedule = Signal()
+        schedule, arriving = Signal(), Signal()
         m.d.comb += schedule.eq(run | fill | (over & ~self.done))
+        # A scheduled flit reaches an in-link only in a cycle after one of ``schedule`` (it leaves a
+        # neighbour's stage-B register, and every router runs the same steps from the same start),
+        # and no packet is on a link then (the network starts a schedule with every router idle, and
+        # a packet takes cycles to leave after ``done``): this register keeps scheduled flits out of
+        # the packet inputs, off the input buffers' timing paths.
+        m.d.sync += arriving.eq(schedule)
         cfg = self.packets
         m.submodules.packets = pkt = PacketPath(cfg.fmt, cfg.node, self.lanes, cfg.reach, cfg.depth, self.link_bits,
                                                 self.pipeline)
@@ -342,9 +348,9 @@ class Router(wiring.Component):
         for port in self.lanes:
             link, inp = getattr(self, f"i_{port}"), getattr(pkt, f"i_{port}")
             m.d.comb += [
-                inp.valid.eq(link.valid & ~schedule),
+                inp.valid.eq(link.valid & ~arriving),
                 inp.payload.eq(link.flit.as_value()[:fmt_bits]),
-                link.ready.eq(inp.ready | schedule),  # scheduled flits never wait
+                link.ready.eq(inp.ready | arriving),  # scheduled flits never wait
             ]
             wiring.connect(m, getattr(pkt, f"eject_{port}"), wiring.flipped(getattr(self, f"eject_{port}")))
         m.d.sync += Assert(~run | pkt.idle, "a packet in the router while the schedule runs")

@@ -19,12 +19,16 @@ from .metrics import LinkStats, link_stats
 from .program import Outcome, check, join, make_program, read_back
 
 BACKENDS = ("verilator", "icarus", "amaranth")
-MODELS = ("auto", "flat", "hierarchical")
-FLAT_NODES = 64  # measured: docs/rtl.md, "Compiled model"
+MODELS = ("auto", "flat", "modules", "hierarchical")
+FLAT_NODES, MODULES_NODES = 64, 256  # measured: docs/rtl.md, "Compiled model"
 
 
-def hierarchical(model: str, design: Design) -> bool:
-    return model == "hierarchical" or (model == "auto" and design.nodes > FLAT_NODES)
+def model_kind(model: str, design: Design) -> str:
+    """The Verilator model kind ``auto`` stands for: flat up to :data:`FLAT_NODES` nodes, then
+    modules up to :data:`MODULES_NODES`, then hierarchical."""
+    if model != "auto":
+        return model
+    return "flat" if design.nodes <= FLAT_NODES else "modules" if design.nodes <= MODULES_NODES else "hierarchical"
 
 
 @dataclass
@@ -68,8 +72,9 @@ def run_image(image: NetworkImage, backend: str = "verilator", design: Design | 
 
     ``vcd``: write a waveform there (``.fst`` for FST with Verilator). ``log(line)`` reports build steps.
     ``model`` (Verilator): ``flat`` inlines every router into one model (slow to build, fast to run),
-    ``hierarchical`` compiles each distinct router once (fast to build, slower to run; docs/rtl.md);
-    ``auto`` is flat up to :data:`FLAT_NODES` nodes.
+    ``modules`` keeps every router an instance of its module's C++ class (faster to build, somewhat
+    slower to run), ``hierarchical`` compiles each distinct router once (its build does not grow with
+    the node count, its run is much slower; docs/rtl.md); ``auto``: :func:`model_kind`.
     """
     design = design or fit(image)
     design.check(image)
@@ -95,8 +100,9 @@ def run_image(image: NetworkImage, backend: str = "verilator", design: Design | 
             if backend == "verilator":
                 from .verilator import build_model
 
+                kind = model_kind(model, design)
                 model = build_model(text, ins, outs, widths, trace=trace_kind(vcd), log=log,
-                                    hier_blocks=nv.modules if hierarchical(model, design) else [])
+                                    hier_blocks=nv.modules if kind == "hierarchical" else [], inline=kind != "modules")
                 out = model.run(program, work, trace=str(Path(vcd).resolve()) if vcd else None)
                 build_seconds, cached = model.build_seconds, model.cached
             elif backend == "icarus":

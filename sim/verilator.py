@@ -386,11 +386,13 @@ def publish(tmp: Path, entry: Path, key: str, payload: str = "model") -> None:
 
 def build_model(verilog_text: str, ins: list[str], outs: list[str], widths: dict[str, int],
                 trace: str | None = None, jobs: int | None = None, log=None,
-                hier_blocks: list[str] = ()) -> Model:
+                hier_blocks: list[str] = (), inline: bool = True) -> Model:
     """The cached model for this Verilog, building it if needed (see module docstring).
 
     ``hier_blocks``: modules Verilator compiles once each and links into every instance (hierarchical
-    Verilation), instead of flattening every router into the top. Verilator's flags and the C++
+    Verilation), instead of flattening every router into the top. ``inline=False``: no module is
+    inlined (``-fno-inline``), each router instance is an object of its module's class: Verilating
+    is several times faster and the C++ smaller. Verilator's flags and the C++
     optimization levels are the measured best (module constants; docs/rtl.md, "Build options").
     """
     exe, version = find_verilator()
@@ -398,6 +400,7 @@ def build_model(verilog_text: str, ins: list[str], outs: list[str], widths: dict
     flags = list(VERILATOR_FLAGS)
     flags += [f"--trace-{trace}" if trace == "fst" else "--trace"] if trace else []
     flags += ["--hierarchical"] if hier_blocks else []
+    flags += [] if inline else ["-fno-inline"]
     vlt = "`verilator_config\n" + "".join(f'hier_block -module "{m}"\n' for m in hier_blocks)
     key = hashlib.sha256("\0".join([verilog_text, cpp, vlt, version, " ".join(flags), CXX_OPT, CXX_OPT_SLOW]).encode()).hexdigest()[:24]
     root = cache_root() / "models"
