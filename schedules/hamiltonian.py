@@ -203,7 +203,10 @@ def colours_of(dec: Decomposition, links: int) -> np.ndarray:
 
 
 def _shift(m: int, band: int | None, extra: int) -> int:
-    """How far a link whose nearer end is at row (column) ``m`` of the big network moves back onto the tile."""
+    """How far a link whose nearer end is at row (column) ``m`` of the other network moves onto the
+    tile: ``extra`` rows (columns) more than the tile, or ``-PERIOD`` (one band period fewer)."""
+    if extra < 0:
+        return extra if m >= band else 0
     if extra == 0 or m < band + PERIOD:
         return 0
     if m >= band + PERIOD + extra:
@@ -213,11 +216,14 @@ def _shift(m: int, band: int | None, extra: int) -> int:
 
 def extend(tile: Topology, colour: np.ndarray, row_band: int | None, col_band: int | None,
            topo: Topology) -> np.ndarray:
-    """Colours for the bigger ``topo`` (same ring directions, sides longer by even amounts): the tile
-    with its band rows / columns repeated. Every link of ``topo`` takes the colour of the tile link
-    it shifts back onto; the result still has to pass :func:`check`."""
+    """Colours for another ``topo`` (same ring directions): the tile with its band rows / columns
+    repeated (sides longer by multiples of ``PERIOD``), or with one band period cut out (a side
+    shorter by exactly ``PERIOD``). Every link of ``topo`` takes the colour of the tile link it
+    shifts onto; by the band's translation symmetry every node then sees the colours of some tile
+    node, one in- and one out-link per colour, but the result still has to pass :func:`check`."""
     er, ec = topo.rows - tile.rows, topo.cols - tile.cols
-    if er < 0 or ec < 0 or er % PERIOD or ec % PERIOD or (er and row_band is None) or (ec and col_band is None):
+    if any(e < -PERIOD or e % PERIOD or (e and band is None)
+           for e, band in ((er, row_band), (ec, col_band))):
         raise DecompositionError(f"a {tile.rows}x{tile.cols} tile does not extend to {topo.rows}x{topo.cols}")
     index = {_key(tile, l): i for i, l in enumerate(tile.links)}
     out = np.empty(len(topo.links), dtype=np.int64)
@@ -278,21 +284,38 @@ def _tiles() -> dict[tuple[int, int], dict]:
     return {(t["rows"], t["cols"]): t for t in data["tiles"]}
 
 
+def _tile_options(n: int) -> list[tuple[int, int | None]]:
+    """Tile sides (and band starts) that give a network side ``n``: :func:`tile_side`, and for a side
+    ``PERIOD`` short of a banded tile side (8-11), that banded tile with one period cut out."""
+    options = [tile_side(n)]
+    if n <= EXACT_MAX < n + PERIOD:
+        options.append((n + PERIOD, BAND))
+    return options
+
+
 def from_tile(topo: Topology) -> Decomposition | None:
-    """The decomposition of an EquiMesh with default ring directions from the stored tiles (checked)."""
+    """The decomposition of an EquiMesh with default ring directions from the stored tiles (checked).
+
+    A side of 8-11 without a stored tile of its own is cut from the banded tile one period longer
+    (this gives every odd size the exact search timed out on: 9x11, 11x11, 9x13, 11x13, 9x15, 11x15
+    and transposes; each result is checked)."""
     if topo.kind != "equimesh" or any(topo.ring_dirs.values()):
         return None
-    R0, rb = tile_side(topo.rows)
-    C0, cb = tile_side(topo.cols)
-    tile = build("equimesh", R0, C0)
-    rec = _tiles().get((R0, C0))
-    if rec is not None:
-        colour = np.array([int(ch) for ch in rec["colours"]], dtype=np.int64)
-    elif (rec := _tiles().get((C0, R0))) is not None:
-        colour = transpose(build("equimesh", C0, R0), np.array([int(ch) for ch in rec["colours"]]), tile)
-    else:
-        return None
-    return from_colours(topo, extend(tile, colour, rb, cb, topo), "tile")
+    for R0, rb in _tile_options(topo.rows):
+        for C0, cb in _tile_options(topo.cols):
+            tile = build("equimesh", R0, C0)
+            rec = _tiles().get((R0, C0))
+            if rec is not None:
+                colour = np.array([int(ch) for ch in rec["colours"]], dtype=np.int64)
+            elif (rec := _tiles().get((C0, R0))) is not None:
+                colour = transpose(build("equimesh", C0, R0), np.array([int(ch) for ch in rec["colours"]]), tile)
+            else:
+                continue
+            try:
+                return from_colours(topo, extend(tile, colour, rb, cb, topo), "tile")
+            except DecompositionError:
+                continue
+    return None
 
 
 _TRANSPOSED_PORT = {"N": "W", "W": "N", "S": "E", "E": "S"}
@@ -348,7 +371,8 @@ def decompose(topo: Topology, time_limit: float = 10.0) -> Decomposition | None:
 def main(argv: list[str] | None = None) -> None:
     """Solve the missing tiles for every side up to ``--max-side`` (and 32) and store them in TILES.
 
-    Tiles already stored are kept, so the run can be resumed; sides of different parity are skipped
+    Tiles already stored are kept, so the run can be resumed, and sizes :func:`from_tile` already
+    gives (by transposition or a cut period) are skipped; sides of different parity are skipped
     (none of them decomposes at the sizes the exact search decides; see docs/schedules.md).
     """
     import argparse
@@ -370,7 +394,7 @@ def main(argv: list[str] | None = None) -> None:
     first = [tuple(int(v) for v in s.split("x")) for s in args.first.split(",") if s]
     todo = first + [rc for rc in todo if rc not in first]
     for r, c in todo:
-        if (r, c) in have:
+        if (r, c) in have or from_tile(build("equimesh", r, c)) is not None:    # stored, transposed or cut
             continue
         t0 = time.perf_counter()
         rec, status = make_tile(r, c, args.time_limit, args.seeds)

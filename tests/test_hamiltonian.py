@@ -70,10 +70,24 @@ def test_stored_tiles_extend_to_large_sizes(rows, cols):
     _assert_decomposition(t, dec)
 
 
+@pytest.mark.parametrize("rows,cols", [(9, 11), (11, 11), (13, 9), (11, 15), (9, 17)])
+def test_sizes_without_a_tile_of_their_own_are_cut_from_a_longer_tile(rows, cols):
+    """The exact search timed out at these odd sizes; one band period cut out of the 13- or 15-side
+    tile gives them (checked by the independent walk here)."""
+    direct = (H.tile_side(rows)[0], H.tile_side(cols)[0])
+    assert direct not in H._tiles() and direct[::-1] not in H._tiles()
+    t = build("equimesh", rows, cols)
+    dec = H.from_tile(t)
+    assert dec is not None and dec.method == "tile"
+    _assert_decomposition(t, dec)
+
+
 def test_tile_extension_needs_whole_periods():
     tile = build("equimesh", 12, 12)
     with pytest.raises(H.DecompositionError, match="does not extend"):
         H.extend(tile, np.zeros(len(tile.links), dtype=np.int64), 2, 2, build("equimesh", 14, 12))
+    with pytest.raises(H.DecompositionError, match="does not extend"):     # at most one period cut out
+        H.extend(tile, np.zeros(len(tile.links), dtype=np.int64), 2, 2, build("equimesh", 4, 12))
 
 
 def test_mirror_decomposition_by_reversal():
