@@ -75,6 +75,7 @@ def test_every_verilator_model_kind_agrees_with_the_reference(tmp_path, monkeypa
 
 def test_a_damaged_cache_entry_is_rebuilt_not_used(cache, two_by_three):
     design, images = two_by_three
+    run_image(images[0], "verilator", design)  # the entry (a cache hit after the test above)
     (entry,) = [p for p in (cache / "models").iterdir() if (p / "entry.json").exists()]
     with open(entry / "model", "ab") as f:
         f.write(b"\0")  # the binary no longer matches its record
