@@ -10,7 +10,11 @@ search per step count:
   root);
 * every link carries at most one chunk per step; every node other than the
   root receives every chunk exactly once, from a sender that received it in
-  an earlier step;
+  an earlier step; a node that needs as many chunks as its in-links carry in
+  ``T`` steps (every node, for K = 4 at the EquiMesh bound) has every in-link
+  busy in every step, which the model states as exactly one chunk per link
+  and step (the same solutions; CP-SAT finds the 2x5 K = 4 lane-rule
+  schedule several times faster);
 * with ``lanes=True``, the node storage rule of ``storage.py``: ``at[v, x, p]``
   says that ``x`` arrived at ``v`` through in-port ``p`` (the root: its home
   lane); per node, lane and step, at most one chunk is both stored in that lane
@@ -81,6 +85,9 @@ def exact(topo: Topology, chunks: int, horizon: int, lanes: bool = True, time_li
     earliest = np.empty((n, X), dtype=np.int64)
     for x in range(X):
         earliest[:, x] = topo.distances[held[:, x]].min(axis=0)
+    missing, indeg = (~held).sum(axis=1), np.bincount(dst, minlength=n)
+    if (missing > indeg * T).any():   # more chunks than the in-links carry in T steps: no schedule
+        return ExactResult(None, None, T + 1, time.perf_counter() - t0)
     m = cp_model.CpModel()
     y: dict[tuple[int, int, int], object] = {}
     for l in range(len(src)):
@@ -92,8 +99,16 @@ def exact(topo: Topology, chunks: int, horizon: int, lanes: bool = True, time_li
     for (l, x, t), v in y.items():
         by_link_step.setdefault((l, t), []).append(v)
         recv.setdefault((int(dst[l]), x), []).append((t, v, l))
-    for vs in by_link_step.values():
-        m.AddAtMostOne(vs)
+    # a node that needs as many chunks as its in-links can carry in T steps has every in-link busy in
+    # every step (with K = 4 at the EquiMesh bound: every node): exactly one chunk, not at most one
+    tight = missing == indeg * T
+    for l in range(len(src)):
+        for t in range(T):
+            vs = by_link_step.get((l, t), [])
+            if tight[dst[l]]:
+                m.AddExactlyOne(vs)
+            elif vs:
+                m.AddAtMostOne(vs)
     for v, x in zip(*np.nonzero(~held)):
         m.AddExactlyOne([b for _, b, _ in recv.get((int(v), int(x)), [])])
     for (l, x, t), v in y.items():
