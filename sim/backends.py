@@ -23,12 +23,12 @@ MODELS = ("auto", "flat", "modules", "hierarchical")
 FLAT_NODES, MODULES_NODES = 64, 256  # measured: docs/rtl.md, "Compiled model"
 
 
-def model_kind(model: str, design: Design) -> str:
-    """The Verilator model kind ``auto`` stands for: flat up to :data:`FLAT_NODES` nodes, then
-    modules up to :data:`MODULES_NODES`, then hierarchical."""
+def model_kind(model: str, nodes: int) -> str:
+    """The Verilator model kind ``auto`` stands for, for a network of ``nodes`` nodes: flat up to
+    :data:`FLAT_NODES` nodes, then modules up to :data:`MODULES_NODES`, then hierarchical."""
     if model != "auto":
         return model
-    return "flat" if design.nodes <= FLAT_NODES else "modules" if design.nodes <= MODULES_NODES else "hierarchical"
+    return "flat" if nodes <= FLAT_NODES else "modules" if nodes <= MODULES_NODES else "hierarchical"
 
 
 @dataclass
@@ -100,7 +100,7 @@ def run_image(image: NetworkImage, backend: str = "verilator", design: Design | 
             if backend == "verilator":
                 from .verilator import build_model
 
-                kind = model_kind(model, design)
+                kind = model_kind(model, design.nodes)
                 model = build_model(text, ins, outs, widths, trace=trace_kind(vcd), log=log,
                                     hier_blocks=nv.modules if kind == "hierarchical" else [], inline=kind != "modules")
                 out = model.run(program, work, trace=str(Path(vcd).resolve()) if vcd else None)

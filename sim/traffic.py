@@ -374,10 +374,18 @@ def finished(mark, finite: bool) -> bool:
     return mark.reached if finite else mark.edge - mark.changed >= WATCHDOG
 
 
+def packet_inline(nodes: int) -> bool:
+    """Inline the routers of a packet top into one model (Verilator's fastest run) where the
+    schedule networks are flat (``model_kind``); above, every router stays an instance of its
+    module's class (``-fno-inline``), which Verilates several times faster."""
+    from .backends import model_kind
+    return model_kind("auto", nodes) == "flat"
+
+
 def run_compiled(table: ForwardingTable, traffic: Traffic, payload_flits: int, workdir, *, cycles: int = 2000,
                  stall: float = 0.0, log=None, pipeline: int = DEFAULT_PIPELINE) -> dict:
     """Run ``traffic`` on the compiled Verilator model of the network with its endpoints and checkers
-    (cached per design, ``sim/verilator.py``): the harness clocks it with no Python per cycle and
+    (cached per design, ``sim/verilator.py``; kind: :func:`packet_inline`): the harness clocks it with no Python per cycle and
     Python judges the checkers' counters at the end (:func:`soak_verdict`). Random traffic: as
     ``run_verilog(mode="soak")``; finite traffic: as ``mode="count"``. ``cycles`` and ``completion``
     are the edge that took the last flit, as in :func:`simulate`."""
@@ -393,7 +401,8 @@ def run_compiled(table: ForwardingTable, traffic: Traffic, payload_flits: int, w
 
     fmt, links = PacketFormat(table.topology.nodes, payload_flits), len(table.topology.links)
     model, widths = build_top(make_top, json.dumps(
-        ["traffic", table.to_json(), traffic.roms, traffic.counts, traffic.rate, stall, payload_flits, pipeline]), log)
+        ["traffic", table.to_json(), traffic.roms, traffic.counts, traffic.rate, stall, payload_flits, pipeline]), log,
+        inline=packet_inline(fmt.nodes))
     segments = packet_segments(fmt, traffic, cycles)
     names = counter_ports(fmt.nodes, links)
     program = Program(segments + [Capture(names)], widths)

@@ -469,9 +469,9 @@ def _rtl_digest() -> str:
     return h.hexdigest()
 
 
-def build_top(make_top, params: str, log=None) -> tuple[Model, dict[str, int]]:
+def build_top(make_top, params: str, log=None, inline: bool = True) -> tuple[Model, dict[str, int]]:
     """The cached compiled model of the Amaranth top ``make_top()`` (its Verilog as module :data:`TOP`),
-    and its port widths.
+    and its port widths. ``inline``: as in :func:`build_model`.
 
     ``params``: a text that determines the top (with the RTL's source). Its Verilog and ports are cached
     too (``<cache>/verilog``), so a cached run does not construct or elaborate the top at all."""
@@ -491,7 +491,7 @@ def build_top(make_top, params: str, log=None) -> tuple[Model, dict[str, int]]:
         tmp.write_text(json.dumps(rec))
         os.replace(tmp, path)  # atomic: a reader sees the whole entry or none
     export = time.perf_counter() - t0
-    model = build_model(rec["verilog"], rec["ins"], rec["outs"], rec["widths"], log=log)
+    model = build_model(rec["verilog"], rec["ins"], rec["outs"], rec["widths"], log=log, inline=inline)
     if not model.cached:
         model.build_seconds += export
     return model, rec["widths"]

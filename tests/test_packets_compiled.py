@@ -15,7 +15,8 @@ from equimesh.schedules.routing import forwarding_table
 from equimesh.schedules.synth import synthesize
 from equimesh.schedules.topology import build
 from equimesh.sim.mixed import run_mixed_compiled, simulate_mixed
-from equimesh.sim.traffic import make_traffic, run_compiled, run_verilog, simulate, soak_verdict
+from equimesh.sim import backends
+from equimesh.sim.traffic import make_traffic, packet_inline, run_compiled, run_verilog, simulate, soak_verdict
 
 icarus = pytest.mark.skipif(shutil.which("iverilog") is None, reason="Icarus Verilog not installed")
 TIMING = ("simulator", "build_seconds", "sim_seconds", "cached")
@@ -65,6 +66,21 @@ def test_compiled_count_equals_icarus_and_amaranth(tmp_path):
     assert {k: got[k] for k in COPIES + EDGES} == {k: ref[k] for k in COPIES + EDGES}
     cocotb = run_verilog(table, traffic, 2, tmp_path / "i", mode="count")
     assert {k: v for k, v in got.items() if k not in TIMING} == {k: v for k, v in cocotb.items() if k not in TIMING}
+
+
+def test_a_packet_model_without_inlined_routers_gives_the_same_records(tmp_path, monkeypatch):
+    """Above FLAT_NODES nodes a packet top keeps every router an instance of its module (-fno-inline):
+    another model of the same Verilog, with the same records as the flat one."""
+    topo = build("equimesh", 2, 3)
+    table = forwarding_table(topo)
+    traffic = make_traffic(PacketFormat(topo.nodes, 2), "allgather-multiwrite", packets=2)
+    flat = run_compiled(table, traffic, 2, tmp_path / "f")  # the model of the test above
+    monkeypatch.setattr(backends, "FLAT_NODES", topo.nodes - 1)
+    assert packet_inline(topo.nodes) is False
+    modules = run_compiled(table, traffic, 2, tmp_path / "m")
+    assert not modules["cached"]
+    _clean(modules)
+    assert {k: v for k, v in modules.items() if k not in TIMING} == {k: v for k, v in flat.items() if k not in TIMING}
 
 
 def test_compiled_mixed_equals_amaranth(tmp_path):
