@@ -20,14 +20,17 @@ class Progress:
         self.t0 = time.perf_counter()
         self.shown = False
         self.last = 0.0
+        self.last_frac = 0.0
 
     def __call__(self, done: int, total: int) -> None:
         now = time.perf_counter()
         every = 0.2 if self.tty else LOG_EVERY
-        if now - self.t0 < self.delay or (now - self.last < every and done < total):
-            return
-        self.last = now
         frac = min(1.0, done / total) if total else 1.0
+        # the end of a piece of work is shown at once, unless the line shown last was an end too
+        # (a search runs many syntheses: one line per end would be thousands)
+        if now - self.t0 < self.delay or (now - self.last < every and (frac < 1.0 or self.last_frac >= 1.0)):
+            return
+        self.last, self.last_frac = now, frac
         if self.tty:
             self.shown = True
             bar = "#" * int(30 * frac)
