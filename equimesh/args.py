@@ -19,8 +19,10 @@ def add_topology_args(p) -> None:
     p.add_argument("--rows", type=int, default=4, help="mesh rows R >= 2 (default 4)")
     p.add_argument("--cols", type=int, default=4, help="mesh columns C >= 2 (default 4)")
     p.add_argument("--ring-dirs", default=None,
-                   help="EquiMesh ring directions (Algorithm 1's anticlockwise flag per edge): 'default' (cccc), "
-                        "or four letters a/c for top,bottom,left,right; `schedule` also takes 'auto'")
+                   help="EquiMesh ring directions (Algorithm 1's anticlockwise flag per edge): 'default' (cccc, "
+                        "or at a few sizes without a Hamiltonian decomposition the choice with the shortest K=4 "
+                        "AllGather, schedules/data/ring_dirs.json), or four letters a/c for top,bottom,left,right; "
+                        "`schedule` also takes 'auto' (search all 16 now)")
 
 
 def topology_from_args(args, ring_dirs: str | None = None):

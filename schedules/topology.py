@@ -23,8 +23,11 @@ Node id = ``row * cols + col``; row 0 is the top row, col 0 the left column.
 
 from __future__ import annotations
 
+import functools
+import json
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 
 import numpy as np
 from scipy.sparse import csr_matrix
@@ -78,20 +81,39 @@ def ring_links(edge: str, rows: int, cols: int, anticlockwise: bool) -> list[tup
     return [(order[i], order[(i + 1) % len(order)]) for i in range(len(order))]
 
 
-# Defaults: anticlockwise=False on every edge, edges indexed left to right and
-# top to bottom. For the 4x4 EquiMesh with K=1 this is the only one of the 16
+# Defaults: anticlockwise=False on every edge (cccc), edges indexed left to right
+# and top to bottom. For the 4x4 EquiMesh with K=1 this is the only one of the 16
 # direction choices that admits a 4-step schedule (the bound), found by the
-# exact solver (`equimesh schedule --algorithm optimal`).
+# exact solver (`equimesh schedule --algorithm optimal`); with K = 4 it has a
+# Hamiltonian decomposition wherever one is known. Sizes where another choice
+# gives a shorter lane-rule AllGather have their own default (RING_DIRS_TABLE).
 DEFAULT_RING_DIRS = {"top": False, "bottom": False, "left": False, "right": False}
+RING_DIRS_TABLE = Path(__file__).parent / "data" / "ring_dirs.json"
+
+
+@functools.cache
+def _size_ring_dirs() -> dict[str, str]:
+    if not RING_DIRS_TABLE.exists():
+        return {}
+    return json.loads(RING_DIRS_TABLE.read_text())["best"]
+
+
+def default_ring_dirs(rows: int, cols: int) -> dict[str, bool]:
+    """The ring directions an R x C EquiMesh gets when none are given: ``cccc``, except at the sizes
+    where another of the 16 choices gives a shorter lane-rule K = 4 AllGather (measured offline by
+    ``python -m equimesh.schedules.ringdirs`` and stored in ``data/ring_dirs.json``)."""
+    text = _size_ring_dirs().get(f"{rows}x{cols}")
+    return dict(DEFAULT_RING_DIRS) if text is None else parse_ring_dirs(text)
 
 
 def parse_ring_dirs(text: str | None) -> dict[str, bool] | None:
     """Parse ``--ring-dirs``: four letters for top, bottom, left, right; ``a`` = anticlockwise, ``c`` = clockwise.
 
-    ``None`` or ``"default"`` gives the defaults. (``auto`` is handled by the scheduler.)
+    ``None`` or ``"default"`` gives None: the size's default (:func:`default_ring_dirs`, applied by
+    :func:`build`). (``auto`` is handled by the scheduler.)
     """
     if text is None or text == "default":
-        return dict(DEFAULT_RING_DIRS)
+        return None
     if len(text) != 4 or any(ch not in "ac" for ch in text):
         raise TopologyError(
             f"--ring-dirs must be 'default', 'auto' or four letters a/c for top,bottom,left,right (got {text!r})")
@@ -286,8 +308,8 @@ def build(kind: str, rows: int, cols: int, ring_dirs: dict[str, bool] | None = N
     """Build a topology of the given kind and size.
 
     ``ring_dirs`` maps each EquiMesh edge (top, bottom, left, right) to
-    Algorithm 1's ``anticlockwise`` flag; ``mirror-equimesh`` reverses every
-    ring of the EquiMesh with those flags.
+    Algorithm 1's ``anticlockwise`` flag (None: :func:`default_ring_dirs`);
+    ``mirror-equimesh`` reverses every ring of the EquiMesh with those flags.
     """
     if kind not in KINDS:
         raise TopologyError(f"unknown topology kind {kind!r}; expected one of {', '.join(KINDS)}")
@@ -298,7 +320,7 @@ def build(kind: str, rows: int, cols: int, ring_dirs: dict[str, bool] | None = N
     links = _mesh_links(rows, cols)
     dirs = None
     if kind in ("equimesh", "mirror-equimesh"):
-        dirs = dict(DEFAULT_RING_DIRS if ring_dirs is None else ring_dirs)
+        dirs = dict(default_ring_dirs(rows, cols) if ring_dirs is None else ring_dirs)
         if set(dirs) != set(EDGES):
             raise TopologyError(f"ring_dirs must name exactly the edges {', '.join(EDGES)}")
         flip = kind == "mirror-equimesh"

@@ -50,6 +50,7 @@ def test_wrapper_has_five_pins_and_one_chain_bit_per_router_port_bit():
     # 2 x (valid 1 + flit 32), tab_we 1, tab_addr 4, tab_data 2 x (1+4+1+4+1+2) + 2 x (1+1) = 30,
     # load_we 2, load_addr 5, load_data 64, host_addr 5 = 183. Outputs: done 1, 2 x 33, host_data 64 = 131.
     r = Router(("N", "E"), ("N", "E"), 16, 2, 16, False, 32)
+    r._MustUse__silence = True  # only its ports are read: no UnusedElaboratable warning in a later test's stderr
     ins, outs, widths = flat_ports(r)
     text, n_in, n_out = fpga.wrapper_verilog("router_x", ins, outs, widths)
     assert (n_in, n_out) == (183, 131)
