@@ -1,0 +1,65 @@
+"""Default ring directions per size: the choice of Algorithm 1's ``anticlockwise`` flags with the
+shortest lane-rule AllGather (seed 000, Section III-B: each edge's ring may run either way).
+
+With the default ``cccc`` every EquiMesh that has a Hamiltonian decomposition runs the
+ring-pipelined AllGather at the bound (:mod:`.ringpipe`), so the directions only matter where none
+is known: sides of different parity, and 3 x C with C = 1 mod 4. There, ``auto`` runs XTree, whose
+step count depends on the directions by a step or two. Trying all 16 choices at every command
+would multiply the synthesis time by 16, so it is done once, here, for K = 4 (the chunk count of
+the headline results), and the sizes where another choice is strictly shorter are stored in
+``data/ring_dirs.json``; :func:`~.topology.default_ring_dirs` reads them. ``--ring-dirs auto``
+still searches all 16 for any other K or collective.
+
+Regenerate: ``python -m equimesh.schedules.ringdirs [--max-side 16]`` (about 20 minutes on 2 cores).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from pathlib import Path
+
+from .topology import EDGES, RING_DIRS_TABLE, build, parse_ring_dirs
+
+CHUNKS = 4
+CHOICES = ["".join(p) for p in itertools.product("ca", repeat=len(EDGES))]   # cccc first
+
+
+def needs_search(rows: int, cols: int) -> bool:
+    """Sizes where ``cccc`` has no known decomposition: sides of different parity, 3 x (1 mod 4)."""
+    return (rows - cols) % 2 == 1 or (3 in (rows, cols) and rows * cols // 3 % 4 == 1)
+
+
+def best_choice(rows: int, cols: int) -> tuple[str, dict[str, int]]:
+    """The choice with the fewest AllGather steps (``cccc`` on a tie, then the first in
+    :data:`CHOICES`), and the steps of every choice."""
+    from .synth import synthesize
+    steps = {d: synthesize(build("equimesh", rows, cols, ring_dirs=parse_ring_dirs(d)), CHUNKS, "allgather").num_steps
+             for d in CHOICES}
+    return min(CHOICES, key=lambda d: steps[d]), steps
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Search the 16 ring-direction choices at every size that needs it and store the winners."""
+    import argparse
+    ap = argparse.ArgumentParser(prog="python -m equimesh.schedules.ringdirs", description=main.__doc__)
+    ap.add_argument("--max-side", type=int, default=16)
+    ap.add_argument("--out", type=Path, default=RING_DIRS_TABLE)
+    args = ap.parse_args(argv)
+    data = {"format": "equimesh-ring-dirs", "chunks": CHUNKS, "collective": "allgather", "storage": "lanes",
+            "best": {}, "steps": {}}
+    sizes = sorted(((r, c) for r in range(2, args.max_side + 1) for c in range(2, args.max_side + 1)
+                    if needs_search(r, c)), key=lambda rc: rc[0] * rc[1])
+    for r, c in sizes:
+        t0 = time.perf_counter()
+        best, steps = best_choice(r, c)
+        print(f"{r}x{c}: cccc {steps['cccc']}, {best} {steps[best]} ({time.perf_counter() - t0:.1f} s)", flush=True)
+        if steps[best] < steps["cccc"]:
+            data["best"][f"{r}x{c}"] = best
+            data["steps"][f"{r}x{c}"] = [steps["cccc"], steps[best]]
+    args.out.write_text(json.dumps(data, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
