@@ -38,12 +38,18 @@ from pathlib import Path
 
 import numpy as np
 
-from .topology import Topology, build
+from .topology import DEFAULT_RING_DIRS, Topology, build
 
 COLOURS = 4
 PERIOD = 4            # rows (columns) in a tile's band
 BAND = 2              # the band's first row (column)
 EXACT_MAX = 11        # sides up to this are tiles without a band; longer sides repeat a band
+
+
+def cccc(rows: int, cols: int) -> Topology:
+    """The R x C EquiMesh with every ring clockwise, the directions the tiles are solved for (not
+    ``build``'s default at the sizes where another choice gives a shorter XTree schedule)."""
+    return build("equimesh", rows, cols, ring_dirs=dict(DEFAULT_RING_DIRS))
 
 
 class DecompositionError(ValueError):
@@ -253,7 +259,7 @@ def make_tile(rows: int, cols: int, time_limit: float, seeds: int, reach: int = 
     per side all pass :func:`check`; try ``seeds`` CP-SAT seeds. Returns (tile record, status)."""
     R0, rb = tile_side(rows)
     C0, cb = tile_side(cols)
-    tile = build("equimesh", R0, C0)
+    tile = cccc(R0, C0)
     status = "timeout"
     for seed in range(seeds):
         res = solve(tile, time_limit, rb, cb, seed)
@@ -266,7 +272,7 @@ def make_tile(rows: int, cols: int, time_limit: float, seeds: int, reach: int = 
         try:
             for R in range(R0, (reach if rb is not None else R0) + 1, PERIOD):
                 for C in range(C0, (cols if cb is None else reach) + 1, PERIOD):
-                    big = build("equimesh", R, C)
+                    big = cccc(R, C)
                     from_colours(big, extend(tile, colour, rb, cb, big), "tile")
         except DecompositionError:
             status = "does not extend"
@@ -303,12 +309,12 @@ def from_tile(topo: Topology) -> Decomposition | None:
         return None
     for R0, rb in _tile_options(topo.rows):
         for C0, cb in _tile_options(topo.cols):
-            tile = build("equimesh", R0, C0)
+            tile = cccc(R0, C0)
             rec = _tiles().get((R0, C0))
             if rec is not None:
                 colour = np.array([int(ch) for ch in rec["colours"]], dtype=np.int64)
             elif (rec := _tiles().get((C0, R0))) is not None:
-                colour = transpose(build("equimesh", C0, R0), np.array([int(ch) for ch in rec["colours"]]), tile)
+                colour = transpose(cccc(C0, R0), np.array([int(ch) for ch in rec["colours"]]), tile)
             else:
                 continue
             try:
@@ -403,7 +409,7 @@ def main(argv: list[str] | None = None) -> None:
     first = [tuple(int(v) for v in s.split("x")) for s in args.first.split(",") if s]
     todo = first + [rc for rc in todo if rc not in first]
     for r, c in todo:
-        if (r, c) in have or from_tile(build("equimesh", r, c)) is not None:    # stored, transposed or cut
+        if (r, c) in have or from_tile(cccc(r, c)) is not None:    # stored, transposed or cut
             continue
         t0 = time.perf_counter()
         rec, status = make_tile(r, c, args.time_limit, args.seeds)
