@@ -5,17 +5,17 @@ from __future__ import annotations
 import json
 import sys
 import time
-from itertools import product
 from pathlib import Path
 
 from .args import add_topology_args, topology_from_args
 from .errors import InputError, UsageError, writing
 from .progress import Progress
 from .schedules import schedule as schedfile
+from .schedules.ringdirs import CHOICES as RING_DIRS_CHOICES
 from .schedules.schedule import lower_bound, schedule_bound
 from .schedules.storage import check_storage
 from .schedules.synth import ALGORITHMS, SynthesisError, synthesize
-from .schedules.topology import EDGES, KINDS, build, format_ring_dirs
+from .schedules.topology import KINDS, build, format_ring_dirs
 from .schedules.verify import ScheduleInvalid, verify
 
 
@@ -67,7 +67,7 @@ def cmd_schedule(args) -> int:
     auto = args.ring_dirs == "auto"
     if auto and args.kind not in ("equimesh", "mirror-equimesh"):
         raise UsageError("--ring-dirs auto applies to equimesh and mirror-equimesh only")
-    choices = ["".join(p) for p in product("ca", repeat=len(EDGES))] if auto else [args.ring_dirs]
+    choices = RING_DIRS_CHOICES if auto else [args.ring_dirs]
     progress = Progress(f"{args.algorithm} {args.kind} {args.rows}x{args.cols}")
     t0 = time.perf_counter()
     sched = None

@@ -20,6 +20,7 @@ import json
 import time
 from pathlib import Path
 
+from .hamiltonian import may_decompose
 from .topology import EDGES, RING_DIRS_TABLE, build, parse_ring_dirs
 
 CHUNKS = 4
@@ -27,8 +28,9 @@ CHOICES = ["".join(p) for p in itertools.product("ca", repeat=len(EDGES))]   # c
 
 
 def needs_search(rows: int, cols: int) -> bool:
-    """Sizes where ``cccc`` has no known decomposition: sides of different parity, 3 x (1 mod 4)."""
-    return (rows - cols) % 2 == 1 or (3 in (rows, cols) and rows * cols // 3 % 4 == 1)
+    """Sizes where ``cccc`` has no known decomposition: sides of different parity
+    (:func:`~.hamiltonian.may_decompose` is false), and 3 x C with C = 1 mod 4 (proven: none)."""
+    return not may_decompose(rows, cols) or (3 in (rows, cols) and rows * cols // 3 % 4 == 1)
 
 
 def best_choice(rows: int, cols: int) -> tuple[str, dict[str, int]]:
