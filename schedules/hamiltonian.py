@@ -25,7 +25,9 @@ Methods:
   EquiMesh is the R x C one mirrored at the diagonal, so a missing R x C tile
   is taken from the C x R tile.
 
-Every decomposition is checked by :func:`check` before it is returned.
+Every decomposition is checked by :func:`check` before it is returned. Where the sign argument of
+:mod:`.parity` proves that none exists (every size whose sides have different parity), nothing is
+searched.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .parity import no_decomposition
 from .topology import DEFAULT_RING_DIRS, Topology, build
 
 COLOURS = 4
@@ -348,12 +351,11 @@ def reverse(dec: Decomposition, topo: Topology, mirror: Topology) -> Decompositi
 SEARCH_MAX = 64       # networks up to this many nodes without a tile are searched at run time (if may_decompose)
 
 
-def may_decompose(rows: int, cols: int) -> bool:
-    """Worth a run-time search: sides of equal parity. With sides of different parity no decomposition was found
-    at any size: the exact search proves none for all 16 ring directions at 2x3, 2x5, 2x7, 3x4, 3x6,
-    3x8, 4x5, 4x7 and 5x6 (design.md; 2x3 and 3x4 are tests) and times out at the larger ones, so a
-    run-time search there would only spend its time limit (10 s at 6x7 and 5x8)."""
-    return rows % 2 == cols % 2
+def may_decompose(topo: Topology) -> bool:
+    """Worth a run-time search: the sign argument of :mod:`.parity` does not rule a decomposition
+    out. It does at every size whose sides have different parity (for every ring direction), so a
+    search there would only spend its time limit (10 s at 6x7 and 5x8 before the argument)."""
+    return no_decomposition(topo) is None
 
 
 @functools.lru_cache(maxsize=64)
@@ -361,14 +363,14 @@ def _decompose_equimesh(rows: int, cols: int, dirs: str, time_limit: float) -> D
     from .topology import parse_ring_dirs
     topo = build("equimesh", rows, cols, ring_dirs=parse_ring_dirs(dirs))
     dec = from_tile(topo)
-    if dec is None and topo.nodes <= SEARCH_MAX and may_decompose(rows, cols):
+    if dec is None and topo.nodes <= SEARCH_MAX and may_decompose(topo):
         dec = solve(topo, time_limit).decomposition
     return dec
 
 
 def decompose(topo: Topology, time_limit: float = 10.0) -> Decomposition | None:
     """A decomposition of an EquiMesh (or its mirror, by reversal): from the stored tiles, else (up
-    to ``SEARCH_MAX`` nodes with sides of equal parity) by the exact search within ``time_limit``
+    to ``SEARCH_MAX`` nodes, where :func:`may_decompose`) by the exact search within ``time_limit``
     seconds; None otherwise."""
     from .topology import format_ring_dirs
     if topo.kind not in ("equimesh", "mirror-equimesh"):
@@ -388,7 +390,7 @@ def main(argv: list[str] | None = None) -> None:
 
     Tiles already stored are kept, so the run can be resumed, and sizes :func:`from_tile` already
     gives (by transposition or a cut period) are skipped; sides of different parity are skipped
-    (none of them decomposes at the sizes the exact search decides; see docs/schedules.md).
+    (proven: no decomposition, :mod:`.parity`).
     """
     import argparse
     ap = argparse.ArgumentParser(prog="python -m equimesh.schedules.hamiltonian", description=main.__doc__)

@@ -3,7 +3,7 @@ shortest lane-rule AllGather (seed 000, Section III-B: each edge's ring may run 
 
 With the default ``cccc`` every EquiMesh that has a Hamiltonian decomposition runs the
 ring-pipelined AllGather at the bound (:mod:`.ringpipe`), so the directions only matter where none
-is known: sides of different parity, and 3 x C with C = 1 mod 4. There, ``auto`` runs XTree, whose
+exists: sides of different parity (:mod:`.parity`), and 3 x C with C = 1 mod 4. There, ``auto`` runs XTree, whose
 step count depends on the directions by a step or two. Trying all 16 choices at every command
 would multiply the synthesis time by 16, so it is done once, here, for K = 4 (the chunk count of
 the headline results), and the sizes where another choice is strictly shorter are stored in
@@ -20,7 +20,7 @@ import json
 import time
 from pathlib import Path
 
-from .hamiltonian import may_decompose
+from .hamiltonian import cccc, may_decompose
 from .topology import EDGES, RING_DIRS_TABLE, build, parse_ring_dirs
 
 CHUNKS = 4
@@ -28,9 +28,9 @@ CHOICES = ["".join(p) for p in itertools.product("ca", repeat=len(EDGES))]   # c
 
 
 def needs_search(rows: int, cols: int) -> bool:
-    """Sizes where ``cccc`` has no known decomposition: sides of different parity
-    (:func:`~.hamiltonian.may_decompose` is false), and 3 x C with C = 1 mod 4 (proven: none)."""
-    return not may_decompose(rows, cols) or (3 in (rows, cols) and rows * cols // 3 % 4 == 1)
+    """Sizes where ``cccc`` has no decomposition: sides of different parity
+    (:func:`~.hamiltonian.may_decompose` is false), and 3 x C with C = 1 mod 4 (exact search)."""
+    return not may_decompose(cccc(rows, cols)) or (3 in (rows, cols) and rows * cols // 3 % 4 == 1)
 
 
 def best_choice(rows: int, cols: int) -> tuple[str, dict[str, int]]:

@@ -23,6 +23,7 @@ from .cpsat import exact, improve_tail
 from .hamiltonian import decompose
 from .library import stored
 from .multitree import multitree
+from .parity import no_decomposition
 from .ring2d import ring2d
 from .ringpipe import ring_allgather
 from .schedule import Phase, Schedule, lower_bound
@@ -63,8 +64,8 @@ def ring(topo: Topology, chunks: int) -> Phase:
     if dec is None:
         other = ("auto (it runs a stored exact schedule at the bound here)" if stored(topo, chunks) is not None
                  else "auto or xtree")
-        raise SynthesisError(f"ring: no Hamiltonian decomposition of the {topo.name} is known "
-                             f"(see README 'Schedules'); use --algorithm {other}")
+        why = no_decomposition(topo) or "none is known, README 'Schedules'"
+        raise SynthesisError(f"ring: no Hamiltonian decomposition of the {topo.name} ({why}); use --algorithm {other}")
     return ring_allgather(topo, chunks, dec)
 
 
