@@ -188,3 +188,25 @@ def improve_tail(topo: Topology, chunks: int, phase: Phase, lanes: bool = True, 
             continue
         best = Phase("allgather", list(prefix) + res.phase.steps)
     return best
+
+
+def repair(topo: Topology, chunks: int, seeds: int, lanes: bool = True, window_seconds: float = 5.0,
+           time_limit: float = 600.0) -> Phase:
+    """XTree with repair (issue 10, item 2): XTree's tie-break orders one after another
+    (:func:`.xtree.tie_break_orders`), each tail re-solved by :func:`improve_tail` with up to
+    ``window_seconds``; the shortest result, as soon as one meets the step bound or ``time_limit``
+    is spent. Different orders leave different tails, and a tail one step over the bound is often
+    repairable when XTree's own is not (K = 4, lane rule: 3x6 and 4x5 at the bound from a few
+    orders, none from the first)."""
+    from .xtree import tie_break_orders
+    t0 = time.perf_counter()
+    bound = lower_bound(topo, chunks, "allgather")
+    best = None
+    for phase in tie_break_orders(topo, chunks, lanes, seeds):
+        left = time_limit - (time.perf_counter() - t0)
+        phase = improve_tail(topo, chunks, phase, lanes, min(window_seconds, max(left, 0.0)))
+        if best is None or phase.num_steps < best.num_steps:
+            best = phase
+        if best.num_steps <= bound or time.perf_counter() - t0 >= time_limit:
+            break
+    return best

@@ -10,7 +10,9 @@ the headline results), and the sizes where another choice is strictly shorter ar
 ``data/ring_dirs.json``; :func:`~.topology.default_ring_dirs` reads them. ``--ring-dirs auto``
 still searches all 16 for any other K or collective.
 
-Regenerate: ``python -m equimesh.schedules.ringdirs [--max-side 16]`` (about 20 minutes on 2 cores).
+Regenerate: ``python -m equimesh.schedules.ringdirs [--max-side 16]`` (about 20 minutes on 2 cores),
+or ``--sizes 4x7,...`` for some sizes only (after new stored schedules: :mod:`.library` runs a stored
+schedule under any directions that a symmetry or the mirror maps it onto).
 """
 
 from __future__ import annotations
@@ -47,16 +49,24 @@ def main(argv: list[str] | None = None) -> None:
     import argparse
     ap = argparse.ArgumentParser(prog="python -m equimesh.schedules.ringdirs", description=main.__doc__)
     ap.add_argument("--max-side", type=int, default=16)
+    ap.add_argument("--sizes", help="only these sizes (RxC,...), kept with the others already in --out "
+                                    "(after new stored schedules, data/lane_schedules.json)")
     ap.add_argument("--out", type=Path, default=RING_DIRS_TABLE)
     args = ap.parse_args(argv)
     data = {"format": "equimesh-ring-dirs", "chunks": CHUNKS, "collective": "allgather", "storage": "lanes",
             "best": {}, "steps": {}}
-    sizes = sorted(((r, c) for r in range(2, args.max_side + 1) for c in range(2, args.max_side + 1)
-                    if needs_search(r, c)), key=lambda rc: rc[0] * rc[1])
+    if args.sizes:
+        data = json.loads(args.out.read_text())
+        sizes = [tuple(int(v) for v in size.split("x")) for size in args.sizes.split(",")]
+    else:
+        sizes = sorted(((r, c) for r in range(2, args.max_side + 1) for c in range(2, args.max_side + 1)
+                        if needs_search(r, c)), key=lambda rc: rc[0] * rc[1])
     for r, c in sizes:
         t0 = time.perf_counter()
         best, steps = best_choice(r, c)
         print(f"{r}x{c}: cccc {steps['cccc']}, {best} {steps[best]} ({time.perf_counter() - t0:.1f} s)", flush=True)
+        for table in ("best", "steps"):
+            data[table].pop(f"{r}x{c}", None)
         if steps[best] < steps["cccc"]:
             data["best"][f"{r}x{c}"] = best
             data["steps"][f"{r}x{c}"] = [steps["cccc"], steps[best]]

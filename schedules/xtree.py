@@ -338,6 +338,21 @@ def _xtree_once(topo: Topology, chunks: int, lanes: bool, seed: int, progress=No
     return Phase("allgather", steps)
 
 
+def _step_kinds(topo: Topology, chunks: int, lanes: bool) -> list[bool]:
+    """``lanes_first`` values to try (module docstring): both where lanes are matched one link each."""
+    if lanes and _growth_cap(topo, chunks) == 1 and topo.nodes <= LANES_FIRST_MAX:
+        return [True, False]
+    return [False]
+
+
+def tie_break_orders(topo: Topology, chunks: int, lanes: bool, seeds: int):
+    """Every XTree schedule of seeds ``0 .. seeds - 1``, with both lane-aware step kinds where
+    :func:`xtree` tries both: the starting points of :func:`.cpsat.repair`."""
+    for seed in range(seeds):
+        for lanes_first in _step_kinds(topo, chunks, lanes):
+            yield _xtree_once(topo, chunks, lanes, seed, None, lanes_first)
+
+
 def xtree(topo: Topology, chunks: int, lanes: bool = False, progress=None) -> Phase:
     """Algorithm 2: an AllGather schedule of ``chunks`` chunks per shard on ``topo``.
 
@@ -346,11 +361,8 @@ def xtree(topo: Topology, chunks: int, lanes: bool = False, progress=None) -> Ph
     step kinds (lanes matched first, one matching) are tried and the shortest schedule is kept.
     """
     small = topo.nodes <= SMALL
-    variants = [False]
-    if lanes and _growth_cap(topo, chunks) == 1 and topo.nodes <= LANES_FIRST_MAX:
-        variants = [True, False]
     best = None
-    for lanes_first in variants:
+    for lanes_first in _step_kinds(topo, chunks, lanes):
         for seed in range(SEEDS if small else 1):
             ph = _xtree_once(topo, chunks, lanes, seed, progress, lanes_first)
             if best is None or ph.num_steps < best.num_steps:

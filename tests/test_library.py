@@ -140,3 +140,25 @@ def test_cli_cpsat_honours_the_lanes_by_default(tmp_path):
     res = json.loads(r.stdout)
     assert res["storage"] == "lanes" and res["steps"] == 5
     check_storage(load(out))
+
+
+def test_repair_reaches_the_bound_where_xtree_does_not():
+    # 3x5 (no Hamiltonian decomposition, docs/schedules.md): lane-aware XTree needs 15 steps, the
+    # bound is 14; CP-SAT windows on a tie-break order's tail close the gap
+    from equimesh.schedules.cpsat import repair
+    from equimesh.schedules.xtree import xtree
+    t = build("equimesh", 3, 5)
+    assert xtree(t, 4, lanes=True).num_steps == 15
+    ph = repair(t, 4, seeds=4, time_limit=120)
+    _checked(t, 4, ph)
+    assert ph.num_steps == 14
+
+
+def test_library_cli_stores_a_repaired_schedule(tmp_path):
+    out = tmp_path / "lib.json"
+    L.main(["--sizes", "3x5", "--repair", "4", "--time-limit", "120", "--out", str(out)])
+    keys = [rec["key"] for rec in json.loads(out.read_text())["schedules"]]
+    assert keys == ["equimesh 3x5 cccc"]        # the mirror is its flipped image: not stored again
+    t = build("equimesh", 3, 5)
+    ph = L._lookup(t, {rec["key"]: rec["steps"] for rec in json.loads(out.read_text())["schedules"]})
+    assert ph.num_steps == 14

@@ -49,3 +49,16 @@ def test_the_cli_default_and_an_explicit_choice(capsys):
         out = json.loads(capsys.readouterr().out)
         runs[out["ring_dirs"]] = out["steps"]
     assert set(runs) == {TABLE[key], "cccc"} and runs[TABLE[key]] < runs["cccc"]
+
+
+def test_refreshing_some_sizes_keeps_the_others(tmp_path):
+    # a wrong entry for 2x3 (cccc reaches the bound there: 5 steps, the paper's example) is dropped;
+    # every other size's entry stays as it was
+    out = tmp_path / "ring_dirs.json"
+    data = json.loads(ringdirs.RING_DIRS_TABLE.read_text())
+    data["best"]["2x3"], data["steps"]["2x3"] = "aaaa", [6, 5]
+    out.write_text(json.dumps(data))
+    ringdirs.main(["--sizes", "2x3", "--out", str(out)])
+    after = json.loads(out.read_text())
+    assert "2x3" not in after["best"] and "2x3" not in after["steps"]
+    assert after["best"] == TABLE
