@@ -10,7 +10,7 @@ from equimesh.schedules.cpsat import exact
 from equimesh.schedules.schedule import Phase, Schedule
 from equimesh.schedules.storage import check_storage
 from equimesh.schedules.synth import synthesize
-from equimesh.schedules.topology import build
+from equimesh.schedules.topology import build, parse_ring_dirs
 from equimesh.schedules.verify import ScheduleInvalid, verify
 
 
@@ -35,7 +35,7 @@ def test_rounds_of_an_exact_2x3_schedule_reach_the_k8_bound():
 def test_every_stored_schedule_is_valid_and_at_the_bound(key):
     kind, size, dirs = key.split()
     r, c = (int(v) for v in size.split("x"))
-    t = build(kind, r, c)
+    t = build(kind, r, c, ring_dirs=parse_ring_dirs(dirs))
     ph = L.stored(t, 4)
     _checked(t, 4, ph)
     assert ph.num_steps == r * c - 1          # bound ceil(4 (N - 1) / 4) with 4 links into every node
@@ -162,3 +162,19 @@ def test_library_cli_stores_a_repaired_schedule(tmp_path):
     t = build("equimesh", 3, 5)
     ph = L._lookup(t, {rec["key"]: rec["steps"] for rec in json.loads(out.read_text())["schedules"]})
     assert ph.num_steps == 14
+
+
+@pytest.mark.parametrize("rows,cols", [(5, 3), (6, 3), (5, 4), (7, 4), (5, 6)])
+def test_repaired_and_mirror_schedules_reach_the_bound_at_the_default_directions(rows, cols):
+    # stored by `--repair`: 3x5, 3x6, 4x5 (transposed here); 7x4 and 5x6 run a stored mirror schedule
+    # (the mirror of directions D has the links of the EquiMesh with every direction flipped)
+    t = build("equimesh", rows, cols)
+    s = synthesize(t, 4, "allgather")
+    _checked(t, 4, s.phases[0])
+    assert s.meta["method"] == "stored" and s.num_steps == rows * cols - 1
+
+
+def test_mirror_has_the_links_of_the_flipped_directions():
+    a = build("mirror-equimesh", 4, 7, ring_dirs=parse_ring_dirs("ccac"))
+    b = build("equimesh", 4, 7, ring_dirs=parse_ring_dirs("aaca"))
+    assert [l.as_list() for l in a.links] == [l.as_list() for l in b.links]
