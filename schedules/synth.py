@@ -10,16 +10,17 @@ ring-pipelined AllGather on a Hamiltonian decomposition (``ring``,
 :mod:`.ringpipe`) where one is known and K is a multiple of 4 (it meets the
 bound and the lane rule by construction); else, for K a multiple of 4, rounds
 of a stored exact K = 4 schedule at the bound (``stored``, :mod:`.library`)
-where one is stored; otherwise XTree, and on tiny
-networks where XTree misses the bound the exact solver if it finds fewer
-steps within a few seconds. The schedule's ``method`` says what was used.
+where one is stored; otherwise XTree, and on small networks where XTree
+misses the bound the exact solver (tiny ones) and XTree with repair
+(:func:`.cpsat.repair`) if they find fewer steps within a few seconds. The
+schedule's ``method`` says what was used.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .cpsat import exact, improve_tail
+from .cpsat import exact, improve_tail, repair
 from .hamiltonian import decompose
 from .library import stored
 from .multitree import multitree
@@ -30,9 +31,12 @@ from .schedule import Phase, Schedule, lower_bound
 from .topology import Topology
 from .xtree import xtree
 
-ALGORITHMS = ("auto", "ring", "xtree", "mirrorxtree", "multitree", "ring2d", "optimal", "cpsat")
+ALGORITHMS = ("auto", "ring", "xtree", "repair", "mirrorxtree", "multitree", "ring2d", "optimal", "cpsat")
 EXACT_AUTO_MAX = 24      # auto tries the CP-SAT exact model when nodes x K is at most this ...
 EXACT_AUTO_SECONDS = 10.0  # ... for at most this long
+REPAIR_AUTO_MAX = 64     # auto tries XTree with repair when nodes x K is at most this ...
+REPAIR_AUTO_SECONDS = 5.0  # ... for at most this long
+REPAIR_SEEDS = 4         # XTree tie-break orders that repair tries
 
 
 class SynthesisError(RuntimeError):
@@ -81,6 +85,10 @@ def best_allgather(topo: Topology, chunks: int, lanes: bool, time_limit: float, 
         res = exact(topo, chunks, best.num_steps - 1, lanes=lanes, time_limit=min(time_limit, EXACT_AUTO_SECONDS))
         if res.phase is not None:
             best, method = res.phase, "cpsat"
+    if best.num_steps > bound and topo.nodes * chunks <= REPAIR_AUTO_MAX:
+        ph = repair(topo, chunks, REPAIR_SEEDS, lanes, time_limit=min(time_limit, REPAIR_AUTO_SECONDS))
+        if ph.num_steps < best.num_steps:
+            best, method = ph, "repair"
     return best, method
 
 
@@ -103,6 +111,8 @@ def allgather(topo: Topology, chunks: int, algorithm: str, lanes: bool, time_lim
         return ring(topo, chunks)
     if algorithm in ("xtree", "mirrorxtree"):
         return xtree(topo, chunks, lanes=lanes, progress=progress)
+    if algorithm == "repair":
+        return repair(topo, chunks, REPAIR_SEEDS, lanes, time_limit=time_limit)
     if algorithm == "multitree":
         return multitree(topo, chunks)
     if algorithm == "ring2d":

@@ -178,3 +178,23 @@ def test_mirror_has_the_links_of_the_flipped_directions():
     a = build("mirror-equimesh", 4, 7, ring_dirs=parse_ring_dirs("ccac"))
     b = build("equimesh", 4, 7, ring_dirs=parse_ring_dirs("aaca"))
     assert [l.as_list() for l in a.links] == [l.as_list() for l in b.links]
+
+
+def test_xtree_with_repair_takes_the_4x4_k1_allgather_to_4_steps():
+    # issue 10: XTree alone needs 5 steps on the 4x4 EquiMesh with K = 1; 4 is the optimum (design.md)
+    t = build("equimesh", 4, 4)
+    assert synthesize(t, 1, "allgather", "xtree").num_steps == 5
+    s = synthesize(t, 1, "allgather", "repair")
+    verify(s)
+    check_storage(s)
+    assert s.num_steps == 4 and s.meta["method"] == "repair"
+
+
+def test_auto_repairs_small_networks_where_xtree_misses_the_bound():
+    # 4x4, K = 2: bound ceil(2 * 15 / 4) = 8; too big for auto's exact model (N K = 32 > 24)
+    t = build("equimesh", 4, 4)
+    assert synthesize(t, 2, "allgather", "xtree").num_steps > 8
+    s = synthesize(t, 2, "allgather")
+    verify(s)
+    check_storage(s)
+    assert s.meta["method"] == "repair" and s.num_steps == 8
