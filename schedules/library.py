@@ -119,17 +119,20 @@ def _lookup(topo: Topology, entries: dict[str, list]) -> Phase | None:
         base = _image(src, Phase("allgather", [np.array(s, dtype=np.int64).reshape(-1, 3) for s in steps]), topo)
         if base is None:
             continue
-        sched = Schedule("allgather", "stored", BASE, topo, [base], {"storage": "lanes"})
-        verify(sched)
-        check_storage(sched)
+        _check(topo, base)
         return base
     return None
 
 
-def _store(data: dict, topo: Topology, phase: Phase, out: Path) -> None:
+def _check(topo: Topology, phase: Phase) -> None:
+    """Raise unless ``phase`` is a valid K = 4 AllGather of ``topo`` that keeps the lane rule."""
     sched = Schedule("allgather", "stored", BASE, topo, [phase], {"storage": "lanes"})
     verify(sched)
     check_storage(sched)
+
+
+def _store(data: dict, topo: Topology, phase: Phase, out: Path) -> None:
+    _check(topo, phase)
     data["schedules"].append({"key": _key(topo), "steps": [
         np.asarray(st, dtype=np.int64).reshape(-1, 3).tolist() for st in phase.steps]})
     out.write_text(json.dumps(data, separators=(",", ":")) + "\n")

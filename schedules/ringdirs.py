@@ -37,18 +37,19 @@ def needs_search(rows: int, cols: int) -> bool:
 
 def best_choice(rows: int, cols: int) -> tuple[str, dict[str, int]]:
     """The choice with the fewest AllGather steps, and the steps of every choice. On a tie, the
-    fewest AllReduce steps (its ReduceScatter runs on the mirror, the opposite directions), then
-    the first in :data:`CHOICES` (``cccc`` first)."""
+    fewest AllReduce steps, that is the fewest ReduceScatter steps (it runs on the mirror, the
+    opposite directions), then the first in :data:`CHOICES` (``cccc`` first)."""
     from .synth import synthesize
 
     def topo(d: str):
         return build("equimesh", rows, cols, ring_dirs=parse_ring_dirs(d))
     steps = {d: synthesize(topo(d), CHUNKS, "allgather").num_steps for d in CHOICES}
-    tied = [d for d in CHOICES if steps[d] == min(steps.values())]
+    fewest = min(steps.values())
+    tied = [d for d in CHOICES if steps[d] == fewest]
     if len(tied) == 1:
         return tied[0], steps
-    allreduce = {d: synthesize(topo(d), CHUNKS, "allreduce").num_steps for d in tied}
-    return min(tied, key=lambda d: allreduce[d]), steps
+    reducescatter = {d: synthesize(topo(d), CHUNKS, "reducescatter").num_steps for d in tied}
+    return min(tied, key=lambda d: reducescatter[d]), steps
 
 
 def main(argv: list[str] | None = None) -> None:
