@@ -133,7 +133,7 @@ def add_backend_arg(p) -> None:
                    help="Verilator model: flat (every router inlined: slow build, fast run), modules (every router "
                         "an instance of its module's class: faster build, somewhat slower run), hierarchical (each "
                         "distinct router compiled once: the build does not grow with the size, a much slower run); "
-                        "auto: flat up to 64 nodes, modules up to 256, hierarchical above")
+                        "auto: flat up to 64 nodes, modules above")
 
 
 def register(sub) -> None:
