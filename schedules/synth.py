@@ -9,8 +9,9 @@ that ReduceScatter followed by the AllGather, as two ``phases``.
 ring-pipelined AllGather on a Hamiltonian decomposition (``ring``,
 :mod:`.ringpipe`) where one is known and K is a multiple of 4 (it meets the
 bound and the lane rule by construction); else, for K a multiple of 4, rounds
-of a stored exact K = 4 schedule at the bound (``stored``, :mod:`.library`)
-where one is stored; otherwise XTree, and on small networks where XTree
+of a stored K = 4 schedule at the bound (``stored``, :mod:`.library`)
+where one is stored; otherwise XTree, or rounds of a stored best-known schedule
+where they are shorter, and on small networks where XTree
 misses the bound the exact solver (tiny ones) and XTree with repair
 (:func:`.cpsat.repair`) if they find fewer steps within a few seconds. The
 schedule's ``method`` says what was used.
@@ -66,7 +67,9 @@ def ring(topo: Topology, chunks: int) -> Phase:
                              "use --algorithm auto or xtree")
     dec = decompose(topo)
     if dec is None:
-        other = ("auto (it runs a stored exact schedule at the bound here)" if stored(topo, chunks) is not None
+        known = stored(topo, chunks)
+        other = ("auto (it runs a stored schedule at the bound here)"
+                 if known is not None and known.num_steps <= lower_bound(topo, chunks, "allgather")
                  else "auto or xtree")
         why = no_decomposition(topo) or "none is known, README 'Schedules'"
         raise SynthesisError(f"ring: no Hamiltonian decomposition of the {topo.name} ({why}); use --algorithm {other}")
@@ -78,9 +81,12 @@ def best_allgather(topo: Topology, chunks: int, lanes: bool, time_limit: float, 
     bound = lower_bound(topo, chunks, "allgather")
     if chunks % 4 == 0 and decompose(topo) is not None:
         return ring(topo, chunks), "ring"
-    if (ph := stored(topo, chunks)) is not None:
-        return ph, "stored"
+    known = stored(topo, chunks)
+    if known is not None and known.num_steps <= bound:
+        return known, "stored"
     best, method = xtree(topo, chunks, lanes=lanes, progress=progress), "xtree"
+    if known is not None and known.num_steps < best.num_steps:     # best known, above the bound
+        best, method = known, "stored"
     if best.num_steps > bound and topo.nodes * chunks <= EXACT_AUTO_MAX:
         res = exact(topo, chunks, best.num_steps - 1, lanes=lanes, time_limit=min(time_limit, EXACT_AUTO_SECONDS))
         if res.phase is not None:
