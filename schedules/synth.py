@@ -85,8 +85,8 @@ def best_allgather(topo: Topology, chunks: int, lanes: bool, time_limit: float, 
     if known is not None and known.num_steps <= bound:
         return known, "stored"
     best, method = xtree(topo, chunks, lanes=lanes, progress=progress), "xtree"
-    if known is not None and known.num_steps < best.num_steps:     # best known, above the bound
-        best, method = known, "stored"
+    if known is not None:               # best known, above the bound: the solvers below found no better
+        return (known, "stored") if known.num_steps < best.num_steps else (best, method)
     if best.num_steps > bound and topo.nodes * chunks <= EXACT_AUTO_MAX:
         res = exact(topo, chunks, best.num_steps - 1, lanes=lanes, time_limit=min(time_limit, EXACT_AUTO_SECONDS))
         if res.phase is not None:

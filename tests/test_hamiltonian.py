@@ -161,7 +161,7 @@ def test_cli_reports_method_and_rejects_ring_where_it_does_not_apply():
     out = json.loads(r.stdout)
     assert out["method"] == "ring" and out["steps"] == out["bound"] == 30
     for args, why, use in ((["--rows", "2", "--cols", "3"], "no Hamiltonian decomposition",
-                            "use --algorithm auto (it runs a stored exact schedule at the bound here)"),
+                            "use --algorithm auto (it runs a stored schedule at the bound here)"),
                            (["--rows", "2", "--cols", "9"], "no Hamiltonian decomposition", "auto or xtree"),
                            (["--chunks", "3"], "multiple of 4", "auto or xtree"),
                            (["--kind", "mesh"], "needs an EquiMesh", "auto or xtree")):
