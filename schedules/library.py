@@ -186,7 +186,8 @@ def main(argv: list[str] | None = None) -> None:
         check_storage(sched)
         if sched.num_steps != lower_bound(topo, BASE, "allgather"):
             raise SystemExit(f"{path}: {sched.num_steps} steps, not at the bound")
-        if have(topo) is None:
+        known = have(topo)
+        if known is None or sched.num_steps < known:
             _store(data, topo, sched.phases[0], args.out)
         print(f"{_key(topo)}: stored from {path}")
     for size in [] if args.add else args.sizes.split(","):
