@@ -38,6 +38,9 @@ from .verify import verify
 
 LIBRARY = Path(__file__).parent / "data" / "lane_schedules.json"
 BASE = 4       # chunks per shard of a stored schedule (one per port of an EquiMesh router)
+# ``--tail``: windows (steps) that re-solve a stored schedule's end; longer than repair's 4-8 steps, so
+# each takes minutes (2x9: 19 -> 18 steps in 183 s, docs/schedules.md "Best known").
+TAIL_WINDOWS = (10, 12, 14)
 
 
 def rounds(phase: Phase, chunks: int) -> Phase:
@@ -149,11 +152,12 @@ def _store(data: dict, topo: Topology, phase: Phase, out: Path) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Solve the lane-rule K = 4 AllGather of each size given (EquiMesh and its mirror) with the CP-SAT
     model (``--algorithm cpsat``), or with XTree and CP-SAT windows (``--repair SEEDS``,
-    :func:`.cpsat.repair`), and store those that reach the bound or beat XTree and what is stored (best
-    known); or store schedule files found earlier (``--add``, at the bound). Networks stored at the
+    :func:`.cpsat.repair`), or re-solve a stored schedule's tail with longer CP-SAT windows
+    (``--tail``), and store those that reach the bound or beat XTree and what is stored (best known);
+    or store schedule files found earlier (``--add``, at the bound). Networks stored at the
     bound, directly or as a symmetric image, are skipped."""
     import argparse
-    from .cpsat import repair
+    from .cpsat import improve_tail, repair
     from .schedule import load
     from .synth import synthesize
     from .xtree import xtree
@@ -163,6 +167,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--time-limit", type=float, default=120.0, help="CP-SAT seconds per topology")
     ap.add_argument("--repair", type=int, default=0, metavar="SEEDS",
                     help="XTree tie-break orders to repair with CP-SAT windows, instead of the whole exact model")
+    ap.add_argument("--tail", action="store_true",
+                    help=f"re-solve the tail of the stored schedule with CP-SAT windows of {', '.join(map(str, TAIL_WINDOWS))} "
+                         "steps (for --time-limit seconds) instead of solving anew")
     ap.add_argument("--add", nargs="*", default=[], type=Path,
                     help="schedule files (K = 4 lane-rule AllGathers at the bound) to store instead of solving")
     ap.add_argument("--out", type=Path, default=LIBRARY)
@@ -199,7 +206,12 @@ def main(argv: list[str] | None = None) -> None:
             if known == bound:
                 continue
             t0 = time.perf_counter()
-            if args.repair:
+            if args.tail:
+                if known is None:
+                    continue
+                phase = improve_tail(topo, BASE, _lookup(topo, {rec["key"]: rec["steps"] for rec in data["schedules"]}),
+                                     True, args.time_limit, windows=TAIL_WINDOWS)
+            elif args.repair:
                 phase = repair(topo, BASE, args.repair, time_limit=args.time_limit)
             else:
                 phase = synthesize(topo, BASE, "allgather", "cpsat", time_limit=args.time_limit).phases[0]

@@ -248,3 +248,24 @@ def test_auto_takes_a_best_known_schedule_only_where_it_is_shorter(monkeypatch, 
     s8 = synthesize(t, 8, "allgather")
     assert s8.num_steps == min(2 * ph.num_steps, x8)
     assert s8.meta["method"] == ("stored" if 2 * ph.num_steps < x8 else "xtree")
+
+
+def test_library_tail_stores_a_shorter_tail_of_a_stored_schedule(tmp_path, monkeypatch):
+    # --tail re-solves the stored schedule's end with long windows and keeps the result if shorter
+    from equimesh.schedules import cpsat
+    from equimesh.schedules.xtree import xtree
+    t = build("equimesh", 2, 3)
+    slow = xtree(t, 4, lanes=True)                       # 6 steps, bound 5
+    short = exact(t, 4, 5, lanes=True, time_limit=60).phase
+    out = tmp_path / "lib.json"
+    L._store({"format": "equimesh-lane-schedules", "chunks": 4, "schedules": []}, t, slow, out)
+    calls = []
+
+    def tail(topo, chunks, phase, lanes, time_limit, windows):
+        calls.append((L._key(topo), phase.num_steps, windows))
+        return short if L._key(topo) == L._key(t) else phase
+    monkeypatch.setattr(cpsat, "improve_tail", tail)
+    L.main(["--sizes", "2x3", "--tail", "--time-limit", "1", "--out", str(out)])
+    assert calls == [(L._key(t), 6, L.TAIL_WINDOWS)]      # the mirror is then an image at the bound
+    entries = {rec["key"]: rec["steps"] for rec in json.loads(out.read_text())["schedules"]}
+    assert L._lookup(t, entries).num_steps == 5
