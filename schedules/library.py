@@ -177,10 +177,9 @@ def main(argv: list[str] | None = None) -> None:
     data = (json.loads(args.out.read_text()) if args.out.exists()
             else {"format": "equimesh-lane-schedules", "chunks": BASE, "schedules": []})
 
-    def have(topo: Topology) -> int | None:
-        """Steps of the shortest stored schedule of ``topo``, or None."""
-        ph = _lookup(topo, {rec["key"]: rec["steps"] for rec in data["schedules"]})
-        return None if ph is None else ph.num_steps
+    def have(topo: Topology) -> Phase | None:
+        """The shortest schedule of ``topo`` stored so far, or None."""
+        return _lookup(topo, {rec["key"]: rec["steps"] for rec in data["schedules"]})
 
     for path in args.add:
         sched = load(path)
@@ -194,7 +193,7 @@ def main(argv: list[str] | None = None) -> None:
         if sched.num_steps != lower_bound(topo, BASE, "allgather"):
             raise SystemExit(f"{path}: {sched.num_steps} steps, not at the bound")
         known = have(topo)
-        if known is None or sched.num_steps < known:
+        if known is None or sched.num_steps < known.num_steps:
             _store(data, topo, sched.phases[0], args.out)
         print(f"{_key(topo)}: stored from {path}")
     for size in [] if args.add else args.sizes.split(","):
@@ -203,19 +202,16 @@ def main(argv: list[str] | None = None) -> None:
             topo = build(kind, r, c, ring_dirs=parse_ring_dirs(args.ring_dirs))
             bound = lower_bound(topo, BASE, "allgather")
             known = have(topo)
-            if known == bound:
+            if known is not None and known.num_steps == bound or args.tail and known is None:
                 continue
             t0 = time.perf_counter()
             if args.tail:
-                if known is None:
-                    continue
-                phase = improve_tail(topo, BASE, _lookup(topo, {rec["key"]: rec["steps"] for rec in data["schedules"]}),
-                                     True, args.time_limit, windows=TAIL_WINDOWS)
+                phase = improve_tail(topo, BASE, known, True, args.time_limit, windows=TAIL_WINDOWS)
             elif args.repair:
                 phase = repair(topo, BASE, args.repair, time_limit=args.time_limit)
             else:
                 phase = synthesize(topo, BASE, "allgather", "cpsat", time_limit=args.time_limit).phases[0]
-            beat = min(xtree(topo, BASE, lanes=True).num_steps, known or np.inf)
+            beat = min(xtree(topo, BASE, lanes=True).num_steps, np.inf if known is None else known.num_steps)
             print(f"{_key(topo)}: {phase.num_steps} steps, bound {bound}, to beat {beat} "
                   f"({time.perf_counter() - t0:.1f} s)", flush=True)
             if phase.num_steps == bound or phase.num_steps < beat:
