@@ -120,11 +120,9 @@ def _lookup(topo: Topology, entries: dict[str, list]) -> Phase | None:
     for key, steps in entries.items():
         kind, size, dirs = key.split()
         rows, cols = (int(v) for v in size.split("x"))
-        if sorted((rows, cols)) != sorted((topo.rows, topo.cols)):
+        if sorted((rows, cols)) != sorted((topo.rows, topo.cols)) or best is not None and len(steps) >= best.num_steps:
             continue
         src = build(kind, rows, cols, ring_dirs=parse_ring_dirs(dirs))
-        if best is not None and len(steps) >= best.num_steps:
-            continue
         base = _image(src, Phase("allgather", [np.array(s, dtype=np.int64).reshape(-1, 3) for s in steps]), topo)
         if base is None:
             continue
