@@ -280,7 +280,7 @@ def cmd_bench_modes(args) -> int:
                 cells = mode_cells(design, packets, f"{args.out_dir}/{kind}-{r}x{c}")
             except YosysMissing as e:
                 raise InputError(str(e)) from None
-            pkt_bits = packets.router(0).flit_bits
+            pkt_bits = packets.config.flit_bits
             for ports, n in cells.items():
                 fb = design.flit_bits
                 lines.append(f"| {topo.name} | {ports}-port | {fb} / {pkt_bits} / {max(fb, pkt_bits)} "

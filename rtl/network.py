@@ -15,21 +15,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Cat, ClockSignal, Const, Instance, Module, ResetSignal, Shape, Signal, Value
+from amaranth.hdl import Cat, Const, Module, Shape, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .design import Design
+from .instance import router_ports
 from .packet_endpoints import COUNTER_BITS
 from .packet_network import PacketSetup
 from .rom import entry_layout, same_topology
 from .router import Router
 from .stats import Stats
-
-
-def router_key(design: Design, node: int, packets: PacketSetup | None = None) -> tuple:
-    """Routers with equal keys are one design (one Verilog module)."""
-    return (design.ports(node), design.lanes(node), None if packets is None else node)
 
 
 def router_name(design: Design, node: int, packets: PacketSetup | None = None) -> str:
@@ -39,12 +35,12 @@ def router_name(design: Design, node: int, packets: PacketSetup | None = None) -
     name = f"router_{len(lanes) + 1}port"
     if lanes != ports:
         name += "_" + "".join(lanes)
-    return name if packets is None else f"{name}_pkt{node}"
+    return name if packets is None else f"{name}_pkt"
 
 
 def make_router(design: Design, node: int, packets: PacketSetup | None = None) -> Router:
     return Router(design.ports(node), design.lanes(node), design.slots, design.chunk_flits, design.depth,
-                  design.reduce, design.flit_bits, None if packets is None else packets.router(node), design.pipeline)
+                  design.reduce, design.flit_bits, None if packets is None else packets.config, design.pipeline)
 
 
 PORT_BITS = 16384  # the widest top-level port (Amaranth's netlist caps one value at 65536 bits)
@@ -195,27 +191,12 @@ class Network(wiring.Component):
                             "link_flits": Out(COUNTER_BITS).array(len(t.links)), "launch": Out(1)})
         super().__init__(members)
 
-    def _ports(self, m: Module, v: int) -> dict:
-        """Router ``v``'s ports as plain values by Verilog name (``o_N__valid``, ``tab_data``, ...): its
-        Amaranth submodule's, or the signals wired to an instance of its Verilog module."""
-        r = self.routers[v]
-        if not self.instances:
-            m.submodules[f"r{v}"] = r
-            return {"__".join(map(str, path)): Value.cast(value) for path, _, value in r.signature.flatten(r)}
-        ports, conns = {}, {}
-        for path, member, value in r.signature.flatten(r):
-            name = "__".join(map(str, path))
-            ports[name] = sig = Signal(len(Value.cast(value)), name=f"r{v}__{name}")
-            conns[("o_" if member.flow == Out else "i_") + name] = sig
-        m.submodules[f"r{v}"] = Instance(router_name(self.design, v, self.packets),
-                                         i_clk=ClockSignal(), i_rst=ResetSignal(), **conns)
-        return ports
-
     def elaborate(self, platform):
         m = Module()
         d, t = self.design, self.design.topology
         ml, fb, bus, size = d.max_lanes, d.flit_bits, self.buses, load_group(d)
-        routers = [self._ports(m, v) for v in range(t.nodes)]
+        routers = [router_ports(m, self.routers[v], f"r{v}",
+                                router_name(d, v, self.packets) if self.instances else None) for v in range(t.nodes)]
         host_data = [None] * bus["host_data"].fields
         for v, r in enumerate(routers):
             n, (g, k) = len(d.lanes(v)), divmod(v, size)
@@ -268,6 +249,7 @@ class Network(wiring.Component):
     def _packets(self, m: Module, routers) -> None:
         pending = self._launch(m, routers)
         for v, r in enumerate(routers):
+            m.d.comb += [r[k].eq(value) for k, value in self.packets.forwarding(v, self.design.lanes(v)).items()]
             inj = self.inject[v]
             m.d.comb += [r["start"].eq(self.launch), r["hold"].eq(self.start | pending),
                          r["inject__valid"].eq(inj.valid), r["inject__payload"].eq(inj.payload), inj.ready.eq(r["inject__ready"])]

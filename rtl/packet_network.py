@@ -2,20 +2,23 @@
 the topology's links, and :class:`TrafficTop`, the network with its endpoints.
 
 The forwarding table is checked for deadlock freedom before elaboration
-(:func:`~equimesh.schedules.routing.check_deadlock_free`); each router gets only
-its ``reach`` masks. Every link has a flit counter (Constellation: a utilization
+(:func:`~equimesh.schedules.routing.check_deadlock_free`); each router's
+forwarding inputs are tied to its node's entries (its bit and its ``reach``
+masks, :meth:`PacketSetup.forwarding`), so routers with the same ports are one
+Verilog module. Every link has a flit counter (Constellation: a utilization
 counter per channel); flit-hops = the sum of the counters.
 """
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..schedules.routing import ForwardingTable, check_deadlock_free
 from .packet import PacketFormat
 from .packet_endpoints import COUNTER_BITS, Checker, Generator, Sink
+from .instance import router_ports
 from .packet_router import PacketConfig, PacketRouter
 from .rom import DEFAULT_PIPELINE
 
@@ -32,10 +35,18 @@ class PacketSetup:
         self.fmt = PacketFormat(table.topology.nodes, payload_flits)
         self.depth = depth or self.fmt.packet_flits + 2
         self.pipeline = pipeline
+        self.config = PacketConfig(self.fmt, self.depth, pipeline)
 
-    def router(self, v: int) -> PacketConfig:
-        reach = {p: mask for p, mask in self.table.reach[v].items() if p != "L"}
-        return PacketConfig(self.fmt, v, reach, self.depth, self.pipeline)
+    def forwarding(self, v: int, ports: list[str]) -> dict[str, int]:
+        """Node ``v``'s forwarding entries, the values of a router's ``own`` and ``reach`` inputs
+        (``reach[k]``, for network port ``ports[k]``, in bits ``k * nodes`` and up)."""
+        n, reach = self.fmt.nodes, self.table.reach[v]
+        return {"own": 1 << v, "reach": sum(reach[p] << (k * n) for k, p in enumerate(ports))}
+
+    def for_node(self, router, v: int, ports: list[str]) -> "Tied":
+        """``router`` (a packet router, or a scheduled router built with packets) with its forwarding
+        inputs tied to node ``v``'s entries: what synthesis measures, as for a router built for ``v``."""
+        return Tied(router, self.forwarding(v, ports))
 
     @property
     def buffer_bits(self) -> int:
@@ -56,6 +67,30 @@ def monitor_signature(fmt: PacketFormat) -> wiring.Signature:
     return wiring.Signature({"valid": Out(1), "ready": Out(1), "payload": Out(fmt.flit)})
 
 
+class Tied(wiring.Component):
+    """``inner`` with some inputs tied to constants (``values``, by member name); its other ports are
+    this component's. Synthesis flattens it, so the constants propagate into the logic."""
+
+    def __init__(self, inner: wiring.Component, values: dict[str, int]):
+        self.inner, self.values = inner, dict(values)
+        super().__init__({n: m for n, m in inner.signature.members.items() if n not in self.values})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.inner = inner = self.inner
+        m.d.comb += [Value.cast(getattr(inner, name)).eq(value) for name, value in self.values.items()]
+        theirs = {path: value for path, _, value in inner.signature.flatten(inner)}
+        for path, member, ours in self.signature.flatten(self):
+            a, b = Value.cast(ours), Value.cast(theirs[path])
+            m.d.comb += b.eq(a) if member.flow == In else a.eq(b)
+        return m
+
+
+def packet_router_name(ports: list[str]) -> str:
+    """The Verilog module name of a packet router: its port count (network ports plus inject) and ports."""
+    return f"packet_router_{len(ports) + 1}port_{''.join(ports)}"
+
+
 class PacketNetwork(wiring.Component):
     """Routers and links of ``table.topology``.
 
@@ -65,13 +100,22 @@ class PacketNetwork(wiring.Component):
     eject : Out(stream).array(lanes)  -- lane ``k`` is ``lanes[k] = (node, port)``: local copies
         that reached ``node`` through ``port``.
     link_flits : Out(32).array(links)  -- flits carried by each link.
+
+    ``instances``: the routers are Verilog instances of one module per distinct port set
+    (``self.designs``: module name -> :class:`PacketRouter`, for :mod:`~equimesh.rtl.verilog`);
+    otherwise Amaranth submodules (for the Amaranth simulator).
     """
 
     def __init__(self, table: ForwardingTable, payload_flits: int, depth: int | None = None,
-                 pipeline: int = DEFAULT_PIPELINE):
+                 pipeline: int = DEFAULT_PIPELINE, instances: bool = False):
         self.setup = PacketSetup(table, payload_flits, depth, pipeline)
-        self.table, self.fmt = table, self.setup.fmt
+        self.table, self.fmt, self.instances = table, self.setup.fmt, instances
         topo = table.topology
+        self.designs = {}
+        for v in range(topo.nodes if instances else 0):
+            name = packet_router_name(topo.ports(v))
+            if name not in self.designs:
+                self.designs[name] = PacketRouter(self.setup.config, topo.ports(v))
         self.lanes = [(v, p) for v in range(topo.nodes) for p in topo.ports(v)]
         flit = stream.Signature(self.fmt.flit)
         super().__init__({
@@ -85,16 +129,24 @@ class PacketNetwork(wiring.Component):
         topo = self.table.topology
         routers = []
         for v in range(topo.nodes):
-            r = PacketRouter(self.setup.router(v), topo.ports(v))
-            m.submodules[f"router_{v}"] = r
+            ports, name = topo.ports(v), packet_router_name(topo.ports(v))
+            r = router_ports(m, self.designs[name] if self.instances else PacketRouter(self.setup.config, ports),
+                             f"router_{v}", name if self.instances else None)
             routers.append(r)
-            wiring.connect(m, wiring.flipped(self.inject[v]), r.inject)
+            m.d.comb += [r[k].eq(value) for k, value in self.setup.forwarding(v, ports).items()]
+            inj = self.inject[v]
+            m.d.comb += [r["inject__valid"].eq(inj.valid), r["inject__payload"].eq(inj.payload),
+                         inj.ready.eq(r["inject__ready"])]
         for k, (v, p) in enumerate(self.lanes):
-            wiring.connect(m, getattr(routers[v], f"eject_{p}"), wiring.flipped(self.eject[k]))
+            r, ej = routers[v], self.eject[k]
+            m.d.comb += [ej.valid.eq(r[f"eject_{p}__valid"]), ej.payload.eq(r[f"eject_{p}__payload"]),
+                         r[f"eject_{p}__ready"].eq(ej.ready)]
         for i, l in enumerate(topo.links):
-            tx, rx = getattr(routers[l.src], f"o_{l.src_port}"), getattr(routers[l.dst], f"i_{l.dst_port}")
-            wiring.connect(m, tx, rx)
-            with m.If(tx.valid & tx.ready):
+            tx, rx = routers[l.src], routers[l.dst]
+            src, dst = f"o_{l.src_port}", f"i_{l.dst_port}"
+            m.d.comb += [rx[f"{dst}__valid"].eq(tx[f"{src}__valid"]), rx[f"{dst}__payload"].eq(tx[f"{src}__payload"]),
+                         tx[f"{src}__ready"].eq(rx[f"{dst}__ready"])]
+            with m.If(tx[f"{src}__valid"] & rx[f"{dst}__ready"]):
                 m.d.sync += self.link_flits[i].eq(self.link_flits[i] + 1)
         return m
 
@@ -126,6 +178,7 @@ class TrafficTop(wiring.Component):
     def __init__(self, net, roms: list[list[int]], counts: list[int] | None, rate: float, stall: float,
                  check: bool):
         self.net = net
+        self.designs = net.designs if net.instances else {}  # router modules, for top_verilog
         self.fmt = fmt = net.fmt
         self.scheduled = "launch" in net.signature.members
         self.roms, self.counts, self.rate, self.stall, self.check = roms, counts, rate, stall, check

@@ -50,7 +50,7 @@ from amaranth.lib.wiring import In, Out
 from .crossbar import Crossbar, select_layout
 from .flit import WORD_BITS, flit_layout
 from .packet import PacketFormat
-from .relay import Relay, rewrite_header
+from .relay import Relay, forwarding_ports, rewrite_header
 from .rom import DEFAULT_PIPELINE
 
 
@@ -230,12 +230,11 @@ class MatrixAllocator(Allocator):
 
 @dataclass(frozen=True)
 class PacketConfig:
-    """What a router needs to carry packets: the format, its node id, ``reach[port]`` from the
-    forwarding table (:mod:`equimesh.schedules.routing`) and the input buffer depth in flits."""
+    """What a router needs to carry packets: the format and the input buffer depth in flits. Its
+    node's forwarding entries are inputs (``own``, ``reach``: :func:`~equimesh.rtl.relay.forwarding_ports`),
+    so the Verilog of a router does not depend on its node."""
 
     fmt: PacketFormat
-    node: int
-    reach: dict[str, int]
     depth: int
     pipeline: int = DEFAULT_PIPELINE  # 1: the relays register their grant (rtl/relay.py, ``cut``)
 
@@ -246,10 +245,11 @@ class PacketConfig:
 
 
 def packet_ports(fmt: PacketFormat, ports: list[str]) -> dict:
-    """The packet ports of a router: ``inject``, and per network port its links ``i_<port>``,
-    ``o_<port>`` and its local lane ``eject_<port>`` (:class:`PacketPath`, :class:`PacketRouter`)."""
+    """The packet ports of a router: its forwarding entries ``own`` and ``reach`` (``reach[k]``: network
+    port ``ports[k]``), ``inject``, and per network port its links ``i_<port>``, ``o_<port>`` and its
+    local lane ``eject_<port>`` (:class:`PacketPath`, :class:`PacketRouter`)."""
     flit = stream.Signature(fmt.flit)
-    members = {"inject": In(flit)}
+    members = {**forwarding_ports(fmt, len(ports)), "inject": In(flit)}
     for p in ports:
         members.update({f"i_{p}": In(flit), f"o_{p}": Out(flit), f"eject_{p}": Out(flit)})
     return members
@@ -265,13 +265,13 @@ class PacketPath(wiring.Component):
 
     Parameters
     ----------
-    fmt, node, reach, depth : as :class:`PacketConfig`.
+    fmt, depth : as :class:`PacketConfig`.
     ports : the network ports (each carries one link in and one link out).
     xbar_bits : width of the crossbar flits (a multiple of 32 bits, at least ``fmt.flit.size``).
 
     Ports
     -----
-    i_<port>, o_<port>, inject, eject_<port> : as :class:`PacketRouter`.
+    own, reach, i_<port>, o_<port>, inject, eject_<port> : as :class:`PacketRouter`.
     heads : Out(ArrayLayout(flit, inputs))  -- each input's head flit, to the crossbar inputs.
     sel : Out(ArrayLayout(select, outputs))  -- the crossbar selects.
     sel_next : Out(ArrayLayout(select, outputs))  -- with pipeline 1: the selects of the next cycle.
@@ -281,11 +281,11 @@ class PacketPath(wiring.Component):
     idle : Out(1)  -- no flit buffered and no packet passing: the router holds no packet.
     """
 
-    def __init__(self, fmt: PacketFormat, node: int, ports: list[str], reach: dict[str, int], depth: int,
-                 xbar_bits: int, pipeline: int = DEFAULT_PIPELINE):
+    def __init__(self, fmt: PacketFormat, ports: list[str], depth: int, xbar_bits: int,
+                 pipeline: int = DEFAULT_PIPELINE):
         if xbar_bits < fmt.flit.size:
             raise ValueError(f"a {xbar_bits}-bit crossbar cannot carry {fmt.flit.size}-bit packet flits")
-        self.fmt, self.node, self.ports, self.reach, self.depth = fmt, node, list(ports), reach, depth
+        self.fmt, self.ports, self.depth = fmt, list(ports), depth
         self.pipeline = pipeline
         inputs, outs = len(self.ports) + 1, len(self.ports)
         members = packet_ports(fmt, self.ports)
@@ -303,7 +303,6 @@ class PacketPath(wiring.Component):
         m = Module()
         fmt, ports = self.fmt, self.ports
         outs = len(ports)
-        reach = [self.reach[p] for p in ports]
 
         sources = []  # the head stream of every input: network ports, then inject
         relays = []
@@ -315,11 +314,12 @@ class PacketPath(wiring.Component):
             wiring.connect(m, wiring.flipped(getattr(self, f"i_{p}")), buf.i)
             sources.append(buf.o)
             empty.append(buf.empty)
-            relays.append(Relay(fmt, self.node, reach, local=True, cut=cut))
+            relays.append(Relay(fmt, outs, local=True, cut=cut))
         sources.append(self.inject)
-        relays.append(Relay(fmt, self.node, reach, local=False, cut=cut))
+        relays.append(Relay(fmt, outs, local=False, cut=cut))
         for j, (src, relay) in enumerate(zip(sources, relays)):
             m.submodules[f"relay_{j}"] = relay
+            m.d.comb += [relay.own.eq(self.own), relay.reach.eq(self.reach)]
             if src is self.inject:  # ``hold`` stops a new header; a granted packet completes
                 m.d.comb += relay.hold.eq(self.hold)
             m.d.comb += [relay.i.payload.eq(src.payload), relay.i.valid.eq(src.valid), src.ready.eq(relay.i.ready)]
@@ -366,7 +366,7 @@ class PacketPath(wiring.Component):
                 a_drain = a_valid & ~b_valid
                 b_fill = a_drain & ~out.ready
                 m.d.sync += take.eq(~((a_fill | (a_valid & ~a_drain)) & (b_fill | (b_valid & ~out.ready))))
-                m.d.sync += Assert(take == (~a_valid | ~b_valid), f"router {self.node}: room of link register {p}")
+                m.d.sync += Assert(take == (~a_valid | ~b_valid), f"router: room of link register {p}")
                 with m.If(take):  # whenever A has room: an A that held a flit passes it on in this cycle
                     m.d.sync += [a_flit.eq(switched),
                                  a_multi.eq(Cat(r.multi[k] for r in relays).bit_select(owner, 1))]
@@ -385,9 +385,9 @@ class PacketPath(wiring.Component):
                 winner = reduce(operator.or_, [Mux(w, j, 0) for j, w in enumerate(won)])
                 m.d.comb += [nxt.valid.eq(granted | (busy[k] & ~tail_left)),
                              nxt.input.eq(Mux(granted, winner, owner))]
-                rewrite_header(m, out.payload, link_flit, reach[k], Mux(b_valid, b_multi, a_multi))  # behind it
+                rewrite_header(m, out.payload, link_flit, self.reach[k], Mux(b_valid, b_multi, a_multi))  # behind it
                 m.d.sync += Assert(~Cat(*drivers).any() | (busy[k] & Cat(*drivers).bit_select(owner, 1)),
-                                   f"router {self.node}: output {p} driven by an input that does not own it")
+                                   f"router: output {p} driven by an input that does not own it")
             else:
                 take = out.ready
                 m.d.comb += [
@@ -398,19 +398,19 @@ class PacketPath(wiring.Component):
                 for j, d in enumerate(drivers):
                     with m.If(d):
                         m.d.comb += self.sel[k].input.eq(j)
-                rewrite_header(m, out.payload, switched, reach[k])
+                rewrite_header(m, out.payload, switched, self.reach[k])
             for relay in relays:
                 m.d.comb += relay.ready[k].eq(take)
             # Constellation's switch assertion: at most one input drives an output.
             onehot = Signal(len(drivers))
             m.d.comb += onehot.eq(Cat(*drivers))
-            m.d.sync += Assert((onehot & (onehot - 1)) == 0, f"router {self.node}: two inputs drive output {p}")
+            m.d.sync += Assert((onehot & (onehot - 1)) == 0, f"router: two inputs drive output {p}")
 
         for j, p in enumerate(ports):  # local delivery: the lane of the arrival port
             lane = getattr(self, f"eject_{p}")
             relay = relays[j]
             m.d.comb += [lane.valid.eq(relay.valid[outs]), relay.ready[outs].eq(lane.ready)]
-            rewrite_header(m, lane.payload, relay.i.payload, 1 << self.node, Const(0, 1))  # one bit: a WRITE
+            rewrite_header(m, lane.payload, relay.i.payload, self.own, Const(0, 1))  # one bit: a WRITE
         m.d.comb += relays[-1].ready[outs].eq(1)  # the injection relay never delivers locally
         return m
 
@@ -420,11 +420,14 @@ class PacketRouter(wiring.Component):
 
     Parameters
     ----------
-    cfg : the format, node id, ``reach[port]`` bitmaps and buffer depth (:class:`PacketConfig`).
+    cfg : the format and buffer depth (:class:`PacketConfig`).
     ports : its network ports (each carries one link in and one link out).
 
     Ports
     -----
+    own : In(nodes)  -- the node's bit: headers carrying it are delivered locally.
+    reach : In(ArrayLayout(nodes, ports))  -- ``reach[k]``: the destinations network port ``ports[k]``
+        serves (the forwarding table, :meth:`~equimesh.rtl.packet_network.PacketSetup.forwarding`).
     i_<port> : In(stream)   -- the link arriving on ``port``.
     o_<port> : Out(stream)  -- the link leaving on ``port``.
     inject : In(stream)     -- packets from the local generator.
@@ -432,7 +435,7 @@ class PacketRouter(wiring.Component):
     """
 
     def __init__(self, cfg: PacketConfig, ports: list[str]):
-        self.path = PacketPath(cfg.fmt, cfg.node, ports, cfg.reach, cfg.depth, cfg.flit_bits, cfg.pipeline)
+        self.path = PacketPath(cfg.fmt, ports, cfg.depth, cfg.flit_bits, cfg.pipeline)
         self.ports = list(ports)
         super().__init__(packet_ports(cfg.fmt, self.ports))
 
@@ -443,7 +446,9 @@ class PacketRouter(wiring.Component):
         m.submodules.xbar = xbar = Crossbar(outs + 1, outs, len(path.heads[0].as_value()))
         m.d.comb += [xbar.i.eq(path.heads), xbar.sel.eq(path.sel), path.switched.eq(xbar.o)]
         for name, member in self.signature.members.items():  # the path's packet ports are ours
-            if member.flow == In:
+            if member.is_port:  # the forwarding entries
+                m.d.comb += getattr(path, name).eq(getattr(self, name))
+            elif member.flow == In:
                 wiring.connect(m, wiring.flipped(getattr(self, name)), getattr(path, name))
             else:
                 wiring.connect(m, getattr(path, name), wiring.flipped(getattr(self, name)))

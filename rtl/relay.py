@@ -1,9 +1,11 @@
 """The MultiWrite relay of one router input (seed 004, Section 4.1 and 4.3.3).
 
 On a header the relay splits the destination bitmap over the router's outputs:
-``bitmap & reach[port]`` for every network port (``reach`` is a constant built
-from the forwarding table, :mod:`equimesh.schedules.routing`) and the router's
-own bit for the local delivery. Every non-empty part is a branch: one copy of
+``bitmap & reach[port]`` for every network port (``reach``, the router's
+forwarding entries, from the forwarding table, :mod:`equimesh.schedules.routing`)
+and the router's own bit (``own``) for the local delivery. Both are inputs the
+network ties to its node's values, as FlooNoC's routers take their id and route
+map, so every router with the same ports is one Verilog module. Every non-empty part is a branch: one copy of
 the packet leaves on that port. The copy's header is rewritten to its part
 (:func:`rewrite_header`), which is the metadata update that keeps downstream
 relays from delivering twice or looping; a part with one bit becomes a plain
@@ -55,10 +57,17 @@ and the header's departure share one cycle and the outputs are not registered.
 from __future__ import annotations
 
 from amaranth.hdl import Assert, Cat, Const, Module, Mux, Signal
-from amaranth.lib import stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .packet import Opcode, PacketFormat
+
+
+def forwarding_ports(fmt: PacketFormat, outs: int) -> dict:
+    """A router's forwarding entries, inputs the network ties to its node's values
+    (:meth:`~equimesh.rtl.packet_network.PacketSetup.forwarding`): ``own``, the node's bit, and
+    ``reach``, per network output the destinations it serves."""
+    return {"own": In(fmt.nodes), "reach": In(data.ArrayLayout(fmt.nodes, outs))}
 
 
 def several(bits):
@@ -98,14 +107,16 @@ class Relay(wiring.Component):
     Parameters
     ----------
     fmt : PacketFormat.
-    own : the router's node id (its bit is delivered locally).
-    reach : per network output, in the router's output order, the bitmap it serves.
+    outs : the router's network outputs.
     local : whether this input can deliver locally (False for the injection input:
         a node never addresses itself).
     cut : stages Q and G (see above): the header leaves two cycles after it reached the head.
 
     Ports
     -----
+    own : In(nodes)  -- the router's own bit (delivered locally).
+    reach : In(ArrayLayout(nodes, outs))  -- per network output, in the router's output order, the
+        destinations it serves.
     i : In(stream of flits)  -- the input buffer's head; a header when the relay is idle.
     valid : Out(outputs + 1), ready : In(outputs + 1)  -- one handshake per branch: bit ``k`` is
         network output ``k``, the last bit the local lane. ``valid[k]`` asks that branch to take the
@@ -122,25 +133,26 @@ class Relay(wiring.Component):
         than one destination (registered in stage Q, valid while the packet passes).
     """
 
-    def __init__(self, fmt: PacketFormat, own: int, reach: list[int], local: bool, cut: bool = False):
-        self.fmt, self.own, self.reach, self.local, self.cut = fmt, own, reach, local, cut
-        n = len(reach) + 1
+    def __init__(self, fmt: PacketFormat, outs: int, local: bool, cut: bool = False):
+        self.fmt, self.outs, self.local, self.cut = fmt, outs, local, cut
+        n = outs + 1
         super().__init__({
+            **forwarding_ports(fmt, outs),
             "i": In(stream.Signature(fmt.flit)),
             "valid": Out(n),
             "ready": In(n),
-            "req": Out(len(reach)),
+            "req": Out(outs),
             "pending": Out(1),
             "hold": In(1),
             "grant": In(1),
-            "held": Out(len(reach)),
+            "held": Out(outs),
             "active": Out(1),
-            "multi": Out(len(reach)),
+            "multi": Out(outs),
         })
 
     def elaborate(self, platform):
         m = Module()
-        outs = len(self.reach)
+        outs = self.outs
         head = self.i.payload
         bitmap = head.body.header.bitmap
 
@@ -149,10 +161,11 @@ class Relay(wiring.Component):
         settled = Signal(outs + 1)   # for the presented flit: not a branch, or a branch that already took it
 
         want = Signal(outs + 1)
-        for k, mask in enumerate(self.reach):
-            m.d.comb += want[k].eq((bitmap & mask) != 0)
+        parts = [Signal.like(bitmap, name=f"part_{k}") for k in range(outs)]  # the bitmap split
+        for k, part in enumerate(parts):
+            m.d.comb += [part.eq(bitmap & self.reach[k]), want[k].eq(part != 0)]
         if self.local:
-            m.d.comb += want[outs].eq(bitmap[self.own])
+            m.d.comb += want[outs].eq((bitmap & self.own) != 0)
         m.d.comb += [
             self.held.eq(Mux(active, branches[:outs], 0)),
             self.active.eq(active),
@@ -162,8 +175,7 @@ class Relay(wiring.Component):
             pend, want_q, multi_q = Signal(), Signal(outs + 1), Signal(outs)
             with m.If(~active):  # the head is the waiting header (or nothing): its route, every cycle
                 m.d.sync += [want_q.eq(want),
-                             multi_q.eq(Cat(several([bitmap[b] for b in range(self.fmt.nodes) if mask >> b & 1])
-                                            for mask in self.reach))]
+                             multi_q.eq(Cat(several([part[b] for b in range(len(part))]) for part in parts))]
             m.d.sync += pend.eq(self.i.valid & ~self.hold & ~active & ~self.grant)
             m.d.comb += [self.pending.eq(pend & self.i.valid & (~self.hold | self.grant)), self.req.eq(want_q[:outs]),
                          self.multi.eq(multi_q)]
@@ -202,5 +214,5 @@ class Relay(wiring.Component):
         if self.cut:
             m.d.sync += Assert(~(self.i.valid & ~active) | head.first, "relay: a body flit arrived without its header")
         if not self.local:
-            m.d.sync += Assert(~self.pending | ~bitmap[self.own], "relay: a node addressed its own packet")
+            m.d.sync += Assert(~self.pending | ((bitmap & self.own) == 0), "relay: a node addressed its own packet")
         return m

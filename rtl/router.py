@@ -75,6 +75,7 @@ from .crossbar import Crossbar, select_layout
 from .flit import add_flits, flit_layout, link_signature
 from .lane import Lane
 from .packet_router import PacketConfig, PacketPath
+from .relay import forwarding_ports
 from .rom import DEFAULT_PIPELINE, entry_layout, period
 
 
@@ -107,8 +108,9 @@ class Router(wiring.Component):
         later (from pipeline 1 on through the read register ``rd_q``).
     The host loads and reads only while the router is not running, and from pipeline 1 on ends its
     table writes two cycles before ``start``.
-    with ``packets``: inject : In(stream), eject_<port> : Out(stream) (one per lane port),
-        hold : In(1), idle : Out(1) -- as :class:`~equimesh.rtl.packet_router.PacketPath`.
+    with ``packets``: own, reach : In (the node's forwarding entries, ``reach`` in lane order),
+        inject : In(stream), eject_<port> : Out(stream) (one per lane port), hold : In(1),
+        idle : Out(1) -- as :class:`~equimesh.rtl.packet_router.PacketPath`.
     """
 
     def __init__(self, ports, lanes, slots: int, chunk_flits: int, depth: int, reduce: bool,
@@ -131,7 +133,7 @@ class Router(wiring.Component):
         })
         if packets is not None:
             pkt = stream.Signature(packets.fmt.flit)
-            members.update({"inject": In(pkt), "hold": In(1), "idle": Out(1)})
+            members.update({**forwarding_ports(packets.fmt, n), "inject": In(pkt), "hold": In(1), "idle": Out(1)})
             members.update({f"eject_{p}": Out(pkt) for p in self.lanes})
         super().__init__(members)
 
@@ -318,9 +320,9 @@ class Router(wiring.Component):
         # the packet inputs, off the input buffers' timing paths.
         m.d.sync += arriving.eq(schedule)
         cfg = self.packets
-        m.submodules.packets = pkt = PacketPath(cfg.fmt, cfg.node, self.lanes, cfg.reach, cfg.depth, self.link_bits,
-                                                self.pipeline)
-        m.d.comb += [pkt.hold.eq(self.hold | schedule), self.idle.eq(pkt.idle), xbar.i[n].eq(pkt.heads[n])]
+        m.submodules.packets = pkt = PacketPath(cfg.fmt, self.lanes, cfg.depth, self.link_bits, self.pipeline)
+        m.d.comb += [pkt.hold.eq(self.hold | schedule), self.idle.eq(pkt.idle), xbar.i[n].eq(pkt.heads[n]),
+                     pkt.own.eq(self.own), pkt.reach.eq(self.reach)]
         wiring.connect(m, wiring.flipped(self.inject), pkt.inject)
         for i, out in enumerate(lane_out):
             m.d.comb += xbar.i[i].eq(Mux(b_live, out.as_value(), pkt.heads[i].as_value()))

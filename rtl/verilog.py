@@ -80,6 +80,13 @@ class NetworkVerilog:
     widths: dict[str, int]
 
 
+def top_verilog(top) -> str:
+    """The Verilog of ``top`` as module :data:`TOP`, after the module of each of its router instances
+    (``top.designs``: module name -> router, empty for a top whose routers are submodules)."""
+    parts = [verilog.convert(r, name=name, emit_src=False) for name, r in getattr(top, "designs", {}).items()]
+    return "\n".join(parts + [verilog.convert(top, name=TOP, emit_src=False)])
+
+
 def network_verilog(design: Design, packets: PacketSetup | None = None, cache: Path | None = None) -> NetworkVerilog:
     """Every distinct router module, then the top ``equimesh_top``.
 
@@ -94,9 +101,7 @@ def network_verilog(design: Design, packets: PacketSetup | None = None, cache: P
         except (OSError, ValueError, KeyError):
             pass
     net = Network(design, packets, instances=True)
-    parts = [verilog.convert(r, name=name, emit_src=False) for name, r in net.designs.items()]
-    parts.append(verilog.convert(net, name=TOP, emit_src=False))
-    out = NetworkVerilog("\n".join(parts), list(net.designs), *top_ports(net))
+    out = NetworkVerilog(top_verilog(net), list(net.designs), *top_ports(net))
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         # Atomic: a concurrent reader sees no file or a whole one; the ports file is published last.

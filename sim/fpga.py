@@ -194,7 +194,8 @@ def parse_cmos_stat(text: str) -> int:
 
 def _cell(step: dict, end: str) -> str:
     name = step[end]["cell"]
-    return name[len("router."):] if name.startswith("router.") else f"wrapper {name}"
+    # a router with its forwarding entries tied (PacketSetup.for_node) is the submodule ``inner``
+    return name[len("router."):].removeprefix("inner.") if name.startswith("router.") else f"wrapper {name}"
 
 
 def parse_nextpnr_report(report: dict) -> tuple[float, str]:
@@ -275,10 +276,11 @@ def distinct_routers(design: Design, packets: PacketSetup | None = None) -> list
         return out
     for n in sorted(members, reverse=True):
         v = central_node(design, members[n])
+        ports = design.lanes(v)
         for mode, name, r in (
-                ("packets", f"packet_router_{n + 1}port_n{v}", PacketRouter(packets.router(v), design.lanes(v))),
-                ("both", router_name(design, v, packets), make_router(design, v, packets))):
-            out.append(_router_design(r, name, n, mode))
+                ("packets", f"packet_router_{n + 1}port_n{v}", PacketRouter(packets.config, ports)),
+                ("both", f"{router_name(design, v)}_pkt{v}", make_router(design, v, packets))):
+            out.append(_router_design(packets.for_node(r, v, ports), name, n, mode))
             out[-1].names[name] = len(members[n])
     return out
 

@@ -126,9 +126,10 @@ def _decode(trace: list[int], links: int) -> np.ndarray:
 
 
 def mixed_top(design: Design, table: ForwardingTable, traffic: Traffic, payload_flits: int, stall: float,
-              check: bool = False) -> TrafficTop:
-    """The network carrying both modes, with a generator and a sink per node (and a checker with ``check``)."""
-    net = Network(design, PacketSetup(table, payload_flits, pipeline=design.pipeline))
+              check: bool = False, instances: bool = False) -> TrafficTop:
+    """The network carrying both modes, with a generator and a sink per node (and a checker with ``check``);
+    ``instances``: its routers are instances of their Verilog modules (``rtl/network.py``)."""
+    net = Network(design, PacketSetup(table, payload_flits, pipeline=design.pipeline), instances=instances)
     return TrafficTop(net, traffic.roms, traffic.counts, traffic.rate, stall, check=check)
 
 
@@ -247,7 +248,7 @@ def run_mixed_compiled(image: NetworkImage, table: ForwardingTable, traffic: Tra
 
     design = fit(image, pipeline=pipeline)
     fmt = PacketFormat(table.topology.nodes, payload_flits)
-    model, widths = build_top(lambda: mixed_top(design, table, traffic, payload_flits, stall, check=True), json.dumps(
+    model, widths = build_top(lambda: mixed_top(design, table, traffic, payload_flits, stall, check=True, instances=True), json.dumps(
         ["mixed", repr(design), table.to_json(), traffic.roms, traffic.counts, traffic.rate, stall, payload_flits]), log,
         inline=packet_inline(fmt.nodes))
     program, at = mixed_program(image, design, fmt, traffic, widths, start_at=start_at, cycles=cycles)

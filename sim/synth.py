@@ -71,6 +71,8 @@ def router_cells(design: Design, workdir: str | Path, packets: PacketSetup | Non
             continue
         name = router_name(design, v, packets)
         router = make_router(design, v, packets)
+        if packets is not None:
+            router = packets.for_node(router, v, design.lanes(v))
         out[ports] = cell_count(verilog.convert(router, name=name, emit_src=False), name, Path(workdir))
     return dict(sorted(out.items()))
 
@@ -91,7 +93,7 @@ def mode_cells(design: Design, packets: PacketSetup, workdir: str | Path) -> dic
     for ports in sched:
         v = next(v for v in range(design.nodes) if len(design.lanes(v)) + 1 == ports)
         name = f"packet_router_{ports}port"
-        pkt = PacketRouter(packets.router(v), design.lanes(v))
+        pkt = packets.for_node(PacketRouter(packets.config, design.lanes(v)), v, design.lanes(v))
         out[ports] = {"schedule": sched[ports], "packets": cell_count(verilog.convert(pkt, name=name, emit_src=False),
                                                                       name, work / "packets"),
                       "both": both[ports]}

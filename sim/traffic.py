@@ -396,7 +396,7 @@ def run_compiled(table: ForwardingTable, traffic: Traffic, payload_flits: int, w
     from .verilator import build_top
 
     def make_top():
-        return TrafficTop(PacketNetwork(table, payload_flits, pipeline=pipeline), traffic.roms, traffic.counts,
+        return TrafficTop(PacketNetwork(table, payload_flits, pipeline=pipeline, instances=True), traffic.roms, traffic.counts,
                           traffic.rate, stall, check=True)
 
     fmt, links = PacketFormat(table.topology.nodes, payload_flits), len(table.topology.links)

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..rtl.verilog import without_zero_init
+from ..rtl.verilog import top_verilog, without_zero_init
 from .program import Capture, ClockTo, Program, Run, Set, Settle, Until, words_of
 
 TOP = "equimesh_top"
@@ -478,13 +478,11 @@ def _rtl_digest() -> str:
 
 
 def build_top(make_top, params: str, log=None, inline: bool = True) -> tuple[Model, dict[str, int]]:
-    """The cached compiled model of the Amaranth top ``make_top()`` (its Verilog as module :data:`TOP`),
-    and its port widths. ``inline``: as in :func:`build_model`.
+    """The cached compiled model of the Amaranth top ``make_top()`` (its Verilog as module :data:`TOP`,
+    with its routers' modules: :func:`~equimesh.rtl.verilog.top_verilog`), and its port widths. ``inline``: as in :func:`build_model`.
 
     ``params``: a text that determines the top (with the RTL's source). Its Verilog and ports are cached
     too (``<cache>/verilog``), so a cached run does not construct or elaborate the top at all."""
-    from amaranth.back import verilog
-
     t0 = time.perf_counter()
     key = hashlib.sha256((_rtl_digest() + "\0" + params).encode()).hexdigest()[:24]
     path = cache_root() / "verilog" / f"top-{key}.json"
@@ -493,7 +491,7 @@ def build_top(make_top, params: str, log=None, inline: bool = True) -> tuple[Mod
     except (OSError, ValueError):
         top = make_top()
         ins, outs, widths = flat_ports(top)
-        rec = {"ins": ins, "outs": outs, "widths": widths, "verilog": verilog.convert(top, name=TOP, emit_src=False)}
+        rec = {"ins": ins, "outs": outs, "widths": widths, "verilog": top_verilog(top)}
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(rec))

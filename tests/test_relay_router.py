@@ -6,7 +6,8 @@ import pytest
 from amaranth.sim import Simulator
 
 from equimesh.rtl.packet import Opcode, PacketFormat
-from equimesh.rtl.packet_router import InputBuffer, PacketConfig, PacketRouter
+from equimesh.rtl.packet_network import PacketSetup
+from equimesh.rtl.packet_router import InputBuffer, PacketRouter
 from equimesh.schedules.routing import xy_table
 from equimesh.schedules.topology import build
 
@@ -14,11 +15,11 @@ PORTS = ["N", "E", "S", "W"]
 
 
 def _router(pipeline=1):
+    """Router 5 of the 4x4 mesh, its forwarding inputs tied to node 5's entries of the XY table."""
     topo = build("mesh", 4, 4)
     table = xy_table(topo)
-    fmt = PacketFormat(topo.nodes, payload_flits=3)
-    reach = {p: table.reach[5][p] for p in PORTS}
-    return fmt, table, PacketRouter(PacketConfig(fmt, 5, reach, depth=fmt.packet_flits + 2, pipeline=pipeline), PORTS)
+    setup = PacketSetup(table, payload_flits=3, pipeline=pipeline)
+    return setup.fmt, table, setup.for_node(PacketRouter(setup.config, PORTS), 5, PORTS)
 
 
 def _flits(fmt, src, seq, bitmap):
