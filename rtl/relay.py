@@ -56,7 +56,7 @@ and the header's departure share one cycle and the outputs are not registered.
 
 from __future__ import annotations
 
-from amaranth.hdl import Assert, Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Assert, Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -70,20 +70,23 @@ def forwarding_ports(fmt: PacketFormat, outs: int) -> dict:
     return {"own": In(fmt.nodes), "reach": In(data.ArrayLayout(fmt.nodes, outs))}
 
 
-def several(bits):
-    """Whether two or more of ``bits`` are set: a balanced tree of (any, several) pairs, log depth
-    (``part & (part - 1) != 0`` is a carry chain as long as the bitmap)."""
-    zero = Const(0, 1)
-    pairs = [(b, zero) for b in bits] or [(zero, zero)]
-    while len(pairs) > 1:
-        nxt = []
-        for i in range(0, len(pairs) - 1, 2):
-            (a1, s1), (a2, s2) = pairs[i], pairs[i + 1]
-            nxt.append((a1 | a2, s1 | s2 | (a1 & a2)))
-        if len(pairs) % 2:
-            nxt.append(pairs[-1])
-        pairs = nxt
-    return pairs[0][1]
+def several(m: Module, bits: Value, name: str = "several") -> Value:
+    """Whether two or more bits of ``bits`` are set: a balanced tree of (any, several) pairs, log
+    depth (``part & (part - 1) != 0`` is a carry chain as long as the bitmap). Built a level at a
+    time on whole vectors (the even and the odd positions of the level below, a signal pair per
+    level), so a 256-bit bitmap is 8 levels of a few vector operations, not a thousand one-bit
+    signals in the Verilog."""
+    any_, sev = Value.cast(bits), Const(0, len(bits))
+    level = 0
+    while len(any_) > 1:
+        if len(any_) % 2:
+            any_, sev = Cat(any_, Const(0, 1)), Cat(sev, Const(0, 1))
+        a1, a2 = (Cat(any_[i] for i in range(k, len(any_), 2)) for k in (0, 1))
+        s1, s2 = (Cat(sev[i] for i in range(k, len(sev), 2)) for k in (0, 1))
+        any_, sev = Signal(len(a1), name=f"{name}_any{level}"), Signal(len(a1), name=f"{name}_sev{level}")
+        m.d.comb += [any_.eq(a1 | a2), sev.eq(s1 | s2 | (a1 & a2))]
+        level += 1
+    return sev[0] if len(sev) else Const(0, 1)
 
 
 def rewrite_header(m: Module, out, flit, mask, multi=None) -> None:
@@ -175,7 +178,7 @@ class Relay(wiring.Component):
             pend, want_q, multi_q = Signal(), Signal(outs + 1), Signal(outs)
             with m.If(~active):  # the head is the waiting header (or nothing): its route, every cycle
                 m.d.sync += [want_q.eq(want),
-                             multi_q.eq(Cat(several([part[b] for b in range(len(part))]) for part in parts))]
+                             multi_q.eq(Cat(several(m, part, f"multi_{k}") for k, part in enumerate(parts)))]
             m.d.sync += pend.eq(self.i.valid & ~self.hold & ~active & ~self.grant)
             m.d.comb += [self.pending.eq(pend & self.i.valid & (~self.hold | self.grant)), self.req.eq(want_q[:outs]),
                          self.multi.eq(multi_q)]

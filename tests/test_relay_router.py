@@ -253,3 +253,24 @@ def test_input_buffer_by_hand(registered, b_taken):
     assert taken == [0, 1, 2] + b_taken
     assert popped == list(zip([3, 8, 9, 10, 11, 12], words(a + b)))
     assert empty == [1] + [0] * 12 + [1]
+
+
+@pytest.mark.parametrize("width", [1, 2, 3, 5, 8, 9])
+def test_several_is_two_or_more_bits_set(width):
+    """The relay's opcode decision (``several``, a tree over the bitmap) against a bit count, every value."""
+    from amaranth.hdl import Module, Signal
+
+    from equimesh.rtl.relay import several
+
+    x, y = Signal(width), Signal()
+    m = Module()
+    m.d.comb += y.eq(several(m, x))
+    sim = Simulator(m)
+
+    async def bench(ctx):
+        for v in range(1 << width):
+            ctx.set(x, v)
+            assert ctx.get(y) == (bin(v).count("1") >= 2), v
+
+    sim.add_testbench(bench)
+    sim.run()

@@ -10,7 +10,9 @@ from amaranth.lib import data
 from equimesh.cli import main
 from equimesh.rtl.design import Design
 from equimesh.rtl.rom import compile_schedule
-from equimesh.rtl.verilog import TOP, network_verilog
+from equimesh.rtl.packet_network import PacketNetwork, PacketSetup
+from equimesh.rtl.verilog import TOP, network_verilog, top_verilog
+from equimesh.schedules.routing import forwarding_table
 from equimesh.schedules.synth import synthesize
 from equimesh.schedules.topology import build
 from equimesh.sim.verilator import find_verilator
@@ -29,6 +31,26 @@ def test_one_module_per_distinct_router_instantiated_per_node():
     eq = network_verilog(Design(build("equimesh", 3, 3), 2, 16, 16, True)).text
     assert re.findall(r"^module (router_\w+)\(", eq, re.M) == ["router_5port"]
     assert len(re.findall(r"^\s+router_5port r\d+ \(", eq, re.M)) == 9
+
+
+def test_packet_routers_are_one_module_per_port_set_with_their_node_tied_at_the_instance():
+    """A packet router's node and forwarding masks are inputs (not constants of its logic): the network
+    instantiates one module per port set and ties each instance to its node's entries."""
+    eq = build("equimesh", 2, 3)
+    setup = PacketSetup(forwarding_table(eq), payload_flits=2)
+    text = top_verilog(PacketNetwork(forwarding_table(eq), 2, instances=True))
+    assert re.findall(r"^module (packet_router_\w+)\(", text, re.M) == ["packet_router_5port_NESW"]
+    assert len(re.findall(r"^\s+packet_router_5port_NESW router_\d+ \(", text, re.M)) == 6
+    # Node 4's instance gets its own bit and its reach masks (N, E, S, W in bits 0-5, 6-11, ...).
+    ties = setup.forwarding(4, eq.ports(4))
+    assert ties["own"] == 1 << 4
+    assert [(ties["reach"] >> (6 * k)) & 63 for k in range(4)] == [setup.table.reach[4][p] for p in "NESW"]
+    mesh = build("mesh", 3, 3)
+    names = re.findall(r"^module (packet_router_\w+)\(", top_verilog(PacketNetwork(forwarding_table(mesh), 2,
+                                                                               instances=True)), re.M)
+    assert len(set(names)) == len(names) == 9  # 4 corners, 4 edges, 1 interior: every port set differs
+    both = network_verilog(Design(eq, 2, 16, 16, True), PacketSetup(forwarding_table(eq), 2)).modules
+    assert both == ["router_5port_pkt"]
 
 
 def test_the_verilog_does_not_depend_on_the_schedule(tmp_path, capsys):
