@@ -170,7 +170,8 @@ class TrafficTop(wiring.Component):
     sent : Out(32).array(nodes)  -- packets injected per node.
     ejected : Out(32)  -- flits taken by all sinks (progress, for the watchdog).
     link_flits : Out(32).array(links)
-    inject_mon : Out(monitor).array(nodes), eject_mon : Out(monitor).array(lanes)
+    without ``check``: inject_mon : Out(monitor).array(nodes), eject_mon : Out(monitor).array(lanes), for
+        a per-flit scoreboard in Python;
     with ``check``: count, key_sum, key_sq_sum : Out(32).array(nodes) (per receiving node),
         header_errors, payload_errors : Out(32) (summed over nodes).
     """
@@ -188,9 +189,10 @@ class TrafficTop(wiring.Component):
             "sent": Out(COUNTER_BITS).array(nodes),
             "ejected": Out(COUNTER_BITS),
             "link_flits": Out(COUNTER_BITS).array(len(net.link_flits)),
-            "inject_mon": Out(monitor_signature(fmt)).array(nodes),
-            "eject_mon": Out(monitor_signature(fmt)).array(len(self.net.lanes)),
         }
+        if not check:
+            members.update({"inject_mon": Out(monitor_signature(fmt)).array(nodes),
+                            "eject_mon": Out(monitor_signature(fmt)).array(len(self.net.lanes))})
         if self.scheduled:
             members.update({"start": In(1), "done": Out(1), "launch": Out(1),
                             "link_valid": Out(len(net.link_valid))})
@@ -223,8 +225,9 @@ class TrafficTop(wiring.Component):
             m.submodules[f"gen_{v}"] = gen
             wiring.connect(m, gen.o, net.inject[v])
             m.d.comb += [gen.stop.eq(self.stop), self.sent[v].eq(gen.sent)]
-            mon = self.inject_mon[v]
-            m.d.comb += [mon.valid.eq(gen.o.valid), mon.ready.eq(gen.o.ready), mon.payload.eq(gen.o.payload)]
+            if not self.check:
+                mon = self.inject_mon[v]
+                m.d.comb += [mon.valid.eq(gen.o.valid), mon.ready.eq(gen.o.ready), mon.payload.eq(gen.o.payload)]
             lanes = [k for k, (u, _) in enumerate(net.lanes) if u == v]
             sink = Sink(fmt, v, len(lanes), self.stall)
             m.submodules[f"sink_{v}"] = sink
@@ -242,7 +245,7 @@ class TrafficTop(wiring.Component):
         took = Signal(range(len(net.lanes) + 1))
         m.d.comb += took.eq(tree_sum([e.valid & e.ready for e in net.eject]))
         m.d.sync += self.ejected.eq(self.ejected + took)
-        for k, e in enumerate(net.eject):
+        for k, e in enumerate(net.eject if not self.check else []):
             mon = self.eject_mon[k]
             m.d.comb += [mon.valid.eq(e.valid), mon.ready.eq(e.ready), mon.payload.eq(e.payload)]
         if self.check:
