@@ -17,8 +17,8 @@ from amaranth.lib.wiring import In, Out
 
 from ..schedules.routing import ForwardingTable, check_deadlock_free
 from .packet import PacketFormat
-from .packet_endpoints import COUNTER_BITS, Checker, Generator, Sink
 from .instance import router_ports
+from .packet_endpoints import COUNTER_BITS, Checker, Generator, Sink
 from .packet_router import PacketConfig, PacketRouter
 from .rom import DEFAULT_PIPELINE
 
@@ -43,7 +43,7 @@ class PacketSetup:
         n, reach = self.fmt.nodes, self.table.reach[v]
         return {"own": 1 << v, "reach": sum(reach[p] << (k * n) for k, p in enumerate(ports))}
 
-    def for_node(self, router, v: int, ports: list[str]) -> "Tied":
+    def for_node(self, router, v: int, ports: list[str]) -> Tied:
         """``router`` (a packet router, or a scheduled router built with packets) with its forwarding
         inputs tied to node ``v``'s entries: what synthesis measures, as for a router built for ``v``."""
         return Tied(router, self.forwarding(v, ports))
@@ -245,10 +245,10 @@ class TrafficTop(wiring.Component):
         took = Signal(range(len(net.lanes) + 1))
         m.d.comb += took.eq(tree_sum([e.valid & e.ready for e in net.eject]))
         m.d.sync += self.ejected.eq(self.ejected + took)
-        for k, e in enumerate(net.eject if not self.check else []):
-            mon = self.eject_mon[k]
-            m.d.comb += [mon.valid.eq(e.valid), mon.ready.eq(e.ready), mon.payload.eq(e.payload)]
-        if self.check:
+        if not self.check:
+            for mon, e in zip(self.eject_mon, net.eject):
+                m.d.comb += [mon.valid.eq(e.valid), mon.ready.eq(e.ready), mon.payload.eq(e.payload)]
+        else:
             for name in ("header_errors", "payload_errors"):
                 m.d.comb += getattr(self, name).eq(tree_sum([getattr(c, name) for c in chks]))
         return m

@@ -5,8 +5,8 @@ On a header the relay splits the destination bitmap over the router's outputs:
 forwarding entries, from the forwarding table, :mod:`equimesh.schedules.routing`)
 and the router's own bit (``own``) for the local delivery. Both are inputs the
 network ties to its node's values, as FlooNoC's routers take their id and route
-map, so every router with the same ports is one Verilog module. Every non-empty part is a branch: one copy of
-the packet leaves on that port. The copy's header is rewritten to its part
+map, so every router with the same ports is one Verilog module. Every non-empty
+part is a branch: one copy of the packet leaves on that port. The copy's header is rewritten to its part
 (:func:`rewrite_header`), which is the metadata update that keeps downstream
 relays from delivering twice or looping; a part with one bit becomes a plain
 WRITE (rule 2 of Section 4.3.3).
