@@ -186,8 +186,7 @@ def main(argv: list[str] | None = None) -> None:
                 or [l.as_list() for l in topo.links] != [l.as_list() for l in build(
                     topo.kind, topo.rows, topo.cols, ring_dirs=topo.ring_dirs).links]):
             raise SystemExit(f"{path}: not a K = {BASE} AllGather on an EquiMesh or its mirror")
-        verify(sched)
-        check_storage(sched)
+        _check(topo, sched.phases[0])
         if sched.num_steps != lower_bound(topo, BASE, "allgather"):
             raise SystemExit(f"{path}: {sched.num_steps} steps, not at the bound")
         known = have(topo)

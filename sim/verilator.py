@@ -28,10 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..rtl.verilog import top_verilog, without_zero_init
+from ..rtl.verilog import TOP, top_verilog, without_zero_init
 from .program import Capture, ClockTo, Program, Run, Set, Settle, Until, words_of
 
-TOP = "equimesh_top"
 MAGIC = 0x504D5145  # "EQMP"
 # Build flags (docs/rtl.md, "Compiled model": measured on cold builds).
 # -fno-merge-cond: Verilator's merging of conditional assignments took 65 of the 118 s of Verilating a
