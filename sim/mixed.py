@@ -243,14 +243,14 @@ def run_mixed_compiled(image: NetworkImage, table: ForwardingTable, traffic: Tra
     """
     from pathlib import Path
 
-    from .traffic import completion, finished, packet_inline, read_counters, soak_verdict
+    from .traffic import completion, finished, packet_model, read_counters, soak_verdict
     from .verilator import build_top
 
     design = fit(image, pipeline=pipeline)
     fmt = PacketFormat(table.topology.nodes, payload_flits)
     model, widths = build_top(lambda: mixed_top(design, table, traffic, payload_flits, stall, check=True, instances=True), json.dumps(
         ["mixed", repr(design), table.to_json(), traffic.roms, traffic.counts, traffic.rate, stall, payload_flits]), log,
-        inline=packet_inline(fmt.nodes))
+        kind=packet_model(fmt.nodes))
     program, at = mixed_program(image, design, fmt, traffic, widths, start_at=start_at, cycles=cycles)
     t0 = program.segments[0].frames
     rec = model.run(program, Path(workdir))

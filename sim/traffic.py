@@ -269,6 +269,13 @@ def simulate(table: ForwardingTable, traffic: Traffic, payload_flits: int, *, cy
     return out
 
 
+def bit_matrix(values: list[int], width: int) -> np.ndarray:
+    """Integers of ``width`` bits (bitmaps of any width) as a uint64 0/1 matrix ``[len(values), width]``, bit 0 first."""
+    nbytes = -(-width // 8)
+    raw = np.frombuffer(b"".join(v.to_bytes(nbytes, "little") for v in values), dtype=np.uint8)
+    return np.unpackbits(raw.reshape(len(values), nbytes), axis=1, bitorder="little")[:, :width].astype(np.uint64)
+
+
 def soak_verdict(fmt: PacketFormat, traffic: Traffic, *, sent, count, key_sum, key_sq_sum, errors, ejected,
                  cycles, deadlock, link_flits) -> dict:
     """Compare the hardware checkers' counters with what the generators' ROMs say was sent.
@@ -279,21 +286,25 @@ def soak_verdict(fmt: PacketFormat, traffic: Traffic, *, sent, count, key_sum, k
     :class:`~equimesh.rtl.packet_endpoints.Checker`).
     """
     n = fmt.nodes
-    mod = 1 << 32
-    want = np.zeros(n, dtype=np.int64)
-    want_sum = [0] * n
-    want_sq = [0] * n
+    mask = np.uint64((1 << 32) - 1)
+    want = np.zeros(n, dtype=np.uint64)
+    want_sum = np.zeros(n, dtype=np.uint64)  # uint64 arithmetic wraps mod 2**64: exact mod 2**32
+    want_sq = np.zeros(n, dtype=np.uint64)
     for s in range(n):
+        rom = traffic.roms[s]
         seqs = np.arange(sent[s], dtype=np.uint64)
-        rom = np.array(traffic.roms[s], dtype=np.uint64)
-        bitmaps = rom[(seqs % np.uint64(len(rom))).astype(np.int64)]
-        keys = ((np.uint64(s) << np.uint64(SEQ_BITS)) | seqs) & np.uint64(mod - 1)
-        squares = (keys * keys) & np.uint64(mod - 1)  # wraps mod 2**64 first: exact mod 2**32
-        for d in range(n):
-            hit = ((bitmaps >> np.uint64(d)) & np.uint64(1)).astype(bool)
-            want[d] += int(hit.sum())
-            want_sum[d] = (want_sum[d] + int(keys[hit].sum())) % mod
-            want_sq[d] = (want_sq[d] + int(squares[hit].sum(dtype=np.uint64))) % mod
+        entry = (seqs % np.uint64(len(rom))).astype(np.int64)  # packet q uses ROM entry q mod len(rom)
+        keys = ((np.uint64(s) << np.uint64(SEQ_BITS)) | seqs) & mask
+        per_entry = [np.bincount(entry, minlength=len(rom)).astype(np.uint64)]
+        for values in (keys, keys * keys):
+            acc = np.zeros(len(rom), dtype=np.uint64)
+            np.add.at(acc, entry, values & mask)
+            per_entry.append(acc)
+        hits = bit_matrix(rom, n)  # [entry, destination]
+        want += per_entry[0] @ hits
+        want_sum += per_entry[1] @ hits
+        want_sq += per_entry[2] @ hits
+    want, want_sum, want_sq = want.astype(np.int64), [int(x) for x in want_sum & mask], [int(x) for x in want_sq & mask]
     expected = int(want.sum())
     extra = sum(max(0, count[d] - int(want[d])) for d in range(n))
     lost = sum(max(0, int(want[d]) - count[d]) for d in range(n))
@@ -374,18 +385,19 @@ def finished(mark, finite: bool) -> bool:
     return mark.reached if finite else mark.edge - mark.changed >= WATCHDOG
 
 
-def packet_inline(nodes: int) -> bool:
-    """Inline the routers of a packet top into one model (Verilator's fastest run) where the
-    schedule networks are flat (``model_kind``); above, every router stays an instance of its
-    module's class (``-fno-inline``), which Verilates several times faster."""
+def packet_model(nodes: int) -> str:
+    """The Verilator model kind of a packet top (``build_top``): flat (Verilator's fastest run) where
+    the schedule networks are flat (``model_kind``), hierarchical above: a packet router's C++ is
+    written once per instance otherwise (8x8: 94 MB of it; at 16x16 its compile ran out of 23 GB),
+    and once in all as a hierarchical block (docs/relay.md, "Packet runs at 16x16")."""
     from .backends import model_kind
-    return model_kind("auto", nodes) == "flat"
+    return "flat" if model_kind("auto", nodes) == "flat" else "hierarchical"
 
 
 def run_compiled(table: ForwardingTable, traffic: Traffic, payload_flits: int, workdir, *, cycles: int = 2000,
                  stall: float = 0.0, log=None, pipeline: int = DEFAULT_PIPELINE) -> dict:
     """Run ``traffic`` on the compiled Verilator model of the network with its endpoints and checkers
-    (cached per design, ``sim/verilator.py``; kind: :func:`packet_inline`): the harness clocks it with no Python per cycle and
+    (cached per design, ``sim/verilator.py``; kind: :func:`packet_model`): the harness clocks it with no Python per cycle and
     Python judges the checkers' counters at the end (:func:`soak_verdict`). Random traffic: as
     ``run_verilog(mode="soak")``; finite traffic: as ``mode="count"``. ``cycles`` and ``completion``
     are the edge that took the last flit, as in :func:`simulate`."""
@@ -402,7 +414,7 @@ def run_compiled(table: ForwardingTable, traffic: Traffic, payload_flits: int, w
     fmt, links = PacketFormat(table.topology.nodes, payload_flits), len(table.topology.links)
     model, widths = build_top(make_top, json.dumps(
         ["traffic", table.to_json(), traffic.roms, traffic.counts, traffic.rate, stall, payload_flits, pipeline]), log,
-        inline=packet_inline(fmt.nodes))
+        kind=packet_model(fmt.nodes))
     segments = packet_segments(fmt, traffic, cycles)
     names = counter_ports(fmt.nodes, links)
     program = Program(segments + [Capture(names)], widths)

@@ -476,9 +476,11 @@ def _rtl_digest() -> str:
     return h.hexdigest()
 
 
-def build_top(make_top, params: str, log=None, inline: bool = True) -> tuple[Model, dict[str, int]]:
+def build_top(make_top, params: str, log=None, kind: str = "flat") -> tuple[Model, dict[str, int]]:
     """The cached compiled model of the Amaranth top ``make_top()`` (its Verilog as module :data:`TOP`,
-    with its routers' modules: :func:`~equimesh.rtl.verilog.top_verilog`), and its port widths. ``inline``: as in :func:`build_model`.
+    with its routers' modules: :func:`~equimesh.rtl.verilog.top_verilog`), and its port widths.
+    ``kind``: ``flat`` (every module inlined), ``modules`` (none, ``-fno-inline``) or ``hierarchical``
+    (each router module a hierarchical block, compiled once), as in :func:`build_model`.
 
     ``params``: a text that determines the top (with the RTL's source). Its Verilog and ports are cached
     too (``<cache>/verilog``), so a cached run does not construct or elaborate the top at all."""
@@ -487,16 +489,19 @@ def build_top(make_top, params: str, log=None, inline: bool = True) -> tuple[Mod
     path = cache_root() / "verilog" / f"top-{key}.json"
     try:
         rec = json.loads(path.read_text())
-    except (OSError, ValueError):
+        rec["modules"]  # an entry written before the module list was kept: rebuilt
+    except (OSError, ValueError, KeyError):
         top = make_top()
         ins, outs, widths = flat_ports(top)
-        rec = {"ins": ins, "outs": outs, "widths": widths, "verilog": top_verilog(top)}
+        rec = {"ins": ins, "outs": outs, "widths": widths, "verilog": top_verilog(top),
+               "modules": list(getattr(top, "designs", {}))}
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(rec))
         os.replace(tmp, path)  # atomic: a reader sees the whole entry or none
     export = time.perf_counter() - t0
-    model = build_model(rec["verilog"], rec["ins"], rec["outs"], rec["widths"], log=log, inline=inline)
+    model = build_model(rec["verilog"], rec["ins"], rec["outs"], rec["widths"], log=log, inline=kind != "modules",
+                        hier_blocks=rec["modules"] if kind == "hierarchical" else [])
     if not model.cached:
         model.build_seconds += export
     return model, rec["widths"]

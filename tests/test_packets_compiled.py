@@ -10,13 +10,14 @@ import pytest
 
 from equimesh.cli import main
 from equimesh.rtl.packet import PacketFormat
+from equimesh.rtl.packet_network import packet_router_name
 from equimesh.rtl.rom import compile_schedule
 from equimesh.schedules.routing import forwarding_table
 from equimesh.schedules.synth import synthesize
 from equimesh.schedules.topology import build
 from equimesh.sim.mixed import run_mixed_compiled, simulate_mixed
 from equimesh.sim import backends
-from equimesh.sim.traffic import make_traffic, packet_inline, run_compiled, run_verilog, simulate, soak_verdict
+from equimesh.sim.traffic import make_traffic, packet_model, run_compiled, run_verilog, simulate, soak_verdict
 
 icarus = pytest.mark.skipif(shutil.which("iverilog") is None, reason="Icarus Verilog not installed")
 TIMING = ("simulator", "build_seconds", "sim_seconds", "cached")
@@ -68,8 +69,8 @@ def test_compiled_count_equals_icarus_and_amaranth(tmp_path):
     assert {k: v for k, v in got.items() if k not in TIMING} == {k: v for k, v in cocotb.items() if k not in TIMING}
 
 
-def test_a_packet_model_without_inlined_routers_gives_the_same_records(tmp_path, monkeypatch):
-    """Above FLAT_NODES nodes a packet top keeps every router an instance of its module (-fno-inline):
+def test_a_hierarchical_packet_model_gives_the_same_records(tmp_path, monkeypatch):
+    """Above FLAT_NODES nodes a packet top compiles each router module once, as a hierarchical block:
     another model of the same Verilog, with the same records as the flat one."""
     from equimesh.sim import verilator
 
@@ -78,14 +79,14 @@ def test_a_packet_model_without_inlined_routers_gives_the_same_records(tmp_path,
     traffic = make_traffic(PacketFormat(topo.nodes, 2), "allgather-multiwrite", packets=2)
     asked = []
     real = verilator.build_model
-    monkeypatch.setattr(verilator, "build_model", lambda *a, **k: asked.append(k["inline"]) or real(*a, **k))
+    monkeypatch.setattr(verilator, "build_model", lambda *a, **k: asked.append(k["hier_blocks"]) or real(*a, **k))
     flat = run_compiled(table, traffic, 2, tmp_path / "f")  # the model of the test above
     monkeypatch.setattr(backends, "FLAT_NODES", topo.nodes - 1)
-    assert packet_inline(topo.nodes) is False
-    modules = run_compiled(table, traffic, 2, tmp_path / "m")
-    assert asked == [True, False]
-    _clean(modules)
-    assert {k: v for k, v in modules.items() if k not in TIMING} == {k: v for k, v in flat.items() if k not in TIMING}
+    assert packet_model(topo.nodes) == "hierarchical"
+    hier = run_compiled(table, traffic, 2, tmp_path / "h")
+    assert asked[0] == [] and sorted(asked[1]) == sorted({packet_router_name(topo.ports(v)) for v in range(topo.nodes)})
+    _clean(hier)
+    assert {k: v for k, v in hier.items() if k not in TIMING} == {k: v for k, v in flat.items() if k not in TIMING}
 
 
 def test_compiled_mixed_equals_amaranth(tmp_path):
@@ -138,3 +139,33 @@ def test_soak_verdict_catches_planted_faults():
     assert swap["sum_mismatch_nodes"] == [1] and swap["duplicates"] == swap["lost"] == 0
     bad = _verdict(sent, [0, 3, 0, 3, 0, 0], [0, 3, 0, 3, 0, 0], [0, 5, 0, 5, 0, 0], payload_errors=2)
     assert bad["corrupted"] == 2
+
+
+def test_soak_verdict_with_bitmaps_wider_than_64_bits():
+    """A 100-node network: node 7 sends packets 0..4 from a 2-entry ROM to nodes 3 and 99, then 70
+    (keys 7 << 24 | q). Node 99 expects packets 0, 2, 4; node 70 packets 1, 3; node 3 all five."""
+    fmt = PacketFormat(100, 2)
+    tr = make_traffic(fmt, "multicast", fanout=2, rate=0.5, seed=1)
+    tr.roms[7] = [(1 << 3) | (1 << 99), (1 << 3) | (1 << 70)]
+    sent = [0] * 100
+    sent[7] = 5
+    keys = {q: (7 << 24 | q) for q in range(5)}
+    count, key_sum, key_sq_sum = [0] * 100, [0] * 100, [0] * 100
+    for d, qs in ((3, range(5)), (99, (0, 2, 4)), (70, (1, 3))):
+        count[d] = len(qs)
+        key_sum[d] = sum(keys[q] for q in qs) % 2**32
+        key_sq_sum[d] = sum(keys[q] ** 2 for q in qs) % 2**32
+    z = [0] * 10
+
+    def verdict(count, key_sum):
+        return soak_verdict(fmt, tr, sent=sent, count=count, key_sum=key_sum, key_sq_sum=key_sq_sum,
+                            errors={"header": 0, "payload": 0}, ejected=10 * fmt.packet_flits, cycles=100,
+                            deadlock=False, link_flits=z)
+
+    good = verdict(count, key_sum)
+    assert (good["expected"], good["delivered"], good["duplicates"], good["lost"]) == (10, 10, 0, 0)
+    assert good["sum_mismatch_nodes"] == [] and not good["deadlock"]
+    wrong = verdict(count, key_sum[:99] + [key_sum[99] + 1])  # node 99 got another packet instead of one
+    assert wrong["sum_mismatch_nodes"] == [99]
+    short = verdict(count[:70] + [1] + count[71:], key_sum)
+    assert (short["lost"], short["delivered"]) == (1, 9)
