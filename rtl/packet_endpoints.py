@@ -1,11 +1,14 @@
 """Endpoints of the packet network for tests, benchmarks and the soak: generator, sink, checker.
 
-* :class:`Generator` streams packets whose destination bitmaps come from a ROM
-  that :mod:`equimesh.sim.traffic` fills per pattern (random multicast with a
+* :class:`Generator` streams packets whose destination bitmaps come from a
+  table the host loads before the run, as a traffic generator's DMA would
+  (:mod:`equimesh.sim.traffic` fills it per pattern: random multicast with a
   fan-out, uniform unicast, AllGather by MultiWrite, AllGather by unicasts).
-  Packet ``seq`` uses ROM entry ``seq mod depth``, so the Python scoreboard
-  knows every bitmap sent from the ``sent`` count alone.
-* :class:`Sink` takes local copies, with optional random backpressure per lane.
+  Packet ``seq`` uses entry ``seq mod length``, so the Python scoreboard knows
+  every bitmap sent from the ``sent`` count alone. The injection rate, the
+  table's length and the packet limit are inputs too: one compiled model runs
+  every pattern, seed and rate of a network.
+* :class:`Sink` takes local copies, with random backpressure per lane (an input probability).
 * :class:`Checker` counts the copies a node received and sums their keys, and
   counts header and payload errors: the compiled soak reads these counters
   instead of watching every flit.
@@ -45,42 +48,46 @@ def payload_word(fmt: PacketFormat, src, seq, index) -> Cat:
 
 
 class Generator(wiring.Component):
-    """ROM-driven source of one node.
+    """Traffic source of one node, driven by its bitmap table.
 
     Parameters
     ----------
-    bitmaps : the destination bitmap of packet ``seq`` is ``bitmaps[seq % len(bitmaps)]``.
-    count : packets to send, or None to loop over the ROM until ``stop``.
-    rate : probability that an idle generator starts a packet in a cycle (1.0 = saturation).
+    depth : entries of the bitmap table (its capacity; ``length`` of them are used).
 
     Ports
     -----
-    o : Out(stream)  -- to the router's ``inject``.
-    stop : In(1)     -- no new packet starts while high (a started packet completes).
-    sent : Out(32)   -- packets whose header has been taken (the next ``seq``).
+    o : Out(stream)       -- to the router's ``inject``.
+    stop : In(1)          -- no new packet starts while high (a started packet completes).
+    rate : In(17)         -- a packet starts in a cycle with probability ``rate / 2**16`` (2**16: every cycle).
+    length : In(range(depth + 1)) -- packet ``seq`` goes to table entry ``seq mod length``.
+    we, addr, data : In   -- the host's table write port.
+    limit : In(32)        -- packets to send (2**32 - 1: until ``stop``), kept with every table write.
+    sent : Out(32)        -- packets whose header has been taken (the next ``seq``).
     """
 
-    def __init__(self, fmt: PacketFormat, node: int, bitmaps: list[int], count: int | None, rate: float):
-        if not 0.0 < rate <= 1.0:
-            raise ValueError(f"injection rate must be in (0, 1] (got {rate})")
-        self.fmt, self.node, self.bitmaps, self.count, self.rate = fmt, node, list(bitmaps), count, rate
-        super().__init__({"o": Out(stream.Signature(fmt.flit)), "stop": In(1), "sent": Out(COUNTER_BITS)})
+    def __init__(self, fmt: PacketFormat, node: int, depth: int):
+        self.fmt, self.node, self.depth = fmt, node, depth
+        super().__init__({"o": Out(stream.Signature(fmt.flit)), "stop": In(1), "rate": In(RATE_BITS + 1),
+                          "length": In(range(depth + 1)), "limit": In(COUNTER_BITS), "we": In(1),
+                          "addr": In(range(depth)), "data": In(fmt.nodes), "sent": Out(COUNTER_BITS)})
 
     def elaborate(self, platform):
         m = Module()
         fmt = self.fmt
-        depth = len(self.bitmaps)
-        m.submodules.rom = rom = Memory(shape=fmt.nodes, depth=depth, init=self.bitmaps)
-        rd = rom.read_port(domain="comb")
+        m.submodules.table = table = Memory(shape=fmt.nodes, depth=self.depth, init=[])
+        wr = table.write_port()
+        m.d.comb += [wr.en.eq(self.we), wr.addr.eq(self.addr), wr.data.eq(self.data)]
+        rd = table.read_port(domain="comb")
+        limit = Signal(COUNTER_BITS)
+        with m.If(self.we):
+            m.d.sync += limit.eq(self.limit)
 
         seq = Signal(SEQ_BITS)
         idx = Signal(range(fmt.payload_flits + 1))  # 0 = header
         sending = Signal()
         lfsr = Signal(RATE_BITS, init=_seed(self.node, 1))
         _lfsr_step(m, lfsr)
-        fire = 1 if self.rate >= 1.0 else lfsr < int(self.rate * (1 << RATE_BITS))
-        more = 1 if self.count is None else self.sent < self.count
-        start = fire & ~self.stop & more
+        start = (lfsr < self.rate) & ~self.stop & (self.sent < limit)
 
         bitmap = rd.data
         idx8, word = payload_word(fmt, self.node, seq, idx)
@@ -100,7 +107,7 @@ class Generator(wiring.Component):
         with m.If(take):
             m.d.sync += idx.eq(Mux(out.last, 0, idx + 1))
             with m.If(out.last):
-                m.d.sync += [seq.eq(seq + 1), rd.addr.eq(Mux(rd.addr == depth - 1, 0, rd.addr + 1)),
+                m.d.sync += [seq.eq(seq + 1), rd.addr.eq(Mux(rd.addr + 1 >= self.length, 0, rd.addr + 1)),
                              sending.eq(start)]
         with m.Elif(~sending):
             m.d.sync += sending.eq(start)
@@ -108,29 +115,30 @@ class Generator(wiring.Component):
 
 
 class Sink(wiring.Component):
-    """Takes every local copy of one node; with ``stall`` > 0 each lane refuses a flit with that probability.
+    """Takes every local copy of one node; each lane refuses a flit with probability ``stall / 2**16``.
 
     Ports
     -----
     i : In(stream).array(lanes)
+    stall : In(17)
     """
 
-    def __init__(self, fmt: PacketFormat, node: int, lanes: int, stall: float):
-        if not 0.0 <= stall < 1.0:
-            raise ValueError(f"sink stall probability must be in [0, 1) (got {stall})")
-        self.node, self.lanes, self.stall = node, lanes, stall
-        super().__init__({"i": In(stream.Signature(fmt.flit)).array(lanes)})
+    def __init__(self, fmt: PacketFormat, node: int, lanes: int):
+        self.node, self.lanes = node, lanes
+        super().__init__({"i": In(stream.Signature(fmt.flit)).array(lanes), "stall": In(RATE_BITS + 1)})
 
     def elaborate(self, platform):
         m = Module()
         for k in range(self.lanes):
-            if self.stall == 0.0:
-                m.d.comb += self.i[k].ready.eq(1)
-                continue
             lfsr = Signal(RATE_BITS, init=_seed(self.node, k, 7))
             _lfsr_step(m, lfsr)
-            m.d.comb += self.i[k].ready.eq(lfsr >= int(self.stall * (1 << RATE_BITS)))
+            m.d.comb += self.i[k].ready.eq(lfsr >= self.stall)
         return m
+
+
+def probability(p: float) -> int:
+    """A probability as the generators' ``rate`` and the sinks' ``stall`` inputs take it (/ 2**16)."""
+    return int(p * (1 << RATE_BITS))
 
 
 class Checker(wiring.Component):

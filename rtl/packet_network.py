@@ -18,7 +18,7 @@ from amaranth.lib.wiring import In, Out
 from ..schedules.routing import ForwardingTable, check_deadlock_free
 from .packet import PacketFormat
 from .instance import router_ports
-from .packet_endpoints import COUNTER_BITS, Checker, Generator, Sink
+from .packet_endpoints import COUNTER_BITS, RATE_BITS, Checker, Generator, Sink
 from .packet_router import PacketConfig, PacketRouter
 from .rom import DEFAULT_PIPELINE
 
@@ -157,16 +157,38 @@ def host_ports(net) -> list[str]:
     return names + [name for bus in net.buses.values() for name, _ in bus.ports()]
 
 
+TABLE_BITS = 8192  # the bitmap tables' write bus: at most this many data bits per load frame
+
+
+class TrafficLoad:
+    """How the host loads the generators' bitmap tables (:class:`TrafficTop`): ``group`` nodes per
+    frame (node ``v`` is field ``v mod group`` of group ``v // group``), one entry address per frame;
+    a field is a bitmap padded to 32-bit words, and a 32-bit packet limit per node beside it."""
+
+    def __init__(self, nodes: int, depth: int):
+        self.nodes, self.depth = nodes, depth
+        self.field_bits = 32 * -(-nodes // 32)
+        self.group = max(1, min(nodes, TABLE_BITS // self.field_bits))
+        self.groups = -(-nodes // self.group)
+
+
 class TrafficTop(wiring.Component):
     """A network with a :class:`Generator` and a :class:`Sink` per node (and a :class:`Checker` if asked).
 
     ``net`` is a :class:`PacketNetwork`, or a scheduled :class:`~equimesh.rtl.network.Network` built
     with ``packets`` (then ``start``, ``done``, ``launch``, ``link_valid``, the host's load and read
-    ports and the statistics block's counters pass through).
+    ports and the statistics block's counters pass through). The traffic is not part of the design:
+    the host loads every generator's table of ``depth`` bitmaps (:class:`TrafficLoad`) and sets the
+    rate, the sinks' stall probability and the table length before a run
+    (:func:`equimesh.sim.traffic.traffic_load`).
 
     Ports
     -----
     stop : In(1)  -- generators start no new packet.
+    rate, stall : In(17)  -- injection and backpressure probabilities (/ 2**16).
+    table_len : In(range(depth + 1))  -- table entries in use.
+    table_we, table_group, table_addr : In  -- write entry ``table_addr`` of group ``table_group``'s tables;
+    table_data : In(group x field_bits), table_limit : In(group x 32)  -- the group's bitmaps and packet limits.
     sent : Out(32).array(nodes)  -- packets injected per node.
     ejected : Out(32)  -- flits taken by all sinks (progress, for the watchdog).
     link_flits : Out(32).array(links)
@@ -176,16 +198,24 @@ class TrafficTop(wiring.Component):
         header_errors, payload_errors : Out(32) (summed over nodes).
     """
 
-    def __init__(self, net, roms: list[list[int]], counts: list[int] | None, rate: float, stall: float,
-                 check: bool):
+    def __init__(self, net, depth: int, check: bool):
         self.net = net
         self.designs = net.designs if net.instances else {}  # router modules, for top_verilog
         self.fmt = fmt = net.fmt
         self.scheduled = "launch" in net.signature.members
-        self.roms, self.counts, self.rate, self.stall, self.check = roms, counts, rate, stall, check
+        self.depth, self.check = depth, check
+        self.load = load = TrafficLoad(fmt.nodes, depth)
         nodes = fmt.nodes
         members = {
             "stop": In(1),
+            "rate": In(RATE_BITS + 1),
+            "stall": In(RATE_BITS + 1),
+            "table_len": In(range(depth + 1)),
+            "table_we": In(1),
+            "table_group": In(range(max(2, load.groups))),
+            "table_addr": In(range(depth)),
+            "table_data": In(load.group * load.field_bits),
+            "table_limit": In(load.group * COUNTER_BITS),
             "sent": Out(COUNTER_BITS).array(nodes),
             "ejected": Out(COUNTER_BITS),
             "link_flits": Out(COUNTER_BITS).array(len(net.link_flits)),
@@ -209,7 +239,7 @@ class TrafficTop(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        fmt, net = self.fmt, self.net
+        fmt, net, load = self.fmt, self.net, self.load
         m.submodules.net = net
         nodes = fmt.nodes
         chks = []
@@ -221,16 +251,24 @@ class TrafficTop(wiring.Component):
                 mine, theirs = getattr(self, name), getattr(net, name)
                 m.d.comb += (theirs.eq(mine) if net.signature.members[name].flow == In else mine.eq(theirs))
         for v in range(nodes):
-            gen = Generator(fmt, v, self.roms[v], None if self.counts is None else self.counts[v], self.rate)
+            gen = Generator(fmt, v, self.depth)
             m.submodules[f"gen_{v}"] = gen
             wiring.connect(m, gen.o, net.inject[v])
-            m.d.comb += [gen.stop.eq(self.stop), self.sent[v].eq(gen.sent)]
+            field = v % load.group
+            m.d.comb += [
+                gen.stop.eq(self.stop), gen.rate.eq(self.rate), gen.length.eq(self.table_len),
+                gen.we.eq(self.table_we & (self.table_group == v // load.group)), gen.addr.eq(self.table_addr),
+                gen.data.eq(self.table_data[field * load.field_bits:][:nodes]),
+                gen.limit.eq(self.table_limit[field * COUNTER_BITS:][:COUNTER_BITS]),
+                self.sent[v].eq(gen.sent),
+            ]
             if not self.check:
                 mon = self.inject_mon[v]
                 m.d.comb += [mon.valid.eq(gen.o.valid), mon.ready.eq(gen.o.ready), mon.payload.eq(gen.o.payload)]
             lanes = [k for k, (u, _) in enumerate(net.lanes) if u == v]
-            sink = Sink(fmt, v, len(lanes), self.stall)
+            sink = Sink(fmt, v, len(lanes))
             m.submodules[f"sink_{v}"] = sink
+            m.d.comb += sink.stall.eq(self.stall)
             for j, k in enumerate(lanes):
                 wiring.connect(m, net.eject[k], sink.i[j])
             if self.check:

@@ -14,7 +14,7 @@ import numpy as np
 from amaranth.sim import Simulator
 
 from ..rtl.network import Network
-from .program import Program, Run, words_of
+from .program import Drive, Program, Run, words_of
 
 
 def _int(words: np.ndarray) -> int:
@@ -26,6 +26,19 @@ def _words(value: int, width: int) -> np.ndarray:
     return np.frombuffer(value.to_bytes(4 * n, "little"), dtype="<u4").copy()
 
 
+def _port(top, name):
+    p = getattr(top, name)
+    return p.as_value() if hasattr(p, "as_value") else p
+
+
+async def drive(ctx, top, seg: Drive) -> None:
+    """Set ``top``'s inputs frame by frame as ``seg`` says, one clock edge per frame (no captures)."""
+    for f in range(seg.frames):
+        for name, vals in seg.values.items():
+            ctx.set(_port(top, name), _int(vals[f]))
+        await ctx.tick()
+
+
 def execute(net: Network, *programs: Program, vcd: str | None = None, progress=None) -> list[dict]:
     """Run ``programs`` one after the other on one elaborated ``net``; return, per program,
     ``{"run_cycles", "run_seconds", <captured port>: uint32 [frames, words]}``.
@@ -33,10 +46,6 @@ def execute(net: Network, *programs: Program, vcd: str | None = None, progress=N
     ``progress(cycle, limit)`` is called now and then during a run segment.
     """
     outs: list[dict] = [{} for _ in programs]
-
-    def port(name):
-        p = getattr(net, name)
-        return p.as_value() if hasattr(p, "as_value") else p
 
     async def bench(ctx):
         for program, out in zip(programs, outs):
@@ -63,10 +72,10 @@ def execute(net: Network, *programs: Program, vcd: str | None = None, progress=N
                     for name in seg.capture}
             for f in range(seg.frames):
                 for name, vals in seg.values.items():
-                    ctx.set(port(name), _int(vals[f]))
+                    ctx.set(_port(net, name), _int(vals[f]))
                 await ctx.tick()
                 for name in seg.capture:
-                    caps[name][f] = _words(ctx.get(port(name)), program.widths[name])
+                    caps[name][f] = _words(ctx.get(_port(net, name)), program.widths[name])
             out.update(caps)
 
     # The simulator compiles every signal to Python source with its mask as a decimal literal; a top

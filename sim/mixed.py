@@ -30,9 +30,10 @@ from ..rtl.packet import PacketFormat
 from ..rtl.packet_network import PacketSetup, TrafficTop
 from ..rtl.rom import DEFAULT_PIPELINE, NetworkImage
 from ..schedules.routing import ForwardingTable
+from .harness import drive
 from .metrics import link_stats
-from .program import Program, check, final_reads, join, make_program, read_back
-from .traffic import Run, Traffic
+from .program import Program, check, final_reads, join, make_program, merged, read_back, scalar
+from .traffic import Run, Traffic, traffic_load
 
 
 class MixedRun:
@@ -125,12 +126,23 @@ def _decode(trace: list[int], links: int) -> np.ndarray:
     return np.unpackbits(raw, axis=1, bitorder="little")[:, :links].astype(bool)
 
 
-def mixed_top(design: Design, table: ForwardingTable, traffic: Traffic, payload_flits: int, stall: float,
+def mixed_top(design: Design, table: ForwardingTable, traffic: Traffic, payload_flits: int,
               check: bool = False, instances: bool = False) -> TrafficTop:
     """The network carrying both modes, with a generator and a sink per node (and a checker with ``check``);
-    ``instances``: its routers are instances of their Verilog modules (``rtl/network.py``)."""
+    ``instances``: its routers are instances of their Verilog modules (``rtl/network.py``). Of the traffic
+    only its table depth is part of the design."""
     net = Network(design, PacketSetup(table, payload_flits, pipeline=design.pipeline), instances=instances)
-    return TrafficTop(net, traffic.roms, traffic.counts, traffic.rate, stall, check=check)
+    return TrafficTop(net, traffic.depth, check=check)
+
+
+def mixed_load(image: NetworkImage, design: Design, fmt: PacketFormat, traffic: Traffic, stall: float,
+               widths: dict[str, int]):
+    """The host's load before a mixed run, the same on every backend: the tables and lanes
+    (:func:`~equimesh.sim.program.make_program`) beside the generators' tables
+    (:func:`~equimesh.sim.traffic.traffic_load`), generators stopped, ``start`` low."""
+    load = merged(make_program(image, design, widths).segments[0], traffic_load(fmt, traffic, stall))
+    load.values["start"] = scalar(np.zeros(load.frames), 1)
+    return load
 
 
 def simulate_mixed(image: NetworkImage, table: ForwardingTable, traffic: Traffic, payload_flits: int, *,
@@ -142,8 +154,8 @@ def simulate_mixed(image: NetworkImage, table: ForwardingTable, traffic: Traffic
 
     The host first loads the tables and lanes (generators stopped), as every backend does."""
     design = fit(image, pipeline=pipeline)
-    top = mixed_top(design, table, traffic, payload_flits, stall)
-    load = make_program(image, design, top_ports(top)[2]).segments[0]
+    top = mixed_top(design, table, traffic, payload_flits)
+    load = mixed_load(image, design, top.fmt, traffic, stall, top_ports(top)[2])
     sigs = [top.launch, top.done, top.link_valid]
     for mon in list(top.inject_mon) + list(top.eject_mon):
         sigs += [mon.valid, mon.ready, mon.payload.as_value()]
@@ -153,11 +165,7 @@ def simulate_mixed(image: NetworkImage, table: ForwardingTable, traffic: Traffic
     out = {}
 
     async def bench(ctx):
-        ctx.set(top.stop, 1)
-        for f in range(load.frames):
-            for name, vals in load.values.items():
-                ctx.set(getattr(top, name), int.from_bytes(vals[f].tobytes(), "little"))
-            await ctx.tick()
+        await drive(ctx, top, load)
         sampler = ctx.tick().sample(*sigs).__aiter__()
         while True:
             stop, start = mixed.drive()
@@ -190,20 +198,19 @@ def simulate_mixed(image: NetworkImage, table: ForwardingTable, traffic: Traffic
 
 
 def mixed_program(image: NetworkImage, design: Design, fmt, traffic: Traffic, widths: dict[str, int], *,
-                  start_at: int, cycles: int) -> tuple[Program, dict]:
+                  start_at: int, cycles: int, stall: float) -> tuple[Program, dict]:
     """The compiled model's program of a mixed run, event for event as :func:`simulate_mixed`: load
     (generators stopped), packets from edge 0, ``start`` for the one edge ``start_at``, ``stop`` from
     edge ``cycles`` (random patterns), clock until ``done``, drain the packets (as
     :func:`~equimesh.sim.traffic.packet_segments`), read the counters, then the lanes. The program's
     edge counts are absolute: the load's frames come first. Returns the program and the indices of
     its marks (``done``: the segments that may see ``done``, ``end``) and captures (``counters``, ``read``)."""
-    from .program import Capture, ClockTo, Drive, Set, Until, scalar
+    from .program import Capture, ClockTo, Set, Until
     from .traffic import DRAIN_LIMIT, WATCHDOG, counter_ports, target_flits
 
-    base = make_program(image, design, widths)
-    load, read = base.segments[0], base.segments[3]
+    read = make_program(image, design, widths).segments[3]
+    load = mixed_load(image, design, fmt, traffic, stall, widths)
     t0 = load.frames
-    load = Drive(t0, {**load.values, "stop": scalar(np.ones(t0), 1), "start": scalar(np.zeros(t0), 1)})
     limit = t0 + start_at + cycles + design.run_cycles(image.steps) + 100_000
     s, c = t0 + start_at, t0 + cycles if traffic.counts is None else None
     on, off, stop = ({name: scalar([v], 1)} for name, v in (("start", 1), ("start", 0), ("stop", 1)))
@@ -248,10 +255,10 @@ def run_mixed_compiled(image: NetworkImage, table: ForwardingTable, traffic: Tra
 
     design = fit(image, pipeline=pipeline)
     fmt = PacketFormat(table.topology.nodes, payload_flits)
-    model, widths = build_top(lambda: mixed_top(design, table, traffic, payload_flits, stall, check=True, instances=True), json.dumps(
-        ["mixed", repr(design), table.to_json(), traffic.roms, traffic.counts, traffic.rate, stall, payload_flits]), log,
+    model, widths = build_top(lambda: mixed_top(design, table, traffic, payload_flits, check=True, instances=True), json.dumps(
+        ["mixed", repr(design), table.to_json(), traffic.depth, payload_flits]), log,
         kind=packet_model(fmt.nodes))
-    program, at = mixed_program(image, design, fmt, traffic, widths, start_at=start_at, cycles=cycles)
+    program, at = mixed_program(image, design, fmt, traffic, widths, start_at=start_at, cycles=cycles, stall=stall)
     t0 = program.segments[0].frames
     rec = model.run(program, Path(workdir))
     done_edge = next((rec["marks"][i].edge for i in at["done"] if rec["marks"][i].reached), None)

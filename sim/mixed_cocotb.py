@@ -36,6 +36,7 @@ import numpy as np
 from ..rtl.packet import PacketError, PacketFormat
 from ..rtl.rom import DEFAULT_PIPELINE
 from .traffic import Traffic
+from .traffic_cocotb import drive_load
 
 NAME = "equimesh_mixed"
 
@@ -71,11 +72,7 @@ async def mixed(dut):
     dut.stop.value = 1
     await ClockCycles(dut.clk, 2)
     dut.rst.value = 0
-    for f in range(load.frames):
-        await FallingEdge(dut.clk)
-        for name, vals in load.values.items():
-            getattr(dut, name).value = int.from_bytes(vals[f].tobytes(), "little")
-        await RisingEdge(dut.clk)
+    await drive_load(dut, load)
     stop_sig, start_sig, launch_sig, done_sig, valid_sig = dut.stop, dut.start, dut.launch, dut.done, dut.link_valid
     t0 = time.perf_counter()
     while True:
@@ -121,8 +118,7 @@ def run_mixed_verilog(image, table, traffic: Traffic, payload_flits: int, build_
     """
     from ..rtl.design import fit
     from ..rtl.network import top_ports
-    from .mixed import mixed_top
-    from .program import make_program
+    from .mixed import mixed_load, mixed_top
     from .verilog_sim import SimulatorMissing, check_simulator, run_bench
 
     if simulator not in ("icarus", "verilator"):
@@ -134,8 +130,8 @@ def run_mixed_verilog(image, table, traffic: Traffic, payload_flits: int, build_
     build = Path(build_dir).resolve()
     build.mkdir(parents=True, exist_ok=True)
     design = fit(image, pipeline=pipeline)
-    top = mixed_top(design, table, traffic, payload_flits, stall)
-    load = make_program(image, design, top_ports(top)[2]).segments[0]
+    top = mixed_top(design, table, traffic, payload_flits)
+    load = mixed_load(image, design, top.fmt, traffic, stall, top_ports(top)[2])
     pkl = build / "image.pkl"
     pkl.write_bytes(pickle.dumps((image, design, load)))
     out, build_s, run_s = run_bench(top, NAME, build, simulator, "equimesh.sim.mixed_cocotb", "EQUIMESH_MIXED", {

@@ -75,6 +75,16 @@ class Drive:
     capture: list[str] = field(default_factory=list)
 
 
+def merged(*drives: Drive) -> Drive:
+    """Drives of different ports side by side, as long as the longest: a shorter one holds its last frame."""
+    frames = max(d.frames for d in drives)
+    values = {}
+    for d in drives:
+        for name, vals in d.values.items():
+            values[name] = np.concatenate([vals, np.repeat(vals[-1:], frames - d.frames, axis=0)])
+    return Drive(frames, values)
+
+
 @dataclass
 class Run:
     limit: int

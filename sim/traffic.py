@@ -46,6 +46,48 @@ class Traffic:
         rom = self.roms[src]
         return rom[seq % len(rom)]
 
+    @property
+    def depth(self) -> int:
+        """The generators' table depth for this traffic: :data:`ROM_DEPTH`, or the next power of two
+        that holds a longer table; so every random pattern, seed and rate of a network, and every
+        AllGather up to that many packets, runs on one compiled model."""
+        return max(ROM_DEPTH, 1 << (len(self.roms[0]) - 1).bit_length())
+
+
+def traffic_load(fmt: PacketFormat, traffic: Traffic, stall: float):
+    """The host's load of the generators' tables, rate, table length and packet limits and the sinks'
+    stall probability (:class:`~equimesh.rtl.packet_network.TrafficTop`), generators stopped: a
+    :class:`~equimesh.sim.program.Drive` every backend runs before the traffic (the last frame writes
+    nothing; the values it leaves stay)."""
+    from ..rtl.packet_endpoints import probability
+    from ..rtl.packet_network import TrafficLoad
+    from .program import Drive, pack_bits, scalar
+
+    n, length = fmt.nodes, len(traffic.roms[0])
+    if any(len(rom) != length for rom in traffic.roms):
+        raise PacketError("every generator's table must have the same length")
+    load = TrafficLoad(n, traffic.depth)
+    g, groups, fb = load.group, load.groups, load.field_bits
+    frames = groups * length + 1
+    f = np.arange(frames)
+    grp, addr = np.minimum(f // length, groups - 1), np.minimum(f % length, length - 1)
+    live = f < groups * length
+    bits = np.zeros((groups * g, length, fb), dtype=np.uint8)
+    for v, rom in enumerate(traffic.roms):
+        bits[v, :, :n] = bit_matrix(rom, n)
+    data = bits.reshape(groups, g, length, fb)[grp, :, addr]          # [frames, g, fb]
+    limits = np.full(groups * g, 2**32 - 1, dtype=np.uint32)          # until stopped
+    if traffic.counts is not None:
+        limits[:n] = traffic.counts
+    const = np.ones(frames, dtype=np.uint64)
+    return Drive(frames, {
+        "stop": scalar(const, 1), "rate": scalar(const * probability(traffic.rate), 17),
+        "stall": scalar(const * probability(stall), 17), "table_len": scalar(const * length, 32),
+        "table_we": scalar(live, 1), "table_group": scalar(grp, 32), "table_addr": scalar(addr, 32),
+        "table_data": pack_bits(data.reshape(frames, -1)),
+        "table_limit": np.ascontiguousarray(limits.reshape(groups, g)[grp]),
+    })
+
 
 def make_traffic(fmt: PacketFormat, pattern: str, *, fanout: int = 4, rate: float = 1.0, packets: int = 4,
                  seed: int = 1, bitmap: int | None = None, src: int | None = None) -> Traffic:
@@ -238,9 +280,10 @@ def simulate(table: ForwardingTable, traffic: Traffic, payload_flits: int, *, cy
     from amaranth.sim import Simulator
 
     from ..rtl.packet_network import PacketNetwork, TrafficTop
+    from .harness import drive
 
-    top = TrafficTop(PacketNetwork(table, payload_flits, pipeline=pipeline), traffic.roms, traffic.counts,
-                     traffic.rate, stall, check=False)
+    top = TrafficTop(PacketNetwork(table, payload_flits, pipeline=pipeline), traffic.depth, check=False)
+    load = traffic_load(top.fmt, traffic, stall)
     sigs = []
     for mon in list(top.inject_mon) + list(top.eject_mon):
         sigs += [mon.valid, mon.ready, mon.payload.as_value()]
@@ -249,6 +292,7 @@ def simulate(table: ForwardingTable, traffic: Traffic, payload_flits: int, *, cy
     out = {}
 
     async def bench(ctx):
+        await drive(ctx, top, load)
         sampler = ctx.tick().sample(*sigs).__aiter__()
         while True:
             ctx.set(top.stop, run.stop)
@@ -408,14 +452,15 @@ def run_compiled(table: ForwardingTable, traffic: Traffic, payload_flits: int, w
     from .verilator import build_top
 
     def make_top():
-        return TrafficTop(PacketNetwork(table, payload_flits, pipeline=pipeline, instances=True), traffic.roms, traffic.counts,
-                          traffic.rate, stall, check=True)
+        return TrafficTop(PacketNetwork(table, payload_flits, pipeline=pipeline, instances=True), traffic.depth,
+                          check=True)
 
     fmt, links = PacketFormat(table.topology.nodes, payload_flits), len(table.topology.links)
-    model, widths = build_top(make_top, json.dumps(
-        ["traffic", table.to_json(), traffic.roms, traffic.counts, traffic.rate, stall, payload_flits, pipeline]), log,
-        kind=packet_model(fmt.nodes))
-    segments = packet_segments(fmt, traffic, cycles)
+    model, widths = build_top(make_top, json.dumps(["traffic", table.to_json(), traffic.depth, payload_flits, pipeline]),
+                              log, kind=packet_model(fmt.nodes))
+    load = traffic_load(fmt, traffic, stall)
+    t0 = load.frames  # the program's edges count from reset, the load's frames first
+    segments = [load] + packet_segments(fmt, traffic, cycles, start=t0)
     names = counter_ports(fmt.nodes, links)
     program = Program(segments + [Capture(names)], widths)
     rec = model.run(program, Path(workdir))
@@ -424,9 +469,10 @@ def run_compiled(table: ForwardingTable, traffic: Traffic, payload_flits: int, w
     got = rec["captures"][len(segments)]
     counters = read_counters(lambda n: int(got[n][0]), fmt.nodes, links)
     finite = traffic.counts is not None
-    deadlock = not finished(end, finite) or (not finite and marks[1].reached)  # or a silent injection block
-    r = soak_verdict(fmt, traffic, cycles=completion(end, finite), deadlock=deadlock, **counters)
-    r.update({"completion": completion(end, finite), "simulator": "verilator", "build_seconds": round(model.build_seconds, 1),
+    deadlock = not finished(end, finite) or (not finite and marks[2].reached)  # or a silent injection block
+    last = completion(end, finite) - t0
+    r = soak_verdict(fmt, traffic, cycles=last, deadlock=deadlock, **counters)
+    r.update({"completion": last, "simulator": "verilator", "build_seconds": round(model.build_seconds, 1),
               "cached": model.cached, "sim_seconds": round(sum(m.seconds for m in marks.values()), 3)})
     return r
 
@@ -451,13 +497,12 @@ def run_verilog(table: ForwardingTable, traffic: Traffic, payload_flits: int, bu
         raise PacketError(str(e)) from None
     build = Path(build_dir).resolve()
     build.mkdir(parents=True, exist_ok=True)
-    top = TrafficTop(PacketNetwork(table, payload_flits, pipeline=pipeline), traffic.roms, traffic.counts,
-                     traffic.rate, stall, check=mode != "trace")
+    top = TrafficTop(PacketNetwork(table, payload_flits, pipeline=pipeline), traffic.depth, check=mode != "trace")
     target = target_flits(top.fmt, traffic)
     out, build_s, _ = run_bench(top, "equimesh_traffic", build, simulator, "equimesh.sim.traffic_cocotb",
                                 "EQUIMESH_TRAFFIC", {
         "mode": mode, "nodes": top.fmt.nodes, "payload_flits": payload_flits, "pattern": traffic.pattern,
-        "roms": traffic.roms, "counts": traffic.counts, "rate": traffic.rate, "cycles": cycles,
+        "roms": traffic.roms, "counts": traffic.counts, "rate": traffic.rate, "stall": stall, "cycles": cycles,
         "links": len(table.topology.links), "lanes": [v for v, _ in top.net.lanes], "target_flits": target})
     out["simulator"] = simulator
     out["build_seconds"] = round(build_s, 1)

@@ -27,11 +27,20 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge
 
 from ..rtl.packet import PacketFormat
-from .traffic import BLOCK, DRAIN_LIMIT, WATCHDOG, Run, Traffic, read_counters, soak_verdict
+from .traffic import BLOCK, DRAIN_LIMIT, WATCHDOG, Run, Traffic, read_counters, soak_verdict, traffic_load
 
 
 def _get(dut, name: str) -> int:
     return int(getattr(dut, name).value)
+
+
+async def drive_load(dut, load) -> None:
+    """Apply a :class:`~equimesh.sim.program.Drive`'s inputs, one rising edge per frame."""
+    for f in range(load.frames):
+        await FallingEdge(dut.clk)
+        for name, vals in load.values.items():
+            getattr(dut, name).value = int.from_bytes(vals[f].tobytes(), "little")
+        await RisingEdge(dut.clk)
 
 
 async def _reset(dut) -> None:
@@ -50,6 +59,8 @@ async def traffic(dut):
     traffic = Traffic(cfg["pattern"], cfg["roms"], cfg["counts"], cfg["rate"])
     n_links, lanes = cfg["links"], cfg["lanes"]
     await _reset(dut)
+    await drive_load(dut, traffic_load(fmt, traffic, cfg["stall"]))  # then cycle 0, as every backend counts
+    dut.stop.value = 0
     t0 = time.perf_counter()
     if cfg["mode"] == "trace":
         run = Run(fmt, traffic, lanes, cfg["cycles"])

@@ -53,6 +53,23 @@ def test_compiled_soak_equals_icarus_and_amaranth(tmp_path):
     assert {k: got[k] for k in COPIES + EDGES} == {k: ref[k] for k in COPIES + EDGES}
 
 
+def test_other_traffic_on_the_same_network_reuses_the_compiled_model(tmp_path):
+    """The generators' tables, rate, limits and the sinks' stall are loaded at run time: another seed,
+    rate, stall or pattern (within the table depth) is not another design. The second run is
+    judged on its own ROMs, so a model that ignored the load would fail its verdict."""
+    topo, first = _soak_traffic()
+    table = forwarding_table(topo)
+    fmt = PacketFormat(topo.nodes, 2)
+    run_compiled(table, first, 2, tmp_path / "a", cycles=600, stall=0.2)
+    other = make_traffic(fmt, "unicast", rate=0.3, seed=9)
+    assert other.depth == first.depth and other.roms != first.roms
+    again = run_compiled(table, other, 2, tmp_path / "b", cycles=400, stall=0.0)
+    assert again["cached"] and again["build_seconds"] == 0
+    _clean(again)
+    ref = simulate(table, other, 2, cycles=400)
+    assert {k: again[k] for k in COPIES + EDGES} == {k: ref[k] for k in COPIES + EDGES}
+
+
 @icarus
 def test_compiled_count_equals_icarus_and_amaranth(tmp_path):
     """Finite traffic: the completion cycle is exact on every backend."""
