@@ -38,7 +38,7 @@ from .verify import verify
 
 LIBRARY = Path(__file__).parent / "data" / "lane_schedules.json"
 BASE = 4       # chunks per shard of a stored schedule (one per port of an EquiMesh router)
-# ``--tail``: windows (steps) that re-solve a stored (else XTree's) schedule's end; longer than repair's 4-8 steps, so
+# ``--tail``: windows (steps) that re-solve a stored schedule's end; longer than repair's 4-8 steps, so
 # each takes minutes (2x9: 19 -> 18 steps in 183 s, docs/schedules.md "Best known").
 TAIL_WINDOWS = (10, 12, 14)
 
@@ -166,8 +166,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--repair", type=int, default=0, metavar="SEEDS",
                     help="XTree tie-break orders to repair with CP-SAT windows, instead of the whole exact model")
     ap.add_argument("--tail", action="store_true",
-                    help=f"re-solve the tail of the stored schedule (else of XTree's) with CP-SAT windows of "
-                         f"{', '.join(map(str, TAIL_WINDOWS))} steps (for --time-limit seconds) instead of solving anew")
+                    help=f"re-solve the tail of the stored schedule with CP-SAT windows of {', '.join(map(str, TAIL_WINDOWS))} "
+                         "steps (for --time-limit seconds) instead of solving anew")
     ap.add_argument("--add", nargs="*", default=[], type=Path,
                     help="schedule files (K = 4 lane-rule AllGathers at the bound) to store instead of solving")
     ap.add_argument("--out", type=Path, default=LIBRARY)
@@ -199,12 +199,11 @@ def main(argv: list[str] | None = None) -> None:
             topo = build(kind, r, c, ring_dirs=parse_ring_dirs(args.ring_dirs))
             bound = lower_bound(topo, BASE, "allgather")
             known = have(topo)
-            if known is not None and known.num_steps == bound:
+            if known is not None and known.num_steps == bound or args.tail and known is None:
                 continue
             t0 = time.perf_counter()
             if args.tail:
-                start = known if known is not None else xtree(topo, BASE, lanes=True)
-                phase = improve_tail(topo, BASE, start, True, args.time_limit, windows=TAIL_WINDOWS)
+                phase = improve_tail(topo, BASE, known, True, args.time_limit, windows=TAIL_WINDOWS)
             elif args.repair:
                 phase = repair(topo, BASE, args.repair, time_limit=args.time_limit)
             else:
