@@ -157,7 +157,7 @@ def host_ports(net) -> list[str]:
     return names + [name for bus in net.buses.values() for name, _ in bus.ports()]
 
 
-TABLE_BITS = 8192  # the bitmap tables' write bus: at most this many data bits per load frame
+TABLE_BITS = 16384  # the bitmap tables' write bus: data bits per load frame (with the scheduled network's load buses, under Amaranth's 65536 input bits)
 
 
 class TrafficLoad:
