@@ -157,7 +157,9 @@ def host_ports(net) -> list[str]:
     return names + [name for bus in net.buses.values() for name, _ in bus.ports()]
 
 
-TABLE_BITS = 16384  # the bitmap tables' write bus: data bits per load frame (with the scheduled network's load buses, under Amaranth's 65536 input bits)
+# The bitmap tables' write bus: data bits per load frame (with a scheduled network's load buses, the
+# top's inputs stay under Amaranth's 65536 bits).
+TABLE_BITS = 16384
 
 
 class TrafficLoad:

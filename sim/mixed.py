@@ -152,7 +152,8 @@ def simulate_mixed(image: NetworkImage, table: ForwardingTable, traffic: Traffic
     in the Amaranth simulator, on routers of pipeline depth ``pipeline`` (both paths, rtl/router.py).
     Returns the schedule's and the packets' results (see module docstring).
 
-    The host first loads the tables and lanes (generators stopped), as every backend does."""
+    The host first loads the tables, lanes and generators' tables (generators stopped), as every
+    backend does (:func:`mixed_load`)."""
     design = fit(image, pipeline=pipeline)
     top = mixed_top(design, table, traffic, payload_flits)
     load = mixed_load(image, design, top.fmt, traffic, stall, top_ports(top)[2])
