@@ -7,10 +7,10 @@ STAMP   := $(VENV)/.installed
 .PHONY: demo test bench setup clean
 
 $(STAMP): pyproject.toml
-	@command -v iverilog >/dev/null 2>&1 && command -v ccache >/dev/null 2>&1 || { \
-	  echo "installing Icarus Verilog and ccache (Debian packages iverilog, ccache)"; \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq iverilog ccache; \
-	  else sudo apt-get update -qq && sudo apt-get install -y -qq iverilog ccache; fi; }
+	@command -v iverilog >/dev/null 2>&1 && command -v ccache >/dev/null 2>&1 && test -f /usr/include/lz4.h || { \
+	  echo "installing Icarus Verilog, ccache and the LZ4 headers of Verilator's FST writer (Debian packages iverilog, ccache, liblz4-dev)"; \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq iverilog ccache liblz4-dev; \
+	  else sudo apt-get update -qq && sudo apt-get install -y -qq iverilog ccache liblz4-dev; fi; }
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test]'

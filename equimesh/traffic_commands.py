@@ -25,16 +25,18 @@ def _log(line: str) -> None:
     print(f"equimesh: {line}", file=sys.stderr, flush=True)
 
 
-def packet_run(backend: str, table, traffic, payload_flits: int, build_dir, mode: str, **run) -> dict:
-    """One packet run on ``backend``; missing or failing simulators become one-line errors."""
+def packet_run(backend: str, table, traffic, payload_flits: int, build_dir, mode: str, vcd: str | None = None,
+               **run) -> dict:
+    """One packet run on ``backend`` (``vcd``: amaranth and verilator only, :func:`_check_vcd`); missing or
+    failing simulators become one-line errors."""
     from .sim.verilator import VerilatorError
 
     try:
         if backend == "amaranth":
-            return simulate(table, traffic, payload_flits, **run)
+            return simulate(table, traffic, payload_flits, vcd=vcd, **run)
         with build_directory(build_dir, "equimesh-traffic-") as build:
             if backend == "verilator":
-                return run_compiled(table, traffic, payload_flits, build, log=_log, **run)
+                return run_compiled(table, traffic, payload_flits, build, log=_log, vcd=vcd, **run)
             return run_verilog(table, traffic, payload_flits, build, mode=mode, simulator=backend, **run)
     except PacketError as e:
         raise UsageError(str(e)) from None
@@ -106,11 +108,25 @@ def _traffic(args, fmt):
         raise UsageError(str(e)) from None
 
 
+def _check_vcd(args) -> None:
+    """``--vcd``: the Amaranth simulator writes VCD, the compiled model VCD or FST (by the name); the
+    file must be writable (created empty here, so a bad path fails before any build)."""
+    if not args.vcd:
+        return
+    if args.backend == "icarus":
+        raise UsageError("--vcd goes with --backend verilator or amaranth")
+    if args.backend == "amaranth" and args.vcd.endswith(".fst"):
+        raise UsageError("the amaranth backend writes VCD only; FST needs --backend verilator")
+    with writing(args.vcd), open(args.vcd, "w"):
+        pass
+
+
 def _check_common(args):
     if args.cycles < 1:
         raise UsageError(f"--cycles must be >= 1 (got {args.cycles})")
     if not 0.0 <= args.stall < 1.0:
         raise UsageError(f"--stall must be in [0, 1) (got {args.stall})")
+    _check_vcd(args)
 
 
 def _run(args, table, traffic, mode):
@@ -119,8 +135,8 @@ def _run(args, table, traffic, mode):
     if args.build_dir:
         with writing(args.build_dir):
             Path(args.build_dir).mkdir(parents=True, exist_ok=True)
-    return packet_run(args.backend, table, traffic, args.payload_flits, args.build_dir, mode, cycles=args.cycles,
-                      stall=args.stall, pipeline=args.pipeline)
+    return packet_run(args.backend, table, traffic, args.payload_flits, args.build_dir, mode, vcd=args.vcd,
+                      cycles=args.cycles, stall=args.stall, pipeline=args.pipeline)
 
 
 def _report(args, topo, table, r, seconds) -> None:
@@ -189,11 +205,6 @@ def cmd_mixed(args) -> int:
     topo, sched, image = load_image(args)
     table = table_from_args(args, topo)
     traffic = _traffic(args, PacketFormat(topo.nodes, args.payload_flits))
-    if args.vcd and args.backend != "amaranth":
-        raise UsageError("--vcd goes with --backend amaranth")
-    if args.vcd:
-        with writing(args.vcd), open(args.vcd, "w"):
-            pass
     try:
         if args.backend == "amaranth":
             r = simulate_mixed(image, table, traffic, args.payload_flits, start_at=args.start_at,
@@ -202,7 +213,8 @@ def cmd_mixed(args) -> int:
             from .sim.mixed import run_mixed_compiled
             with build_directory(args.build_dir, "equimesh-mixed-") as build:
                 r = run_mixed_compiled(image, table, traffic, args.payload_flits, build, start_at=args.start_at,
-                                       cycles=args.cycles, stall=args.stall, log=_log, pipeline=args.pipeline)
+                                       cycles=args.cycles, stall=args.stall, log=_log, pipeline=args.pipeline,
+                                       vcd=args.vcd)
         else:
             from .sim.mixed_cocotb import run_mixed_verilog
             with build_directory(args.build_dir, "equimesh-mixed-") as build:
@@ -363,6 +375,8 @@ def _add_run_args(p, cycles, rate) -> None:
     p.add_argument("--payload-flits", type=int, default=8, help="payload flits per packet (default 8)")
     p.add_argument("--stall", type=float, default=0.0, help="sink backpressure: probability a lane refuses a flit")
     p.add_argument("--seed", type=int, default=1, help="random seed of the bitmaps (default 1)")
+    p.add_argument("--vcd", help="write a waveform of the run to this file: VCD, or FST for a .fst name "
+                                 "(verilator: a model built with tracing, cached apart; amaranth: VCD only)")
     p.add_argument("--backend", default="verilator", choices=BACKENDS, help=BACKEND_HELP)
     p.add_argument("--build-dir", help="where the Verilog backends build (default: a temporary directory)")
     add_pipeline_arg(p)
@@ -426,7 +440,8 @@ def register(sub) -> None:
     p.add_argument("--payload-flits", type=int, default=8, help="payload flits per packet (default 8)")
     p.add_argument("--stall", type=float, default=0.0, help="sink backpressure: probability a lane refuses a flit")
     p.add_argument("--seed", type=int, default=1, help="random seed of the bitmaps (default 1)")
-    p.add_argument("--vcd", help="write every signal to this VCD file (amaranth backend)")
+    p.add_argument("--vcd", help="write a waveform of the run to this file: VCD, or FST for a .fst name "
+                                 "(verilator: a model built with tracing, cached apart; amaranth: VCD only)")
     p.add_argument("--backend", default="verilator", choices=BACKENDS, help=BACKEND_HELP)
     p.add_argument("--build-dir", help="where the Verilog backends build (default: a temporary directory)")
     add_pipeline_arg(p)

@@ -239,7 +239,7 @@ def mixed_program(image: NetworkImage, design: Design, fmt, traffic: Traffic, wi
 
 def run_mixed_compiled(image: NetworkImage, table: ForwardingTable, traffic: Traffic, payload_flits: int, workdir, *,
                        start_at: int, cycles: int, stall: float = 0.0, log=None,
-                       pipeline: int = DEFAULT_PIPELINE) -> dict:
+                       pipeline: int = DEFAULT_PIPELINE, vcd: str | None = None) -> dict:
     """:func:`simulate_mixed` on the compiled Verilator model (cached per design; no Python per cycle).
 
     The schedule is checked bit for bit as on every backend (:func:`~equimesh.sim.program.check` on the
@@ -247,10 +247,11 @@ def run_mixed_compiled(image: NetworkImage, table: ForwardingTable, traffic: Tra
     checkers' counters (:func:`~equimesh.sim.traffic.soak_verdict`). Per-cycle figures the counters do
     not give (packets in flight at the request, injections before and after the schedule, packet flits
     while it ran, latencies) are None; the link busy counts matching the schedule show no packet flit
-    used a link while it ran.
+    used a link while it ran. ``vcd``: a waveform of the whole run (FST for a ``.fst`` name).
     """
     from pathlib import Path
 
+    from .backends import trace_kind
     from .traffic import completion, finished, packet_model, read_counters, soak_verdict
     from .verilator import build_top
 
@@ -258,10 +259,10 @@ def run_mixed_compiled(image: NetworkImage, table: ForwardingTable, traffic: Tra
     fmt = PacketFormat(table.topology.nodes, payload_flits)
     model, widths = build_top(lambda: mixed_top(design, table, traffic, payload_flits, check=True, instances=True), json.dumps(
         ["mixed", repr(design), table.to_json(), traffic.depth, payload_flits]), log,
-        kind=packet_model(fmt.nodes))
+        kind=packet_model(fmt.nodes), trace=trace_kind(vcd))
     program, at = mixed_program(image, design, fmt, traffic, widths, start_at=start_at, cycles=cycles, stall=stall)
     t0 = program.segments[0].frames
-    rec = model.run(program, Path(workdir))
+    rec = model.run(program, Path(workdir), trace=str(Path(vcd).resolve()) if vcd else None)
     done_edge = next((rec["marks"][i].edge for i in at["done"] if rec["marks"][i].reached), None)
     end = rec["marks"][at["end"]]
     got = rec["captures"][at["counters"]]

@@ -439,15 +439,17 @@ def packet_model(nodes: int) -> str:
 
 
 def run_compiled(table: ForwardingTable, traffic: Traffic, payload_flits: int, workdir, *, cycles: int = 2000,
-                 stall: float = 0.0, log=None, pipeline: int = DEFAULT_PIPELINE) -> dict:
+                 stall: float = 0.0, log=None, pipeline: int = DEFAULT_PIPELINE, vcd: str | None = None) -> dict:
     """Run ``traffic`` on the compiled Verilator model of the network with its endpoints and checkers
     (cached per design, ``sim/verilator.py``; kind: :func:`packet_model`): the harness clocks it with no Python per cycle and
     Python judges the checkers' counters at the end (:func:`soak_verdict`). Random traffic: as
     ``run_verilog(mode="soak")``; finite traffic: as ``mode="count"``. ``cycles`` and ``completion``
-    are the edge that took the last flit, as in :func:`simulate`."""
+    are the edge that took the last flit, as in :func:`simulate`. ``vcd``: a waveform of the whole run,
+    the load included (FST for a ``.fst`` name), from a model built with tracing (cached apart)."""
     from pathlib import Path
 
     from ..rtl.packet_network import PacketNetwork, TrafficTop
+    from .backends import trace_kind
     from .program import Capture, Program
     from .verilator import build_top
 
@@ -457,13 +459,13 @@ def run_compiled(table: ForwardingTable, traffic: Traffic, payload_flits: int, w
 
     fmt, links = PacketFormat(table.topology.nodes, payload_flits), len(table.topology.links)
     model, widths = build_top(make_top, json.dumps(["traffic", table.to_json(), traffic.depth, payload_flits, pipeline]),
-                              log, kind=packet_model(fmt.nodes))
+                              log, kind=packet_model(fmt.nodes), trace=trace_kind(vcd))
     load = traffic_load(fmt, traffic, stall)
     t0 = load.frames  # the program's edges count from reset, the load's frames first
     segments = [load] + packet_segments(fmt, traffic, cycles, start=t0)
     names = counter_ports(fmt.nodes, links)
     program = Program(segments + [Capture(names)], widths)
-    rec = model.run(program, Path(workdir))
+    rec = model.run(program, Path(workdir), trace=str(Path(vcd).resolve()) if vcd else None)
     marks = rec["marks"]
     end = marks[len(segments) - 1]
     got = rec["captures"][len(segments)]

@@ -388,6 +388,19 @@ def publish(tmp: Path, entry: Path, key: str, payload: str = "model") -> None:
             raise VerilatorError(f"the model cache entry {entry} is unusable; delete it and run again") from None
 
 
+def check_fst_headers() -> None:
+    """Verilator's FST writer compiles against the LZ4 headers (Debian: liblz4-dev, which ``make setup``
+    installs); without them its build fails deep in make, so say so first."""
+    try:
+        ok = subprocess.run(["c++", "-E", "-x", "c++", "-"], input="#include <lz4.h>\n", capture_output=True,
+                            text=True, timeout=60).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        ok = False
+    if not ok:
+        raise VerilatorError("FST waveforms need the LZ4 headers: run 'apt-get install liblz4-dev' "
+                             "(or write a .vcd file)")
+
+
 def build_model(verilog_text: str, ins: list[str], outs: list[str], widths: dict[str, int],
                 trace: str | None = None, jobs: int | None = None, log=None,
                 hier_blocks: list[str] = (), inline: bool = True) -> Model:
@@ -405,6 +418,8 @@ def build_model(verilog_text: str, ins: list[str], outs: list[str], widths: dict
     """
     verilog_text = without_zero_init(verilog_text)
     exe, version = find_verilator()
+    if trace == "fst":
+        check_fst_headers()
     cpp = harness_cpp(ins, outs, widths, trace)
     flags = list(VERILATOR_FLAGS)
     flags += [f"--trace-{trace}" if trace == "fst" else "--trace"] if trace else []
@@ -476,11 +491,12 @@ def _rtl_digest() -> str:
     return h.hexdigest()
 
 
-def build_top(make_top, params: str, log=None, kind: str = "flat") -> tuple[Model, dict[str, int]]:
+def build_top(make_top, params: str, log=None, kind: str = "flat", trace: str | None = None) -> tuple[Model, dict[str, int]]:
     """The cached compiled model of the Amaranth top ``make_top()`` (its Verilog as module :data:`TOP`,
     with its routers' modules: :func:`~equimesh.rtl.verilog.top_verilog`), and its port widths.
     ``kind``: ``flat`` (every module inlined), ``modules`` (none, ``-fno-inline``) or ``hierarchical``
-    (each router module a hierarchical block, compiled once), as in :func:`build_model`.
+    (each router module a hierarchical block, compiled once), and ``trace`` (``vcd``, ``fst`` or None),
+    as in :func:`build_model`.
 
     ``params``: a text that determines the top (with the RTL's source). Its Verilog and ports are cached
     too (``<cache>/verilog``), so a cached run does not construct or elaborate the top at all."""
@@ -500,8 +516,8 @@ def build_top(make_top, params: str, log=None, kind: str = "flat") -> tuple[Mode
         tmp.write_text(json.dumps(rec))
         os.replace(tmp, path)  # atomic: a reader sees the whole entry or none
     export = time.perf_counter() - t0
-    model = build_model(rec["verilog"], rec["ins"], rec["outs"], rec["widths"], log=log, inline=kind != "modules",
-                        hier_blocks=rec["modules"] if kind == "hierarchical" else [])
+    model = build_model(rec["verilog"], rec["ins"], rec["outs"], rec["widths"], trace=trace, log=log,
+                        inline=kind != "modules", hier_blocks=rec["modules"] if kind == "hierarchical" else [])
     if not model.cached:
         model.build_seconds += export
     return model, rec["widths"]

@@ -139,3 +139,19 @@ def test_results_do_not_depend_on_the_design_size(cache, two_by_three):
     big = run_image(images[1], "amaranth", Design(design.topology, 4, slots=64, depth=32, reduce=True))
     _same(small, big)
     assert np.array_equal(small.stats.utilization, big.stats.utilization)
+
+
+def test_fst_without_the_lz4_headers_is_one_line(monkeypatch):
+    """Verilator's FST writer needs lz4.h: without it, one line naming the package, before any build."""
+    vl.check_fst_headers()  # make setup installs liblz4-dev
+    import subprocess
+
+    class NoHeader:
+        returncode = 1
+
+    monkeypatch.setattr(vl.subprocess, "run", lambda *a, **k: NoHeader())
+    with pytest.raises(vl.VerilatorError, match=r"^FST waveforms need the LZ4 headers: run 'apt-get install liblz4-dev'"):
+        vl.check_fst_headers()
+    monkeypatch.setattr(vl.subprocess, "run", lambda *a, **k: (_ for _ in ()).throw(subprocess.TimeoutExpired("c++", 60)))
+    with pytest.raises(vl.VerilatorError, match=r"^FST waveforms need"):
+        vl.check_fst_headers()

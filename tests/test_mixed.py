@@ -119,7 +119,8 @@ def test_mixed_command_json(capsys):
     (["--payload-flits", "0"], 2, "--payload-flits must be >= 1"),
     (["--fanout", "6"], 2, "--fanout must be 1..5"),
     (["--routing", "zigzag"], 1, "zigzag"),
-    (["--vcd", "w.vcd", "--backend", "icarus"], 2, "--vcd goes with --backend amaranth"),
+    (["--vcd", "w.vcd", "--backend", "icarus"], 2, "--vcd goes with --backend verilator or amaranth"),
+    (["--vcd", "w.fst", "--backend", "amaranth"], 2, "the amaranth backend writes VCD only; FST needs --backend verilator"),
 ])
 def test_mixed_bad_input_is_one_line(capsys, extra, code, text):
     assert main(["mixed", "--kind", "equimesh", "--rows", "2", "--cols", "3"] + extra) == code
