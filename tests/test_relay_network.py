@@ -120,3 +120,24 @@ def test_tree_sum_of_hundreds_of_terms_simulates():
     sim.add_testbench(bench)
     sim.run()
     assert got["total"] == 100
+
+
+def test_generator_tables_load_in_groups(monkeypatch):
+    """Above TABLE_BITS of bitmaps per frame (16x16 and up) the host loads the generators' tables a
+    group of nodes at a time. A 6-node network with 64 table bits per frame loads in 3 groups of 2;
+    the scoreboard checks every injected header against the pattern's table, so a node that got
+    another node's table, or an entry at the wrong address, is an error."""
+    from equimesh.rtl import packet_network
+    from equimesh.rtl.packet_network import TrafficLoad
+    from equimesh.sim.traffic import traffic_load
+
+    monkeypatch.setattr(packet_network, "TABLE_BITS", 64)
+    topo = build("equimesh", 2, 3)
+    fmt = PacketFormat(topo.nodes, 2)
+    traffic = make_traffic(fmt, "allgather-unicast", packets=2)  # a different bitmap per entry and node
+    load = TrafficLoad(topo.nodes, traffic.depth)
+    assert (load.group, load.groups) == (2, 3)
+    assert traffic_load(fmt, traffic, 0.0).frames == 3 * len(traffic.roms[0]) + 1
+    r = simulate(forwarding_table(topo), traffic, 2)
+    assert r["errors"] == [] and not r["deadlock"]
+    assert r["delivered"] == r["expected"] == topo.nodes * (topo.nodes - 1) * 2
