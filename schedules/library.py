@@ -192,7 +192,9 @@ def main(argv: list[str] | None = None) -> None:
         known = have(topo)
         if known is None or sched.num_steps < known.num_steps:
             _store(data, topo, sched.phases[0], args.out)
-        print(f"{_key(topo)}: stored from {path}")
+            print(f"{_key(topo)}: stored from {path}")
+        else:
+            print(f"{_key(topo)}: not stored from {path}: a schedule as short is stored")
     for size in [] if args.add else args.sizes.split(","):
         r, c = (int(v) for v in size.split("x"))
         for kind in ("equimesh", "mirror-equimesh"):

@@ -114,7 +114,7 @@ def test_main_solves_and_stores(tmp_path):
     _checked(t, 4, Phase("allgather", [np.array(s).reshape(-1, 3) for s in recs[0]["steps"]]))
 
 
-def test_main_adds_schedule_files_and_refuses_those_off_the_bound(tmp_path):
+def test_main_adds_schedule_files_and_refuses_those_off_the_bound(tmp_path, capsys):
     t = build("equimesh", 2, 3)
     good = Schedule("allgather", "cpsat", 4, t, [exact(t, 4, 5, lanes=True, time_limit=60).phase])
     good.save(tmp_path / "good.json")
@@ -129,6 +129,10 @@ def test_main_adds_schedule_files_and_refuses_those_off_the_bound(tmp_path):
         L.main(["--add", str(tmp_path / "k8.json"), "--out", str(out)])
     L.main(["--add", str(tmp_path / "good.json"), "--out", str(out)])
     assert [r["key"] for r in json.loads(out.read_text())["schedules"]] == ["equimesh 2x3 cccc"]
+    capsys.readouterr()
+    L.main(["--add", str(tmp_path / "good.json"), "--out", str(out)])  # as short as the stored one
+    assert capsys.readouterr().out.startswith("equimesh 2x3 cccc: not stored from ")
+    assert len(json.loads(out.read_text())["schedules"]) == 1
 
 
 def test_cli_cpsat_honours_the_lanes_by_default(tmp_path):
