@@ -20,7 +20,7 @@ mesh's N/E/S/W, an EquiMesh ring entering and leaving through its edge's port):
   every in-link in the same cycle, like the per-port lanes of the scheduled
   router). Its header is rewritten to the router's own bit.
 
-Pipeline (``pipeline`` 1, the default, and 2, which deepens only the schedule
+Pipeline (``pipeline`` 1, and 2, the default, which deepens only the schedule
 path; the stage of every register in ``rtl/relay.py``): the route is registered
 ahead of allocation (stage Q), the
 allocator is :class:`MatrixAllocator` with its grant registered (stage A), each
@@ -236,7 +236,7 @@ class PacketConfig:
 
     fmt: PacketFormat
     depth: int
-    pipeline: int = DEFAULT_PIPELINE  # 1: the relays register their grant (rtl/relay.py, ``cut``)
+    pipeline: int = DEFAULT_PIPELINE  # 1 and 2: the relays register their grant (rtl/relay.py, ``cut``)
 
     @property
     def flit_bits(self) -> int:

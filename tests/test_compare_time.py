@@ -16,7 +16,7 @@ RESULT = {  # what compare() returns, reduced to the keys the time column reads
 }
 
 
-def _fpga(tmp_path, kind, fmax: dict, rows=8, cols=8, chunk_flits=16, flit_bits=64, pipeline=1):
+def _fpga(tmp_path, kind, fmax: dict, rows=8, cols=8, chunk_flits=16, flit_bits=64, pipeline=2):
     path = tmp_path / f"{kind}.json"
     path.write_text(json.dumps({"kind": kind, "rows": rows, "cols": cols, "chunk_flits": chunk_flits,
                                 "flit_bits": flit_bits, "pipeline": pipeline, "part": "LFE5U-25F", "package": "CABGA381", "speed": 6,
@@ -47,7 +47,7 @@ def test_a_given_clock_and_kinds_without_one(tmp_path):
     ({"rows": 4, "cols": 4}, "Fmax of a 4x4 equimesh at 16 flits/chunk, 64-bit flits; compared: 8x8"),
     ({"chunk_flits": 8}, "at 8 flits/chunk"),
     ({"flit_bits": 32}, "32-bit flits"),
-    ({"pipeline": 0}, "Fmax of routers with pipeline depth 0; the compared ones have 1"),
+    ({"pipeline": 0}, "Fmax of routers with pipeline depth 0; the compared ones have 2"),
 ])
 def test_a_file_for_another_design_is_refused(tmp_path, change, message):
     path = _fpga(tmp_path, "equimesh", {"router_5port": 125.0}, **change)
@@ -56,10 +56,10 @@ def test_a_file_for_another_design_is_refused(tmp_path, change, message):
 
 
 def test_the_files_pipeline_depth_must_be_the_compared_one(tmp_path):
-    path = _fpga(tmp_path, "equimesh", {"router_5port": 160.0}, pipeline=2)
-    assert read_fpga([path], ["equimesh"], 8, 8, 16, pipeline=2) == {"equimesh": {"router_5port": 160.0}}
+    path = _fpga(tmp_path, "equimesh", {"router_5port": 160.0}, pipeline=1)
+    assert read_fpga([path], ["equimesh"], 8, 8, 16, pipeline=1) == {"equimesh": {"router_5port": 160.0}}
     with pytest.raises(CompareError, match="pipeline depth 1; the compared ones have 2"):
-        read_fpga([_fpga(tmp_path, "mesh", {"router_5port": 160.0})], ["mesh"], 8, 8, 16, pipeline=2)
+        read_fpga([_fpga(tmp_path, "mesh", {"router_5port": 160.0}, pipeline=1)], ["mesh"], 8, 8, 16, pipeline=2)
 
 
 def test_refusals_of_kind_routers_and_format(tmp_path):

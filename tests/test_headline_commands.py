@@ -15,7 +15,7 @@ Hand values for the 2x3 networks (node id = row * cols + col; corners 0, 2, 3, 5
   same graph as the torus (3 network ports, 18 links, 96 crosspoints, diameter 2).
 * K = 1 AllGather bound max(D, ceil(K (N-1) / min in-degree)): mesh max(3, ceil(5/2)) = 3, EquiMesh and
   overflow (min in-degree 4) max(3, 2) = 3, torus and Supermesh max(2, ceil(5/3)) = 2; the timing model
-  gives steps * max(F, 4) + 5 cycles (the pipelined router), and N (N-1) K = 30 chunk transfers of F
+  gives steps * max(F, 5) + 6 cycles (the pipelined router), and N (N-1) K = 30 chunk transfers of F
   flits each keep the links busy 30 F link-cycles in all.
 """
 
@@ -64,7 +64,7 @@ def test_compare_runs_every_topology_bit_exact_at_the_bound(compared):
         links, routers, xpoints, _, steps = HAND[kind]
         assert r["bit_exact"], kind
         assert (r["links"], r["routers_by_ports"], r["crosspoints"]) == (links, routers, xpoints), kind
-        assert r["steps"] == steps and r["cycles"] == steps * max(F, 4) + 5, kind
+        assert r["steps"] == steps and r["cycles"] == steps * max(F, 5) + 6, kind
         assert r["link_utilization"] == round(30 * F / (links * r["cycles"]), 4), kind
         assert r["cycles_vs_equimesh"] == round(r["cycles"] / res["equimesh"]["cycles"], 4)
         with open(r["heatmap"], "rb") as f:
@@ -152,7 +152,7 @@ def test_bench_rtl_amaranth_2x3(tmp_path):
     code, text = _run(["bench-rtl", "--sizes", "2x3", "--chunks", "1", "--chunk-flits", "2", "--backends", "amaranth",
                        "--out", str(out)])
     row = [c.strip() for c in text.splitlines()[-1].strip("|").split("|")]
-    assert code == 0 and row[:4] == ["2x3 equimesh", "amaranth", "-", str(3 * 4 + 5)] and row[10] == "yes"
+    assert code == 0 and row[:4] == ["2x3 equimesh", "amaranth", "-", str(3 * 5 + 6)] and row[10] == "yes"
     assert out.read_text() == text
 
 
@@ -167,13 +167,13 @@ def test_bench_eval_2x2():
 def test_bench_relay_2x2_flit_hops_by_hand():
     """2x2 mesh, 1 packet of 2 payload flits + 1 header per node: unicasts travel the 16 hops between the
     12 ordered pairs (3 flits each: 48); each MultiWrite tree spans 4 nodes with 3 links (4 x 3 x 3 = 36);
-    XTree moves 12 chunks of 2 flits (24) in 2 steps: 2 * max(2, 4) + 5 = 13 cycles."""
+    XTree moves 12 chunks of 2 flits (24) in 2 steps: 2 * max(2, 5) + 6 = 16 cycles."""
     code, text = _run(["bench-relay", "--sizes", "2x2", "--kinds", "mesh", "--chunks", "1", "--payload-flits", "2",
                        "--backend", "amaranth", "--json"])
     row = json.loads(text.splitlines()[-1])
     assert code == 0
     assert (row["unicast_flit_hops"], row["multiwrite_flit_hops"], row["xtree_flit_hops"]) == (48, 36, 24)
-    assert (row["xtree_steps"], row["xtree_cycles"]) == (2, 13)
+    assert (row["xtree_steps"], row["xtree_cycles"]) == (2, 16)
     assert row["multiwrite_cycles"] < row["unicast_cycles"]
 
 
@@ -217,7 +217,7 @@ def test_soak_command_verdict(monkeypatch):
             "--cycles", "20", "--payload-flits", "1", "--backend", "icarus"]
     code, text = _run(argv + ["--json"])
     r = json.loads(text)
-    assert code == 0 and calls == [("soak", "icarus", {"cycles": 20, "stall": 0.0, "pipeline": 1})]  # the default depth
+    assert code == 0 and calls == [("soak", "icarus", {"cycles": 20, "stall": 0.0, "pipeline": 2})]  # the default depth
     assert r["packets"] > 0 and r["delivered"] == r["expected"] == 2 * r["packets"]   # fanout 2
     assert r["duplicates"] == r["lost"] == r["corrupted"] == r["misdelivered"] == 0 and not r["deadlock"]
     clean = {k: v for k, v in r.items() if k not in ("topology", "routing", "pattern", "backend", "payload_flits",

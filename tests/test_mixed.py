@@ -47,7 +47,7 @@ def test_schedule_requested_mid_traffic(kind, collective):
     assert s["drain_cycles"] > 0 and s["done"]
     assert s["bit_exact"], s.get("first_mismatch")
     assert s["link_busy_matches_schedule"]
-    assert s["cycles"] == image.steps * max(image.chunk_flits, 4) + 5  # the pipelined router (docs/rtl.md)
+    assert s["cycles"] == image.steps * max(image.chunk_flits, 4) + 5  # pipeline 1 (docs/rtl.md)
     assert s["packet_flits_during_schedule"] == 0
     assert p["injected_before"] > 0 and p["injected_after"] > 0  # packets flow before and after
     _clean(p)
@@ -110,7 +110,7 @@ def test_mixed_command_json(capsys):
     assert r["collective"] == "allreduce" and s["bit_exact"] and s["link_busy_matches_schedule"]
     # the request met packets in flight (seeded traffic), so the launch waited for them to drain
     assert s["in_flight_at_request"] > 0 and s["drain_cycles"] > 0 and s["launched_at"] > s["requested_at"] == 50
-    assert s["cycles"] == r["steps"] * 4 + 5 and s["packet_flits_during_schedule"] == 0  # steps x F + 5
+    assert s["cycles"] == r["steps"] * 5 + 6 and s["packet_flits_during_schedule"] == 0  # steps x max(F, 5) + 6
     assert p["delivered"] == p["expected"] == 2 * p["packets"] > 0                      # fanout 2
 
 

@@ -43,7 +43,7 @@ def test_icarus_equals_amaranth_mid_traffic(tmp_path, collective):
     assert s["in_flight_at_request"] > 0 and s["drain_cycles"] > 0
     assert s["done"] and s["bit_exact"], s.get("first_mismatch")
     assert s["link_busy_matches_schedule"]
-    assert s["cycles"] == s["expected_cycles"] == image.steps * max(image.chunk_flits, 4) + 5
+    assert s["cycles"] == s["expected_cycles"] == image.steps * max(image.chunk_flits, 5) + 6
     assert s["packet_flits_during_schedule"] == 0
     p, q = got["packets"], ref["packets"]
     assert {k: p[k] for k in PACKET_KEYS} == {k: q[k] for k in PACKET_KEYS}

@@ -24,7 +24,7 @@ def test_simulate_json(capsys):
     for key in ("bit_exact", "cycles", "steps", "chunk_flits", "link_utilization", "link_utilization_min",
                 "sim_seconds", "cycles_per_second", "backend", "build_seconds", "cached"):
         assert key in out
-    assert out["backend"] == "amaranth" and out["cycles"] == out["rtl_cycle_counter"] == out["steps"] * 4 + 5  # max(F, 4) + 5
+    assert out["backend"] == "amaranth" and out["cycles"] == out["rtl_cycle_counter"] == out["steps"] * 5 + 6  # max(F, 5) + 6
     t = build("equimesh", 2, 3)
     sched = synthesize(t, 2, "allreduce")
     busy = np.zeros(len(t.links))

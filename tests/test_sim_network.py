@@ -53,9 +53,9 @@ def test_bit_exact_and_link_busy_cycles_match_the_schedule(kind, rows, cols, k, 
     res = run_image(compile_schedule(sched, flits, t), "amaranth")
     assert res.bit_exact, res.outcome.first_mismatch
     assert (res.stats.busy == schedule_busy(sched, flits)).all()
-    # Timing contract (docs/rtl.md "Timing"), the pipelined router: max(F, 4) cycles per step plus 5
+    # Timing contract (docs/rtl.md "Timing"), the default router (pipeline 2): max(F, 5) cycles per step plus 6
     # cycles of table fill, pipeline and drain, counted by the testbench and the network's own counter.
-    assert res.cycles == res.outcome.rtl_cycles == sched.num_steps * max(flits, 4) + 5
+    assert res.cycles == res.outcome.rtl_cycles == sched.num_steps * max(flits, 5) + 6
 
 
 # Per pipeline depth, worked by hand from the stages of rtl/router.py: (cycles per step at F = 2, constant).
