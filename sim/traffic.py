@@ -1,6 +1,6 @@
 """Packet traffic on the MultiWrite network: patterns, the scoreboard, the Amaranth-simulator harness.
 
-Patterns (generator ROM contents, seed 004 Sections 3 and 5.2):
+Patterns (the generators' table contents, seed 004 Sections 3 and 5.2):
 
 * ``multicast``: every packet goes to ``fanout`` distinct random nodes (not the source);
 * ``unicast``: every packet goes to one uniformly random node;
@@ -91,8 +91,8 @@ def traffic_load(fmt: PacketFormat, traffic: Traffic, stall: float):
 
 def make_traffic(fmt: PacketFormat, pattern: str, *, fanout: int = 4, rate: float = 1.0, packets: int = 4,
                  seed: int = 1, bitmap: int | None = None, src: int | None = None) -> Traffic:
-    """Build the generator ROMs. ``bitmap`` (with ``src``) replaces the random choice: only node ``src``
-    sends, always to ``bitmap`` (the others' ROMs hold one entry and ``count`` stops them)."""
+    """Build the generators' tables. ``bitmap`` (with ``src``) replaces the random choice: only node ``src``
+    sends, always to ``bitmap`` (the others' tables hold one entry and ``count`` stops them)."""
     n = fmt.nodes
     if pattern not in PATTERNS:
         raise PacketError(f"unknown pattern {pattern!r}; expected one of {', '.join(PATTERNS)}")
@@ -322,7 +322,7 @@ def bit_matrix(values: list[int], width: int) -> np.ndarray:
 
 def soak_verdict(fmt: PacketFormat, traffic: Traffic, *, sent, count, key_sum, key_sq_sum, errors, ejected,
                  cycles, deadlock, link_flits) -> dict:
-    """Compare the hardware checkers' counters with what the generators' ROMs say was sent.
+    """Compare the hardware checkers' counters with what the generators' tables say was sent.
 
     Source ``s`` sent packets ``0 .. sent[s]-1``, packet ``q`` to ``traffic.bitmap(s, q)``; so node
     ``d`` must have counted exactly the copies with bit ``d`` set, and the sums of their keys
@@ -337,7 +337,7 @@ def soak_verdict(fmt: PacketFormat, traffic: Traffic, *, sent, count, key_sum, k
     for s in range(n):
         rom = traffic.roms[s]
         seqs = np.arange(sent[s], dtype=np.uint64)
-        entry = (seqs % np.uint64(len(rom))).astype(np.int64)  # packet q uses ROM entry q mod len(rom)
+        entry = (seqs % np.uint64(len(rom))).astype(np.int64)  # packet q uses table entry q mod len(rom)
         keys = ((np.uint64(s) << np.uint64(SEQ_BITS)) | seqs) & mask
         per_entry = [np.bincount(entry, minlength=len(rom)).astype(np.uint64)]
         for values in (keys, keys * keys):
