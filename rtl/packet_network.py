@@ -167,8 +167,7 @@ class TrafficLoad:
     frame (node ``v`` is field ``v mod group`` of group ``v // group``), one entry address per frame;
     a field is a bitmap padded to 32-bit words, and a 32-bit packet limit per node beside it."""
 
-    def __init__(self, nodes: int, depth: int):
-        self.nodes, self.depth = nodes, depth
+    def __init__(self, nodes: int):
         self.field_bits = 32 * -(-nodes // 32)
         self.group = max(1, min(nodes, TABLE_BITS // self.field_bits))
         self.groups = -(-nodes // self.group)
@@ -206,7 +205,7 @@ class TrafficTop(wiring.Component):
         self.fmt = fmt = net.fmt
         self.scheduled = "launch" in net.signature.members
         self.depth, self.check = depth, check
-        self.load = load = TrafficLoad(fmt.nodes, depth)
+        self.load = load = TrafficLoad(fmt.nodes)
         nodes = fmt.nodes
         members = {
             "stop": In(1),

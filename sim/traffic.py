@@ -66,7 +66,7 @@ def traffic_load(fmt: PacketFormat, traffic: Traffic, stall: float):
     n, length = fmt.nodes, len(traffic.roms[0])
     if any(len(rom) != length for rom in traffic.roms):
         raise PacketError("every generator's table must have the same length")
-    load = TrafficLoad(n, traffic.depth)
+    load = TrafficLoad(n)
     g, groups, fb = load.group, load.groups, load.field_bits
     frames = groups * length + 1
     f = np.arange(frames)

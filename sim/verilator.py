@@ -491,6 +491,9 @@ def _rtl_digest() -> str:
     return h.hexdigest()
 
 
+TOP_RECORD = ("ins", "outs", "widths", "verilog", "modules")  # a cached top's Verilog record (build_top)
+
+
 def build_top(make_top, params: str, log=None, kind: str = "flat", trace: str | None = None) -> tuple[Model, dict[str, int]]:
     """The cached compiled model of the Amaranth top ``make_top()`` (its Verilog as module :data:`TOP`,
     with its routers' modules: :func:`~equimesh.rtl.verilog.top_verilog`), and its port widths.
@@ -505,8 +508,9 @@ def build_top(make_top, params: str, log=None, kind: str = "flat", trace: str | 
     path = cache_root() / "verilog" / f"top-{key}.json"
     try:
         rec = json.loads(path.read_text())
-        rec["modules"]  # an entry written before the module list was kept: rebuilt
-    except (OSError, ValueError, KeyError):
+        if not isinstance(rec, dict) or not all(k in rec for k in TOP_RECORD):
+            raise ValueError("incomplete")
+    except (OSError, ValueError):  # missing, damaged or incomplete: exported again
         top = make_top()
         ins, outs, widths = flat_ports(top)
         rec = {"ins": ins, "outs": outs, "widths": widths, "verilog": top_verilog(top),

@@ -155,3 +155,42 @@ def test_fst_without_the_lz4_headers_is_one_line(monkeypatch):
     monkeypatch.setattr(vl.subprocess, "run", lambda *a, **k: (_ for _ in ()).throw(subprocess.TimeoutExpired("c++", 60)))
     with pytest.raises(vl.VerilatorError, match=r"^FST waveforms need"):
         vl.check_fst_headers()
+
+
+def test_a_damaged_or_incomplete_top_record_is_exported_again(tmp_path, monkeypatch):
+    """build_top caches a top's Verilog and ports as one JSON record; a record that is not JSON or
+    lacks a key is exported again, never used (the model build is stubbed: no Verilator here)."""
+    from amaranth.hdl import Module
+    from amaranth.lib import wiring
+    from amaranth.lib.wiring import In, Out
+
+    class Top(wiring.Component):
+        a: In(4)
+        b: Out(4)
+
+        def elaborate(self, platform):
+            m = Module()
+            m.d.sync += self.b.eq(self.a)
+            return m
+
+    monkeypatch.setenv("EQUIMESH_CACHE", str(tmp_path))
+    built = []
+    monkeypatch.setattr(vl, "build_model", lambda *a, **k: type("M", (), {"cached": True, "build_seconds": 0.0})())
+
+    def make_top():
+        built.append(1)
+        return Top()
+
+    def run():
+        return vl.build_top(make_top, "record-test")[1]
+
+    assert run()["b"] == 4 and len(built) == 1
+    run()
+    assert len(built) == 1  # the record is used
+    (record,) = (tmp_path / "verilog").glob("top-*.json")
+    for damage in ("{not json", json.dumps({k: v for k, v in json.loads(record.read_text()).items() if k != "modules"}),
+                   json.dumps(["ins", "outs", "widths", "verilog", "modules"])):
+        record.write_text(damage)
+        assert run()["b"] == 4
+        assert set(json.loads(record.read_text())) == set(vl.TOP_RECORD)
+    assert len(built) == 4

@@ -135,7 +135,7 @@ def test_generator_tables_load_in_groups(monkeypatch):
     topo = build("equimesh", 2, 3)
     fmt = PacketFormat(topo.nodes, 2)
     traffic = make_traffic(fmt, "allgather-unicast", packets=2)  # a different bitmap per entry and node
-    load = TrafficLoad(topo.nodes, traffic.depth)
+    load = TrafficLoad(topo.nodes)
     assert (load.group, load.groups) == (2, 3)
     assert traffic_load(fmt, traffic, 0.0).frames == 3 * len(traffic.roms[0]) + 1
     r = simulate(forwarding_table(topo), traffic, 2)
