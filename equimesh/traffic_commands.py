@@ -367,6 +367,11 @@ def _add_run_args(p, cycles, rate) -> None:
     p.add_argument("--routing", default="shortcut",
                    help="forwarding tables: 'shortcut' (XY plus deadlock-free ring/wrap shortcuts), 'xy', "
                         "or a table file from 'equimesh routing --out'")
+    _add_packet_args(p, cycles, rate)
+
+
+def _add_packet_args(p, cycles, rate) -> None:
+    """The arguments of a packet run (traffic, soak, mixed): the random traffic, the backend and the output."""
     p.add_argument("--fanout", type=int, default=4, help="destinations per random multicast (default 4)")
     p.add_argument("--rate", type=float, default=rate,
                    help=f"probability that an idle node starts a packet in a cycle; 1 = saturation (default {rate})")
@@ -433,19 +438,7 @@ def register(sub) -> None:
     p.add_argument("--routing", default="shortcut", help=f"{' or '.join(ALGORITHMS)}, or a table file")
     p.add_argument("--pattern", default="multicast", choices=PATTERNS)
     p.add_argument("--packets", type=int, default=4, help="AllGather patterns: packets per shard (default 4)")
-    p.add_argument("--fanout", type=int, default=4, help="destinations per random multicast (default 4)")
-    p.add_argument("--rate", type=float, default=0.05,
-                   help="probability that an idle node starts a packet in a cycle (default 0.05)")
-    p.add_argument("--cycles", type=int, default=600, help="injection cycles for random patterns (default 600)")
-    p.add_argument("--payload-flits", type=int, default=8, help="payload flits per packet (default 8)")
-    p.add_argument("--stall", type=float, default=0.0, help="sink backpressure: probability a lane refuses a flit")
-    p.add_argument("--seed", type=int, default=1, help="random seed of the bitmaps (default 1)")
-    p.add_argument("--vcd", help="write a waveform of the run to this file: VCD, or FST for a .fst name "
-                                 "(verilator: a model built with tracing, cached apart; amaranth: VCD only)")
-    p.add_argument("--backend", default="verilator", choices=BACKENDS, help=BACKEND_HELP)
-    p.add_argument("--build-dir", help="where the Verilog backends build (default: a temporary directory)")
-    add_pipeline_arg(p)
-    p.add_argument("--json", action="store_true", help="machine-readable result")
+    _add_packet_args(p, 600, 0.05)
     p.set_defaults(func=cmd_mixed, src=None, bitmap=None, dests=None)
 
     p = sub.add_parser("soak", help="random multicast at saturation on a compiled simulator; checks no duplicate, "
