@@ -11,8 +11,9 @@ from pathlib import Path
 from .args import add_pipeline_arg, add_run_args, add_topology_args, load_image, table_from_args, topology_from_args
 from .errors import InputError, UsageError, writing
 from .rtl.packet import PacketError, PacketFormat
+from .rtl.packet_endpoints import RATE_BITS, probability
 from .schedules.routing import ALGORITHMS, DeadlockError, check_deadlock_free, forwarding_table
-from .sim.traffic import PATTERNS, make_traffic, run_compiled, run_verilog, simulate
+from .sim.traffic import MAX_CYCLES, PATTERNS, make_traffic, run_compiled, run_verilog, simulate
 from .sim.verilator import build_directory
 
 BACKENDS = ("verilator", "icarus", "amaranth")
@@ -122,10 +123,12 @@ def _check_vcd(args) -> None:
 
 
 def _check_common(args):
-    if args.cycles < 1:
-        raise UsageError(f"--cycles must be >= 1 (got {args.cycles})")
+    if not 1 <= args.cycles <= MAX_CYCLES:
+        raise UsageError(f"--cycles must be 1..{MAX_CYCLES} (got {args.cycles})")
     if not 0.0 <= args.stall < 1.0:
         raise UsageError(f"--stall must be in [0, 1) (got {args.stall})")
+    if args.stall and probability(args.stall) == 0:
+        raise UsageError(f"--stall {args.stall} is below the sinks' resolution of 2**-{RATE_BITS}")
     _check_vcd(args)
 
 

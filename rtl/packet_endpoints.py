@@ -146,7 +146,7 @@ class Checker(wiring.Component):
 
     Each copy's key is ``src << 24 | seq`` (mod 2**32). The checker keeps the
     number of copies and the sums of ``key`` and ``key**2`` (mod 2**32); the
-    Python side computes the same three numbers from the generators' ROMs for
+    Python side computes the same three numbers from the generators' tables for
     exactly the copies addressed to this node (:func:`~equimesh.sim.traffic.soak_verdict`).
     Equal counts and sums mean the node got every copy once: a duplicate or a
     stray copy raises the count, a loss lowers it, and a duplicate plus a loss

@@ -435,6 +435,8 @@ def write_report(out: Path, log=lambda s: None) -> Path:
     seconds = time.perf_counter() - t0
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     host = machine()
+    from ..rtl.rom import DEFAULT_PIPELINE, LATENCY, MIN_PERIOD
+    alpha, latency = MIN_PERIOD[DEFAULT_PIPELINE], LATENCY[DEFAULT_PIPELINE]
     md = f"""# Evaluation at scale
 
 Written by `equimesh report --out {out}` on {stamp}, {host}, in {seconds:.0f} s.
@@ -646,12 +648,12 @@ Per-link utilization (busy time / completion time) at 1 GB per node, AllGather o
 ## Cross-check: alpha-beta against the RTL
 
 The simulator in RTL units: B = 1 flit per cycle, chunk = F flits, alpha = the router's
-pipeline latency (4 cycles for the default, pipelined router: `rtl/rom.py` MIN_PERIOD, a flit
-read at a sender is readable at the receiver four cycles later). The RTL runs the schedule in
-lockstep, one step per max(F, 4) cycles plus 5 cycles in total; its pipeline overlaps the latency
+pipeline latency ({alpha} cycles for the default router, pipeline {DEFAULT_PIPELINE}: `rtl/rom.py` MIN_PERIOD, a flit
+read at a sender is readable at the receiver {alpha} cycles later). The RTL runs the schedule in
+lockstep, one step per max(F, {alpha}) cycles plus {latency} cycles in total; its pipeline overlaps the latency
 with the next step's flits, while the alpha-beta model charges alpha on every transfer. So
-alpha-beta with alpha = 4 overestimates by about 4/F per step on dependent chains, and with
-alpha = 0 it underestimates by the fixed 5 cycles (or more when the event-driven start of
+alpha-beta with alpha = {alpha} overestimates by about {alpha}/F per step on dependent chains, and with
+alpha = 0 it underestimates by the fixed {latency} cycles (or more when the event-driven start of
 independent transfers beats lockstep).
 
 {rtl_text}

@@ -31,6 +31,9 @@ ROM_DEPTH = 256       # random patterns loop over this many bitmaps per node
 WATCHDOG = 2000       # cycles without any flit taken, with packets in flight, that count as deadlock
 BLOCK = 10_000        # counters-only soaks: cycles between progress checks while injecting
 DRAIN_LIMIT = 1_000_000  # counters-only soaks: drain cycles after which the run counts as deadlocked
+TABLE_MAX = 4096      # generator table entries per node: an AllGather pattern's packets x copies
+LIMIT_MAX = 2**32 - 2  # a generator's packet limit (the register's all-ones value means "until stopped")
+MAX_CYCLES = 2**31    # injection cycles: every program deadline, drain included, fits 32 bits
 
 
 @dataclass
@@ -96,8 +99,19 @@ def make_traffic(fmt: PacketFormat, pattern: str, *, fanout: int = 4, rate: floa
     n = fmt.nodes
     if pattern not in PATTERNS:
         raise PacketError(f"unknown pattern {pattern!r}; expected one of {', '.join(PATTERNS)}")
+    from ..rtl.packet_endpoints import RATE_BITS, probability
     if not 0.0 < rate <= 1.0:
         raise PacketError(f"--rate must be in (0, 1] packets per node per cycle (got {rate})")
+    if probability(rate) == 0:
+        raise PacketError(f"--rate {rate} is below the generators' resolution of 2**-{RATE_BITS}")
+    if not 1 <= packets <= LIMIT_MAX:
+        raise PacketError(f"--packets must be 1..{LIMIT_MAX} (got {packets})")
+    if pattern.startswith("allgather") and bitmap is None:
+        per = packets if pattern == "allgather-multiwrite" else packets * (n - 1)
+        if per > TABLE_MAX:
+            raise PacketError(f"--pattern {pattern} with --packets {packets} needs {per} table entries per "
+                              f"generator; they hold at most {TABLE_MAX} (use --packets "
+                              f"{TABLE_MAX * packets // per} or fewer)")
     rng = random.Random(seed)
     others = [[d for d in range(n) if d != s] for s in range(n)]
     if bitmap is not None:
@@ -118,8 +132,6 @@ def make_traffic(fmt: PacketFormat, pattern: str, *, fanout: int = 4, rate: floa
     if pattern == "unicast":
         roms = [[fmt.bitmap([rng.choice(others[s])], s) for _ in range(ROM_DEPTH)] for s in range(n)]
         return Traffic(pattern, roms, None, rate)
-    if packets < 1:
-        raise PacketError(f"--packets must be >= 1 (got {packets})")
     if pattern == "allgather-multiwrite":
         roms = [[fmt.bitmap(others[s], s)] * packets for s in range(n)]
         return Traffic(pattern, roms, [packets] * n, 1.0)

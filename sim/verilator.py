@@ -418,8 +418,6 @@ def build_model(verilog_text: str, ins: list[str], outs: list[str], widths: dict
     """
     verilog_text = without_zero_init(verilog_text)
     exe, version = find_verilator()
-    if trace == "fst":
-        check_fst_headers()
     cpp = harness_cpp(ins, outs, widths, trace)
     flags = list(VERILATOR_FLAGS)
     flags += [f"--trace-{trace}" if trace == "fst" else "--trace"] if trace else []
@@ -431,6 +429,8 @@ def build_model(verilog_text: str, ins: list[str], outs: list[str], widths: dict
     entry = root / key
     if valid_entry(entry, key):
         return Model(entry, ins, outs, 0.0, True)
+    if trace == "fst":  # the build needs them; a cached model does not
+        check_fst_headers()
     if log:
         log(f"building the Verilator model (cache {entry})")
     root.mkdir(parents=True, exist_ok=True)
@@ -497,9 +497,9 @@ TOP_RECORD = ("ins", "outs", "widths", "verilog", "modules")  # a cached top's V
 def build_top(make_top, params: str, log=None, kind: str = "flat", trace: str | None = None) -> tuple[Model, dict[str, int]]:
     """The cached compiled model of the Amaranth top ``make_top()`` (its Verilog as module :data:`TOP`,
     with its routers' modules: :func:`~equimesh.rtl.verilog.top_verilog`), and its port widths.
-    ``kind``: ``flat`` (every module inlined), ``modules`` (none, ``-fno-inline``) or ``hierarchical``
-    (each router module a hierarchical block, compiled once), and ``trace`` (``vcd``, ``fst`` or None),
-    as in :func:`build_model`.
+    ``kind``: ``flat`` (every module inlined) or ``hierarchical`` (each router module a hierarchical
+    block, compiled once: :func:`~equimesh.sim.traffic.packet_model`), and ``trace`` (``vcd``, ``fst``
+    or None), as in :func:`build_model`.
 
     ``params``: a text that determines the top (with the RTL's source). Its Verilog and ports are cached
     too (``<cache>/verilog``), so a cached run does not construct or elaborate the top at all."""
@@ -521,7 +521,7 @@ def build_top(make_top, params: str, log=None, kind: str = "flat", trace: str | 
         os.replace(tmp, path)  # atomic: a reader sees the whole entry or none
     export = time.perf_counter() - t0
     model = build_model(rec["verilog"], rec["ins"], rec["outs"], rec["widths"], trace=trace, log=log,
-                        inline=kind != "modules", hier_blocks=rec["modules"] if kind == "hierarchical" else [])
+                        hier_blocks=rec["modules"] if kind == "hierarchical" else [])
     if not model.cached:
         model.build_seconds += export
     return model, rec["widths"]

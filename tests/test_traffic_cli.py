@@ -51,6 +51,11 @@ def test_bad_input_is_one_line(capsys, tmp_path):
     _fails(capsys, base + ["--src", "3", "--dests", "3"], 2, "own packet")
     _fails(capsys, base + ["--fanout", "16"], 2, "--fanout must be 1..15")
     _fails(capsys, base + ["--rate", "0"], 2, "--rate")
+    _fails(capsys, base + ["--rate", "0.00001"], 2, "below the generators' resolution of 2**-16")
+    _fails(capsys, base + ["--src", "0", "--dests", "1", "--packets", "-3"], 2, "--packets must be 1..4294967294")
+    _fails(capsys, base + ["--src", "0", "--dests", "1", "--packets", str(2**32)], 2, "--packets must be 1..")
+    _fails(capsys, base + ["--pattern", "allgather-unicast", "--packets", "300"], 2,
+           "needs 4500 table entries per generator; they hold at most 4096 (use --packets 273 or fewer)")
     _fails(capsys, ["soak"] + base[1:] + ["--pipeline", "3"], 2, "--pipeline: invalid choice: 3")
     t = xy_table(build("mesh", 2, 2))
     t.ports[0][3], t.ports[1][2], t.ports[3][0], t.ports[2][1] = "E", "S", "W", "N"
