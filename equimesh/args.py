@@ -94,5 +94,6 @@ def table_from_args(args, topo):
     except RoutingError as e:
         raise InputError(str(e)) from None
     if t.topology.to_json() != topo.to_json():
-        raise InputError(f"{args.routing}: the table is for the {t.topology.name}, not the {topo.name}")
+        differ = "; their links differ (ring directions)" if t.topology.name == topo.name else ""
+        raise InputError(f"{args.routing}: the table is for the {t.topology.name}, not the {topo.name}{differ}")
     return t

@@ -48,7 +48,7 @@ def _synthesize(args, t, progress):
 def cmd_schedule(args) -> int:
     if args.chunks < 1:
         raise UsageError(f"--chunks must be >= 1 (got {args.chunks})")
-    if args.time_limit <= 0:
+    if not 0 < args.time_limit < float("inf"):
         raise UsageError(f"--time-limit must be > 0 (got {args.time_limit})")
     if args.overlap:
         from .schedules.overlap import TREE_ALGORITHMS

@@ -22,6 +22,8 @@ def _algorithms(text: str | None, failures: bool, collective: str | None = None)
                  and (collective is None or collective in a.collectives)]
     else:
         names = [t.strip() for t in text.split(",") if t.strip()]
+        if not names:
+            raise UsageError(f"--algorithms names no algorithm (got {text!r})")
     for n in names:
         if n not in ALGORITHMS:
             raise UsageError(f"unknown algorithm {n!r}; expected one of {', '.join(ALGORITHMS)}")
@@ -41,9 +43,12 @@ def _sizes(text: str | None) -> np.ndarray:
     if text is None:
         return default_sizes()
     try:
-        return np.array(sorted({parse_size(t) for t in text.split(",") if t.strip()}))
+        sizes = np.array(sorted({parse_size(t) for t in text.split(",") if t.strip()}))
     except ValueError as e:
         raise UsageError(f"--sizes: {e}") from None
+    if not len(sizes):
+        raise UsageError(f"--sizes names no size (got {text!r})")
+    return sizes
 
 
 def _chunks(text: str | None) -> list[int] | None:

@@ -69,6 +69,8 @@ def cmd_simulate(args) -> int:
             raise UsageError("FST waveforms need --backend verilator; use a .vcd file name")
         with writing(vcd):
             vcd.parent.mkdir(parents=True, exist_ok=True)
+        if vcd.is_dir():
+            raise UsageError(f"--vcd {vcd} is a directory; give a file name")
     res = run_backend(image, args.backend, design, str(vcd) if vcd else None, topo.name, args.model)
     if gtkw:
         write_gtkw(gtkw, vcd, topo, args.backend)
@@ -158,7 +160,7 @@ def cmd_compare(args) -> int:
     for n in (args.rows, args.cols):
         if n < 2:
             raise UsageError(f"rows and cols must be >= 2 (got {args.rows}x{args.cols})")
-    if args.clock_mhz is not None and args.clock_mhz <= 0:
+    if args.clock_mhz is not None and not 0 < args.clock_mhz < float("inf"):
         raise UsageError(f"--clock-mhz must be > 0 (got {args.clock_mhz})")
     kinds = list(dict.fromkeys(args.kinds))
     try:

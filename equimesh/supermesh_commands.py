@@ -38,6 +38,8 @@ def _read_matrix(path: str) -> np.ndarray:
         text = open(path).read()
     except OSError as e:
         raise InputError(f"cannot read {path}: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not a text file") from None
     try:
         rows = [[float(v) for v in line.replace(",", " ").split()] for line in text.splitlines() if line.strip()]
         return np.array(rows, dtype=float)

@@ -179,6 +179,8 @@ def cmd_traffic(args) -> int:
 
 def cmd_soak(args) -> int:
     _check_common(args)
+    if args.payload_flits < 1:
+        raise UsageError(f"--payload-flits must be >= 1 (got {args.payload_flits})")
     topo = topology_from_args(args)
     table = table_from_args(args, topo)
     fmt = PacketFormat(topo.nodes, args.payload_flits)

@@ -236,8 +236,10 @@ def compile_schedule(sched: Schedule, chunk_flits: int, topo: Topology | None = 
         raise RomError(f"chunk_flits must be >= 1 (got {chunk_flits})")
     t = sched.topology
     if topo is not None and not same_topology(t, topo):
+        same = (t.name, len(t.links)) == (topo.name, len(topo.links))
         raise RomError(f"the schedule is for the {t.name} ({len(t.links)} links), "
-                       f"but the network is the {topo.name} ({len(topo.links)} links)")
+                       f"but the network is the {topo.name} ({len(topo.links)} links)"
+                       + ("; their links differ (ring directions or ports)" if same else ""))
     try:
         verify(sched)
         check_storage(sched)

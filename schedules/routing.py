@@ -437,13 +437,19 @@ def load(path: str | Path) -> ForwardingTable:
         raise RoutingError(f"cannot read {path}: {e.strerror}") from None
     except json.JSONDecodeError as e:
         raise RoutingError(f"{path}: not JSON ({e.msg}, line {e.lineno})") from None
+    except (ValueError, RecursionError) as e:  # not UTF-8, a number too long, nesting too deep
+        raise RoutingError(f"{path}: not JSON ({type(e).__name__}: {e})") from None
     if not isinstance(d, dict) or d.get("format") != FORMAT:
         raise RoutingError(f"{path}: not an {FORMAT} file")
+    if d.get("version") != 1:
+        raise RoutingError(f"{path}: unsupported version {d.get('version')!r} (this reader knows 1)")
     try:
         tj = d["topology"]
-        topo = build(str(tj["kind"]), int(tj["rows"]), int(tj["cols"]), ring_dirs=parse_ring_dirs(tj.get("ring_dirs")))
+        if not all(isinstance(tj[k], int) and not isinstance(tj[k], bool) for k in ("rows", "cols")):
+            raise TypeError(f"rows and cols must be integers (got {tj['rows']!r}, {tj['cols']!r})")
+        topo = build(str(tj["kind"]), tj["rows"], tj["cols"], ring_dirs=parse_ring_dirs(tj.get("ring_dirs")))
         ports = [[str(p) for p in row] for row in d["ports"]]
-    except (KeyError, TypeError, ValueError) as e:
+    except (KeyError, TypeError, ValueError, OverflowError) as e:
         if isinstance(e, TopologyError):
             raise RoutingError(f"{path}: {e}") from None
         raise RoutingError(f"{path}: malformed routing file ({e!r})") from None

@@ -18,11 +18,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .topology import Topology, TopologyError, from_json as topology_from_json
+from .topology import KINDS, Topology, TopologyError, from_json as topology_from_json
 
 FORMAT = "equimesh-schedule"
 VERSION = 1
 VERSION_OVERLAP = 2      # design.md: the overlapped AllReduce of typed transfers
+MAX_CHUNKS = 1 << 24     # chunks per shard a schedule file may declare
 OPS = ("r", "g")         # op letters in the file; their index is the op column in memory
 OP_REDUCE, OP_GATHER = 0, 1
 COLLECTIVES = ("allgather", "reducescatter", "allreduce")
@@ -291,10 +292,12 @@ def _typed_step(step: list, where: str, s: int) -> np.ndarray:
             raise ScheduleFileError(f"{where}: step {s} must hold [link, root, chunk, op] transfers (version 2)")
         if not isinstance(t[3], str) or t[3] not in OPS:
             raise ScheduleFileError(f"{where}: step {s}: op {t[3]!r} is neither 'r' (reduce) nor 'g' (gather)")
+        if not all(type(v) is int for v in t[:3]):
+            raise ScheduleFileError(f"{where}: step {s}: link, root and chunk must be integers")
         rows.append([*t[:3], OPS.index(t[3])])
     try:
         return np.array(rows, dtype=np.int64).reshape(-1, 4)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, OverflowError):
         raise ScheduleFileError(f"{where}: step {s}: link, root and chunk must be integers") from None
 
 
@@ -310,11 +313,12 @@ def _parse_steps(raw, where: str, n_links: int, nodes: int, chunks: int, typed: 
         elif typed:
             a = _typed_step(step, where, s)
         else:
-            try:
-                a = np.array(step, dtype=np.int64).reshape(-1, 3) if step else np.zeros((0, 3), dtype=np.int64)
-            except (ValueError, TypeError):
+            try:  # JSON integers only: no floats, booleans or strings (numpy would convert them)
+                a = np.array(step) if step else np.zeros((0, 3), dtype=np.int64)
+            except (ValueError, TypeError, OverflowError):
                 raise ScheduleFileError(f"{where}: step {s} must hold [link, root, chunk] integer triples") from None
-            if a.ndim != 2 or (len(step) and a.shape[0] != len(step)):
+            if (a.dtype.kind != "i" or a.ndim != 2 or a.shape[1] != 3 or (len(step) and a.shape[0] != len(step))
+                    or any(type(v) is bool for t in step for v in t)):  # numpy reads true as 1
                 raise ScheduleFileError(f"{where}: step {s} must hold [link, root, chunk] integer triples")
         bad = np.nonzero((a[:, 0] < 0) | (a[:, 0] >= n_links))[0]
         if len(bad):
@@ -411,6 +415,8 @@ def load(path: str | Path) -> Schedule:
         d = json.loads(text)
     except json.JSONDecodeError as e:
         raise ScheduleFileError(f"{p}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
+    except (ValueError, RecursionError) as e:  # a number too long, nesting too deep
+        raise ScheduleFileError(f"{p}: not valid JSON ({type(e).__name__}: {e})") from None
     return from_dict(d, str(p))
 
 
@@ -429,17 +435,22 @@ def from_dict(d, where: str = "schedule") -> Schedule:
     if collective not in COLLECTIVES:
         raise ScheduleFileError(f"{where}: unknown collective {collective!r}; expected one of {', '.join(COLLECTIVES)}")
     chunks = d["chunks"]
-    if not isinstance(chunks, int) or isinstance(chunks, bool) or chunks < 1:
-        raise ScheduleFileError(f"{where}: 'chunks' must be an integer >= 1 (got {chunks!r})")
+    if not isinstance(chunks, int) or isinstance(chunks, bool) or not 1 <= chunks <= MAX_CHUNKS:
+        raise ScheduleFileError(f"{where}: 'chunks' must be an integer 1..{MAX_CHUNKS} (got {chunks!r})")
     t = d["topology"]
     if not isinstance(t, dict):
         raise ScheduleFileError(f"{where}: 'topology' must be an object")
     for key in ("kind", "rows", "cols", "nodes", "links"):
         if key not in t:
             raise ScheduleFileError(f"{where}: topology is missing key {key!r}")
+    if t["kind"] not in KINDS:
+        raise ScheduleFileError(f"{where}: unknown topology kind {t['kind']!r}; expected one of {', '.join(KINDS)}")
+    for key in ("rows", "cols", "nodes"):
+        if type(t[key]) is not int:
+            raise ScheduleFileError(f"{where}: topology {key!r} must be an integer (got {t[key]!r})")
     try:
         topo = topology_from_json(t)
-    except (TypeError, ValueError, KeyError, TopologyError) as e:
+    except (TypeError, ValueError, KeyError, OverflowError, TopologyError) as e:
         raise ScheduleFileError(f"{where}: topology links must be [src, dst, src_port, dst_port] ({e})") from None
     if topo.rows < 1 or topo.cols < 1 or t["nodes"] != topo.nodes:
         raise ScheduleFileError(f"{where}: topology says nodes={t['nodes']} but rows x cols = {topo.rows}x{topo.cols}")

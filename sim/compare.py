@@ -67,6 +67,13 @@ def compare(rows: int, cols: int, chunks: int, chunk_flits: int, collective: str
     return result
 
 
+def _mhz(value) -> float:
+    """An Fmax from an fpga file: a finite number of MHz above zero."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+        raise ValueError(f"fmax_mhz must be a positive number of MHz (got {value!r})")
+    return float(value)
+
+
 def read_fpga(paths, kinds, rows: int, cols: int, chunk_flits: int,
               pipeline: int = DEFAULT_PIPELINE) -> dict[str, dict[str, float]]:
     """The median Fmax (MHz) of each router, by kind, from the JSON files of ``equimesh fpga --json``
@@ -77,12 +84,12 @@ def read_fpga(paths, kinds, rows: int, cols: int, chunk_flits: int,
         try:
             data = json.loads(Path(path).read_text())
             kind = data["kind"]
-            routers = {r["name"]: float(r["fmax_mhz"]) for r in data["routers"]}
+            routers = {r["name"]: _mhz(r["fmax_mhz"]) for r in data["routers"]}
             design = (data["rows"], data["cols"], data["chunk_flits"], data["flit_bits"])
             depth = data["pipeline"]
         except OSError as e:
             raise CompareError(f"{path}: cannot read: {e.strerror}") from None
-        except (ValueError, KeyError, TypeError) as e:
+        except (ValueError, KeyError, TypeError, RecursionError) as e:
             raise CompareError(f"{path}: not the JSON of 'equimesh fpga --json' ({type(e).__name__}: {e})") from None
         if kind not in kinds:
             raise CompareError(f"{path}: Fmax of the {kind}, which is not compared (kinds: {', '.join(kinds)})")

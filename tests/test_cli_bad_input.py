@@ -125,3 +125,75 @@ def test_unwritable_schedule_file(capsys, tmp_path, monkeypatch):
     path = tmp_path / "s.json"
     _deny(monkeypatch, "write_text", path)
     _one_line(capsys, ["schedule", *SMALL, "--out", str(path)], 1, f"cannot write {path}: Permission denied")
+
+
+def _mutated(tmp_path, name, edit, argv_kind=("schedule", "--rows", "2", "--cols", "3", "--chunks", "2")):
+    """A valid schedule file, loaded as JSON, changed by ``edit`` and written back as ``name``."""
+    import json
+    good = tmp_path / "good.json"
+    assert main([*argv_kind, "--out", str(good)]) == 0
+    d = json.loads(good.read_text())
+    edit(d)
+    path = tmp_path / name
+    path.write_text(json.dumps(d))
+    return str(path)
+
+
+def _set_first_transfer(value):
+    def edit(d):
+        d["steps"][0][0] = value
+    return edit
+
+
+@pytest.mark.parametrize("edit,text", [
+    (_set_first_transfer([10**30, 0, 0]), "integer triples"),            # OverflowError before
+    (_set_first_transfer([0.0, 0, 0]), "integer triples"),               # was read as link 0
+    (_set_first_transfer([True, 0, 0]), "integer triples"),              # was read as link 1
+    (_set_first_transfer(["0", 0, 0]), "integer triples"),
+    (lambda d: d.update(chunks=10**30), "'chunks' must be an integer 1..16777216"),
+    (lambda d: d["topology"].update(rows=2.0), "topology 'rows' must be an integer"),
+    (lambda d: d["topology"].update(kind="foo"), "unknown topology kind 'foo'"),
+])
+def test_malformed_schedule_values_are_one_line(capsys, tmp_path, edit, text):
+    path = _mutated(tmp_path, "bad.json", edit)
+    capsys.readouterr()
+    _one_line(capsys, ["verify", path], 1, text)
+
+
+def test_json_the_parser_cannot_take_is_one_line(capsys, tmp_path):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100000 + "]" * 100000)
+    long = tmp_path / "long.json"
+    long.write_text('{"chunks": ' + "9" * 5000 + "}")
+    notutf8 = tmp_path / "bytes.json"
+    notutf8.write_bytes(b"\xff\xfe{}")
+    for f in (deep, long):
+        _one_line(capsys, ["verify", str(f)], 1, "not valid JSON")
+    for f in (deep, long, notutf8):
+        _one_line(capsys, ["routing", "--rows", "2", "--cols", "3", "--routing", str(f)], 1, "not JSON")
+    _one_line(capsys, ["compare", "--rows", "2", "--cols", "3", "--fmax-from", str(deep)], 1,
+              "not the JSON of 'equimesh fpga --json'")
+
+
+def test_fmax_file_with_a_zero_clock_is_one_line(capsys, tmp_path):
+    import json
+    f = tmp_path / "fmax.json"
+    f.write_text(json.dumps({"kind": "equimesh", "rows": 2, "cols": 3, "chunk_flits": 8, "flit_bits": 64,
+                             "pipeline": 2, "routers": [{"name": "router_5port", "fmax_mhz": 0}]}))
+    _one_line(capsys, ["compare", "--rows", "2", "--cols", "3", "--kinds", "equimesh", "--fmax-from", str(f)], 1,
+              "fmax_mhz must be a positive number of MHz (got 0)")
+
+
+@pytest.mark.parametrize("argv,text", [
+    (["compare", "--clock-mhz", "nan"], "--clock-mhz must be > 0"),
+    (["schedule", "--rows", "2", "--cols", "3", "--time-limit", "nan"], "--time-limit must be > 0"),
+    (["soak", "--rows", "2", "--cols", "3", "--payload-flits", "0"], "--payload-flits must be >= 1"),
+    (["evaluate", "--rows", "2", "--cols", "3", "--sizes", ""], "--sizes names no size"),
+    (["evaluate", "--rows", "2", "--cols", "3", "--algorithms", ","], "--algorithms names no algorithm"),
+])
+def test_option_values_found_by_fuzzing(capsys, argv, text):
+    _one_line(capsys, argv, 2, text)
+
+
+def test_vcd_naming_a_directory(capsys, tmp_path):
+    _one_line(capsys, ["simulate", *SMALL, "--backend", "amaranth", "--vcd", str(tmp_path)], 2, "is a directory")
