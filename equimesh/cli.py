@@ -10,7 +10,8 @@ from .errors import InputError, UsageError
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # argparse's usage errors: one line, exit 2
-        raise UsageError(f"{self.prog}: {message}")
+        sub = self.prog.removeprefix("equimesh").strip()  # main() prefixes "equimesh: " itself
+        raise UsageError(f"{sub}: {message}" if sub else message)
 
 
 def make_parser() -> argparse.ArgumentParser:

@@ -61,6 +61,9 @@ def cmd_fpga(args) -> int:
         except PacketError as e:
             raise UsageError(str(e)) from None
     target = Target(args.part, args.package, args.speed, args.clock_mhz or Target.clock_mhz)
+    if args.out:  # before the place and route, not after it
+        with writing(args.out):
+            Path(args.out).mkdir(parents=True, exist_ok=True)
     progress = Progress(f"fpga {topo.name}")
     try:
         rows = measure(design, target, args.seeds, progress, packets)

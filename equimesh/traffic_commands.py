@@ -102,6 +102,8 @@ def _traffic(args, fmt):
         bitmap = _int(args.bitmap, "--bitmap")
     if bitmap is not None and args.src is None:
         raise UsageError("--bitmap and --dests need --src")
+    if bitmap is None and args.src is not None:
+        raise UsageError("--src needs --dests or --bitmap")
     try:
         return make_traffic(fmt, args.pattern, fanout=args.fanout, rate=args.rate, packets=args.packets,
                             seed=args.seed, bitmap=bitmap, src=args.src)

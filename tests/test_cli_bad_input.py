@@ -76,6 +76,7 @@ def test_verilog_missing_and_foreign_schedule(capsys, tmp_path):
     ["report", "--out"],
     ["soak", "--kind", "mesh", "--rows", "2", "--cols", "2", "--fanout", "3", "--cycles", "10",
      "--backend", "icarus", "--build-dir"],
+    ["fpga", *SMALL, "--out"],  # refused before the place and route, not after it
 ])
 def test_output_directory_that_cannot_be_made(capsys, not_a_dir, argv):
     _one_line(capsys, argv + [not_a_dir], 1, f"cannot write {not_a_dir}" if argv[0] != "report" else "cannot write")
@@ -197,3 +198,12 @@ def test_option_values_found_by_fuzzing(capsys, argv, text):
 
 def test_vcd_naming_a_directory(capsys, tmp_path):
     _one_line(capsys, ["simulate", *SMALL, "--backend", "amaranth", "--vcd", str(tmp_path)], 2, "is a directory")
+
+
+def test_argparse_errors_name_the_subcommand_once(capsys):
+    _one_line(capsys, ["schedule", "--rows", "x"], 2, "equimesh: schedule: argument --rows: invalid int value")
+    _one_line(capsys, ["topology", "--foo"], 2, "equimesh: unrecognized arguments: --foo")
+
+
+def test_traffic_source_without_destinations(capsys):
+    _one_line(capsys, ["traffic", "--rows", "2", "--cols", "3", "--src", "1"], 2, "--src needs --dests or --bitmap")
