@@ -125,6 +125,9 @@ def _check_vcd(args) -> None:
 
 
 def _check_common(args):
+    """The checks every packet run (traffic, soak, mixed) shares; the last makes sure --vcd can be written."""
+    if args.payload_flits < 1:
+        raise UsageError(f"--payload-flits must be >= 1 (got {args.payload_flits})")
     if not 1 <= args.cycles <= MAX_CYCLES:
         raise UsageError(f"--cycles must be 1..{MAX_CYCLES} (got {args.cycles})")
     if not 0.0 <= args.stall < 1.0:
@@ -168,8 +171,6 @@ def _ok(r) -> bool:
 
 def cmd_traffic(args) -> int:
     _check_common(args)
-    if args.payload_flits < 1:
-        raise UsageError(f"--payload-flits must be >= 1 (got {args.payload_flits})")
     topo = topology_from_args(args)
     table = table_from_args(args, topo)
     traffic = _traffic(args, PacketFormat(topo.nodes, args.payload_flits))
@@ -181,8 +182,6 @@ def cmd_traffic(args) -> int:
 
 def cmd_soak(args) -> int:
     _check_common(args)
-    if args.payload_flits < 1:
-        raise UsageError(f"--payload-flits must be >= 1 (got {args.payload_flits})")
     topo = topology_from_args(args)
     table = table_from_args(args, topo)
     fmt = PacketFormat(topo.nodes, args.payload_flits)
@@ -205,8 +204,6 @@ def cmd_mixed(args) -> int:
     from .sim.verilator import VerilatorError
 
     _check_common(args)
-    if args.payload_flits < 1:
-        raise UsageError(f"--payload-flits must be >= 1 (got {args.payload_flits})")
     if args.start_at < 0:
         raise UsageError(f"--start-at must be >= 0 (got {args.start_at})")
     topo, sched, image = load_image(args)
