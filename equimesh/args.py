@@ -1,23 +1,75 @@
 """Argument helpers shared by command modules (a command module never imports another one):
-the collective's run arguments and the schedule image they name."""
+the ranges of sizes and counts, the collective's run arguments and the schedule image they name."""
 
 from __future__ import annotations
 
+import argparse
+
 from .errors import InputError, UsageError
-from .rtl.rom import RomError, compile_schedule
+from .rtl.packet import MAX_PAYLOAD_FLITS
+from .rtl.rom import MAX_CHUNK_FLITS, RomError, compile_schedule
 from .schedules import schedule as schedfile
 from .schedules.routing import ALGORITHMS, RoutingError, forwarding_table
 from .schedules.routing import load as load_table
 from .schedules.synth import synthesize
-from .schedules.topology import KINDS, TopologyError, build, parse_ring_dirs
+from .schedules.topology import KINDS, MAX_SIDE, TopologyError, build, parse_ring_dirs
 
 COLLECTIVES = ("allgather", "reducescatter", "allreduce")
 
 
+def count(lo: int, hi: int):
+    """An argparse ``type``: an integer in ``lo..hi``; anything else is the parser's one-line error
+    ("argument --chunks: must be 1..16777216 (got 0)"), never a value that later exhausts memory."""
+    def integer(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"must be {lo}..{hi} (got {value})")
+        return value
+    return integer
+
+
+def items(text: str, option: str) -> list[str]:
+    """The comma-separated items of ``option``'s value, stripped; an empty item is an error, never dropped."""
+    parts = [t.strip() for t in text.split(",")]
+    if not all(parts):
+        raise UsageError(f"{option} has an empty item (got {text!r})")
+    return parts
+
+
+def count_list(text: str, option: str, lo: int = 1, hi: int = schedfile.MAX_CHUNKS) -> list[int]:
+    """A comma-separated list of integers in ``lo..hi`` (``--chunks 1,4``)."""
+    convert = count(lo, hi)
+    try:
+        return [convert(t) for t in items(text, option)]
+    except argparse.ArgumentTypeError as e:
+        raise UsageError(f"{option}: {e}") from None
+
+
+def size_list(text: str, option: str = "--sizes") -> list[tuple[int, int]]:
+    """A comma-separated list of RxC sizes, each side 2..MAX_SIDE (``--sizes 4x4,8x8``)."""
+    out = []
+    for t in items(text, option):
+        try:
+            r, c = (SIDE(v) for v in t.lower().split("x"))
+        except (ValueError, argparse.ArgumentTypeError):
+            raise UsageError(f"{option} entries look like RxC with sides 2..{MAX_SIDE}, e.g. 8x8 (got {t!r})") from None
+        out.append((r, c))
+    return out
+
+
+SIDE = count(2, MAX_SIDE)                         # --rows, --cols: a topology side
+CHUNKS = count(1, schedfile.MAX_CHUNKS)           # --chunks: K, as in a schedule file
+CHUNK_FLITS = count(1, MAX_CHUNK_FLITS)           # --chunk-flits: F
+PAYLOAD_FLITS = count(1, MAX_PAYLOAD_FLITS)       # --payload-flits: a packet's payload
+
+
 def add_topology_args(p) -> None:
     p.add_argument("--kind", default="equimesh", help=f"topology kind: {', '.join(KINDS)} (default equimesh)")
-    p.add_argument("--rows", type=int, default=4, help="mesh rows R >= 2 (default 4)")
-    p.add_argument("--cols", type=int, default=4, help="mesh columns C >= 2 (default 4)")
+    p.add_argument("--rows", type=SIDE, default=4, help=f"mesh rows R, 2..{MAX_SIDE} (default 4)")
+    p.add_argument("--cols", type=SIDE, default=4, help=f"mesh columns C, 2..{MAX_SIDE} (default 4)")
     p.add_argument("--ring-dirs", default=None,
                    help="EquiMesh ring directions (Algorithm 1's anticlockwise flag per edge): 'default' (cccc, "
                         "or at a few sizes without a Hamiltonian decomposition the choice with the shortest K=4 "
@@ -33,16 +85,8 @@ def topology_from_args(args, ring_dirs: str | None = None):
         raise UsageError(str(e)) from None
 
 
-def _check_sizes(args) -> None:
-    if args.chunk_flits < 1:
-        raise UsageError(f"--chunk-flits must be >= 1 (got {args.chunk_flits})")
-    if args.chunks < 1:
-        raise UsageError(f"--chunks must be >= 1 (got {args.chunks})")
-
-
 def load_image(args):
     """Topology, schedule (synthesized or --schedule FILE) and its compiled ROM image."""
-    _check_sizes(args)
     topo = topology_from_args(args)
     if getattr(args, "schedule", None):
         try:
@@ -76,8 +120,8 @@ def add_pipeline_arg(p) -> None:
 
 def add_run_args(p, collective_default: str | None) -> None:
     add_topology_args(p)
-    p.add_argument("--chunks", type=int, default=4, help="chunks per shard K >= 1 (default 4)")
-    p.add_argument("--chunk-flits", type=int, default=16, help="flits per chunk F >= 1 (default 16)")
+    p.add_argument("--chunks", type=CHUNKS, default=4, help="chunks per shard K >= 1 (default 4)")
+    p.add_argument("--chunk-flits", type=CHUNK_FLITS, default=16, help=f"flits per chunk F, 1..{MAX_CHUNK_FLITS} (default 16)")
     p.add_argument("--collective", choices=COLLECTIVES, default=collective_default,
                    help="collective to run (default allgather)")
 

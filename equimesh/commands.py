@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from .args import add_topology_args, topology_from_args
+from .args import CHUNKS, SIDE, add_topology_args, count_list, items, size_list, topology_from_args
 from .errors import InputError, UsageError, writing
 from .progress import Progress
 from .schedules import schedule as schedfile
@@ -46,8 +46,6 @@ def _synthesize(args, t, progress):
 
 
 def cmd_schedule(args) -> int:
-    if args.chunks < 1:
-        raise UsageError(f"--chunks must be >= 1 (got {args.chunks})")
     if not 0 < args.time_limit < float("inf"):
         raise UsageError(f"--time-limit must be > 0 (got {args.time_limit})")
     if args.overlap:
@@ -142,7 +140,7 @@ def register(sub) -> None:
 
     p = sub.add_parser("schedule", help="synthesize a collective schedule")
     add_topology_args(p)
-    p.add_argument("--chunks", type=int, default=4, help="chunks per shard K >= 1 (default 4)")
+    p.add_argument("--chunks", type=CHUNKS, default=4, help="chunks per shard K >= 1 (default 4)")
     p.add_argument("--algorithm", default="auto", choices=ALGORITHMS,
                    help="auto (default: the best valid method, named in the output as 'method'), ring "
                         "(ring-pipelined on 4 Hamiltonian cycles, EquiMesh, K = 4m), xtree / mirrorxtree "
@@ -172,16 +170,6 @@ BENCH_KINDS = ("mesh", "equimesh", "overflow", "torus")
 BENCH_SIZES = ("4x4", "8x8", "5x11", "16x16", "32x32")
 
 
-def _parse_size(text: str) -> tuple[int, int]:
-    try:
-        r, c = (int(v) for v in text.lower().split("x"))
-    except ValueError:
-        raise UsageError(f"size must look like RxC, e.g. 8x8 (got {text!r})") from None
-    if r < 2 or c < 2:
-        raise UsageError(f"rows and cols must be >= 2 (got {text})")
-    return r, c
-
-
 class _Table:
     """A Markdown table printed row by row as it is measured (benchmarks take a while)."""
 
@@ -206,15 +194,12 @@ def _save_table(lines: list[str], out: str | None) -> None:
 
 def cmd_bench_schedules(args) -> int:
     """Steps, bound, efficiency and synthesis seconds per algorithm across kinds and sizes (every schedule verified)."""
-    sizes = [_parse_size(s) for s in args.sizes.split(",")]
-    chunks = [int(k) for k in args.chunks.split(",")]
-    if any(k < 1 for k in chunks):
-        raise UsageError("--chunks values must be >= 1")
-    kinds = args.kinds.split(",")
+    sizes, chunks = size_list(args.sizes), count_list(args.chunks, "--chunks")
+    kinds = items(args.kinds, "--kinds")
     for k in kinds:
         if k not in KINDS:
             raise UsageError(f"unknown topology kind {k!r}; expected one of {', '.join(KINDS)}")
-    algos = args.algorithms.split(",")
+    algos = items(args.algorithms, "--algorithms")
     for a in algos:
         if a not in BENCH_ALGORITHMS:
             raise UsageError(f"bench-schedules runs {', '.join(BENCH_ALGORITHMS)} (got {a!r})")
@@ -273,8 +258,7 @@ def cmd_bench_optimal(args) -> int:
     from .schedules.cpsat import exact
     from .schedules.optimal import optimal
     from .schedules.xtree import xtree
-    sizes = [_parse_size(s) for s in args.sizes.split(",")]
-    chunks = [int(k) for k in args.chunks.split(",")]
+    sizes, chunks = size_list(args.sizes), count_list(args.chunks, "--chunks")
     lanes = args.storage == "lanes"
     table = _Table(f"equimesh bench-optimal: {args.solver}, storage {args.storage}, time limit "
                    f"{args.time_limit:g} s per size",
@@ -314,10 +298,6 @@ def register_bench_optimal(sub) -> None:
 
 def cmd_demo(args) -> int:
     """The main job's schedule part: the best valid schedule (auto) on the 4x4 EquiMesh, mesh and overflow mesh."""
-    if args.chunks < 1:
-        raise UsageError(f"--chunks must be >= 1 (got {args.chunks})")
-    if args.rows < 2 or args.cols < 2:
-        raise UsageError(f"rows and cols must be >= 2 (got {args.rows}x{args.cols})")
     out = Path(args.out)
     with writing(out):
         out.mkdir(parents=True, exist_ok=True)
@@ -349,8 +329,8 @@ def cmd_demo(args) -> int:
 
 def register_demo(sub) -> None:
     p = sub.add_parser("demo", help="synthesize and verify the best schedules on mesh, EquiMesh and overflow; print the table")
-    p.add_argument("--rows", type=int, default=4)
-    p.add_argument("--cols", type=int, default=4)
-    p.add_argument("--chunks", type=int, default=4)
+    p.add_argument("--rows", type=SIDE, default=4)
+    p.add_argument("--cols", type=SIDE, default=4)
+    p.add_argument("--chunks", type=CHUNKS, default=4)
     p.add_argument("--out", default="schedules/demo", help="where the lane schedules are written")
     p.set_defaults(func=cmd_demo)

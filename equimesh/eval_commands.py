@@ -8,6 +8,7 @@ import time
 
 import numpy as np
 
+from .args import CHUNKS, SIDE, count_list, items
 from .errors import InputError, UsageError, writing
 from .schedules.failures import Disconnected, degrade, parse_fail_links, random_failures
 from .schedules.topology import TopologyError, build
@@ -21,9 +22,7 @@ def _algorithms(text: str | None, failures: bool, collective: str | None = None)
         names = [n for n, a in ALGORITHMS.items() if a.available and (a.topology_agnostic or not failures)
                  and (collective is None or collective in a.collectives)]
     else:
-        names = [t.strip() for t in text.split(",") if t.strip()]
-        if not names:
-            raise UsageError(f"--algorithms names no algorithm (got {text!r})")
+        names = items(text, "--algorithms")
     for n in names:
         if n not in ALGORITHMS:
             raise UsageError(f"unknown algorithm {n!r}; expected one of {', '.join(ALGORITHMS)}")
@@ -43,24 +42,15 @@ def _sizes(text: str | None) -> np.ndarray:
     if text is None:
         return default_sizes()
     try:
-        sizes = np.array(sorted({parse_size(t) for t in text.split(",") if t.strip()}))
+        return np.array(sorted({parse_size(t) for t in items(text, "--sizes")}))
     except ValueError as e:
         raise UsageError(f"--sizes: {e}") from None
-    if not len(sizes):
-        raise UsageError(f"--sizes names no size (got {text!r})")
-    return sizes
 
 
 def _chunks(text: str | None) -> list[int] | None:
     if text is None:
         return None
-    try:
-        ks = [int(t) for t in text.split(",") if t.strip()]
-    except ValueError:
-        raise UsageError(f"--chunks must be comma-separated integers (got {text!r})") from None
-    if not ks or min(ks) < 1:
-        raise UsageError(f"--chunks must be integers >= 1 (got {text!r})")
-    return ks
+    return count_list(text, "--chunks")
 
 
 def _model(args) -> LinkModel:
@@ -70,8 +60,6 @@ def _model(args) -> LinkModel:
 
 
 def cmd_evaluate(args) -> int:
-    if args.rows < 2 or args.cols < 2:
-        raise UsageError(f"rows and cols must be >= 2 (got {args.rows}x{args.cols})")
     failing = args.fail_links is not None or args.fail_random is not None
     names = _algorithms(args.algorithms, failing, args.collective)
     sizes, model, ks = _sizes(args.sizes), _model(args), _chunks(args.chunks)
@@ -155,8 +143,6 @@ def cmd_bench_eval(args) -> int:
         size = np.array([parse_size(args.size)])
     except ValueError as e:
         raise UsageError(f"--size: {e}") from None
-    if min(args.dims) < 2 or args.chunks < 1:
-        raise UsageError(f"--dims must be >= 2 and --chunks >= 1 (got {args.dims}, {args.chunks})")
     print(f"# equimesh bench-eval, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {machine()}")
     print(f"# one message size ({args.size} per node), alpha-beta model of Table I; K = {args.chunks}")
     print(f"{'mesh':<6} {'algorithm':<16} {'collective':<10} {'transfers':>10} {'steps':>6} "
@@ -182,8 +168,8 @@ def add_model_args(p) -> None:
 
 def register(sub) -> None:
     p = sub.add_parser("evaluate", help="effective bandwidth of XTree/MirrorXTree and the baselines across message sizes")
-    p.add_argument("--rows", type=int, default=8, help="mesh rows (default 8)")
-    p.add_argument("--cols", type=int, default=8, help="mesh columns (default 8)")
+    p.add_argument("--rows", type=SIDE, default=8, help="mesh rows (default 8)")
+    p.add_argument("--cols", type=SIDE, default=8, help="mesh columns (default 8)")
     p.add_argument("--collective", choices=COLLECTIVES, default="allgather")
     p.add_argument("--sizes", help="message sizes per node, comma-separated, e.g. 1K,1M,1G (default 1KB..1GB, powers of 2)")
     p.add_argument("--algorithms", help="comma-separated, from: " + ", ".join(ALGORITHMS) + " (default: all available)")
@@ -208,10 +194,10 @@ def register(sub) -> None:
 
     p = sub.add_parser("bench-eval", help="benchmark: synthesis, verification and alpha-beta evaluation of one size "
                                           "on 16x16 and 32x32")
-    p.add_argument("--dims", type=int, nargs="+", default=[16, 32], help="square mesh sizes (default 16 32)")
+    p.add_argument("--dims", type=SIDE, nargs="+", default=[16, 32], help="square mesh sizes (default 16 32)")
     p.add_argument("--algorithms", default="equimesh-xtree",
                    help="comma-separated (default equimesh-xtree); synthesis, verification and simulation "
                         "are timed separately")
-    p.add_argument("--chunks", type=int, default=4, help="chunk count K (default 4)")
+    p.add_argument("--chunks", type=CHUNKS, default=4, help="chunk count K (default 4)")
     p.add_argument("--size", default="1G", help="message size per node (default 1G)")
     p.set_defaults(func=cmd_bench_eval)

@@ -8,7 +8,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from .args import add_pipeline_arg, add_run_args, load_image, table_from_args
+from .args import PAYLOAD_FLITS, add_pipeline_arg, add_run_args, load_image, table_from_args
 from .errors import InputError, UsageError, writing
 from .progress import Progress
 
@@ -16,12 +16,15 @@ from .progress import Progress
 ROUTER_KEYS = ("name", "ports", "nodes", "luts", "ffs", "brams", "fmax_mhz", "fmax_min_mhz", "fmax_seeds",
                "critical_path", "transistors", "table_bits", "lane_bits")
 
+MAX_FLIT_BITS = 1024  # the widest flit the wrapper shifts in and out
+MAX_SEEDS = 100       # nextpnr runs of one router (a few minutes each at 8x8)
+
 
 def _check(args) -> None:
-    if args.flit_bits < 32 or args.flit_bits % 32:
-        raise UsageError(f"--flit-bits must be a positive multiple of 32 (got {args.flit_bits})")
-    if args.seeds < 1:
-        raise UsageError(f"--seeds must be >= 1 (got {args.seeds})")
+    if not 32 <= args.flit_bits <= MAX_FLIT_BITS or args.flit_bits % 32:
+        raise UsageError(f"--flit-bits must be a multiple of 32 in 32..{MAX_FLIT_BITS} (got {args.flit_bits})")
+    if not 1 <= args.seeds <= MAX_SEEDS:
+        raise UsageError(f"--seeds must be 1..{MAX_SEEDS} (got {args.seeds})")
     if args.speed not in (6, 7, 8):
         raise UsageError(f"--speed must be 6, 7 or 8 (ECP5 speed grades; got {args.speed})")
     if args.clock_mhz is not None and not args.clock_mhz > 0:
@@ -133,7 +136,7 @@ def register(sub) -> None:
                         "crossbar, for the central node of each lane count")
     p.add_argument("--routing", default="shortcut", help="with --packets: the forwarding tables, 'shortcut', 'xy' or "
                                                          "a table file (default shortcut)")
-    p.add_argument("--payload-flits", type=int, default=8, help="with --packets: payload flits per packet (default 8)")
+    p.add_argument("--payload-flits", type=PAYLOAD_FLITS, default=8, help="with --packets: payload flits per packet (default 8)")
     p.add_argument("--out", help="write fpga.json and each router's statistics, reports and logs here")
     p.add_argument("--json", action="store_true", help="machine-readable results")
     p.set_defaults(func=cmd_fpga)

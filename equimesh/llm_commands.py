@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 import sys
 
+from .args import SIDE
 from .errors import InputError, UsageError, writing
 from .sim.llm import (DEFAULT_MICRO_BATCH, DEFAULT_SEQ_LEN, MODELS_FILE, PROPOSED, ModelFileError, evaluate_models,
                       geomean, load_models, plot_fig9)
 
 
 def cmd_llm(args) -> int:
-    if args.rows < 2 or args.cols < 2:
-        raise UsageError(f"rows and cols must be >= 2 (got {args.rows}x{args.cols})")
     if args.seq_len < 1 or args.micro_batch < 1:
         raise UsageError(f"--seq-len and --micro-batch must be >= 1 (got {args.seq_len}, {args.micro_batch})")
     try:
@@ -57,8 +56,8 @@ def register(sub) -> None:
     p = sub.add_parser("llm", help="end-to-end LLM forward/backward time with SP + TP (seed 000, Fig. 9)")
     p.add_argument("--model", default="all", help="a model name from the model file, or all (default)")
     p.add_argument("--models-file", default=str(MODELS_FILE), help="model shapes (JSON; default: the four of Fig. 9)")
-    p.add_argument("--rows", type=int, default=8, help="array rows (default 8)")
-    p.add_argument("--cols", type=int, default=8, help="array columns (default 8)")
+    p.add_argument("--rows", type=SIDE, default=8, help="array rows (default 8)")
+    p.add_argument("--cols", type=SIDE, default=8, help="array columns (default 8)")
     p.add_argument("--seq-len", type=int, default=DEFAULT_SEQ_LEN, help=f"sequence length (default {DEFAULT_SEQ_LEN})")
     p.add_argument("--micro-batch", type=int, default=DEFAULT_MICRO_BATCH,
                    help=f"micro-batch size (default {DEFAULT_MICRO_BATCH})")

@@ -10,9 +10,11 @@ import json
 import sys
 from pathlib import Path
 
-from .args import COLLECTIVES, _check_sizes, add_pipeline_arg, add_run_args, load_image, table_from_args
+from .args import (CHUNK_FLITS, CHUNKS, COLLECTIVES, PAYLOAD_FLITS, SIDE, add_pipeline_arg, add_run_args, count, load_image,
+                   table_from_args)
 from .errors import InputError, UsageError, writing
 from .progress import Progress
+from .rtl.design import MAX_DEPTH, MAX_LANE_FLITS
 from .rtl.rom import RomError
 from .schedules.schedule import lower_bound
 from .schedules.synth import synthesize
@@ -25,10 +27,6 @@ def bound_of(sched) -> int:
 def _design(args, image):
     from .rtl.design import fit
 
-    for name in ("depth", "slots"):
-        v = getattr(args, name, None)
-        if v is not None and v < 1:
-            raise UsageError(f"--{name} must be >= 1 (got {v})")
     try:
         return fit(image, slots=getattr(args, "slots", None), depth=getattr(args, "depth", None),
                    pipeline=args.pipeline)
@@ -118,10 +116,10 @@ def cmd_simulate(args) -> int:
 
 
 def add_design_args(p) -> None:
-    p.add_argument("--depth", type=int, help="schedule-table entries of the design (default: the next power "
-                                             "of two >= 16 that holds the schedule)")
-    p.add_argument("--slots", type=int, help="chunk slots per lane of the design (default: the next power of "
-                                             "two >= 16 that holds the schedule)")
+    p.add_argument("--depth", type=count(1, MAX_DEPTH), help="schedule-table entries of the design (default: the "
+                                                             "next power of two >= 16 that holds the schedule)")
+    p.add_argument("--slots", type=count(1, MAX_LANE_FLITS), help="chunk slots per lane of the design (default: the "
+                                                                  "next power of two >= 16 that holds the schedule)")
     add_pipeline_arg(p)
 
 
@@ -156,10 +154,6 @@ def cmd_compare(args) -> int:
     from .rtl.design import fit
     from .sim.compare import CompareError, add_time, clocks, compare, read_fpga
 
-    _check_sizes(args)
-    for n in (args.rows, args.cols):
-        if n < 2:
-            raise UsageError(f"rows and cols must be >= 2 (got {args.rows}x{args.cols})")
     if args.clock_mhz is not None and not 0 < args.clock_mhz < float("inf"):
         raise UsageError(f"--clock-mhz must be > 0 (got {args.clock_mhz})")
     kinds = list(dict.fromkeys(args.kinds))
@@ -207,10 +201,10 @@ def register_compare(sub) -> None:
 
     p = sub.add_parser("compare", help="run one collective on mesh, EquiMesh, overflow, torus and Supermesh: "
                                        "cycles, utilization, crossbar cost, and time from measured Fmax")
-    p.add_argument("--rows", type=int, default=4, help="mesh rows R >= 2 (default 4)")
-    p.add_argument("--cols", type=int, default=4, help="mesh columns C >= 2 (default 4)")
-    p.add_argument("--chunks", type=int, default=4, help="chunks per shard K >= 1 (default 4)")
-    p.add_argument("--chunk-flits", type=int, default=16, help="flits per chunk F >= 1 (default 16)")
+    p.add_argument("--rows", type=SIDE, default=4, help="mesh rows R >= 2 (default 4)")
+    p.add_argument("--cols", type=SIDE, default=4, help="mesh columns C >= 2 (default 4)")
+    p.add_argument("--chunks", type=CHUNKS, default=4, help="chunks per shard K >= 1 (default 4)")
+    p.add_argument("--chunk-flits", type=CHUNK_FLITS, default=16, help="flits per chunk F >= 1 (default 16)")
     p.add_argument("--collective", choices=COLLECTIVES, default="allgather")
     p.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS), metavar="KIND",
                    help=f"topologies to compare (default all: {' '.join(KINDS)})")
@@ -237,8 +231,6 @@ def cmd_verilog(args) -> int:
         from .rtl.packet import PacketError
         from .rtl.packet_network import PacketSetup
 
-        if args.payload_flits < 1:
-            raise UsageError(f"--payload-flits must be >= 1 (got {args.payload_flits})")
         try:
             packets = PacketSetup(table_from_args(args, topo), args.payload_flits)
         except PacketError as e:
@@ -291,7 +283,7 @@ def register_verilog(sub) -> None:
     p.add_argument("--packets", action="store_true",
                    help="routers that also carry MultiWrite packets (inject/eject streams, links with ready)")
     p.add_argument("--routing", default="shortcut", help="with --packets: forwarding tables (default shortcut)")
-    p.add_argument("--payload-flits", type=int, default=8, help="with --packets: payload flits per packet (default 8)")
+    p.add_argument("--payload-flits", type=PAYLOAD_FLITS, default=8, help="with --packets: payload flits per packet (default 8)")
     p.set_defaults(func=cmd_verilog)
 
 
@@ -360,8 +352,8 @@ def register_bench(sub) -> None:
     p.add_argument("--models", nargs="+", choices=MODELS, default=["auto"],
                    help="Verilator model kinds to run (default auto)")
     p.add_argument("--collective", choices=COLLECTIVES, default="allgather")
-    p.add_argument("--chunks", type=int, default=4, help="chunks per shard K (default 4)")
-    p.add_argument("--chunk-flits", type=int, default=16, help="flits per chunk F (default 16)")
+    p.add_argument("--chunks", type=CHUNKS, default=4, help="chunks per shard K (default 4)")
+    p.add_argument("--chunk-flits", type=CHUNK_FLITS, default=16, help="flits per chunk F (default 16)")
     p.add_argument("--cold", action="store_true", help="start from an empty model cache (measures builds)")
     p.add_argument("--out", default="bench/rtl.md", help="save the table here (default bench/rtl.md)")
     p.set_defaults(func=cmd_bench_rtl)

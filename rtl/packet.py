@@ -40,14 +40,17 @@ class PacketError(ValueError):
     """A packet that cannot be built for this network (bad bitmap, missing destination)."""
 
 
+MAX_PAYLOAD_FLITS = 1 << 12  # every input buffer holds a whole packet
+
+
 class PacketFormat:
     """Layouts of one network's packets. ``nodes`` sets the bitmap width; ``payload_flits`` >= 1."""
 
     def __init__(self, nodes: int, payload_flits: int):
         if nodes < 2:
             raise PacketError(f"a network needs at least 2 nodes (got {nodes})")
-        if payload_flits < 1:
-            raise PacketError(f"a packet needs at least one payload flit (got {payload_flits})")
+        if not 1 <= payload_flits <= MAX_PAYLOAD_FLITS:
+            raise PacketError(f"a packet has 1..{MAX_PAYLOAD_FLITS} payload flits (got {payload_flits})")
         self.nodes = nodes
         self.payload_flits = payload_flits
         self.src_bits = bits_for(nodes - 1)

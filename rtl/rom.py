@@ -71,6 +71,9 @@ def run_cycles(steps: int, chunk_flits: int, pipeline: int = DEFAULT_PIPELINE) -
     return steps * period(chunk_flits, pipeline) + LATENCY[pipeline]
 
 
+MAX_CHUNK_FLITS = 1 << 16  # flits per chunk: a lane holds slots x F flits
+
+
 class RomError(ValueError):
     """A schedule the hardware cannot execute; the message is one line."""
 
@@ -232,8 +235,8 @@ class _Lanes:
 
 def compile_schedule(sched: Schedule, chunk_flits: int, topo: Topology | None = None) -> NetworkImage:
     """Compile a schedule into ROM images; raise :class:`RomError` if the hardware cannot run it."""
-    if chunk_flits < 1:
-        raise RomError(f"chunk_flits must be >= 1 (got {chunk_flits})")
+    if not 1 <= chunk_flits <= MAX_CHUNK_FLITS:
+        raise RomError(f"chunk_flits must be 1..{MAX_CHUNK_FLITS} (got {chunk_flits})")
     t = sched.topology
     if topo is not None and not same_topology(t, topo):
         same = (t.name, len(t.links)) == (topo.name, len(topo.links))

@@ -54,12 +54,12 @@ Tables:
 from __future__ import annotations
 
 import heapq
-import json
 from collections import defaultdict
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
+from .jsonfile import JsonFileError, read_json
 from .topology import Topology, TopologyError, build, parse_ring_dirs
 
 LOCAL = "L"
@@ -432,13 +432,9 @@ def check_deadlock_free(t: ForwardingTable, flow: str = "cut-through") -> None:
 def load(path: str | Path) -> ForwardingTable:
     """Read a table written by ``equimesh routing --out``; validated and deadlock-checked."""
     try:
-        d = json.loads(Path(path).read_text())
-    except OSError as e:
-        raise RoutingError(f"cannot read {path}: {e.strerror}") from None
-    except json.JSONDecodeError as e:
-        raise RoutingError(f"{path}: not JSON ({e.msg}, line {e.lineno})") from None
-    except (ValueError, RecursionError) as e:  # not UTF-8, a number too long, nesting too deep
-        raise RoutingError(f"{path}: not JSON ({type(e).__name__}: {e})") from None
+        d = read_json(path)
+    except JsonFileError as e:
+        raise RoutingError(str(e)) from None
     if not isinstance(d, dict) or d.get("format") != FORMAT:
         raise RoutingError(f"{path}: not an {FORMAT} file")
     if d.get("version") != 1:

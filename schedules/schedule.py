@@ -18,7 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .topology import KINDS, Topology, TopologyError, from_json as topology_from_json
+from . import jsonfile
+from .topology import KINDS, MAX_SIDE, Topology, TopologyError, from_json as topology_from_json
 
 FORMAT = "equimesh-schedule"
 VERSION = 1
@@ -401,23 +402,12 @@ def _typed(d: dict) -> bool:
 
 def load(path: str | Path) -> Schedule:
     """Read and structurally check a schedule file; every problem is one ScheduleFileError line."""
-    p = Path(path)
     try:
-        text = p.read_text()
-    except FileNotFoundError:
-        raise ScheduleFileError(f"{p}: no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ScheduleFileError(f"{p}: cannot read: {getattr(e, 'strerror', None) or e}") from None
-    sched = _load_canonical(text, str(p))
-    if sched is not None:
-        return sched
-    try:
-        d = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ScheduleFileError(f"{p}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
-    except (ValueError, RecursionError) as e:  # a number too long, nesting too deep
-        raise ScheduleFileError(f"{p}: not valid JSON ({type(e).__name__}: {e})") from None
-    return from_dict(d, str(p))
+        text = jsonfile.read_text(path)
+        sched = _load_canonical(text, str(path))
+        return sched if sched is not None else from_dict(jsonfile.parse(text, str(path)), str(path))
+    except jsonfile.JsonFileError as e:
+        raise ScheduleFileError(str(e)) from None
 
 
 def from_dict(d, where: str = "schedule") -> Schedule:
@@ -448,11 +438,13 @@ def from_dict(d, where: str = "schedule") -> Schedule:
     for key in ("rows", "cols", "nodes"):
         if type(t[key]) is not int:
             raise ScheduleFileError(f"{where}: topology {key!r} must be an integer (got {t[key]!r})")
+    if not (1 <= t["rows"] <= MAX_SIDE and 1 <= t["cols"] <= MAX_SIDE):
+        raise ScheduleFileError(f"{where}: topology rows and cols must be 1..{MAX_SIDE} (got {t['rows']}x{t['cols']})")
     try:
         topo = topology_from_json(t)
     except (TypeError, ValueError, KeyError, OverflowError, TopologyError) as e:
         raise ScheduleFileError(f"{where}: topology links must be [src, dst, src_port, dst_port] ({e})") from None
-    if topo.rows < 1 or topo.cols < 1 or t["nodes"] != topo.nodes:
+    if t["nodes"] != topo.nodes:
         raise ScheduleFileError(f"{where}: topology says nodes={t['nodes']} but rows x cols = {topo.rows}x{topo.cols}")
     for i, l in enumerate(topo.links):
         if not (0 <= l.src < topo.nodes and 0 <= l.dst < topo.nodes) or l.src == l.dst:

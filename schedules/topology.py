@@ -41,6 +41,9 @@ RING_PORT = {"top": "N", "bottom": "S", "left": "W", "right": "E"}
 PORT_ORDER = ("N", "E", "S", "W")
 
 
+MAX_SIDE = 64  # rows and cols of any topology: 4096 nodes (32x32 is the largest size the docs measure)
+
+
 class TopologyError(ValueError):
     """A topology that cannot be built (bad size, unknown kind or option)."""
 
@@ -315,6 +318,8 @@ def build(kind: str, rows: int, cols: int, ring_dirs: dict[str, bool] | None = N
         raise TopologyError(f"unknown topology kind {kind!r}; expected one of {', '.join(KINDS)}")
     if rows < 2 or cols < 2:
         raise TopologyError(f"rows and cols must be >= 2 (got {rows}x{cols})")
+    if rows > MAX_SIDE or cols > MAX_SIDE:
+        raise TopologyError(f"rows and cols must be <= {MAX_SIDE} (got {rows}x{cols})")
     if kind == "supermesh":
         return Topology(kind, rows, cols, _supermesh_links(rows, cols))
     links = _mesh_links(rows, cols)

@@ -17,7 +17,6 @@ kind's slowest router, and :func:`add_time` turns cycles into nanoseconds.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +24,7 @@ import numpy as np
 from ..rtl.design import FLIT_BITS
 from ..rtl.network import router_name
 from ..rtl.rom import DEFAULT_PIPELINE, compile_schedule
+from ..schedules.jsonfile import JsonFileError, read_json
 from ..schedules.synth import synthesize
 from ..schedules.topology import build
 from .synth import router_cells, table_bits
@@ -82,14 +82,14 @@ def read_fpga(paths, kinds, rows: int, cols: int, chunk_flits: int,
     fmax = {}
     for path in paths:
         try:
-            data = json.loads(Path(path).read_text())
+            data = read_json(path)
             kind = data["kind"]
             routers = {r["name"]: _mhz(r["fmax_mhz"]) for r in data["routers"]}
             design = (data["rows"], data["cols"], data["chunk_flits"], data["flit_bits"])
             depth = data["pipeline"]
-        except OSError as e:
-            raise CompareError(f"{path}: cannot read: {e.strerror}") from None
-        except (ValueError, KeyError, TypeError, RecursionError) as e:
+        except JsonFileError as e:
+            raise CompareError(str(e)) from None
+        except (ValueError, KeyError, TypeError) as e:
             raise CompareError(f"{path}: not the JSON of 'equimesh fpga --json' ({type(e).__name__}: {e})") from None
         if kind not in kinds:
             raise CompareError(f"{path}: Fmax of the {kind}, which is not compared (kinds: {', '.join(kinds)})")

@@ -33,12 +33,12 @@ nor its overlap of computation and communication; this model states its own choi
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from ..schedules.jsonfile import JsonFileError, read_json
 from ..schedules.topology import build
 from .alphabeta import LinkModel
 from .evaluate import ALGORITHMS, run_curve
@@ -78,13 +78,9 @@ def load_models(path: str | Path = MODELS_FILE) -> list[ModelShape]:
     """The model shapes of a data file like ``sim/data/llm_models.json``; every problem is one line."""
     p = Path(path)
     try:
-        d = json.loads(p.read_text())
-    except FileNotFoundError:
-        raise ModelFileError(f"{p}: no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ModelFileError(f"{p}: cannot read: {getattr(e, 'strerror', None) or e}") from None
-    except json.JSONDecodeError as e:
-        raise ModelFileError(f"{p}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
+        d = read_json(p)
+    except JsonFileError as e:
+        raise ModelFileError(str(e)) from None
     if not isinstance(d, dict) or not isinstance(d.get("models"), list) or not d["models"]:
         raise ModelFileError(f"{p}: needs a non-empty list 'models'")
     out = []

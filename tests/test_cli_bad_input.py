@@ -33,28 +33,35 @@ SMALL = ["--rows", "2", "--cols", "3", "--chunks", "1"]
 
 
 @pytest.mark.parametrize("argv,code,text", [
-    (["verilog", "--rows", "1", "--out", "x"], 2, "rows and cols must be >= 2"),
-    (["verilog", "--chunks", "0", "--out", "x"], 2, "--chunks must be >= 1"),
-    (["verilog", "--chunk-flits", "0", "--out", "x"], 2, "--chunk-flits must be >= 1"),
+    (["verilog", "--rows", "1", "--out", "x"], 2, "--rows: must be 2..64 (got 1)"),
+    (["verilog", "--chunks", "0", "--out", "x"], 2, "--chunks: must be 1..16777216 (got 0)"),
+    (["verilog", "--chunk-flits", "0", "--out", "x"], 2, "--chunk-flits: must be 1..65536 (got 0)"),
     (["verilog", "--kind", "ring", "--out", "x"], 2, "unknown topology kind"),
     (["verilog", "--rows", "2", "--cols", "3"], 2, "--out"),
-    (["verilog", *SMALL, "--packets", "--payload-flits", "0", "--out", "x"], 2, "--payload-flits must be >= 1"),
-    (["compare", "--rows", "1"], 2, "rows and cols must be >= 2"),
-    (["compare", "--chunks", "0"], 2, "--chunks must be >= 1"),
-    (["compare", "--chunk-flits", "0"], 2, "--chunk-flits must be >= 1"),
+    (["verilog", *SMALL, "--packets", "--payload-flits", "0", "--out", "x"], 2, "--payload-flits: must be 1..4096 (got 0)"),
+    (["compare", "--rows", "1"], 2, "--rows: must be 2..64 (got 1)"),
+    (["compare", "--chunks", "0"], 2, "--chunks: must be 1..16777216 (got 0)"),
+    (["compare", "--chunk-flits", "0"], 2, "--chunk-flits: must be 1..65536 (got 0)"),
     (["compare", "--collective", "broadcast"], 2, "invalid choice"),
     (["soak", "--cycles", "0"], 2, "--cycles must be 1..2147483648"),
     (["soak", "--cycles", str(2**31 + 1)], 2, "--cycles must be 1..2147483648"),
     (["soak", "--stall", "0.00001"], 2, "below the sinks' resolution of 2**-16"),
     (["soak", "--stall", "1.5"], 2, "--stall must be in [0, 1)"),
     (["soak", *SMALL[:4], "--fanout", "9"], 2, "--fanout must be 1..5"),
-    (["soak", "--rows", "1"], 2, "rows and cols must be >= 2"),
+    (["soak", "--rows", "1"], 2, "--rows: must be 2..64 (got 1)"),
     (["soak", "--backend", "modelsim"], 2, "invalid choice"),
     (["simulate", *SMALL, "--pipeline", "3"], 2, "--pipeline: invalid choice: 3"),
     (["verilog", *SMALL, "--pipeline", "-1", "--out", "x"], 2, "--pipeline: invalid choice: -1"),
     (["report"], 2, "--out"),
-    (["demo", "--rows", "1"], 2, "rows and cols must be >= 2"),
-    (["demo", "--chunks", "0"], 2, "--chunks must be >= 1"),
+    (["demo", "--rows", "1"], 2, "--rows: must be 2..64 (got 1)"),
+    (["demo", "--chunks", "0"], 2, "--chunks: must be 1..16777216 (got 0)"),
+    # The upper limits: a huge size or count is refused before it can exhaust memory or time.
+    (["topology", "--rows", "100000"], 2, "--rows: must be 2..64 (got 100000)"),
+    (["schedule", "--cols", "65"], 2, "--cols: must be 2..64 (got 65)"),
+    (["schedule", "--chunks", str(10**12)], 2, "--chunks: must be 1..16777216"),
+    (["simulate", "--chunk-flits", str(10**12)], 2, "--chunk-flits: must be 1..65536"),
+    (["soak", "--payload-flits", "4097"], 2, "--payload-flits: must be 1..4096 (got 4097)"),
+    (["compare", "--chunks", "four"], 2, "--chunks: invalid int value: 'four'"),
 ])
 def test_usage_errors(capsys, argv, code, text):
     _one_line(capsys, argv, code, text)
@@ -154,6 +161,7 @@ def _set_first_transfer(value):
     (lambda d: d.update(chunks=10**30), "'chunks' must be an integer 1..16777216"),
     (lambda d: d["topology"].update(rows=2.0), "topology 'rows' must be an integer"),
     (lambda d: d["topology"].update(kind="foo"), "unknown topology kind 'foo'"),
+    (lambda d: d["topology"].update(rows=10**12, nodes=3 * 10**12), "topology rows and cols must be 1..64"),
 ])
 def test_malformed_schedule_values_are_one_line(capsys, tmp_path, edit, text):
     path = _mutated(tmp_path, "bad.json", edit)
@@ -170,10 +178,11 @@ def test_json_the_parser_cannot_take_is_one_line(capsys, tmp_path):
     notutf8.write_bytes(b"\xff\xfe{}")
     for f in (deep, long):
         _one_line(capsys, ["verify", str(f)], 1, "not valid JSON")
-    for f in (deep, long, notutf8):
-        _one_line(capsys, ["routing", "--rows", "2", "--cols", "3", "--routing", str(f)], 1, "not JSON")
-    _one_line(capsys, ["compare", "--rows", "2", "--cols", "3", "--fmax-from", str(deep)], 1,
-              "not the JSON of 'equimesh fpga --json'")
+        _one_line(capsys, ["routing", "--rows", "2", "--cols", "3", "--routing", str(f)], 1, "not valid JSON")
+    for argv in (["verify"], ["routing", "--rows", "2", "--cols", "3", "--routing"], ["llm", "--models-file"]):
+        _one_line(capsys, [*argv, str(notutf8)], 1, "bytes.json: cannot read: 'utf-8' codec can't decode")
+    _one_line(capsys, ["compare", "--rows", "2", "--cols", "3", "--fmax-from", str(deep)], 1, "not valid JSON")
+    _one_line(capsys, ["llm", "--models-file", str(long)], 1, "not valid JSON")  # a traceback before
 
 
 def test_fmax_file_with_a_zero_clock_is_one_line(capsys, tmp_path):
@@ -188,9 +197,17 @@ def test_fmax_file_with_a_zero_clock_is_one_line(capsys, tmp_path):
 @pytest.mark.parametrize("argv,text", [
     (["compare", "--clock-mhz", "nan"], "--clock-mhz must be > 0"),
     (["schedule", "--rows", "2", "--cols", "3", "--time-limit", "nan"], "--time-limit must be > 0"),
-    (["soak", "--rows", "2", "--cols", "3", "--payload-flits", "0"], "--payload-flits must be >= 1"),
-    (["evaluate", "--rows", "2", "--cols", "3", "--sizes", ""], "--sizes names no size"),
-    (["evaluate", "--rows", "2", "--cols", "3", "--algorithms", ","], "--algorithms names no algorithm"),
+    (["soak", "--rows", "2", "--cols", "3", "--payload-flits", "0"], "--payload-flits: must be 1..4096 (got 0)"),
+    (["evaluate", "--rows", "2", "--cols", "3", "--sizes", ""], "--sizes has an empty item (got '')"),
+    (["evaluate", "--rows", "2", "--cols", "3", "--algorithms", ","], "--algorithms has an empty item (got ',')"),
+    # Comma lists: an empty item is refused, not dropped; a bad number is one line (tracebacks before).
+    (["evaluate", "--rows", "2", "--cols", "3", "--sizes", "1MB,,4MB"], "--sizes has an empty item"),
+    (["bench-schedules", "--chunks", "x"], "--chunks: invalid int value: 'x'"),
+    (["bench-optimal", "--chunks", "1,x"], "--chunks: invalid int value: 'x'"),
+    (["bench-schedules", "--sizes", "4x4,,8x8"], "--sizes has an empty item (got '4x4,,8x8')"),
+    (["bench-schedules", "--sizes", "65x2"], "--sizes entries look like RxC with sides 2..64, e.g. 8x8 (got '65x2')"),
+    (["bench-relay", "--kinds", "mesh,"], "--kinds has an empty item"),
+    (["traffic", "--rows", "2", "--cols", "3", "--src", "0", "--dests", "1,,2"], "--dests has an empty item"),
 ])
 def test_option_values_found_by_fuzzing(capsys, argv, text):
     _one_line(capsys, argv, 2, text)

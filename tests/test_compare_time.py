@@ -85,4 +85,4 @@ def test_cli_refuses_before_running_anything(tmp_path, capsys):
     assert code == 1 and len(err) == 1 and "compared: 8x8" in err[0]
     assert main(["compare", "--clock-mhz", "0"]) == 2
     assert main(["compare", "--fmax-from", str(tmp_path / "none.json"), "--out", str(tmp_path)]) == 1
-    assert "cannot read" in capsys.readouterr().err
+    assert "none.json: no such file" in capsys.readouterr().err

@@ -72,7 +72,7 @@ def test_cli_json_on_a_small_network(tmp_path, capsys):
     (["--model", "GPT-5"], "unknown model 'GPT-5'; expected one of: all, GPT-NeoX-20B", 2),
     (["--seq-len", "0"], "--seq-len and --micro-batch must be >= 1", 2),
     (["--micro-batch", "-1"], "--seq-len and --micro-batch must be >= 1", 2),
-    (["--rows", "1"], "rows and cols must be >= 2", 2),
+    (["--rows", "1"], "--rows: must be 2..64 (got 1)", 2),
     (["--models-file", "/nonexistent.json"], "no such file", 1),
 ])
 def test_cli_bad_input_one_line(capsys, argv, message, code):

@@ -115,8 +115,9 @@ def test_mixed_command_json(capsys):
 
 
 @pytest.mark.parametrize("extra,code,text", [
-    (["--start-at", "-1"], 2, "--start-at must be >= 0"),
-    (["--payload-flits", "0"], 2, "--payload-flits must be >= 1"),
+    (["--start-at", "-1"], 2, "--start-at must be 0..2147483648"),
+    (["--start-at", str(10**12)], 2, "--start-at must be 0..2147483648 (got 1000000000000)"),  # ran for ever before
+    (["--payload-flits", "0"], 2, "--payload-flits: must be 1..4096 (got 0)"),
     (["--fanout", "6"], 2, "--fanout must be 1..5"),
     (["--routing", "zigzag"], 1, "zigzag"),
     (["--vcd", "w.vcd", "--backend", "icarus"], 2, "--vcd goes with --backend verilator or amaranth"),

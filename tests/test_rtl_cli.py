@@ -86,6 +86,10 @@ def test_a_design_too_small_for_the_schedule(capsys):
     err = _one_error_line(capsys, ["simulate", "--rows", "2", "--cols", "3", "--depth", "3", "--backend", "amaranth"], 1)
     assert "the design's tables hold 3 (use a deeper table)" in err
     err = _one_error_line(capsys, ["simulate", "--rows", "2", "--cols", "3", "--slots", "0"], 2)
-    assert "--slots must be >= 1" in err
+    assert "--slots: must be 1..16777216 (got 0)" in err
+    err = _one_error_line(capsys, ["simulate", "--rows", "2", "--cols", "3", "--slots", str(2**24)], 1)
+    assert "a lane holds 1..16777216 flits (got 16777216 slots of 16 flits)" in err  # MemoryError before
+    err = _one_error_line(capsys, ["verilog", "--rows", "2", "--cols", "3", "--depth", str(10**12), "--out", "v"], 2)
+    assert "--depth: must be 1..1048576" in err
     err = _one_error_line(capsys, ["simulate", "--rows", "2", "--cols", "3", "--vcd", "w.fst", "--backend", "icarus"], 2)
     assert "FST" in err

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from equimesh.rtl.rom import RomError, compile_schedule, entry_layout
+from equimesh.rtl.rom import MAX_CHUNK_FLITS, RomError, compile_schedule, entry_layout
 from equimesh.schedules.schedule import Phase, Schedule
 from equimesh.schedules.storage import StorageConflict, check_storage
 from equimesh.schedules.synth import synthesize
@@ -122,10 +122,11 @@ def test_rejects_a_schedule_for_another_topology():
         compile_schedule(synthesize(build("mesh", 2, 3), 1, "allgather"), 4, a)
 
 
-def test_rejects_chunk_flits_below_one():
+@pytest.mark.parametrize("flits", [0, MAX_CHUNK_FLITS + 1])
+def test_rejects_chunk_flits_out_of_range(flits):
     t = build("equimesh", 2, 3)
-    with pytest.raises(RomError, match="chunk_flits"):
-        compile_schedule(synthesize(t, 1, "allgather"), 0, t)
+    with pytest.raises(RomError, match=rf"chunk_flits must be 1\.\.{MAX_CHUNK_FLITS} \(got {flits}\)"):
+        compile_schedule(synthesize(t, 1, "allgather"), flits, t)
 
 
 def test_rejects_an_invalid_schedule():

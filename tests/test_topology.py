@@ -2,7 +2,7 @@
 
 import pytest
 
-from equimesh.schedules.topology import KINDS, TopologyError, build, edge_ring, ring_links
+from equimesh.schedules.topology import KINDS, MAX_SIDE, TopologyError, build, edge_ring, ring_links
 
 
 def _expected_ring(n, anticlockwise):
@@ -102,9 +102,9 @@ def test_torus_size_two_has_one_neighbour():
     assert t.diameter == 1 + 2
 
 
-@pytest.mark.parametrize("bad", [(1, 4), (4, 1), (0, 0)])
+@pytest.mark.parametrize("bad", [(1, 4), (4, 1), (0, 0), (MAX_SIDE + 1, 4), (2, 10**12)])
 def test_bad_sizes(bad):
-    with pytest.raises(TopologyError):
+    with pytest.raises(TopologyError, match="rows and cols must be"):
         build("equimesh", *bad)
 
 

@@ -65,4 +65,4 @@ def test_bad_input_is_one_line(capsys, tmp_path):
            "channel dependency cycle")
     _fails(capsys, ["routing", "--kind", "mesh", "--rows", "2", "--cols", "2", "--routing", str(path)], 1,
            "channel dependency cycle")
-    _fails(capsys, ["routing", "--routing", str(tmp_path / "missing.json")], 1, "cannot read")
+    _fails(capsys, ["routing", "--routing", str(tmp_path / "missing.json")], 1, "missing.json: no such file")
