@@ -24,6 +24,10 @@ search per step count:
 CP-SAT's bound on the objective is a proof: when it meets the schedule found,
 that step count is the optimum; on a time limit the result says how far the
 proof got (``lower``).
+
+:func:`at_bound` runs the same model at the step bound with the lane rule soft,
+interleaved LNS in one thread and the schedule invariant under a symmetry of the
+grid (docs/schedules.md "2x7 at the bound"); :func:`repair` re-solves XTree's tails.
 """
 
 from __future__ import annotations
@@ -63,22 +67,14 @@ def start_lanes(topo: Topology, chunks: int, prefix: list[np.ndarray] = ()) -> n
     return lane
 
 
-def exact(topo: Topology, chunks: int, horizon: int, lanes: bool = True, time_limit: float = 60.0,
-          workers: int = 1, start: np.ndarray | None = None) -> ExactResult:
-    """The shortest AllGather with at most ``horizon`` steps (None if there is none: then
-    ``lower = horizon + 1`` proves that ``horizon + 1`` steps are needed when the solver decided it).
-
-    ``start`` (from :func:`start_lanes`) begins from a later state: then the result is the shortest
-    completion of that state, and ``lower`` bounds the completion's steps.
-    """
+def _model(topo: Topology, chunks: int, horizon: int, lane0: np.ndarray, lanes: bool):
+    """The time-expanded model (module docstring) at ``horizon`` steps from the state ``lane0``: the
+    CP-SAT model with the link and receive constraints, the variables ``y[l, x, t]``, and (``lanes``)
+    the read literals per lane and step, ``reads[lane, t]``, that the lane rule bounds; None if some
+    node needs more chunks than its in-links carry in ``horizon`` steps."""
     from ortools.sat.python import cp_model
-    t0 = time.perf_counter()
     n, K, T = topo.nodes, chunks, horizon
     X = n * K
-    bound = lower_bound(topo, chunks, "allgather") if start is None else 1
-    lane0 = start_lanes(topo, K) if start is None else start
-    if T < bound:
-        return ExactResult(None, None, bound, time.perf_counter() - t0)
     src, dst = topo.link_src, topo.link_dst
     held = lane0 >= 0
     # earliest[u, x]: the first step at which u can hold x (its distance from the nearest holder)
@@ -86,8 +82,8 @@ def exact(topo: Topology, chunks: int, horizon: int, lanes: bool = True, time_li
     for x in range(X):
         earliest[:, x] = topo.distances[held[:, x]].min(axis=0)
     missing, indeg = (~held).sum(axis=1), np.bincount(dst, minlength=n)
-    if (missing > indeg * T).any():   # more chunks than the in-links carry in T steps: no schedule
-        return ExactResult(None, None, T + 1, time.perf_counter() - t0)
+    if (missing > indeg * T).any():
+        return None
     m = cp_model.CpModel()
     y: dict[tuple[int, int, int], object] = {}
     for l in range(len(src)):
@@ -115,9 +111,7 @@ def exact(topo: Topology, chunks: int, horizon: int, lanes: bool = True, time_li
         u = int(src[l])
         if not held[u, x]:
             m.AddBoolOr([b for tt, b, _ in recv.get((u, x), []) if tt < t] + [v.Not()])
-    span = m.NewIntVar(bound, T, "steps")
-    for (l, x, t), v in y.items():
-        m.Add(span >= t + 1).OnlyEnforceIf(v)
+    reads: dict[tuple[int, int], list] = {}       # (lane, t) -> read literals
     if lanes:
         _, dst_lane = link_lanes(topo)
         # at[v, x][lane]: x is kept in that lane of v
@@ -134,7 +128,6 @@ def exact(topo: Topology, chunks: int, horizon: int, lanes: bool = True, time_li
         send: dict[tuple[int, int, int], list] = {}
         for (l, x, t), v in y.items():
             send.setdefault((int(src[l]), x, t), []).append(v)
-        reads: dict[tuple[int, int], list] = {}       # (lane, t) -> read literals
         for (u, x, t), vs in send.items():
             s = m.NewBoolVar("")
             m.AddMaxEquality(s, vs)
@@ -145,9 +138,42 @@ def exact(topo: Topology, chunks: int, horizon: int, lanes: bool = True, time_li
                 r = m.NewBoolVar("")
                 m.AddBoolOr([s.Not(), a.Not(), r])
                 reads.setdefault((ln, t), []).append(r)
-        for rs in reads.values():
-            if len(rs) > 1:
-                m.AddAtMostOne(rs)
+    return m, y, reads
+
+
+def _phase(solver, y: dict, chunks: int, steps: int) -> Phase:
+    """The transfers that ``solver``'s solution puts on the links, step by step."""
+    out = [[] for _ in range(steps)]
+    for (l, x, t), v in y.items():
+        if solver.Value(v):
+            out[t].append((l, x // chunks, x % chunks))
+    return Phase("allgather", [np.array(s, dtype=np.int64).reshape(-1, 3) for s in out])
+
+
+def exact(topo: Topology, chunks: int, horizon: int, lanes: bool = True, time_limit: float = 60.0,
+          workers: int = 1, start: np.ndarray | None = None) -> ExactResult:
+    """The shortest AllGather with at most ``horizon`` steps (None if there is none: then
+    ``lower = horizon + 1`` proves that ``horizon + 1`` steps are needed when the solver decided it).
+
+    ``start`` (from :func:`start_lanes`) begins from a later state: then the result is the shortest
+    completion of that state, and ``lower`` bounds the completion's steps.
+    """
+    from ortools.sat.python import cp_model
+    t0 = time.perf_counter()
+    T = horizon
+    bound = lower_bound(topo, chunks, "allgather") if start is None else 1
+    if T < bound:
+        return ExactResult(None, None, bound, time.perf_counter() - t0)
+    built = _model(topo, chunks, T, start_lanes(topo, chunks) if start is None else start, lanes)
+    if built is None:   # more chunks than the in-links carry in T steps: no schedule
+        return ExactResult(None, None, T + 1, time.perf_counter() - t0)
+    m, y, reads = built
+    span = m.NewIntVar(bound, T, "steps")
+    for (l, x, t), v in y.items():
+        m.Add(span >= t + 1).OnlyEnforceIf(v)
+    for rs in reads.values():
+        if len(rs) > 1:
+            m.AddAtMostOne(rs)
     m.Minimize(span)
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = time_limit
@@ -159,12 +185,99 @@ def exact(topo: Topology, chunks: int, horizon: int, lanes: bool = True, time_li
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return ExactResult(None, None, bound, seconds)
     steps = int(solver.Value(span))
-    out = [[] for _ in range(steps)]
-    for (l, x, t), v in y.items():
-        if solver.Value(v):
-            out[t].append((l, x // K, x % K))
-    phase = Phase("allgather", [np.array(s, dtype=np.int64).reshape(-1, 3) for s in out])
-    return ExactResult(phase, steps, int(solver.BestObjectiveBound()), seconds)
+    return ExactResult(_phase(solver, y, chunks, steps), steps, int(solver.BestObjectiveBound()), seconds)
+
+
+def grid_automorphism(topo: Topology, chunks: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The first symmetry of the grid other than the identity that maps ``topo``'s links onto
+    themselves (:func:`.library.grid_maps`; at 2 x C with ``cccc`` the row flip, v <-> v +- C, ports
+    N <-> S), as ``(node, link, chunk)`` images, with ``chunk`` over all ``chunks`` indices (chunk c
+    keeps its round c // 4); None if there is none or it does not permute the chunk indices."""
+    from .library import grid_maps
+    c = np.arange(chunks)
+    for node, link, chunk4 in grid_maps(topo, topo):
+        chunk = c - c % 4 + chunk4[c % 4]
+        if (link != np.arange(len(link))).any() and sorted(chunk.tolist()) == c.tolist():
+            return node, link, chunk
+    return None
+
+
+def at_bound(topo: Topology, chunks: int, time_limit: float = 600.0, invariant: bool = True) -> ExactResult:
+    """A lane-rule AllGather at the step bound, by the model of :func:`exact` at that fixed horizon
+    changed in three ways (docs/schedules.md "2x7 at the bound"):
+
+    * the lane rule is soft: per lane and step the reads beyond one are counted and their sum
+      minimized (0 = a lane-rule schedule), so every links-only solution is a start and CP-SAT's
+      LNS has an objective to work on;
+    * one worker with ``interleave_search``: the first-solution and LNS subsolvers take turns in one
+      thread (plain one-worker search only descends);
+    * with ``invariant``, only schedules that :func:`grid_automorphism` maps onto themselves (about
+      half the variables), if ``topo`` has such a symmetry.
+
+    Each group of parallel links u -> w is a symmetry too (swap the links' traffic, the lanes they
+    enter and w's own chunks kept in those lanes); it is broken by ordering those own chunks by the
+    neighbours they go to in step 0, for one group per orbit of the automorphism under
+    ``invariant`` (breaking a group and its image as well can exclude every invariant schedule).
+
+    The result has the schedule if the excess reads reach 0; ``lower`` is the bound plus one if the
+    solver proved that no lane-rule schedule meets the bound (only without the invariance)."""
+    from ortools.sat.python import cp_model
+    t0 = time.perf_counter()
+    K, T = chunks, lower_bound(topo, chunks, "allgather")
+    sym = grid_automorphism(topo, K) if invariant else None
+    built = _model(topo, K, T, start_lanes(topo, K), True)
+    if built is None:
+        return ExactResult(None, None, T + 1, time.perf_counter() - t0)
+    m, y, reads = built
+    excess = []
+    for rs in reads.values():
+        if len(rs) > 1:
+            e = m.NewIntVar(0, len(rs) - 1, "")
+            m.Add(sum(rs) <= 1 + e)
+            excess.append(e)
+    m.Minimize(sum(excess))
+    home, (_, dst_lane) = home_lanes(topo, K), link_lanes(topo)
+    parallel: dict[tuple[int, int], list[int]] = {}
+    for l, (u, w) in enumerate(zip(topo.link_src.tolist(), topo.link_dst.tolist())):
+        parallel.setdefault((u, w), []).append(l)
+    node = np.arange(topo.nodes) if sym is None else sym[0]
+    broken: set[tuple[int, int]] = set()
+    for (u, w), group in parallel.items():
+        own = [np.nonzero(home[w] == dst_lane[l])[0] for l in group]
+        if len(group) < 2 or (u, w) in broken or any(len(c) == 0 for c in own):
+            continue
+        img = (u, w)
+        for _ in range(4):          # a symmetry of the grid has order 1, 2 or 4
+            img = (int(node[img[0]]), int(node[img[1]]))
+            broken.add(img)
+        out = sorted({int(z) for z in topo.link_dst[topo.out_links[w]]})
+
+        def key(c: int):
+            """Where w's own chunk c goes in step 0 (links to neighbour i, weighted 2^i): the swap
+            exchanges the keys of the two chunks, so one of each pair of solutions keeps the order."""
+            return sum(2 ** i * y[l, w * K + c, 0] for i, z in enumerate(out) for l in topo.out_links[w]
+                       if topo.link_dst[l] == z)
+        for a, b in zip(own, own[1:]):
+            m.Add(key(int(a[0])) >= key(int(b[0])))
+    if sym is not None:
+        node, link, chunk = sym
+        for k, v in y.items():
+            orbit, (l, x, t) = [k], k
+            for _ in range(3):
+                l, x = int(link[l]), int(node[x // K]) * K + int(chunk[x % K])
+                orbit.append((l, x, t))
+            if k != min(orbit):     # one equality per variable outside its orbit's first
+                m.Add(v == y[min(orbit)])
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = time_limit
+    solver.parameters.num_workers = 1
+    solver.parameters.interleave_search = True
+    status = solver.Solve(m)
+    seconds = time.perf_counter() - t0
+    if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) and solver.ObjectiveValue() == 0:
+        return ExactResult(_phase(solver, y, K, T), T, T, seconds)
+    proven = status == cp_model.INFEASIBLE or status == cp_model.OPTIMAL
+    return ExactResult(None, None, T + 1 if proven and sym is None else T, seconds)
 
 
 def improve_tail(topo: Topology, chunks: int, phase: Phase, lanes: bool = True, time_limit: float = 10.0,

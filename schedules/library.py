@@ -65,14 +65,15 @@ def _library() -> dict[str, list]:
     return {rec["key"]: rec["steps"] for rec in json.loads(LIBRARY.read_text())["schedules"]}
 
 
-def _image(src: Topology, phase: Phase, dst: Topology) -> Phase | None:
-    """``phase`` carried onto ``dst`` by a symmetry of the grid (transpose, then flip rows and/or
-    columns) that maps ``src``'s links exactly onto ``dst``'s, or None if none does.
+def grid_maps(src: Topology, dst: Topology):
+    """Each symmetry of the grid (transpose, then flip rows and/or columns; the identity first) that
+    maps ``src``'s links exactly onto ``dst``'s, as ``(node, link, chunk)``: the image in ``dst`` of
+    each node and link of ``src``, and of each chunk index below 4 (docs/schedules.md "Symmetry").
 
     Ports turn with the grid, so each chunk moves to the chunk index whose home lane is the turned
     home lane (the same relabelling at every node: every EquiMesh router has the 4 ports N E S W)."""
     if any(t.ports(v) != list(PORT_ORDER) for t in (src, dst) for v in range(t.nodes)):
-        return None
+        return
     index = {(l.src, l.dst, l.src_port, l.dst_port): i for i, l in enumerate(dst.links)}
     r, c = np.divmod(np.arange(src.nodes), src.cols)
     for tr, flip_r, flip_c in itertools.product((False, True), repeat=3):
@@ -91,8 +92,13 @@ def _image(src: Topology, phase: Phase, dst: Topology) -> Phase | None:
                  for l in src.links]
         if None in remap or len(src.links) != len(dst.links):
             continue
-        remap = np.array(remap, dtype=np.int64)
-        chunk = np.array([PORT_ORDER.index(port[p]) for p in PORT_ORDER], dtype=np.int64)
+        yield (node, np.array(remap, dtype=np.int64),
+               np.array([PORT_ORDER.index(port[p]) for p in PORT_ORDER], dtype=np.int64))
+
+
+def _image(src: Topology, phase: Phase, dst: Topology) -> Phase | None:
+    """``phase`` carried onto ``dst`` by the first of :func:`grid_maps`, or None if none maps the links."""
+    for node, remap, chunk in grid_maps(src, dst):
         steps = []
         for s in phase.steps:
             a = np.asarray(s, dtype=np.int64).reshape(-1, 3)
@@ -150,12 +156,13 @@ def _store(data: dict, topo: Topology, phase: Phase, out: Path) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Solve the lane-rule K = 4 AllGather of each size given (EquiMesh and its mirror) with the CP-SAT
     model (``--algorithm cpsat``), or with XTree and CP-SAT windows (``--repair SEEDS``,
-    :func:`.cpsat.repair`), or re-solve a stored schedule's tail with longer CP-SAT windows
+    :func:`.cpsat.repair`), or at the bound with the lane rule soft and the schedule symmetric
+    (``--at-bound``, :func:`.cpsat.at_bound`), or re-solve a stored schedule's tail with longer CP-SAT windows
     (``--tail``), and store those that reach the bound or beat XTree and what is stored (best known);
     or store schedule files found earlier (``--add``, at the bound). Networks stored at the
     bound, directly or as a symmetric image, are skipped."""
     import argparse
-    from .cpsat import improve_tail, repair
+    from .cpsat import at_bound, improve_tail, repair
     from .schedule import load
     from .synth import synthesize
     from .xtree import xtree
@@ -165,6 +172,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--time-limit", type=float, default=120.0, help="CP-SAT seconds per topology")
     ap.add_argument("--repair", type=int, default=0, metavar="SEEDS",
                     help="XTree tie-break orders to repair with CP-SAT windows, instead of the whole exact model")
+    ap.add_argument("--at-bound", action="store_true",
+                    help="solve at the step bound with the lane rule soft, CP-SAT's LNS interleaved in one thread and the "
+                         "schedule invariant under a symmetry of the grid, instead of the whole exact model")
     ap.add_argument("--tail", action="store_true",
                     help=f"re-solve the tail of the stored schedule with CP-SAT windows of {', '.join(map(str, TAIL_WINDOWS))} "
                          "steps (for --time-limit seconds) instead of solving anew")
@@ -206,6 +216,11 @@ def main(argv: list[str] | None = None) -> None:
             t0 = time.perf_counter()
             if args.tail:
                 phase = improve_tail(topo, BASE, known, True, args.time_limit, windows=TAIL_WINDOWS)
+            elif args.at_bound:
+                phase = at_bound(topo, BASE, args.time_limit).phase
+                if phase is None:
+                    print(f"{_key(topo)}: none at the bound {bound} ({time.perf_counter() - t0:.1f} s)", flush=True)
+                    continue
             elif args.repair:
                 phase = repair(topo, BASE, args.repair, time_limit=args.time_limit)
             else:

@@ -282,3 +282,104 @@ def test_library_tail_stores_a_shorter_tail_of_a_stored_schedule(tmp_path, monke
     assert calls == [(L._key(t), 6, L.TAIL_WINDOWS)]      # the mirror is then an image at the bound
     entries = {rec["key"]: rec["steps"] for rec in json.loads(out.read_text())["schedules"]}
     assert L._lookup(t, entries).num_steps == 5
+
+
+def _row_flip(cols):
+    """The row flip of the 2 x C grid, written out: node v <-> v +- C, ports N <-> S, so own chunk 0
+    (home lane N) <-> 2 (S); links as (src, dst, src port, dst port)."""
+    port = {"N": "S", "S": "N", "E": "E", "W": "W"}
+    node = [(v + cols) % (2 * cols) for v in range(2 * cols)]
+    chunk = ["NESW".index(port[p]) for p in "NESW"]
+    return node, port, chunk
+
+
+def test_2x3_link_automorphisms_by_brute_force_are_the_identity_and_the_row_flip():
+    # every node permutation with every renaming of the 4 ports: only the row flip maps the links
+    # (src, dst, src port, dst port) of the 2x3 EquiMesh onto themselves, and it is the one found
+    import itertools
+    from equimesh.schedules.cpsat import grid_automorphism
+    t = build("equimesh", 2, 3)
+    links = {(l.src, l.dst, l.src_port, l.dst_port) for l in t.links}
+    autos = [(perm, ports) for perm in itertools.permutations(range(6)) for ports in itertools.permutations("NESW")
+             if all((perm[a], perm[b], ports["NESW".index(p)], ports["NESW".index(q)]) in links
+                    for a, b, p, q in links)]
+    node, port, _ = _row_flip(3)
+    assert autos == [(tuple(range(6)), tuple("NESW")), (tuple(node), tuple(port[p] for p in "NESW"))]
+    assert grid_automorphism(t, 4)[0].tolist() == node
+
+
+@pytest.mark.parametrize("cols", [3, 5, 7, 9])
+def test_grid_automorphism_of_2xC_cccc_is_the_row_flip_and_maps_every_link_to_a_link(cols):
+    from equimesh.schedules.cpsat import grid_automorphism
+    t = build("equimesh", 2, cols, ring_dirs=parse_ring_dirs("cccc"))
+    node, link, chunk = grid_automorphism(t, 8)
+    flip, port, chunk4 = _row_flip(cols)
+    assert node.tolist() == flip
+    assert chunk.tolist() == chunk4 + [4 + c for c in chunk4]      # round 1 (chunks 4-7) as round 0
+    assert sorted(link.tolist()) == list(range(len(t.links)))
+    for l, im in zip(t.links, link.tolist()):
+        assert t.links[im].as_list() == [flip[l.src], flip[l.dst], port[l.src_port], port[l.dst_port]]
+
+
+def _assert_row_flip_invariant(t, phase):
+    node, port, chunk = _row_flip(t.cols)
+    index = {(l.src, l.dst, l.src_port, l.dst_port): i for i, l in enumerate(t.links)}
+    for s in phase.steps:
+        moves = {tuple(tr) for tr in np.asarray(s).tolist()}
+        image = {(index[node[t.links[l].src], node[t.links[l].dst], port[t.links[l].src_port],
+                        port[t.links[l].dst_port]], node[r], chunk[c]) for l, r, c in moves}
+        assert image == moves
+
+
+@pytest.mark.parametrize("cols,invariant", [(3, True), (3, False), (5, True)])
+def test_at_bound_reaches_the_bound_on_2x3_and_2x5(cols, invariant):
+    # soft lane rule, interleaved LNS on one thread, row-flip invariant (docs/schedules.md "2x7 at the
+    # bound"): 2x3 in about 1 s, 2x5 in about 5 s; bound N - 1 with every link busy in every step
+    from equimesh.schedules.cpsat import at_bound
+    t = build("equimesh", 2, cols)
+    res = at_bound(t, 4, time_limit=120, invariant=invariant)
+    assert res.steps == res.lower == 2 * cols - 1 and res.proven
+    _checked(t, 4, res.phase)
+    if invariant:
+        _assert_row_flip_invariant(t, res.phase)
+
+
+def test_library_cli_stores_an_at_bound_schedule(tmp_path):
+    out = tmp_path / "lib.json"
+    L.main(["--sizes", "2x3", "--at-bound", "--time-limit", "60", "--out", str(out)])
+    recs = json.loads(out.read_text())["schedules"]
+    assert [r["key"] for r in recs] == ["equimesh 2x3 cccc"]     # its mirror is a flipped copy
+    t = build("equimesh", 2, 3)
+    ph = L._lookup(t, {r["key"]: r["steps"] for r in recs})
+    assert ph.num_steps == 5
+    _assert_row_flip_invariant(t, ph)
+
+
+def test_parallel_link_swaps_are_symmetries_and_a_swap_with_its_image_keeps_the_invariance():
+    # what at_bound's symmetry breaking rests on: swapping the traffic of two parallel links u -> w
+    # together with w's own chunks homed in the lanes they enter gives a valid lane-rule schedule;
+    # under the row flip only a pair swapped with its image keeps the schedule invariant, so each
+    # pair of an orbit cannot be ordered on its own (one pair per orbit is broken)
+    from equimesh.schedules.cpsat import at_bound
+    t = build("equimesh", 2, 3)
+    phase = at_bound(t, 4, time_limit=60).phase
+    node, _, _ = _row_flip(3)
+
+    def swap(ph, u, w):
+        a, b = [i for i, l in enumerate(t.links) if (l.src, l.dst) == (u, w)]
+        ca, cb = ("NESW".index(t.links[i].dst_port) for i in (a, b))
+        relabel = {a: b, b: a}
+        return Phase("allgather", [np.array([(relabel.get(l, l), r, {ca: cb, cb: ca}.get(c, c) if r == w else c)
+                                             for l, r, c in np.asarray(s).tolist()]) for s in ph.steps])
+
+    pairs = {(l.src, l.dst) for l in t.links if sum((m.src, m.dst) == (l.src, l.dst) for m in t.links) == 2}
+    assert pairs == {(0, 1), (0, 3), (3, 0), (3, 4), (1, 2), (2, 5), (5, 2), (4, 5)}     # 4 row-flip orbits
+    for u, w in sorted(pairs):
+        one = swap(phase, u, w)
+        _checked(t, 4, one)
+        assert [s.tolist() for s in one.steps] != [np.asarray(s).tolist() for s in phase.steps]
+        both = swap(one, node[u], node[w])
+        _checked(t, 4, both)
+        _assert_row_flip_invariant(t, both)
+        with pytest.raises(AssertionError):
+            _assert_row_flip_invariant(t, one)
