@@ -39,7 +39,7 @@ import numpy as np
 
 from .schedule import Phase, lower_bound
 from .storage import home_lanes, link_lanes
-from .topology import Topology
+from .topology import Topology, grid_maps
 
 
 @dataclass
@@ -190,10 +190,9 @@ def exact(topo: Topology, chunks: int, horizon: int, lanes: bool = True, time_li
 
 def grid_automorphism(topo: Topology, chunks: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """The first symmetry of the grid other than the identity that maps ``topo``'s links onto
-    themselves (:func:`.library.grid_maps`; at 2 x C with ``cccc`` the row flip, v <-> v +- C, ports
+    themselves (:func:`.topology.grid_maps`; at 2 x C with ``cccc`` the row flip, v <-> v +- C, ports
     N <-> S), as ``(node, link, chunk)`` images, with ``chunk`` over all ``chunks`` indices (chunk c
     keeps its round c // 4); None if there is none or it does not permute the chunk indices."""
-    from .library import grid_maps
     c = np.arange(chunks)
     for node, link, chunk4 in grid_maps(topo, topo):
         chunk = c - c % 4 + chunk4[c % 4]

@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from .parity import no_decomposition
-from .topology import DEFAULT_RING_DIRS, Topology, build
+from .topology import DEFAULT_RING_DIRS, TRANSPOSED_PORT, Topology, build
 
 COLOURS = 4
 PERIOD = 4            # rows (columns) in a tile's band
@@ -327,15 +327,12 @@ def from_tile(topo: Topology) -> Decomposition | None:
     return None
 
 
-_TRANSPOSED_PORT = {"N": "W", "W": "N", "S": "E", "E": "S"}
-
-
 def transpose(other: Topology, colour: np.ndarray, topo: Topology) -> np.ndarray:
     """Link colours of ``topo`` (R x C) from those of ``other`` (C x R): mirroring the grid at its
     diagonal maps the top ring onto the left ring and the bottom onto the right, each indexed the
     same way (Algorithm 1), so with the default ring directions it is an isomorphism."""
     index = {_key(other, l): i for i, l in enumerate(other.links)}
-    return np.array([colour[index[(b, a, d, c, _TRANSPOSED_PORT[p])]]
+    return np.array([colour[index[(b, a, d, c, TRANSPOSED_PORT[p])]]
                      for a, b, c, d, p in (_key(topo, l) for l in topo.links)], dtype=np.int64)
 
 

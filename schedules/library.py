@@ -23,17 +23,15 @@ rounds take m (N - 1), the bound for K = 4m.
 from __future__ import annotations
 
 import functools
-import itertools
 import json
 import time
 from pathlib import Path
 
 import numpy as np
 
-from .hamiltonian import _TRANSPOSED_PORT
 from .schedule import Phase, Schedule, lower_bound
 from .storage import check_storage
-from .topology import PORT_ORDER, Topology, build, format_ring_dirs, parse_ring_dirs
+from .topology import Topology, build, format_ring_dirs, grid_maps, parse_ring_dirs
 from .verify import verify
 
 LIBRARY = Path(__file__).parent / "data" / "lane_schedules.json"
@@ -63,37 +61,6 @@ def _library() -> dict[str, list]:
     if not LIBRARY.exists():
         return {}
     return {rec["key"]: rec["steps"] for rec in json.loads(LIBRARY.read_text())["schedules"]}
-
-
-def grid_maps(src: Topology, dst: Topology):
-    """Each symmetry of the grid (transpose, then flip rows and/or columns; the identity first) that
-    maps ``src``'s links exactly onto ``dst``'s, as ``(node, link, chunk)``: the image in ``dst`` of
-    each node and link of ``src``, and of each chunk index below 4 (docs/schedules.md "Symmetry").
-
-    Ports turn with the grid, so each chunk moves to the chunk index whose home lane is the turned
-    home lane (the same relabelling at every node: every EquiMesh router has the 4 ports N E S W)."""
-    if any(t.ports(v) != list(PORT_ORDER) for t in (src, dst) for v in range(t.nodes)):
-        return
-    index = {(l.src, l.dst, l.src_port, l.dst_port): i for i, l in enumerate(dst.links)}
-    r, c = np.divmod(np.arange(src.nodes), src.cols)
-    for tr, flip_r, flip_c in itertools.product((False, True), repeat=3):
-        rr, cc = (c, r) if tr else (r, c)
-        if ((src.cols, src.rows) if tr else (src.rows, src.cols)) != (dst.rows, dst.cols):
-            continue
-        port = dict(_TRANSPOSED_PORT) if tr else {p: p for p in PORT_ORDER}
-        if flip_r:
-            rr = dst.rows - 1 - rr
-            port = {k: {"N": "S", "S": "N"}.get(v, v) for k, v in port.items()}
-        if flip_c:
-            cc = dst.cols - 1 - cc
-            port = {k: {"E": "W", "W": "E"}.get(v, v) for k, v in port.items()}
-        node = rr * dst.cols + cc
-        remap = [index.get((int(node[l.src]), int(node[l.dst]), port[l.src_port], port[l.dst_port]))
-                 for l in src.links]
-        if None in remap or len(src.links) != len(dst.links):
-            continue
-        yield (node, np.array(remap, dtype=np.int64),
-               np.array([PORT_ORDER.index(port[p]) for p in PORT_ORDER], dtype=np.int64))
 
 
 def _image(src: Topology, phase: Phase, dst: Topology) -> Phase | None:

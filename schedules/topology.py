@@ -24,6 +24,7 @@ Node id = ``row * cols + col``; row 0 is the top row, col 0 the left column.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -39,6 +40,7 @@ EDGES = ("top", "bottom", "left", "right")
 RING_PORT = {"top": "N", "bottom": "S", "left": "W", "right": "E"}
 # Canonical port order of a router; extra ports X0, X1, ... follow.
 PORT_ORDER = ("N", "E", "S", "W")
+TRANSPOSED_PORT = {"N": "W", "W": "N", "S": "E", "E": "S"}  # mirroring the grid at its diagonal
 
 
 MAX_SIDE = 64  # rows and cols of any topology: 4096 nodes (32x32 is the largest size the docs measure)
@@ -369,3 +371,34 @@ def from_json(d: dict) -> Topology:
     if "ring_dirs" in d:
         dirs = parse_ring_dirs(d["ring_dirs"])
     return Topology(str(d["kind"]), int(d["rows"]), int(d["cols"]), links, ring_dirs=dirs)
+
+
+def grid_maps(src: Topology, dst: Topology):
+    """Each symmetry of the grid (transpose, then flip rows and/or columns; the identity first) that
+    maps ``src``'s links exactly onto ``dst``'s, as ``(node, link, chunk)``: the image in ``dst`` of
+    each node and link of ``src``, and of each chunk index below 4 (docs/schedules.md "Symmetry").
+
+    Ports turn with the grid, so each chunk moves to the chunk index whose home lane is the turned
+    home lane (the same relabelling at every node: every EquiMesh router has the 4 ports N E S W)."""
+    if any(t.ports(v) != list(PORT_ORDER) for t in (src, dst) for v in range(t.nodes)):
+        return
+    index = {(l.src, l.dst, l.src_port, l.dst_port): i for i, l in enumerate(dst.links)}
+    r, c = np.divmod(np.arange(src.nodes), src.cols)
+    for tr, flip_r, flip_c in itertools.product((False, True), repeat=3):
+        rr, cc = (c, r) if tr else (r, c)
+        if ((src.cols, src.rows) if tr else (src.rows, src.cols)) != (dst.rows, dst.cols):
+            continue
+        port = dict(TRANSPOSED_PORT) if tr else {p: p for p in PORT_ORDER}
+        if flip_r:
+            rr = dst.rows - 1 - rr
+            port = {k: {"N": "S", "S": "N"}.get(v, v) for k, v in port.items()}
+        if flip_c:
+            cc = dst.cols - 1 - cc
+            port = {k: {"E": "W", "W": "E"}.get(v, v) for k, v in port.items()}
+        node = rr * dst.cols + cc
+        remap = [index.get((int(node[l.src]), int(node[l.dst]), port[l.src_port], port[l.dst_port]))
+                 for l in src.links]
+        if None in remap or len(src.links) != len(dst.links):
+            continue
+        yield (node, np.array(remap, dtype=np.int64),
+               np.array([PORT_ORDER.index(port[p]) for p in PORT_ORDER], dtype=np.int64))
