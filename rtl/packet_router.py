@@ -25,8 +25,12 @@ path; the stage of every register in ``rtl/relay.py``): the route is registered
 ahead of allocation (stage Q), the
 allocator is :class:`MatrixAllocator` with its grant registered (stage A), each
 output's owner is registered at the grant and is the crossbar select (stage
-G), and every output has a two-entry link register (stage L) with the header
-rewrite behind it; the input buffers' ``ready`` is a register. Pipeline 0: the
+G), and every output has a link register (stage L) with the header rewrite
+behind it; the input buffers' ``ready`` is a register. The link register needs
+no second entry and the relays no per-flit ``ready`` from the network outputs:
+with virtual cut-through (below) a receiver refuses no flit of a granted packet
+(an assertion checks it on every output), so only the local delivery can hold an
+input. Pipeline 0: the
 round robin :class:`Allocator`, crossbar selects and outputs combinational.
 
 Virtual cut-through: a receiver takes a header only when its buffer has room
@@ -354,38 +358,26 @@ class PacketPath(wiring.Component):
                 granted = Cat(*won).any()
                 m.d.sync += [busy[k].eq(nxt.valid), owner.eq(nxt.input)]
                 m.d.comb += [self.sel[k].valid.eq(busy[k]), self.sel[k].input.eq(owner)]
-                # Stage L: the link register, a two-entry spill register (FlooNoC's cut on the output): the
-                # branches see its room (``room``, a register), never the link's ``ready``. Entry A takes the
-                # switched flit; B holds A's flit while the link refuses it; the link shows B first.
+                # Stage L: the link register. Virtual cut-through: an output is granted only when its
+                # receiver has room for the whole packet, and only this link fills that receiver, so no flit
+                # of a granted packet is ever refused: the register takes the switched flit in every cycle
+                # and the branches' ``ready`` is 1 (the release waits only for the local delivery).
                 a_valid, a_flit, a_multi = Signal(name=f"a_valid_{p}"), Signal(fmt.flit, name=f"a_flit_{p}"), \
                     Signal(name=f"a_multi_{p}")
-                b_valid, b_flit, b_multi = Signal(name=f"b_valid_{p}"), Signal(fmt.flit, name=f"b_flit_{p}"), \
-                    Signal(name=f"b_multi_{p}")
-                take = Signal(init=1, name=f"room_{p}")  # = ~a_valid | ~b_valid, registered from their next values
-                a_fill = Cat(*drivers).any() & take
-                a_drain = a_valid & ~b_valid
-                b_fill = a_drain & ~out.ready
-                m.d.sync += take.eq(~((a_fill | (a_valid & ~a_drain)) & (b_fill | (b_valid & ~out.ready))))
-                m.d.sync += Assert(take == (~a_valid | ~b_valid), f"router: room of link register {p}")
-                with m.If(take):  # whenever A has room: an A that held a flit passes it on in this cycle
-                    m.d.sync += [a_flit.eq(switched),
-                                 a_multi.eq(Cat(r.multi[k] for r in relays).bit_select(owner, 1))]
-                m.d.sync += a_valid.eq(a_fill | (a_valid & ~a_drain))
-                with m.If(b_fill):
-                    m.d.sync += [b_flit.eq(a_flit), b_multi.eq(a_multi)]
-                m.d.sync += b_valid.eq(b_fill | (b_valid & ~out.ready))
-                link_flit = Signal(fmt.flit, name=f"link_flit_{p}")
+                take = Const(1, 1)
+                m.d.sync += [a_valid.eq(Cat(*drivers).any()), a_flit.eq(switched),
+                             a_multi.eq(Cat(r.multi[k] for r in relays).bit_select(owner, 1))]
+                m.d.sync += Assert(~a_valid | out.ready, f"router: output {p} refused a flit of a granted packet")
                 m.d.comb += [
-                    linked[k].eq(a_valid | b_valid),
-                    link_flit.eq(Mux(b_valid, b_flit, a_flit)),
-                    out.valid.eq(linked[k]),
-                    alloc.free[k].eq(~busy[k] & ~linked[k] & out.ready),
+                    linked[k].eq(a_valid),
+                    out.valid.eq(a_valid),
+                    alloc.free[k].eq(~busy[k] & ~a_valid & out.ready),
                 ]
-                tail_left = out.valid & out.ready & link_flit.last  # never with a grant: that needs an idle link
+                tail_left = a_valid & a_flit.last  # never with a grant: that needs an idle link
                 winner = reduce(operator.or_, [Mux(w, j, 0) for j, w in enumerate(won)])
                 m.d.comb += [nxt.valid.eq(granted | (busy[k] & ~tail_left)),
                              nxt.input.eq(Mux(granted, winner, owner))]
-                rewrite_header(m, out.payload, link_flit, self.reach[k], Mux(b_valid, b_multi, a_multi))  # behind it
+                rewrite_header(m, out.payload, a_flit, self.reach[k], a_multi)  # behind it
                 m.d.sync += Assert(~Cat(*drivers).any() | (busy[k] & Cat(*drivers).bit_select(owner, 1)),
                                    f"router: output {p} driven by an input that does not own it")
             else:
@@ -429,7 +421,9 @@ class PacketRouter(wiring.Component):
     reach : In(ArrayLayout(nodes, ports))  -- ``reach[k]``: the destinations network port ``ports[k]``
         serves (the forwarding table, :meth:`~equimesh.rtl.packet_network.PacketSetup.forwarding`).
     i_<port> : In(stream)   -- the link arriving on ``port``.
-    o_<port> : Out(stream)  -- the link leaving on ``port``.
+    o_<port> : Out(stream)  -- the link leaving on ``port``. Its ``ready`` is a virtual cut-through
+        receiver's (an :class:`InputBuffer`'s): room for a whole packet at a header, and from pipeline
+        1 on never down within a packet (asserted).
     inject : In(stream)     -- packets from the local generator.
     eject_<port> : Out(stream) -- local copies that arrived on ``port``.
     """

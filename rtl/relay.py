@@ -22,8 +22,8 @@ has room for the whole packet), so they always take the header in the cycle it
 is first presented; only the local delivery can lag.
 
 Pipeline (``cut``, the router's ``pipeline`` 1; FlooNoC's route computation
-ahead of allocation, its cut between allocation and switch traversal and its
-spill register on the output). The registers of every stage of a header, from
+ahead of allocation and its cut between allocation and switch traversal, and
+an output register). The registers of every stage of a header, from
 the cycle ``h`` it is the input buffer's head (a flit written into the buffer
 in cycle ``t`` is its head in ``t + 2``, :class:`~equimesh.rtl.packet_router.InputBuffer`):
 
@@ -40,17 +40,20 @@ in cycle ``t`` is its head in ``t + 2``, :class:`~equimesh.rtl.packet_router.Inp
   crossbar select (``owner_<port>``, ``busy``);
 * switch (``h + 3``): the header leaves the input; every branch ``valid``
   comes from registers (``active``, ``settled``) and the input
-  buffer's output register, and every network branch's ``ready`` is the room
-  of that output's link register;
+  buffer's output register. A network branch's ``ready`` is 1: with virtual
+  cut-through its receiver refuses no flit of the packet (below), so the
+  release waits only for the local delivery, one LUT of four register bits;
 * stage L (link, ``h + 4``): the header is on the link, from the output's
-  two-entry link register (``a_*``, ``b_*`` in the router), its bitmap and
-  opcode rewritten behind the register.
+  link register (``a_*`` in the router), its bitmap and opcode rewritten
+  behind the register.
 
 So a header takes 6 cycles per hop against pipeline 0's 2 (buffer 2, Q, A, G,
 L); the flits behind it follow one a cycle. The receivers still have room: an
 output is granted only while no packet holds it, its link register is empty and
 its receiver has room for the whole packet; nothing else can fill that receiver
-before the header arrives. With ``cut`` off (pipeline 0) the route, the grant
+before the header arrives, and within a packet a receiver always takes the next
+flit (:class:`~equimesh.rtl.packet_router.InputBuffer`; the router asserts it on
+every output). With ``cut`` off (pipeline 0) the route, the grant
 and the header's departure share one cycle and the outputs are not registered.
 """
 

@@ -32,38 +32,45 @@ def _flits(fmt, src, seq, bitmap):
     return out
 
 
-def _run(stall=None, pipeline=1):
-    """Inject one MultiWrite at router 5 of the 4x4 mesh (XY) for nodes {1, 4, 6, 9, 13, 15};
-    ``stall = (port, first, end)``: that port refuses flits in cycles first..end-1.
-    Returns what each port took, per cycle, and the cycles the input released a flit."""
+def _run(stall=None, pipeline=1, source="inject", src=5, dests=(1, 4, 6, 9, 13, 15), eject_stall=None):
+    """Send one MultiWrite from node ``src`` for ``dests`` into router 5 of the 4x4 mesh (XY), through
+    ``source`` (``inject``, or the network input ``i_<port>``); ``stall = (port, first, end)``: that
+    output refuses flits in cycles first..end-1; ``eject_stall = (port, first, end)``: that local
+    lane refuses them. Returns what each output took, per cycle, the cycles the input released a
+    flit (``inject``) or the local lanes took one (a network input), and the format, table and bitmap."""
     fmt, table, dut = _router(pipeline)
-    dests = [1, 4, 6, 9, 13, 15]
-    bitmap = fmt.bitmap(dests, src=5)
+    bitmap = fmt.bitmap(list(dests), src=src)
     got = {p: [] for p in PORTS}
     released = []
+    inp = getattr(dut, source)
 
     async def bench(ctx):
         for p in PORTS:
             ctx.set(getattr(dut, f"o_{p}").ready, 1)
-        flits = _flits(fmt, 5, 7, bitmap)
+            ctx.set(getattr(dut, f"eject_{p}").ready, 1)
+        flits = _flits(fmt, src, 7, bitmap)
         cycle = 0
-        while flits or cycle < 12:
-            if stall:
-                port, first, end = stall
-                ctx.set(getattr(dut, f"o_{port}").ready, int(not first <= cycle < end))
+        while flits or cycle < 16:
+            for window, kind in ((stall, "o"), (eject_stall, "eject")):
+                if window:
+                    port, first, end = window
+                    ctx.set(getattr(dut, f"{kind}_{port}").ready, int(not first <= cycle < end))
             if flits:
-                ctx.set(dut.inject.payload, flits[0])
-                ctx.set(dut.inject.valid, 1)
+                ctx.set(inp.payload, flits[0])
+                ctx.set(inp.valid, 1)
             else:
-                ctx.set(dut.inject.valid, 0)
+                ctx.set(inp.valid, 0)
             await ctx.delay(1e-7)
-            if ctx.get(dut.inject.valid) and ctx.get(dut.inject.ready):
-                released.append(cycle)
+            if ctx.get(inp.valid) and ctx.get(inp.ready):
                 flits.pop(0)
+                if source == "inject":
+                    released.append(cycle)
             for p in PORTS:
-                o = getattr(dut, f"o_{p}")
+                o, lane = getattr(dut, f"o_{p}"), getattr(dut, f"eject_{p}")
                 if ctx.get(o.valid) and ctx.get(o.ready):
                     got[p].append((cycle, ctx.get(o.payload)))
+                if ctx.get(lane.valid) and ctx.get(lane.ready):
+                    released.append(cycle)
             await ctx.tick()
             cycle += 1
             assert cycle < 100, "router did not release the packet"
@@ -115,21 +122,32 @@ def test_input_released_only_when_every_branch_took_the_flit():
 
 def test_input_released_only_when_every_branch_took_the_flit_pipelined():
     """Pipeline 1, by hand (rtl/relay.py, rtl/packet_router.py): the header waits in stages Q, A and G
-    and leaves the input in cycle 3; each output's link register (two entries) presents it a cycle
-    later, in 4. Without a stall flit i leaves the input in 3 + i and reaches every port in 4 + i.
-    S refuses in cycles 5..8: flit 1 moves to the second entry of S's link register in 5, flit 2
-    fills the first and leaves the input in 5. Flit 3 is taken by N, E and W in 6 (they reach their
-    ports in 7) but stays in the input until S's register has room: S takes flit 1 in 9, flit 2
-    in 10, when flit 3 enters the register and leaves the input; S takes it in 11."""
+    and leaves the input in cycle 3; each output's link register presents it a cycle later, in 4.
+    Without a stall flit i leaves the input in 3 + i and reaches every port in 4 + i.
+    With virtual cut-through no network output refuses a flit of a granted packet, so only the local
+    delivery can hold the input. A packet from node 6 arriving on E for nodes 1, 4, 5 and 9 (XY:
+    1 -> N, 4 -> W, 9 -> S, 5 local): written into E's buffer in cycles 0..3, its header is the head
+    in 2 and leaves in 5 (Q, A, G: 2, 3, 4), on N, W and S in 6 and into lane E in 5; flit i leaves
+    in 5 + i. Lane E refuses in cycles 6..8: N, W and S take flit 1 in 6 (on the links in 7) and
+    wait, the lane takes it in 9, and flits 2 and 3 follow in 10 and 11 (on the links in 11 and 12)."""
     fmt, table, bitmap, got, released = _run(pipeline=1)
     assert released == [3, 4, 5, 6] and all([c for c, _ in got[p]] == [4, 5, 6, 7] for p in PORTS)
-    free = {p: [f.as_value().value for _, f in got[p]] for p in PORTS}
-    fmt, table, bitmap, got, released = _run(stall=("S", 5, 9), pipeline=1)
-    assert released == [3, 4, 5, 10]
-    assert [c for c, _ in got["S"]] == [4, 9, 10, 11]
-    for p in ("N", "E", "W"):
-        assert [c for c, _ in got[p]] == [4, 5, 6, 7]
-    assert {p: [f.as_value().value for _, f in got[p]] for p in PORTS} == free  # the same flits, only later
+    arrival = dict(source="i_E", src=6, dests=(1, 4, 5, 9))
+    fmt, table, bitmap, free, local = _run(pipeline=1, **arrival)
+    assert local == [5, 6, 7, 8]
+    assert all([c for c, _ in free[p]] == [6, 7, 8, 9] for p in ("N", "W", "S")) and free["E"] == []
+    fmt, table, bitmap, got, local = _run(pipeline=1, eject_stall=("E", 6, 9), **arrival)
+    assert local == [5, 9, 10, 11]
+    for p in ("N", "W", "S"):
+        assert [c for c, _ in got[p]] == [6, 7, 11, 12]
+        assert [f.as_value().value for _, f in got[p]] == [f.as_value().value for _, f in free[p]]
+
+
+def test_network_output_that_refuses_a_granted_packet_trips_the_assertion():
+    """Pipeline 1 relies on virtual cut-through (a receiver refuses no flit of a packet it took the
+    header of); an output that refuses a body flit breaks that contract, and the simulation says so."""
+    with pytest.raises(AssertionError, match="output S refused a flit of a granted packet"):
+        _run(stall=("S", 5, 9), pipeline=1)
 
 
 def test_invariant_assertions_fire():
