@@ -28,10 +28,12 @@ the cycle ``h`` it is the input buffer's head (a flit written into the buffer
 in cycle ``t`` is its head in ``t + 2``, :class:`~equimesh.rtl.packet_router.InputBuffer`):
 
 * stage Q (request, cycle ``h``): while the relay is idle, the head's route
-  (``want``, the non-empty parts of the bitmap split) and, per network output,
-  whether that copy keeps more than one destination (``multi``, the rewritten
-  opcode) are registered every cycle: ``want_q``, ``multi_q``, ``pend``. The
-  allocator sees only these registers, never the bitmap;
+  (``want``, the non-empty parts of the bitmap split) is registered every
+  cycle: ``want_q``, ``pend``. The allocator sees only these registers, never
+  the bitmap. Per network output, whether that copy keeps more than one
+  destination (``multi``, the rewritten opcode) is needed only when the header
+  leaves: its tree is registered half way (``group_any_*``, ``group_sev_*``,
+  about sqrt(nodes) groups) and finished into ``multi_q`` in the next cycle;
 * stage A (allocation, ``h + 1``): the router's allocator chooses and
   registers its grant (``grant``, ``granting`` and the arbiter's order in
   :class:`~equimesh.rtl.packet_router.MatrixAllocator`);
@@ -59,6 +61,8 @@ and the header's departure share one cycle and the outputs are not registered.
 
 from __future__ import annotations
 
+from math import isqrt
+
 from amaranth.hdl import Assert, Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -73,15 +77,15 @@ def forwarding_ports(fmt: PacketFormat, outs: int) -> dict:
     return {"own": In(fmt.nodes), "reach": In(data.ArrayLayout(fmt.nodes, outs))}
 
 
-def several(m: Module, bits: Value, name: str = "several") -> Value:
-    """Whether two or more bits of ``bits`` are set: a balanced tree of (any, several) pairs, log
-    depth (``part & (part - 1) != 0`` is a carry chain as long as the bitmap). Built a level at a
-    time on whole vectors (the even and the odd positions of the level below, a signal pair per
-    level), so a 256-bit bitmap is 8 levels of a few vector operations, not a thousand one-bit
-    signals in the Verilog."""
-    any_, sev = Value.cast(bits), Const(0, len(bits))
+def pairs(m: Module, any_: Value, sev: Value, width: int, name: str) -> tuple[Value, Value]:
+    """Reduce the (any, several) pairs of bit groups, a level at a time, until at most ``width``
+    groups are left: per level, group ``i`` joins the groups ``2i`` and ``2i + 1`` (any of the two;
+    several in one of them, or any in both). Built on whole vectors (the even and the odd positions
+    of the level below, a signal pair per level), so a 256-bit bitmap is 8 levels of a few vector
+    operations, not a thousand one-bit signals in the Verilog. Returns the (any, several) vectors."""
+    any_, sev = Value.cast(any_), Value.cast(sev)
     level = 0
-    while len(any_) > 1:
+    while len(any_) > max(width, 1):
         if len(any_) % 2:
             any_, sev = Cat(any_, Const(0, 1)), Cat(sev, Const(0, 1))
         a1, a2 = (Cat(any_[i] for i in range(k, len(any_), 2)) for k in (0, 1))
@@ -89,7 +93,14 @@ def several(m: Module, bits: Value, name: str = "several") -> Value:
         any_, sev = Signal(len(a1), name=f"{name}_any{level}"), Signal(len(a1), name=f"{name}_sev{level}")
         m.d.comb += [any_.eq(a1 | a2), sev.eq(s1 | s2 | (a1 & a2))]
         level += 1
-    return sev[0] if len(sev) else Const(0, 1)
+    return any_, sev
+
+
+def several(m: Module, bits: Value, name: str = "several") -> Value:
+    """Whether two or more bits of ``bits`` are set: a balanced tree of (any, several) pairs
+    (:func:`pairs`), log depth (``part & (part - 1) != 0`` is a carry chain as long as the bitmap)."""
+    bits = Value.cast(bits)
+    return pairs(m, bits, Const(0, len(bits)), 1, name)[1][0] if len(bits) > 1 else Const(0, 1)
 
 
 def rewrite_header(m: Module, out, flit, mask, multi=None) -> None:
@@ -179,9 +190,18 @@ class Relay(wiring.Component):
 
         if self.cut:  # stage Q registers the route; the header leaves the cycle after its grant
             pend, want_q, multi_q = Signal(), Signal(outs + 1), Signal(outs)
+            # The opcode decision is needed only when the header leaves (``h + 3``), so its tree is cut in
+            # two: the (any, several) pairs of about sqrt(nodes) groups per part in stage Q (``group_*``),
+            # the rest in the next cycle (``multi_q``). The head is the waiting header from ``h`` until it
+            # leaves, so ``multi_q`` holds its decision from ``h + 2`` on.
+            groups = isqrt(len(bitmap))
             with m.If(~active):  # the head is the waiting header (or nothing): its route, every cycle
-                m.d.sync += [want_q.eq(want),
-                             multi_q.eq(Cat(several(m, part, f"multi_{k}") for k, part in enumerate(parts)))]
+                m.d.sync += want_q.eq(want)
+                for k, part in enumerate(parts):
+                    g_any, g_sev = pairs(m, part, Const(0, len(part)), groups, f"multi_{k}")
+                    q_any, q_sev = Signal.like(g_any, name=f"group_any_{k}"), Signal.like(g_sev, name=f"group_sev_{k}")
+                    m.d.sync += [q_any.eq(g_any), q_sev.eq(g_sev),
+                                 multi_q[k].eq(pairs(m, q_any, q_sev, 1, f"multi_q_{k}")[1][0])]
             m.d.sync += pend.eq(self.i.valid & ~self.hold & ~active & ~self.grant)
             m.d.comb += [self.pending.eq(pend & self.i.valid & (~self.hold | self.grant)), self.req.eq(want_q[:outs]),
                          self.multi.eq(multi_q)]

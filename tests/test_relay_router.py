@@ -273,22 +273,26 @@ def test_input_buffer_by_hand(registered, b_taken):
     assert empty == [1] + [0] * 12 + [1]
 
 
-@pytest.mark.parametrize("width", [1, 2, 3, 5, 8, 9])
+@pytest.mark.parametrize("width", [1, 2, 3, 5, 8, 9, 16])
 def test_several_is_two_or_more_bits_set(width):
-    """The relay's opcode decision (``several``, a tree over the bitmap) against a bit count, every value."""
-    from amaranth.hdl import Module, Signal
+    """The relay's opcode decision against a bit count, every value: in one tree (``several``) and cut
+    in two as stage Q does it (:func:`~equimesh.rtl.relay.pairs` down to sqrt(width) groups, then to one)."""
+    from math import isqrt
 
-    from equimesh.rtl.relay import several
+    from amaranth.hdl import Const, Module, Signal
 
-    x, y = Signal(width), Signal()
+    from equimesh.rtl.relay import pairs, several
+
+    x, y, z = Signal(width), Signal(), Signal()
     m = Module()
-    m.d.comb += y.eq(several(m, x))
+    g_any, g_sev = pairs(m, x, Const(0, width), isqrt(width), "half")
+    m.d.comb += [y.eq(several(m, x)), z.eq(pairs(m, g_any, g_sev, 1, "rest")[1][0])]
     sim = Simulator(m)
 
     async def bench(ctx):
         for v in range(1 << width):
             ctx.set(x, v)
-            assert ctx.get(y) == (bin(v).count("1") >= 2), v
+            assert ctx.get(y) == ctx.get(z) == (bin(v).count("1") >= 2), v
 
     sim.add_testbench(bench)
     sim.run()
