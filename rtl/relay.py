@@ -194,14 +194,16 @@ class Relay(wiring.Component):
             # two: the (any, several) pairs of about sqrt(nodes) groups per part in stage Q (``group_*``),
             # the rest in the next cycle (``multi_q``). The head is the waiting header from ``h`` until it
             # leaves, so ``multi_q`` holds its decision from ``h + 2`` on.
+            # The group registers load in every cycle (only ``multi_q`` must hold while the packet passes).
             groups = isqrt(len(bitmap))
             with m.If(~active):  # the head is the waiting header (or nothing): its route, every cycle
                 m.d.sync += want_q.eq(want)
-                for k, part in enumerate(parts):
-                    g_any, g_sev = pairs(m, part, Const(0, len(part)), groups, f"multi_{k}")
-                    q_any, q_sev = Signal.like(g_any, name=f"group_any_{k}"), Signal.like(g_sev, name=f"group_sev_{k}")
-                    m.d.sync += [q_any.eq(g_any), q_sev.eq(g_sev),
-                                 multi_q[k].eq(pairs(m, q_any, q_sev, 1, f"multi_q_{k}")[1][0])]
+            for k, part in enumerate(parts):
+                g_any, g_sev = pairs(m, part, Const(0, len(part)), groups, f"multi_{k}")
+                q_any, q_sev = Signal.like(g_any, name=f"group_any_{k}"), Signal.like(g_sev, name=f"group_sev_{k}")
+                m.d.sync += [q_any.eq(g_any), q_sev.eq(g_sev)]
+                with m.If(~active):
+                    m.d.sync += multi_q[k].eq(pairs(m, q_any, q_sev, 1, f"multi_q_{k}")[1][0])
             m.d.sync += pend.eq(self.i.valid & ~self.hold & ~active & ~self.grant)
             m.d.comb += [self.pending.eq(pend & self.i.valid & (~self.hold | self.grant)), self.req.eq(want_q[:outs]),
                          self.multi.eq(multi_q)]

@@ -215,13 +215,14 @@ def parse_nextpnr_report(report: dict) -> tuple[float, str]:
                   f"{total:.2f} ns ({logic:.2f} cells, {total - logic:.2f} routing)")
 
 
-def tool_error(log: str) -> str:
-    """The first ``ERROR:`` line of a yosys or nextpnr log (unknown package, design too large, ...)."""
+def tool_error(log: str, status: int) -> str:
+    """The first ``ERROR:`` line of a yosys or nextpnr log (unknown package, design too large, ...), else
+    its last line, else the exit status of a tool that stopped without a word (a crash inside it)."""
     for line in log.splitlines():
         if line.startswith("ERROR:"):
             return line[len("ERROR:"):].strip()
     tail = [line for line in log.splitlines() if line.strip()]
-    return tail[-1] if tail else "no output"
+    return tail[-1] if tail else f"exit status {status} and no message (the tool crashed)"
 
 
 # --- the flow --------------------------------------------------------------------------------------
@@ -303,7 +304,7 @@ def _run(cmd: list[str], cwd: Path, what: str, router: str) -> None:
     log = proc.stdout + proc.stderr
     (cwd / f"{what}.log").write_text(log)
     if proc.returncode != 0:
-        raise FpgaError(f"{router}: {what}: {tool_error(log)}")
+        raise FpgaError(f"{router}: {what}: {tool_error(log, proc.returncode)}")
 
 
 def _cached(kind: str, key: str, payload: str, build) -> Path:
