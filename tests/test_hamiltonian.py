@@ -49,6 +49,17 @@ def test_exact_search_proves_none(rows, cols, dirs):
     assert res.status == "none" and res.decomposition is None
 
 
+@pytest.mark.parametrize("cols", [5, 9])
+def test_three_by_one_mod_four_has_none_for_any_ring_directions(cols):
+    """3 x C with C = 1 mod 4 has sign +1 (the parity argument allows a decomposition), but the exact
+    search finds none for any of Algorithm 1's 16 ring-direction choices (docs/schedules.md)."""
+    import itertools
+
+    for dirs in itertools.product("ca", repeat=4):
+        res = H.solve(build("equimesh", 3, cols, ring_dirs=parse_ring_dirs("".join(dirs))), 60)
+        assert res.status == "none", "".join(dirs)
+
+
 def test_check_rejects_broken_decompositions():
     t = build("equimesh", 4, 4)
     dec = H.solve(t, 30).decomposition
