@@ -96,13 +96,6 @@ def pairs(m: Module, any_: Value, sev: Value, width: int, name: str) -> tuple[Va
     return any_, sev
 
 
-def several(m: Module, bits: Value, name: str = "several") -> Value:
-    """Whether two or more bits of ``bits`` are set: a balanced tree of (any, several) pairs
-    (:func:`pairs`), log depth (``part & (part - 1) != 0`` is a carry chain as long as the bitmap)."""
-    bits = Value.cast(bits)
-    return pairs(m, bits, Const(0, len(bits)), 1, name)[1][0] if len(bits) > 1 else Const(0, 1)
-
-
 def rewrite_header(m: Module, out, flit, mask, multi=None) -> None:
     """Drive ``out`` with ``flit``; on a header, the bitmap becomes ``bitmap & mask`` and the opcode
     WRITE when one destination is left, MULTIWRITE otherwise (seed 004, Section 4.1 metadata update).
@@ -191,10 +184,11 @@ class Relay(wiring.Component):
         if self.cut:  # stage Q registers the route; the header leaves the cycle after its grant
             pend, want_q, multi_q = Signal(), Signal(outs + 1), Signal(outs)
             # The opcode decision is needed only when the header leaves (``h + 3``), so its tree is cut in
-            # two: the (any, several) pairs of about sqrt(nodes) groups per part in stage Q (``group_*``),
-            # the rest in the next cycle (``multi_q``). The head is the waiting header from ``h`` until it
-            # leaves, so ``multi_q`` holds its decision from ``h + 2`` on.
-            # The group registers load in every cycle (only ``multi_q`` must hold while the packet passes).
+            # two: the (any, several) pairs of about sqrt(nodes) groups per part in stage Q (``group_*``,
+            # loaded in every cycle), the rest in the next cycle (``multi_q``, held while the packet
+            # passes). The head is the waiting header from ``h`` until it leaves, so ``multi_q`` holds its
+            # decision from ``h + 2`` on. (``part & (part - 1) != 0`` would be a carry chain as long as
+            # the bitmap; the tree has log depth.)
             groups = isqrt(len(bitmap))
             with m.If(~active):  # the head is the waiting header (or nothing): its route, every cycle
                 m.d.sync += want_q.eq(want)

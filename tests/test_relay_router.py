@@ -275,18 +275,19 @@ def test_input_buffer_by_hand(registered, b_taken):
 
 @pytest.mark.parametrize("width", [1, 2, 3, 5, 8, 9, 16])
 def test_several_is_two_or_more_bits_set(width):
-    """The relay's opcode decision against a bit count, every value: in one tree (``several``) and cut
-    in two as stage Q does it (:func:`~equimesh.rtl.relay.pairs` down to sqrt(width) groups, then to one)."""
+    """The relay's opcode decision (:func:`~equimesh.rtl.relay.pairs`) against a bit count, every value:
+    in one tree and cut in two as stage Q does it (down to sqrt(width) groups, then to one)."""
     from math import isqrt
 
     from amaranth.hdl import Const, Module, Signal
 
-    from equimesh.rtl.relay import pairs, several
+    from equimesh.rtl.relay import pairs
 
     x, y, z = Signal(width), Signal(), Signal()
     m = Module()
     g_any, g_sev = pairs(m, x, Const(0, width), isqrt(width), "half")
-    m.d.comb += [y.eq(several(m, x)), z.eq(pairs(m, g_any, g_sev, 1, "rest")[1][0])]
+    m.d.comb += [y.eq(pairs(m, x, Const(0, width), 1, "whole")[1][0]),
+                 z.eq(pairs(m, g_any, g_sev, 1, "rest")[1][0])]
     sim = Simulator(m)
 
     async def bench(ctx):
