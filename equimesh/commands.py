@@ -61,7 +61,7 @@ def cmd_schedule(args) -> int:
                              "use --storage none")
         args.storage = "none"
     if args.storage is None:
-        args.storage = "lanes" if args.algorithm in ("auto", "ring", "xtree", "mirrorxtree", "optimal", "cpsat") else "none"
+        args.storage = "lanes" if args.algorithm in ("auto", "ring", "split", "xtree", "mirrorxtree", "optimal", "cpsat") else "none"
     auto = args.ring_dirs == "auto"
     if auto and args.kind not in ("equimesh", "mirror-equimesh"):
         raise UsageError("--ring-dirs auto applies to equimesh and mirror-equimesh only")
@@ -143,7 +143,8 @@ def register(sub) -> None:
     p.add_argument("--chunks", type=CHUNKS, default=4, help="chunks per shard K >= 1 (default 4)")
     p.add_argument("--algorithm", default="auto", choices=ALGORITHMS,
                    help="auto (default: the best valid method, named in the output as 'method'), ring "
-                        "(ring-pipelined on 4 Hamiltonian cycles, EquiMesh, K = 4m), xtree / mirrorxtree "
+                        "(ring-pipelined on 4 Hamiltonian cycles, EquiMesh, K = 4m), split (3 Hamiltonian cycles and a "
+                        "2-cycle, N steps per 4 chunks, stored EquiMesh sizes), xtree / mirrorxtree "
                         "(Algorithms 2, 3), multitree, ring2d, optimal (exact ILP, small sizes)")
     p.add_argument("--collective", default="allgather", choices=["allgather", "reducescatter", "allreduce"])
     p.add_argument("--storage", default=None, choices=["lanes", "none"],

@@ -11,7 +11,8 @@ ring-pipelined AllGather on a Hamiltonian decomposition (``ring``,
 bound and the lane rule by construction); else, for K a multiple of 4, rounds
 of a stored K = 4 schedule at the bound (``stored``, :mod:`.library`)
 where one is stored; otherwise XTree, or rounds of a stored best-known schedule
-where they are shorter, and on small networks where XTree
+where they are shorter, or the split schedule of :mod:`.split` (N steps per round of 4 chunks,
+one over the bound per round) where a split is stored, and on small networks where XTree
 misses the bound the exact solver (tiny ones) and XTree with repair
 (:func:`.cpsat.repair`) if they find fewer steps within a few seconds. The
 schedule's ``method`` says what was used.
@@ -29,10 +30,11 @@ from .parity import no_decomposition
 from .ring2d import ring2d
 from .ringpipe import ring_allgather
 from .schedule import Phase, Schedule, lower_bound
+from .split import split_allgather
 from .topology import Topology
 from .xtree import xtree
 
-ALGORITHMS = ("auto", "ring", "xtree", "repair", "mirrorxtree", "multitree", "ring2d", "optimal", "cpsat")
+ALGORITHMS = ("auto", "ring", "split", "xtree", "repair", "mirrorxtree", "multitree", "ring2d", "optimal", "cpsat")
 EXACT_AUTO_MAX = 24      # auto tries the CP-SAT exact model when nodes x K is at most this ...
 EXACT_AUTO_SECONDS = 10.0  # ... for at most this long
 REPAIR_AUTO_MAX = 64     # auto tries XTree with repair when nodes x K is at most this ...
@@ -76,6 +78,17 @@ def ring(topo: Topology, chunks: int) -> Phase:
     return ring_allgather(topo, chunks, dec)
 
 
+def split(topo: Topology, chunks: int) -> Phase:
+    """The split schedule (:mod:`.split`), or a SynthesisError saying why it does not apply and what does."""
+    if chunks % 4:
+        raise SynthesisError(f"split needs K a multiple of 4 (got K={chunks}); use --algorithm auto or xtree")
+    phase = split_allgather(topo, chunks)
+    if phase is None:
+        raise SynthesisError(f"split: none stored for the {topo.name} with these ring directions "
+                             "(docs/schedules.md 'Split schedules'); use --algorithm auto")
+    return phase
+
+
 def best_allgather(topo: Topology, chunks: int, lanes: bool, time_limit: float, progress) -> tuple[Phase, str]:
     """``auto``: the best valid AllGather and the name of its method (module docstring)."""
     bound = lower_bound(topo, chunks, "allgather")
@@ -84,9 +97,15 @@ def best_allgather(topo: Topology, chunks: int, lanes: bool, time_limit: float, 
     known = stored(topo, chunks)
     if known is not None and known.num_steps <= bound:
         return known, "stored"
+    near = split_allgather(topo, chunks) if lanes else None
+    if near is not None and near.num_steps == bound + 1 and (known is None or near.num_steps <= known.num_steps):
+        return near, "split"            # one over the bound: only the bound itself would be better
     best, method = xtree(topo, chunks, lanes=lanes, progress=progress), "xtree"
-    if known is not None:               # best known, above the bound: the solvers below found no better
-        return (known, "stored") if known.num_steps < best.num_steps else (best, method)
+    if known is not None or near is not None:   # best known, above the bound: the solvers below found no better
+        for phase, name in ((known, "stored"), (near, "split")):
+            if phase is not None and phase.num_steps < best.num_steps:
+                best, method = phase, name
+        return best, method
     if best.num_steps > bound and topo.nodes * chunks <= EXACT_AUTO_MAX:
         res = exact(topo, chunks, best.num_steps - 1, lanes=lanes, time_limit=min(time_limit, EXACT_AUTO_SECONDS))
         if res.phase is not None:
@@ -115,6 +134,8 @@ def cpsat(topo: Topology, chunks: int, lanes: bool, time_limit: float, progress)
 def allgather(topo: Topology, chunks: int, algorithm: str, lanes: bool, time_limit: float, progress) -> Phase:
     if algorithm == "ring":
         return ring(topo, chunks)
+    if algorithm == "split":
+        return split(topo, chunks)
     if algorithm in ("xtree", "mirrorxtree"):
         return xtree(topo, chunks, lanes=lanes, progress=progress)
     if algorithm == "repair":

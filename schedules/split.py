@@ -1,0 +1,308 @@
+"""Split schedules: a lane-rule K = 4 AllGather in N steps (the bound plus one) where the EquiMesh
+has no Hamiltonian decomposition.
+
+A *split* divides the links into 4 cycle covers: three Hamiltonian cycles H0, H1, H2 and one cover
+made of a 2-cycle ``u <-> w`` (a mesh link each way) and a cycle B through the other N - 2 nodes.
+Where the sides differ in parity every split into cycle covers has an odd number of cycles
+(:mod:`.parity`), so 3 Hamiltonian cycles plus 2 cycles is the closest one can get to a
+decomposition. The schedule (docs/schedules.md "Split schedules") is the ring-pipelined AllGather
+of :mod:`.ringpipe` on H0-H2 and on B, with three changes, run for N steps (one more than the bound):
+
+* **u's and w's own class-3 chunks ride a ring**: u's on H_iu, w's on H_iw (iu != iw), as an extra
+  chunk in front of the node's own one. A ring of N nodes carries N + 1 chunks in N steps (every
+  link then carries N), so all nodes get them one step after the ring's usual end.
+* **Swaps bring B's chunks to u and w.** Every step, w also sends u (over the 2-cycle link) the
+  chunk it forwards on the cycle that reaches u soonest from w, if that chunk will reach u on that
+  cycle; u keeps it in its lane, and when the cycle would have delivered it, u's predecessor on it
+  sends u a class-3 chunk of B instead: the one it forwards on B in that step (a fan-out), or one it
+  holds in a lane nobody reads in that step. The same with u and w exchanged.
+* Where no swap applies, the 2-cycle link carries any chunk the receiver lacks.
+
+Every node forwards first in, first out. Which rings carry u's and w's chunks, which chunk index
+travels which class, and whether u (w) sends its extra chunk before or after its own are chosen by
+simulating until every node holds every chunk with the lane rule kept; the result is verified and
+storage-checked like every stored schedule. Splits are found offline by CP-SAT (``find``, one
+``AddCircuit`` per colour, the 2-cycle's nodes left out of colour 3's circuit) and stored with the
+choices that work in ``data/splits.json`` (``python -m equimesh.schedules.split --sizes ...``).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .schedule import Phase, Schedule, lower_bound
+from .storage import check_storage, home_lanes, link_lanes
+from .topology import Topology, build, format_ring_dirs
+from .verify import verify
+
+SPLITS = Path(__file__).parent / "data" / "splits.json"
+K = 4                  # chunks per shard of a split schedule (one per class)
+
+
+class SplitFailed(ValueError):
+    """The simulation of a split with one set of choices left a chunk undelivered or a lane read twice."""
+
+
+def _key(topo: Topology) -> str:
+    return f"{topo.kind} {topo.rows}x{topo.cols} {format_ring_dirs(topo.ring_dirs)}"
+
+
+def find(topo: Topology, u: int, w: int, time_limit: float, seed: int = 0) -> tuple[np.ndarray | None, str]:
+    """CP-SAT: colours 0-2 Hamiltonian circuits, colour 3 the 2-cycle ``u <-> w`` plus a circuit
+    through every other node. Returns each link's colour (or None) and "found", "none" (proven: no
+    such split with the 2-cycle there) or "timeout"."""
+    from ortools.sat.python import cp_model
+    src, dst = topo.link_src.tolist(), topo.link_dst.tolist()
+    pair = [l for l in range(len(src)) if (src[l], dst[l]) in ((u, w), (w, u))]
+    if len(pair) != 2:
+        return None, "none"
+    m = cp_model.CpModel()
+    x = [[m.NewBoolVar("") for _ in range(4)] for _ in src]
+    for row in x:
+        m.AddExactlyOne(row)
+    for l in pair:
+        m.Add(x[l][3] == 1)
+    for c in range(4):
+        groups: dict[tuple[int, int], list[int]] = {}
+        for l in range(len(src)):
+            if c == 3 and (src[l] in (u, w) or dst[l] in (u, w)):
+                if l not in pair:
+                    m.Add(x[l][3] == 0)
+                continue
+            groups.setdefault((src[l], dst[l]), []).append(l)
+        arcs = []
+        for (a, b), ids in groups.items():     # parallel links share one arc literal
+            lit = m.NewBoolVar("")
+            m.Add(sum(x[i][c] for i in ids) == lit)
+            arcs.append((a, b, lit))
+        if c == 3:
+            arcs += [(u, u, True), (w, w, True)]     # left out of colour 3's circuit
+        m.AddCircuit(arcs)
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = time_limit
+    solver.parameters.num_workers = 1
+    solver.parameters.random_seed = seed
+    status = solver.Solve(m)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None, "none" if status == cp_model.INFEASIBLE else "timeout"
+    return np.array([[solver.Value(v) for v in row] for row in x]).argmax(axis=1), "found"
+
+
+def _successors(topo: Topology, links) -> tuple[dict[int, int], dict[int, int]]:
+    """Successor node and out-link per node of a 1-in-1-out set of links."""
+    return ({int(topo.link_src[l]): int(topo.link_dst[l]) for l in links},
+            {int(topo.link_src[l]): int(l) for l in links})
+
+
+def construct(topo: Topology, colour: np.ndarray, u: int, w: int, inject: tuple[int, int],
+              chunk_of: tuple[int, ...], first: tuple[int, int]) -> Phase:
+    """Simulate the split schedule (module docstring) for N steps: ``inject`` = the rings (iu, iw) that
+    carry u's and w's class-3 chunks, ``chunk_of[c]`` = the chunk index of class c, ``first`` = the
+    queue position (0 or 1) of u's (w's) extra chunk. :class:`SplitFailed` if it does not deliver
+    every chunk or would read a lane for two chunks in one step."""
+    n = topo.nodes
+    src = topo.link_src
+    home = home_lanes(topo, K)
+    _, dst_lane = link_lanes(topo)
+    ring = [_successors(topo, np.nonzero(colour == c)[0]) for c in range(3)]
+    succ = [r[0] for r in ring]
+    out = [r[1] for r in ring]
+    b_succ, b_out = _successors(topo, [l for l in np.nonzero(colour == 3)[0] if src[l] not in (u, w)])
+    pair_out = {int(src[l]): int(l) for l in np.nonzero(colour == 3)[0] if src[l] in (u, w)}
+
+    def dist(c: int, a: int, b: int) -> int:
+        k, v = 0, a
+        while v != b:
+            v, k = succ[c][v], k + 1
+        return k
+
+    def reaches(c: int, a: int, b: int, root: int) -> bool:
+        """Does the chunk of ``root`` that ``a`` forwards on ring c still reach ``b`` on it?"""
+        v = succ[c][a]
+        while v != b:
+            if v == root or succ[c][v] == root:
+                return False
+            v = succ[c][v]
+        return succ[c][b] != root
+
+    swap = {u: min(range(3), key=lambda c: dist(c, w, u)), w: min(range(3), key=lambda c: dist(c, u, w))}
+    has = np.zeros((n, n * K), dtype=bool)
+    lane = np.full((n, n * K), -1, dtype=np.int64)
+    for v in range(n):
+        has[v, v * K:(v + 1) * K] = True
+        lane[v, v * K:(v + 1) * K] = home[v]
+    queue = [{v: [v * K + chunk_of[c]] for v in range(n)} for c in range(3)]
+    for node, c, pos in ((u, inject[0], first[0]), (w, inject[1], first[1])):
+        queue[c][node].insert(pos, node * K + chunk_of[3])
+    b_queue = {v: [] if v in (u, w) else [v * K + chunk_of[3]] for v in range(n)}
+    early: dict[int, set[int]] = {u: set(), w: set()}   # chunks u (w) got over the 2-cycle ahead of its ring
+    steps = []
+    for t in range(n):
+        sends: list[tuple[int, int]] = []
+        reads: dict[tuple[int, int], int] = {}
+        arrive: list[tuple[int, int, int, object]] = []     # (node, chunk, lane, queue to join)
+        incoming: set[tuple[int, int]] = set()
+
+        def read(v: int, x: int) -> bool:
+            key = (v, int(lane[v, x]))
+            if reads.get(key, x) != x:
+                return False
+            reads[key] = x
+            return True
+
+        def send(link: int, x: int, join) -> None:
+            v = int(topo.link_dst[link])
+            sends.append((link, x))
+            arrive.append((v, x, int(dst_lane[link]), join))
+            incoming.add((v, x))
+
+        b_heads = {v: q.pop(0) for v, q in b_queue.items() if q}
+        for v, x in b_heads.items():
+            if not read(v, x):
+                raise SplitFailed(f"B lane of node {v} in step {t}")
+            send(b_out[v], x, "B")
+        heads = {(c, v): queue[c][v][0] for c in range(3) for v in range(n) if queue[c][v]}
+        for (c, v), x in heads.items():
+            nxt = succ[c][v]
+            queue[c][v].pop(0)
+            if has[nxt, x]:      # delivered ahead over the 2-cycle: it joins nxt's queue now
+                if x in early.get(nxt, ()) and x // K != succ[c][nxt]:
+                    queue[c][nxt].append(x)
+                early.get(nxt, set()).discard(x)
+                offer = ([b_heads[v]] if v in b_heads else []) + [
+                    y for y in np.nonzero(has[v] & ~has[nxt])[0].tolist() if y % K == chunk_of[3]]
+                for y in offer:
+                    if y % K == chunk_of[3] and not has[nxt, y] and (nxt, y) not in incoming and read(v, y):
+                        send(out[c][v], y, None)
+                        break
+                continue
+            if not read(v, x):
+                raise SplitFailed(f"ring {c} lane of node {v} in step {t}")
+            send(out[c][v], x, c if x // K != succ[c][nxt] else None)
+        for a, b in ((w, u), (u, w)):
+            c = swap[b]
+            x = heads.get((c, a))
+            if (x is not None and not has[b, x] and x not in early[b] and reads.get((a, int(lane[a, x]))) == x
+                    and reaches(c, a, b, x // K)):
+                early[b].add(x)
+                send(pair_out[a], x, None)
+                continue
+            for y in np.nonzero(has[a] & ~has[b])[0].tolist():
+                if y not in early[b] and (b, y) not in incoming and read(a, y):
+                    if y % K != chunk_of[3]:
+                        early[b].add(y)
+                    send(pair_out[a], y, None)
+                    break
+        for v, x, ln, join in arrive:
+            has[v, x], lane[v, x] = True, ln
+            if join == "B":
+                if x // K != b_succ[v]:
+                    b_queue[v].append(x)
+            elif join is not None:
+                queue[join][v].append(x)
+        steps.append(np.array([(l, x // K, x % K) for l, x in sends], dtype=np.int64).reshape(-1, 3))
+    if not has.all():
+        raise SplitFailed(f"{int((~has).sum())} chunks undelivered after {n} steps")
+    return Phase("allgather", steps)
+
+
+def _check(topo: Topology, phase: Phase) -> None:
+    sched = Schedule("allgather", "split", K, topo, [phase], {"storage": "lanes"})
+    verify(sched)
+    check_storage(sched)
+
+
+def choices() -> list[tuple[tuple[int, int], tuple[int, ...], tuple[int, int]]]:
+    """Every (inject, chunk_of, first) that :func:`construct` can be run with."""
+    return list(itertools.product(itertools.permutations(range(3), 2), itertools.permutations(range(K)),
+                                  itertools.product((0, 1), repeat=2)))
+
+
+def solve(topo: Topology, time_limit: float, per_pair: float = 5.0) -> dict | None:
+    """Search pairs ``u <-> w`` (mesh neighbours) for a split whose schedule works with some choices,
+    within ``time_limit``; the record for ``data/splits.json``, or None."""
+    t0 = time.perf_counter()
+    for u, w in itertools.permutations(range(topo.nodes), 2):
+        if time.perf_counter() - t0 > time_limit:
+            return None
+        if topo.distances[u, w] != 1 or topo.distances[w, u] != 1:
+            continue
+        colour, _ = find(topo, u, w, per_pair)
+        if colour is None:
+            continue
+        for inject, chunk_of, first in choices():
+            try:
+                phase = construct(topo, colour, u, w, inject, chunk_of, first)
+            except SplitFailed:
+                continue
+            _check(topo, phase)
+            return {"key": _key(topo), "u": u, "w": w, "colours": "".join(map(str, colour.tolist())),
+                    "inject": list(inject), "chunk_of": list(chunk_of), "first": list(first)}
+    return None
+
+
+@functools.cache
+def _splits() -> dict[str, dict]:
+    if not SPLITS.exists():
+        return {}
+    return {rec["key"]: rec for rec in json.loads(SPLITS.read_text())["splits"]}
+
+
+def split_allgather(topo: Topology, chunks: int) -> Phase | None:
+    """The stored split's schedule for ``topo`` in ``chunks // 4`` rounds (each N steps), checked;
+    None if no split is stored for it (its kind, size and ring directions) or K is not a multiple of 4."""
+    from .library import rounds
+    if topo.kind not in ("equimesh", "mirror-equimesh"):
+        return None
+    rec = _splits().get(_key(topo))
+    if rec is None or chunks % K or [l.as_list() for l in topo.links] != [
+            l.as_list() for l in build(topo.kind, topo.rows, topo.cols, ring_dirs=topo.ring_dirs).links]:
+        return None
+    colour = np.array([int(ch) for ch in rec["colours"]], dtype=np.int64)
+    phase = construct(topo, colour, rec["u"], rec["w"], tuple(rec["inject"]), tuple(rec["chunk_of"]),
+                      tuple(rec["first"]))
+    _check(topo, phase)
+    return rounds(phase, chunks)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Find splits for the sizes given (EquiMesh and its mirror, each size's default ring directions)
+    and store those whose schedule is shorter than the best known one (XTree, or stored)."""
+    import argparse
+    from .library import stored
+    from .xtree import xtree
+    ap = argparse.ArgumentParser(prog="python -m equimesh.schedules.split", description=main.__doc__)
+    ap.add_argument("--sizes", required=True, help="comma-separated RxC")
+    ap.add_argument("--time-limit", type=float, default=300.0, help="seconds per topology")
+    ap.add_argument("--out", type=Path, default=SPLITS)
+    args = ap.parse_args(argv)
+    data = json.loads(args.out.read_text()) if args.out.exists() else {"format": "equimesh-splits", "splits": []}
+    for size in args.sizes.split(","):
+        r, c = (int(v) for v in size.split("x"))
+        for kind in ("equimesh", "mirror-equimesh"):
+            topo = build(kind, r, c)
+            if any(rec["key"] == _key(topo) for rec in data["splits"]):
+                continue
+            t0 = time.perf_counter()
+            rec = solve(topo, args.time_limit)
+            known = stored(topo, K)
+            beat = min(xtree(topo, K, lanes=True).num_steps, known.num_steps if known is not None else np.inf)
+            bound = lower_bound(topo, K, "allgather")
+            took = time.perf_counter() - t0
+            if rec is None:
+                print(f"{_key(topo)}: no split found ({took:.1f} s)", flush=True)
+                continue
+            print(f"{_key(topo)}: split {topo.nodes} steps, bound {bound}, to beat {beat} ({took:.1f} s)", flush=True)
+            if topo.nodes < beat:
+                data["splits"].append(rec)
+                args.out.write_text(json.dumps(data, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

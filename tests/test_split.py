@@ -1,0 +1,111 @@
+"""Split schedules (schedules/split.py): 3 Hamiltonian cycles + a 2-cycle + a cycle through the rest,
+and the lane-rule AllGather in N steps (the bound plus one) built on them."""
+
+import functools
+
+import numpy as np
+import pytest
+
+from equimesh.schedules import split as S
+from equimesh.schedules.schedule import Schedule, lower_bound
+from equimesh.schedules.storage import check_storage
+from equimesh.schedules.synth import SynthesisError, synthesize
+from equimesh.schedules.topology import build
+from equimesh.schedules.verify import verify
+
+
+def _checked(topo, chunks, phase):
+    s = Schedule("allgather", "test", chunks, topo, [phase], {"storage": "lanes"})
+    verify(s)
+    check_storage(s)
+
+
+@functools.cache
+def _solved(kind, rows, cols):
+    topo = build(kind, rows, cols)
+    return topo, S.solve(topo, 120)
+
+
+def _cycle_nodes(topo, links):
+    """The nodes of a 1-in-1-out link set if it is one cycle, else None (walked independently)."""
+    nxt = {int(topo.link_src[l]): int(topo.link_dst[l]) for l in links}
+    if len(nxt) != len(links):
+        return None
+    start = next(iter(nxt))
+    seen, v = [start], nxt[start]
+    while v != start:
+        if v in seen or v not in nxt:
+            return None
+        seen.append(v)
+        v = nxt[v]
+    return seen if len(seen) == len(links) else None
+
+
+@pytest.mark.parametrize("kind,rows,cols", [("equimesh", 3, 12), ("mirror-equimesh", 3, 12), ("equimesh", 5, 6)])
+def test_split_is_three_hamiltonian_cycles_a_two_cycle_and_a_cycle_through_the_rest(kind, rows, cols):
+    topo, rec = _solved(kind, rows, cols)
+    assert rec is not None
+    colour = np.array([int(c) for c in rec["colours"]])
+    u, w, n = rec["u"], rec["w"], topo.nodes
+    assert len(colour) == len(topo.links)
+    for c in range(3):
+        assert sorted(_cycle_nodes(topo, np.nonzero(colour == c)[0])) == list(range(n))
+    three = np.nonzero(colour == 3)[0]
+    pair = [l for l in three if topo.link_src[l] in (u, w)]
+    assert sorted((int(topo.link_src[l]), int(topo.link_dst[l])) for l in pair) == sorted([(u, w), (w, u)])
+    rest = [l for l in three if l not in pair]
+    assert sorted(_cycle_nodes(topo, rest)) == sorted(set(range(n)) - {u, w})
+
+
+@pytest.mark.parametrize("kind,rows,cols", [("equimesh", 3, 12), ("mirror-equimesh", 3, 12), ("equimesh", 5, 6)])
+def test_split_schedule_takes_n_steps_keeps_the_lane_rule_and_rounds_take_n_each(kind, rows, cols):
+    topo, rec = _solved(kind, rows, cols)
+    colour = np.array([int(c) for c in rec["colours"]])
+    phase = S.construct(topo, colour, rec["u"], rec["w"], tuple(rec["inject"]), tuple(rec["chunk_of"]),
+                        tuple(rec["first"]))
+    assert phase.num_steps == topo.nodes == lower_bound(topo, 4, "allgather") + 1
+    _checked(topo, 4, phase)
+    from equimesh.schedules.library import rounds
+    eight = rounds(phase, 8)
+    assert eight.num_steps == 2 * topo.nodes
+    _checked(topo, 8, eight)
+
+
+def test_choices_that_do_not_work_are_refused_not_returned():
+    # the simulation raises for choices that leave a chunk undelivered or read a lane twice; every
+    # choice it accepts gives a schedule that the verifier and the storage check accept
+    topo, rec = _solved("equimesh", 5, 6)
+    colour = np.array([int(c) for c in rec["colours"]])
+    refused = accepted = 0
+    for inject, chunk_of, first in S.choices():
+        try:
+            phase = S.construct(topo, colour, rec["u"], rec["w"], inject, chunk_of, first)
+        except S.SplitFailed:
+            refused += 1
+            continue
+        accepted += 1
+        _checked(topo, 4, phase)
+    assert refused and accepted
+
+
+def test_no_split_of_this_shape_on_the_2x11_equimesh():
+    # every mesh-neighbour pair: CP-SAT proves no split with the 2-cycle there (docs/schedules.md)
+    topo = build("equimesh", 2, 11)
+    pairs = [(u, w) for u in range(topo.nodes) for w in range(topo.nodes)
+             if u < w and topo.distances[u, w] == 1 and topo.distances[w, u] == 1]
+    assert pairs
+    assert all(S.find(topo, u, w, 60)[1] == "none" for u, w in pairs)
+
+
+def test_auto_runs_the_stored_split_where_it_is_shorter_and_names_it():
+    topo = build("equimesh", 3, 12)
+    assert S.split_allgather(topo, 4) is not None          # stored in data/splits.json
+    sched = synthesize(topo, 4, "allgather")
+    assert sched.meta["method"] == "split" and sched.num_steps == 36
+    assert synthesize(topo, 8, "allgather", algorithm="split").num_steps == 72
+
+
+@pytest.mark.parametrize("rows,cols,chunks,words", [(4, 4, 4, "none stored"), (3, 12, 6, "multiple of 4")])
+def test_split_where_it_does_not_apply_says_why(rows, cols, chunks, words):
+    with pytest.raises(SynthesisError, match=words):
+        synthesize(build("equimesh", rows, cols), chunks, "allgather", algorithm="split")
