@@ -224,19 +224,24 @@ def choices() -> list[tuple[tuple[int, int], tuple[int, ...], tuple[int, int]]]:
                                   itertools.product((0, 1), repeat=2)))
 
 
-def solve(topo: Topology, time_limit: float, per_pair: float = 5.0) -> dict | None:
-    """Search pairs ``u <-> w`` (mesh neighbours) for a split whose schedule works with some choices,
+def solve(topo: Topology, time_limit: float) -> dict | None:
+    """Search mesh-neighbour pairs ``u <-> w``, nearest the corner node 0 first (where the splits
+    found so far lie), for a split whose schedule works with some choices (either node as ``u``),
     within ``time_limit``; the record for ``data/splits.json``, or None."""
     t0 = time.perf_counter()
-    for u, w in itertools.permutations(range(topo.nodes), 2):
-        if time.perf_counter() - t0 > time_limit:
+    per_pair = max(5.0, topo.nodes / 4)       # seconds of CP-SAT per pair
+    rc = [divmod(v, topo.cols) for v in range(topo.nodes)]
+    pairs = sorted(((u, w) for u, w in itertools.combinations(range(topo.nodes), 2)
+                    if topo.distances[u, w] == 1 and topo.distances[w, u] == 1),
+                   key=lambda p: sum(rc[p[0]]) + sum(rc[p[1]]))
+    for pair in pairs:
+        left = time_limit - (time.perf_counter() - t0)
+        if left <= 0:
             return None
-        if topo.distances[u, w] != 1 or topo.distances[w, u] != 1:
-            continue
-        colour, _ = find(topo, u, w, per_pair)
+        colour, _ = find(topo, *pair, min(per_pair, left))
         if colour is None:
             continue
-        for inject, chunk_of, first in choices():
+        for (u, w), (inject, chunk_of, first) in itertools.product((pair, pair[::-1]), choices()):
             try:
                 phase = construct(topo, colour, u, w, inject, chunk_of, first)
             except SplitFailed:

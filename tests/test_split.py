@@ -109,3 +109,23 @@ def test_auto_runs_the_stored_split_where_it_is_shorter_and_names_it():
 def test_split_where_it_does_not_apply_says_why(rows, cols, chunks, words):
     with pytest.raises(SynthesisError, match=words):
         synthesize(build("equimesh", rows, cols), chunks, "allgather", algorithm="split")
+
+
+@pytest.mark.parametrize("key", sorted(S._splits()))
+def test_every_stored_split_gives_a_valid_schedule_in_n_steps(key):
+    kind, size, dirs = key.split()
+    rows, cols = (int(v) for v in size.split("x"))
+    from equimesh.schedules.topology import parse_ring_dirs
+    topo = build(kind, rows, cols, ring_dirs=parse_ring_dirs(dirs))
+    phase = S.split_allgather(topo, 4)          # construct, verify and check the lane rule
+    assert phase.num_steps == topo.nodes
+    _checked(topo, 4, phase)
+
+
+def test_auto_at_k8_takes_the_shorter_of_two_split_rounds_and_xtree():
+    from equimesh.schedules.xtree import xtree
+    topo = build("equimesh", 3, 12)
+    x8 = xtree(topo, 8, lanes=True).num_steps
+    s8 = synthesize(topo, 8, "allgather")
+    assert s8.num_steps == min(2 * topo.nodes, x8)
+    assert s8.meta["method"] == ("split" if 2 * topo.nodes < x8 else "xtree")
