@@ -171,14 +171,14 @@ def construct(topo: Topology, colour: np.ndarray, u: int, w: int, inject: tuple[
         for (c, v), x in heads.items():
             nxt = succ[c][v]
             queue[c][v].pop(0)
-            if has[nxt, x]:      # delivered ahead over the 2-cycle: it joins nxt's queue now
+            if has[nxt, x]:      # nxt has x already (over the 2-cycle, ahead of the ring): a swap
                 if x in early.get(nxt, ()) and x // K != succ[c][nxt]:
-                    queue[c][nxt].append(x)
+                    queue[c][nxt].append(x)         # nxt forwards it when the ring would have
                 early.get(nxt, set()).discard(x)
-                offer = ([b_heads[v]] if v in b_heads else []) + [
+                offer = ([b_heads[v]] if v in b_heads else []) + [   # B's class-3 chunks only
                     y for y in np.nonzero(has[v] & ~has[nxt])[0].tolist() if y % K == chunk_of[3]]
                 for y in offer:
-                    if y % K == chunk_of[3] and not has[nxt, y] and (nxt, y) not in incoming and read(v, y):
+                    if not has[nxt, y] and (nxt, y) not in incoming and read(v, y):
                         send(out[c][v], y, None)
                         break
                 continue
