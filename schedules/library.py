@@ -74,14 +74,19 @@ def _image(src: Topology, phase: Phase, dst: Topology) -> Phase | None:
     return None
 
 
+def applies(topo: Topology, chunks: int) -> bool:
+    """Whether link ids stored for ``topo``'s key can be used: an EquiMesh (or mirror) with its links
+    as ``build`` numbers them (not renumbered or removed) and K a multiple of 4 (rounds)."""
+    return (topo.kind in ("equimesh", "mirror-equimesh") and chunks % BASE == 0
+            and [l.as_list() for l in topo.links] == [l.as_list() for l in build(
+                topo.kind, topo.rows, topo.cols, ring_dirs=topo.ring_dirs).links])
+
+
 def stored(topo: Topology, chunks: int) -> Phase | None:
     """The stored K = 4 AllGather of ``topo``, or of a network that a symmetry of the grid maps onto
     it, in ``chunks // 4`` rounds (checked); None if there is none or K is not a multiple of 4."""
-    if topo.kind not in ("equimesh", "mirror-equimesh") or chunks % BASE:
+    if not applies(topo, chunks):
         return None
-    if [l.as_list() for l in topo.links] != [l.as_list() for l in build(
-            topo.kind, topo.rows, topo.cols, ring_dirs=topo.ring_dirs).links]:
-        return None       # links renumbered or removed: the stored link ids do not apply
     base = _lookup(topo, _library())
     return None if base is None else rounds(base, chunks)
 

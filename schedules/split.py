@@ -36,21 +36,17 @@ from pathlib import Path
 
 import numpy as np
 
-from .schedule import Phase, Schedule, lower_bound
-from .storage import check_storage, home_lanes, link_lanes
-from .topology import Topology, build, format_ring_dirs
-from .verify import verify
+from .library import BASE, _check, _key, applies, rounds, stored
+from .schedule import Phase, lower_bound
+from .storage import home_lanes, link_lanes
+from .topology import Topology, build
 
 SPLITS = Path(__file__).parent / "data" / "splits.json"
-K = 4                  # chunks per shard of a split schedule (one per class)
+K = BASE               # chunks per shard of a split schedule (one per class)
 
 
 class SplitFailed(ValueError):
     """The simulation of a split with one set of choices left a chunk undelivered or a lane read twice."""
-
-
-def _key(topo: Topology) -> str:
-    return f"{topo.kind} {topo.rows}x{topo.cols} {format_ring_dirs(topo.ring_dirs)}"
 
 
 def find(topo: Topology, u: int, w: int, time_limit: float, seed: int = 0) -> tuple[np.ndarray | None, str]:
@@ -212,12 +208,6 @@ def construct(topo: Topology, colour: np.ndarray, u: int, w: int, inject: tuple[
     return Phase("allgather", steps)
 
 
-def _check(topo: Topology, phase: Phase) -> None:
-    sched = Schedule("allgather", "split", K, topo, [phase], {"storage": "lanes"})
-    verify(sched)
-    check_storage(sched)
-
-
 def choices() -> list[tuple[tuple[int, int], tuple[int, ...], tuple[int, int]]]:
     """Every (inject, chunk_of, first) that :func:`construct` can be run with."""
     return list(itertools.product(itertools.permutations(range(3), 2), itertools.permutations(range(K)),
@@ -262,12 +252,8 @@ def _splits() -> dict[str, dict]:
 def split_allgather(topo: Topology, chunks: int) -> Phase | None:
     """The stored split's schedule for ``topo`` in ``chunks // 4`` rounds (each N steps), checked;
     None if no split is stored for it (its kind, size and ring directions) or K is not a multiple of 4."""
-    from .library import rounds
-    if topo.kind not in ("equimesh", "mirror-equimesh"):
-        return None
-    rec = _splits().get(_key(topo))
-    if rec is None or chunks % K or [l.as_list() for l in topo.links] != [
-            l.as_list() for l in build(topo.kind, topo.rows, topo.cols, ring_dirs=topo.ring_dirs).links]:
+    rec = _splits().get(_key(topo)) if applies(topo, chunks) else None
+    if rec is None:
         return None
     colour = np.array([int(ch) for ch in rec["colours"]], dtype=np.int64)
     phase = construct(topo, colour, rec["u"], rec["w"], tuple(rec["inject"]), tuple(rec["chunk_of"]),
@@ -280,7 +266,6 @@ def main(argv: list[str] | None = None) -> None:
     """Find splits for the sizes given (EquiMesh and its mirror, each size's default ring directions)
     and store those whose schedule is shorter than the best known one (XTree, or stored)."""
     import argparse
-    from .library import stored
     from .xtree import xtree
     ap = argparse.ArgumentParser(prog="python -m equimesh.schedules.split", description=main.__doc__)
     ap.add_argument("--sizes", required=True, help="comma-separated RxC")
@@ -296,13 +281,13 @@ def main(argv: list[str] | None = None) -> None:
                 continue
             t0 = time.perf_counter()
             rec = solve(topo, args.time_limit)
+            if rec is None:
+                print(f"{_key(topo)}: no split found ({time.perf_counter() - t0:.1f} s)", flush=True)
+                continue
             known = stored(topo, K)
             beat = min(xtree(topo, K, lanes=True).num_steps, known.num_steps if known is not None else np.inf)
             bound = lower_bound(topo, K, "allgather")
             took = time.perf_counter() - t0
-            if rec is None:
-                print(f"{_key(topo)}: no split found ({took:.1f} s)", flush=True)
-                continue
             print(f"{_key(topo)}: split {topo.nodes} steps, bound {bound}, to beat {beat} ({took:.1f} s)", flush=True)
             if topo.nodes < beat:
                 data["splits"].append(rec)
