@@ -153,7 +153,7 @@ def _key(topo: Topology, l) -> tuple[int, int, int, int, str]:
     return a, b, c, d, l.src_port
 
 
-def _band_pairs(topo: Topology, row_band: int | None, col_band: int | None) -> list[tuple[int, int]]:
+def band_pairs(topo: Topology, row_band: int | None, col_band: int | None) -> list[tuple[int, int]]:
     """Pairs of links whose colours a tile must share: a link whose nearer end lies in the ``PERIOD``
     band rows from ``row_band`` on (or columns) and the same link ``PERIOD`` rows (columns) further on."""
     index = {_key(topo, l): i for i, l in enumerate(topo.links)}
@@ -180,7 +180,7 @@ def solve(topo: Topology, time_limit: float = 60.0, row_band: int | None = None,
     outs = topo.out_links[0]
     for c, l in enumerate(outs):       # symmetry: the colours of node 0's out-links are arbitrary
         m.Add(x[l][c] == 1)
-    for i, j in _band_pairs(topo, row_band, col_band):
+    for i, j in band_pairs(topo, row_band, col_band):
         for c in range(COLOURS):
             m.Add(x[i][c] == x[j][c])
     status, solver = _run(m, time_limit, seed)

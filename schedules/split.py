@@ -36,10 +36,11 @@ from pathlib import Path
 
 import numpy as np
 
+from . import hamiltonian
 from .library import BASE, _check, _key, applies, rounds, stored
 from .schedule import Phase, lower_bound
 from .storage import home_lanes, link_lanes
-from .topology import Topology, build
+from .topology import DEFAULT_RING_DIRS, Topology, build
 
 SPLITS = Path(__file__).parent / "data" / "splits.json"
 K = BASE               # chunks per shard of a split schedule (one per class)
@@ -49,7 +50,8 @@ class SplitFailed(ValueError):
     """The simulation of a split with one set of choices left a chunk undelivered or a lane read twice."""
 
 
-def find(topo: Topology, u: int, w: int, time_limit: float, seed: int = 0) -> tuple[np.ndarray | None, str]:
+def find(topo: Topology, u: int, w: int, time_limit: float, seed: int = 0,
+         same: list[tuple[int, int]] = ()) -> tuple[np.ndarray | None, str]:
     """CP-SAT: colours 0-2 Hamiltonian circuits, colour 3 the 2-cycle ``u <-> w`` plus a circuit
     through every other node. Returns each link's colour (or None) and "found", "none" (proven: no
     such split with the 2-cycle there) or "timeout"."""
@@ -64,6 +66,9 @@ def find(topo: Topology, u: int, w: int, time_limit: float, seed: int = 0) -> tu
         m.AddExactlyOne(row)
     for l in pair:
         m.Add(x[l][3] == 1)
+    for i, j in same:          # a tile's band: link pairs of one colour
+        for c in range(4):
+            m.Add(x[i][c] == x[j][c])
     for c in range(4):
         groups: dict[tuple[int, int], list[int]] = {}
         for l in range(len(src)):
@@ -229,33 +234,155 @@ def solve(topo: Topology, time_limit: float) -> dict | None:
         if left <= 0:
             return None
         colour, _ = find(topo, *pair, min(per_pair, left))
+        choice = None if colour is None else choose(topo, colour, *pair)
+        if choice is not None:
+            return {"key": _key(topo), "colours": _text(colour), **choice}
+    return None
+
+
+def choose(topo: Topology, colour: np.ndarray, u: int, w: int) -> dict | None:
+    """The first choices (either node as ``u``) with which :func:`construct` works on the split
+    ``colour`` with the 2-cycle ``u <-> w``, checked; None if there are none (or it is no split)."""
+    if not is_split(topo, colour, u, w):
+        return None
+    for (a, b), (inject, chunk_of, first) in itertools.product(((u, w), (w, u)), choices()):
+        try:
+            phase = construct(topo, colour, a, b, inject, chunk_of, first)
+        except SplitFailed:
+            continue
+        _check(topo, phase)
+        return {"u": a, "w": b, "inject": list(inject), "chunk_of": list(chunk_of), "first": list(first)}
+    return None
+
+
+def is_split(topo: Topology, colour: np.ndarray, u: int, w: int) -> bool:
+    """Whether ``colour`` is a split (module docstring) with the 2-cycle ``u <-> w``: colours 0-2
+    Hamiltonian cycles, colour 3 that 2-cycle and one cycle through the other nodes."""
+    for c in range(4):
+        mine = np.nonzero(colour == c)[0]
+        nxt = dict(zip(topo.link_src[mine].tolist(), topo.link_dst[mine].tolist()))
+        if len(nxt) != topo.nodes or len(mine) != topo.nodes or len(set(nxt.values())) != topo.nodes:
+            return False
+        lengths, seen = [], set()
+        for v in range(topo.nodes):
+            k = 0
+            while v not in seen:
+                seen.add(v)
+                v, k = nxt[v], k + 1
+            lengths += [k] if k else []
+        if sorted(lengths) != ([topo.nodes] if c < 3 else [2, topo.nodes - 2]):
+            return False
+    return nxt[u] == w and nxt[w] == u
+
+
+def _text(colour: np.ndarray) -> str:
+    return "".join(map(str, colour.tolist()))
+
+
+def _colours(text: str) -> np.ndarray:
+    return np.array([int(ch) for ch in text], dtype=np.int64)
+
+
+# ----- split tiles: a split whose band repeats along the odd side -------------------------------------
+#
+# Like the Hamiltonian tiles (:mod:`.hamiltonian`): the PERIOD rows (columns) of the odd side from
+# BAND on are coloured like the PERIOD after them, so repeating (or cutting) them keeps every node's
+# colours. The 2-cycle lies before the band and keeps its place. A band along the even side admits no
+# split (CP-SAT proves it for every 2-cycle outside the band at 3x12 and 5x12 in seconds).
+
+
+def default(kind: str, rows: int, cols: int) -> Topology:
+    """``kind`` at rows x cols with every ring clockwise (``cccc``), the directions tiles are made for."""
+    return build(kind, rows, cols, ring_dirs=dict(DEFAULT_RING_DIRS))
+
+
+def _bands(rows: int, cols: int) -> tuple[int | None, int | None]:
+    """(row band, column band) of a tile: the band lies along the odd side."""
+    return (hamiltonian.BAND, None) if rows % 2 else (None, hamiltonian.BAND)
+
+
+def tile_colours(tile: Topology, colour: np.ndarray, topo: Topology) -> np.ndarray:
+    """``topo``'s link colours from a tile's: the band repeated or cut to the length of ``topo``'s odd
+    side, then transposed if ``topo`` lies the other way round (:func:`.hamiltonian.transpose`)."""
+    flip = tile.rows % 2 != topo.rows % 2
+    rows, cols = (topo.cols, topo.rows) if flip else (topo.rows, topo.cols)
+    same = default(tile.kind, rows, cols)
+    out = hamiltonian.extend(tile, colour, *_bands(tile.rows, tile.cols), same)
+    return hamiltonian.transpose(same, out, topo) if flip else out
+
+
+def make_tile(kind: str, rows: int, cols: int, time_limit: float, reach: int = 32) -> dict | None:
+    """Search a split tile of ``kind`` (one side even, the other 13 or 15: the band side) whose
+    extensions, odd side from ``PERIOD`` shorter up to ``reach``, both ways round, are all splits that
+    :func:`choose` finds choices for; the record (with those choices per size) or None."""
+    t0 = time.perf_counter()
+    tile = default(kind, rows, cols)
+    rb, cb = _bands(rows, cols)
+    same = hamiltonian.band_pairs(tile, rb, cb)
+    odd, even = (rows, cols) if rb is not None else (cols, rows)
+    rc = [divmod(v, cols) for v in range(tile.nodes)]
+    side = 0 if rb is not None else 1
+    pairs = sorted(((u, w) for u, w in itertools.combinations(range(tile.nodes), 2)
+                    if tile.distances[u, w] == 1 == tile.distances[w, u]
+                    and rc[u][side] < hamiltonian.BAND and rc[w][side] < hamiltonian.BAND),
+                   key=lambda p: sum(rc[p[0]]) + sum(rc[p[1]]))
+    for u, w in pairs:
+        left = time_limit - (time.perf_counter() - t0)
+        if left <= 0:
+            return None
+        colour, _ = find(tile, u, w, left, same=same)
         if colour is None:
             continue
-        for (u, w), (inject, chunk_of, first) in itertools.product((pair, pair[::-1]), choices()):
-            try:
-                phase = construct(topo, colour, u, w, inject, chunk_of, first)
-            except SplitFailed:
+        sizes = {}
+        for n in range(odd - hamiltonian.PERIOD, reach + 1, hamiltonian.PERIOD):
+            for flip in (False, True):
+                r, c = (n, even) if rb is not None else (even, n)
+                if flip:
+                    r, c = c, r
+                topo = default(kind, r, c)
+                (a, b), (x, y) = rc[u], rc[w]
+                if flip:
+                    a, b, x, y = b, a, y, x
+                choice = choose(topo, tile_colours(tile, colour, topo), a * c + b, x * c + y)
+                if choice is None:
+                    break
+                sizes[f"{r}x{c}"] = choice
+            else:
                 continue
-            _check(topo, phase)
-            return {"key": _key(topo), "u": u, "w": w, "colours": "".join(map(str, colour.tolist())),
-                    "inject": list(inject), "chunk_of": list(chunk_of), "first": list(first)}
+            break
+        else:
+            return {"kind": kind, "rows": rows, "cols": cols, "colours": _text(colour), "sizes": sizes}
     return None
 
 
 @functools.cache
-def _splits() -> dict[str, dict]:
-    if not SPLITS.exists():
-        return {}
-    return {rec["key"]: rec for rec in json.loads(SPLITS.read_text())["splits"]}
+def _data() -> dict:
+    return json.loads(SPLITS.read_text()) if SPLITS.exists() else {}
+
+
+def _split(topo: Topology) -> tuple[np.ndarray, dict] | None:
+    """``topo``'s split colours and choices: stored for its key, else from a tile (ring directions
+    ``cccc``) whose record lists its size; None if neither."""
+    for rec in _data().get("splits", []):
+        if rec["key"] == _key(topo):
+            return _colours(rec["colours"]), rec
+    if any(topo.ring_dirs.values()):
+        return None
+    for tile in _data().get("tiles", []):
+        choice = tile["sizes"].get(f"{topo.rows}x{topo.cols}")
+        if tile["kind"] == topo.kind and choice is not None:
+            return tile_colours(default(topo.kind, tile["rows"], tile["cols"]), _colours(tile["colours"]), topo), choice
+    return None
 
 
 def split_allgather(topo: Topology, chunks: int) -> Phase | None:
-    """The stored split's schedule for ``topo`` in ``chunks // 4`` rounds (each N steps), checked;
-    None if no split is stored for it (its kind, size and ring directions) or K is not a multiple of 4."""
-    rec = _splits().get(_key(topo)) if applies(topo, chunks) else None
-    if rec is None:
+    """The split schedule for ``topo`` (stored, or from a tile) in ``chunks // 4`` rounds (each N
+    steps), checked; None if there is none for it (its kind, size and ring directions) or K is not a
+    multiple of 4."""
+    found = _split(topo) if applies(topo, chunks) else None
+    if found is None:
         return None
-    colour = np.array([int(ch) for ch in rec["colours"]], dtype=np.int64)
+    colour, rec = found
     phase = construct(topo, colour, rec["u"], rec["w"], tuple(rec["inject"]), tuple(rec["chunk_of"]),
                       tuple(rec["first"]))
     _check(topo, phase)
@@ -264,16 +391,21 @@ def split_allgather(topo: Topology, chunks: int) -> Phase | None:
 
 def main(argv: list[str] | None = None) -> None:
     """Find splits for the sizes given (EquiMesh and its mirror, each size's default ring directions)
-    and store those whose schedule is shorter than the best known one (XTree, or stored)."""
+    and store those whose schedule is shorter than the best known one (XTree, or stored); find split
+    tiles (ring directions cccc) for the tile sizes given and store those found."""
     import argparse
     from .xtree import xtree
     ap = argparse.ArgumentParser(prog="python -m equimesh.schedules.split", description=main.__doc__)
-    ap.add_argument("--sizes", required=True, help="comma-separated RxC")
+    ap.add_argument("--sizes", default="", help="comma-separated RxC")
+    ap.add_argument("--tiles", default="", help="comma-separated RxC, one side even and the other 13 or 15")
     ap.add_argument("--time-limit", type=float, default=300.0, help="seconds per topology")
     ap.add_argument("--out", type=Path, default=SPLITS)
     args = ap.parse_args(argv)
     data = json.loads(args.out.read_text()) if args.out.exists() else {"format": "equimesh-splits", "splits": []}
-    for size in args.sizes.split(","):
+
+    def save() -> None:
+        args.out.write_text(json.dumps(data, indent=1) + "\n")
+    for size in filter(None, args.sizes.split(",")):
         r, c = (int(v) for v in size.split("x"))
         for kind in ("equimesh", "mirror-equimesh"):
             topo = build(kind, r, c)
@@ -291,7 +423,23 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{_key(topo)}: split {topo.nodes} steps, bound {bound}, to beat {beat} ({took:.1f} s)", flush=True)
             if topo.nodes < beat:
                 data["splits"].append(rec)
-                args.out.write_text(json.dumps(data, indent=1) + "\n")
+                save()
+    for size in filter(None, args.tiles.split(",")):
+        r, c = (int(v) for v in size.split("x"))
+        if (r + c) % 2 == 0 or max(r, c) % 2 == 0 and min(r, c) not in (13, 15) or max(r, c) % 2 and max(r, c) not in (13, 15):
+            raise SystemExit(f"error: tile {size}: one side must be even and the other 13 or 15")
+        for kind in ("equimesh", "mirror-equimesh"):
+            data.setdefault("tiles", [])
+            if any((t["kind"], t["rows"], t["cols"]) == (kind, r, c) for t in data["tiles"]):
+                continue
+            t0 = time.perf_counter()
+            rec = make_tile(kind, r, c, args.time_limit)
+            took = time.perf_counter() - t0
+            print(f"{kind} {size} tile: {'sizes ' + ' '.join(rec['sizes']) if rec else 'none found'} ({took:.1f} s)",
+                  flush=True)
+            if rec is not None:
+                data["tiles"].append(rec)
+                save()
 
 
 if __name__ == "__main__":

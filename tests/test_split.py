@@ -111,7 +111,7 @@ def test_split_where_it_does_not_apply_says_why(rows, cols, chunks, words):
         synthesize(build("equimesh", rows, cols), chunks, "allgather", algorithm="split")
 
 
-@pytest.mark.parametrize("key", sorted(S._splits()))
+@pytest.mark.parametrize("key", sorted(rec["key"] for rec in S._data()["splits"]))
 def test_every_stored_split_gives_a_valid_schedule_in_n_steps(key):
     kind, size, dirs = key.split()
     rows, cols = (int(v) for v in size.split("x"))
@@ -129,3 +129,66 @@ def test_auto_at_k8_takes_the_shorter_of_two_split_rounds_and_xtree():
     s8 = synthesize(topo, 8, "allgather")
     assert s8.num_steps == min(2 * topo.nodes, x8)
     assert s8.meta["method"] == ("split" if 2 * topo.nodes < x8 else "xtree")
+
+
+# ----- split tiles -----------------------------------------------------------------------------------
+
+def _tile_sizes(most=16):
+    """(kind, rows, cols) of every size up to ``most`` per side that a stored tile covers."""
+    return sorted({(t["kind"], *map(int, size.split("x"))) for t in S._data()["tiles"] for size in t["sizes"]
+                   if max(map(int, size.split("x"))) <= most})
+
+
+def _assert_split(topo, colour, u, w):
+    """Independent of is_split: walk every colour (docs/schedules.md "Split schedules")."""
+    n = topo.nodes
+    for c in range(3):
+        assert sorted(_cycle_nodes(topo, np.nonzero(colour == c)[0])) == list(range(n))
+    three = np.nonzero(colour == 3)[0]
+    pair = [l for l in three if topo.link_src[l] in (u, w)]
+    assert sorted((int(topo.link_src[l]), int(topo.link_dst[l])) for l in pair) == sorted([(u, w), (w, u)])
+    assert sorted(_cycle_nodes(topo, [l for l in three if l not in pair])) == sorted(set(range(n)) - {u, w})
+
+
+@pytest.mark.parametrize("kind,rows,cols", _tile_sizes())
+def test_every_size_a_tile_covers_gets_a_split_schedule_in_n_steps(kind, rows, cols):
+    topo = S.default(kind, rows, cols)
+    colour, rec = S._split(topo)
+    _assert_split(topo, colour, rec["u"], rec["w"])
+    phase = S.split_allgather(topo, 4)
+    assert phase.num_steps == topo.nodes == lower_bound(topo, 4, "allgather") + 1
+    _checked(topo, 4, phase)
+
+
+def test_a_tile_extends_far_beyond_its_own_size():
+    topo = S.default("equimesh", 29, 6)       # from the 6x13 tile: band repeated 4 times, transposed
+    colour, rec = S._split(topo)
+    _assert_split(topo, colour, rec["u"], rec["w"])
+    _checked(topo, 4, S.split_allgather(topo, 4))
+
+
+def test_tile_search_finds_a_tile_that_extends_both_ways_round():
+    rec = S.make_tile("equimesh", 4, 13, 60, reach=17)
+    assert rec is not None and set(rec["sizes"]) == {"4x9", "9x4", "4x13", "13x4", "4x17", "17x4"}
+    tile = S.default("equimesh", 4, 13)
+    colour = np.array([int(c) for c in rec["colours"]])
+    for i, j in S.hamiltonian.band_pairs(tile, None, S.hamiltonian.BAND):
+        assert colour[i] == colour[j]         # the band repeats
+
+
+def test_no_split_tile_with_the_band_along_the_even_side():
+    # every 2-cycle before or after the band (docs/schedules.md "Split tiles")
+    topo = S.default("equimesh", 3, 12)
+    same = S.hamiltonian.band_pairs(topo, None, S.hamiltonian.BAND)
+    pairs = [(u, w) for u in range(topo.nodes) for w in range(u + 1, topo.nodes)
+             if topo.distances[u, w] == 1 == topo.distances[w, u]
+             and all(v % 12 < S.hamiltonian.BAND or v % 12 >= S.hamiltonian.BAND + 2 * S.hamiltonian.PERIOD
+                     for v in (u, w))]
+    assert pairs
+    assert all(S.find(topo, u, w, 60, same=same)[1] == "none" for u, w in pairs)
+
+
+def test_tiles_apply_only_to_the_ring_directions_they_were_made_for():
+    from equimesh.schedules.topology import parse_ring_dirs
+    assert S.split_allgather(S.default("equimesh", 8, 13), 4) is not None
+    assert S.split_allgather(build("equimesh", 8, 13, ring_dirs=parse_ring_dirs("acca")), 4) is None
