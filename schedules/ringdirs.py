@@ -4,7 +4,8 @@ shortest lane-rule AllGather (seed 000, Section III-B: each edge's ring may run 
 With the default ``cccc`` every EquiMesh that has a Hamiltonian decomposition runs the
 ring-pipelined AllGather at the bound (:mod:`.ringpipe`), so the directions only matter where none
 exists: sides of different parity (:mod:`.parity`), and 3 x C with C = 1 mod 4. There, ``auto`` runs XTree, whose
-step count depends on the directions by a step or two. Trying all 16 choices at every command
+step count depends on the directions by a step or two, or a split schedule (:mod:`.split`; its tiles
+are made for ``cccc``). Trying all 16 choices at every command
 would multiply the synthesis time by 16, so it is done once, here, for K = 4 (the chunk count of
 the headline results), and the sizes where another choice is strictly shorter are stored in
 ``data/ring_dirs.json``; :func:`~.topology.default_ring_dirs` reads them. ``--ring-dirs auto``

@@ -24,6 +24,11 @@ simulating until every node holds every chunk with the lane rule kept; the resul
 storage-checked like every stored schedule. Splits are found offline by CP-SAT (``find``, one
 ``AddCircuit`` per colour, the 2-cycle's nodes left out of colour 3's circuit) and stored with the
 choices that work in ``data/splits.json`` (``python -m equimesh.schedules.split --sizes ...``).
+
+Larger sizes come from *split tiles* (ring directions ``cccc``): a split of E x 13 or E x 15 (E even)
+whose band along the odd side repeats (:mod:`.hamiltonian`'s tile construction, 2-cycle before the
+band), extended to every odd side from 9 up, both ways round, with the choices stored per size
+(``python -m equimesh.schedules.split --tiles ...``).
 """
 
 from __future__ import annotations
@@ -311,17 +316,30 @@ def tile_colours(tile: Topology, colour: np.ndarray, topo: Topology) -> np.ndarr
     return hamiltonian.transpose(same, out, topo) if flip else out
 
 
-def make_tile(kind: str, rows: int, cols: int, time_limit: float, reach: int = 32) -> dict | None:
+def make_tile(kind: str, rows: int, cols: int, time_limit: float, reach: int = 32,
+              known: dict | None = None) -> dict | None:
     """Search a split tile of ``kind`` (one side even, the other 13 or 15: the band side) whose
     extensions, odd side from ``PERIOD`` shorter up to ``reach``, both ways round, are all splits that
-    :func:`choose` finds choices for; the record (with those choices per size) or None."""
+    :func:`choose` finds choices for; the record (with those choices per size) or None. A mirror
+    tile is first tried as ``known``, the EquiMesh tile with every link reversed (a split of the
+    mirror with the same 2-cycle; only the choices can fail)."""
     t0 = time.perf_counter()
     tile = default(kind, rows, cols)
+    if known is not None:
+        base = default("equimesh", rows, cols)
+        index = {(l.src, l.dst, l.src_port, l.dst_port): i for i, l in enumerate(tile.links)}
+        colour = np.empty(len(tile.links), dtype=np.int64)
+        for l, c in zip(base.links, _colours(known["colours"])):
+            colour[index[(l.dst, l.src, l.dst_port, l.src_port)]] = c
+        own = known["sizes"][f"{rows}x{cols}"]
+        u, w = own["u"], own["w"]
+        sizes = _extensions(tile, colour, u, w, reach)
+        if sizes is not None:
+            return _tile_record(tile, colour, sizes)
     rb, cb = _bands(rows, cols)
     same = hamiltonian.band_pairs(tile, rb, cb)
-    odd, even = (rows, cols) if rb is not None else (cols, rows)
-    rc = [divmod(v, cols) for v in range(tile.nodes)]
     side = 0 if rb is not None else 1
+    rc = [divmod(v, cols) for v in range(tile.nodes)]
     pairs = sorted(((u, w) for u, w in itertools.combinations(range(tile.nodes), 2)
                     if tile.distances[u, w] == 1 == tile.distances[w, u]
                     and rc[u][side] < hamiltonian.BAND and rc[w][side] < hamiltonian.BAND),
@@ -330,29 +348,33 @@ def make_tile(kind: str, rows: int, cols: int, time_limit: float, reach: int = 3
         left = time_limit - (time.perf_counter() - t0)
         if left <= 0:
             return None
-        colour, _ = find(tile, u, w, left, same=same)
-        if colour is None:
-            continue
-        sizes = {}
-        for n in range(odd - hamiltonian.PERIOD, reach + 1, hamiltonian.PERIOD):
-            for flip in (False, True):
-                r, c = (n, even) if rb is not None else (even, n)
-                if flip:
-                    r, c = c, r
-                topo = default(kind, r, c)
-                (a, b), (x, y) = rc[u], rc[w]
-                if flip:
-                    a, b, x, y = b, a, y, x
-                choice = choose(topo, tile_colours(tile, colour, topo), a * c + b, x * c + y)
-                if choice is None:
-                    break
-                sizes[f"{r}x{c}"] = choice
-            else:
-                continue
-            break
-        else:
-            return {"kind": kind, "rows": rows, "cols": cols, "colours": _text(colour), "sizes": sizes}
+        colour, _ = find(tile, u, w, min(left, time_limit / 3), same=same)     # a pair may be hard; try 3+
+        sizes = None if colour is None else _extensions(tile, colour, u, w, reach)
+        if sizes is not None:
+            return _tile_record(tile, colour, sizes)
     return None
+
+
+def _tile_record(tile: Topology, colour: np.ndarray, sizes: dict) -> dict:
+    return {"kind": tile.kind, "rows": tile.rows, "cols": tile.cols, "colours": _text(colour), "sizes": sizes}
+
+
+def _extensions(tile: Topology, colour: np.ndarray, u: int, w: int, reach: int) -> dict | None:
+    """The choices for every extension of a tile (2-cycle ``u <-> w``, before the band) with its odd
+    side from ``PERIOD`` shorter up to ``reach``, both ways round; None if one is no working split."""
+    rb, _ = _bands(tile.rows, tile.cols)
+    odd, even = (tile.rows, tile.cols) if rb is not None else (tile.cols, tile.rows)
+    (ur, uc), (wr, wc) = divmod(u, tile.cols), divmod(w, tile.cols)
+    sizes = {}
+    for n in range(odd - hamiltonian.PERIOD, reach + 1, hamiltonian.PERIOD):
+        r0, c0 = (n, even) if rb is not None else (even, n)
+        for (r, c), (a, b, x, y) in (((r0, c0), (ur, uc, wr, wc)), ((c0, r0), (uc, ur, wc, wr))):
+            topo = default(tile.kind, r, c)
+            choice = choose(topo, tile_colours(tile, colour, topo), a * c + b, x * c + y)
+            if choice is None:
+                return None
+            sizes[f"{r}x{c}"] = choice
+    return sizes
 
 
 @functools.cache
@@ -433,7 +455,8 @@ def main(argv: list[str] | None = None) -> None:
             if any((t["kind"], t["rows"], t["cols"]) == (kind, r, c) for t in data["tiles"]):
                 continue
             t0 = time.perf_counter()
-            rec = make_tile(kind, r, c, args.time_limit)
+            known = next((t for t in data["tiles"] if (t["kind"], t["rows"], t["cols"]) == ("equimesh", r, c)), None)
+            rec = make_tile(kind, r, c, args.time_limit, known=known)
             took = time.perf_counter() - t0
             print(f"{kind} {size} tile: {'sizes ' + ' '.join(rec['sizes']) if rec else 'none found'} ({took:.1f} s)",
                   flush=True)

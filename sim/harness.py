@@ -80,13 +80,18 @@ def execute(net: Network, *programs: Program, vcd: str | None = None, progress=N
 
     # The simulator compiles every signal to Python source with its mask as a decimal literal; a top
     # bus of more than 14,300 bits (8x8 and up) passes Python's default 4300-digit conversion limit.
+    # The limit is restored afterwards: the JSON readers rely on it to refuse absurd numbers.
+    limit = sys.get_int_max_str_digits()
     sys.set_int_max_str_digits(0)
-    sim = Simulator(net)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    if vcd:
-        with sim.write_vcd(vcd, traces=[net.start, net.done, net.link_valid]):
+    try:
+        sim = Simulator(net)
+        sim.add_clock(1e-8)
+        sim.add_testbench(bench)
+        if vcd:
+            with sim.write_vcd(vcd, traces=[net.start, net.done, net.link_valid]):
+                sim.run()
+        else:
             sim.run()
-    else:
-        sim.run()
+    finally:
+        sys.set_int_max_str_digits(limit)
     return outs
