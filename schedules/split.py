@@ -320,11 +320,13 @@ def make_tile(kind: str, rows: int, cols: int, time_limit: float, reach: int = 3
               known: dict | None = None) -> dict | None:
     """Search a split tile of ``kind`` (one side even, the other 13 or 15: the band side) whose
     extensions, odd side from ``PERIOD`` shorter up to ``reach``, both ways round, are all splits that
-    :func:`choose` finds choices for; the record (with those choices per size) or None. A mirror
+    :func:`choose` finds choices for; the record (with those choices per size), else the one that
+    covers the most sizes (its own among them) within ``time_limit``, or None. A mirror
     tile is first tried as ``known``, the EquiMesh tile with every link reversed (a split of the
-    mirror with the same 2-cycle; only the choices can fail)."""
+    mirror with the same 2-cycle; only the choices can fail) and kept if it covers as much."""
     t0 = time.perf_counter()
     tile = default(kind, rows, cols)
+    best = None          # the tile covering the most sizes so far, if none covers all
     if known is not None:
         base = default("equimesh", rows, cols)
         index = {(l.src, l.dst, l.src_port, l.dst_port): i for i, l in enumerate(tile.links)}
@@ -334,11 +336,13 @@ def make_tile(kind: str, rows: int, cols: int, time_limit: float, reach: int = 3
         own = known["sizes"][f"{rows}x{cols}"]
         u, w = own["u"], own["w"]
         sizes = _extensions(tile, colour, u, w, reach)
-        if sizes is not None:
+        if set(sizes) >= set(known["sizes"]):
             return _tile_record(tile, colour, sizes)
+        if f"{rows}x{cols}" in sizes:
+            best = _tile_record(tile, colour, sizes)
     rb, cb = _bands(rows, cols)
     same = hamiltonian.band_pairs(tile, rb, cb)
-    side = 0 if rb is not None else 1
+    odd, side = (rows, 0) if rb is not None else (cols, 1)
     rc = [divmod(v, cols) for v in range(tile.nodes)]
     pairs = sorted(((u, w) for u, w in itertools.combinations(range(tile.nodes), 2)
                     if tile.distances[u, w] == 1 == tile.distances[w, u]
@@ -347,21 +351,23 @@ def make_tile(kind: str, rows: int, cols: int, time_limit: float, reach: int = 3
     for u, w in pairs:
         left = time_limit - (time.perf_counter() - t0)
         if left <= 0:
-            return None
+            break
         colour, _ = find(tile, u, w, min(left, time_limit / 3), same=same)     # a pair may be hard; try 3+
         sizes = None if colour is None else _extensions(tile, colour, u, w, reach)
-        if sizes is not None:
-            return _tile_record(tile, colour, sizes)
-    return None
+        if sizes and f"{rows}x{cols}" in sizes and (best is None or len(sizes) > len(best["sizes"])):
+            best = _tile_record(tile, colour, sizes)
+            if len(sizes) == 2 * len(range(odd - hamiltonian.PERIOD, reach + 1, hamiltonian.PERIOD)):
+                break
+    return best
 
 
 def _tile_record(tile: Topology, colour: np.ndarray, sizes: dict) -> dict:
     return {"kind": tile.kind, "rows": tile.rows, "cols": tile.cols, "colours": _text(colour), "sizes": sizes}
 
 
-def _extensions(tile: Topology, colour: np.ndarray, u: int, w: int, reach: int) -> dict | None:
-    """The choices for every extension of a tile (2-cycle ``u <-> w``, before the band) with its odd
-    side from ``PERIOD`` shorter up to ``reach``, both ways round; None if one is no working split."""
+def _extensions(tile: Topology, colour: np.ndarray, u: int, w: int, reach: int) -> dict:
+    """The choices for each extension of a tile (2-cycle ``u <-> w``, before the band) with its odd
+    side from ``PERIOD`` shorter up to ``reach``, both ways round, that is a split that runs."""
     rb, _ = _bands(tile.rows, tile.cols)
     odd, even = (tile.rows, tile.cols) if rb is not None else (tile.cols, tile.rows)
     (ur, uc), (wr, wc) = divmod(u, tile.cols), divmod(w, tile.cols)
@@ -371,9 +377,8 @@ def _extensions(tile: Topology, colour: np.ndarray, u: int, w: int, reach: int) 
         for (r, c), (a, b, x, y) in (((r0, c0), (ur, uc, wr, wc)), ((c0, r0), (uc, ur, wc, wr))):
             topo = default(tile.kind, r, c)
             choice = choose(topo, tile_colours(tile, colour, topo), a * c + b, x * c + y)
-            if choice is None:
-                return None
-            sizes[f"{r}x{c}"] = choice
+            if choice is not None:
+                sizes[f"{r}x{c}"] = choice
     return sizes
 
 
@@ -448,14 +453,15 @@ def main(argv: list[str] | None = None) -> None:
                 save()
     for size in filter(None, args.tiles.split(",")):
         r, c = (int(v) for v in size.split("x"))
-        if (r + c) % 2 == 0 or max(r, c) % 2 == 0 and min(r, c) not in (13, 15) or max(r, c) % 2 and max(r, c) not in (13, 15):
+        if (r + c) % 2 == 0 or (r if r % 2 else c) not in (13, 15):
             raise SystemExit(f"error: tile {size}: one side must be even and the other 13 or 15")
         for kind in ("equimesh", "mirror-equimesh"):
             data.setdefault("tiles", [])
             if any((t["kind"], t["rows"], t["cols"]) == (kind, r, c) for t in data["tiles"]):
                 continue
             t0 = time.perf_counter()
-            known = next((t for t in data["tiles"] if (t["kind"], t["rows"], t["cols"]) == ("equimesh", r, c)), None)
+            known = next((t for t in data["tiles"] if kind == "mirror-equimesh"
+                          and (t["kind"], t["rows"], t["cols"]) == ("equimesh", r, c)), None)
             rec = make_tile(kind, r, c, args.time_limit, known=known)
             took = time.perf_counter() - t0
             print(f"{kind} {size} tile: {'sizes ' + ' '.join(rec['sizes']) if rec else 'none found'} ({took:.1f} s)",

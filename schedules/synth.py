@@ -84,8 +84,9 @@ def split(topo: Topology, chunks: int) -> Phase:
         raise SynthesisError(f"split needs K a multiple of 4 (got K={chunks}); use --algorithm auto or xtree")
     phase = split_allgather(topo, chunks)
     if phase is None:
-        raise SynthesisError(f"split: none stored for the {topo.name} with these ring directions "
-                             "(docs/schedules.md 'Split schedules'); use --algorithm auto")
+        raise SynthesisError(f"split: none stored for the {topo.name} with these ring directions, and no "
+                             "split tile covers it (tiles: cccc, one side even, the other odd >= 9; "
+                             "docs/schedules.md 'Split schedules'); use --algorithm auto")
     return phase
 
 
