@@ -160,6 +160,14 @@ def test_every_size_a_tile_covers_gets_a_split_schedule_in_n_steps(kind, rows, c
     _checked(topo, 4, phase)
 
 
+def test_tiles_cover_every_size_with_an_even_side_4_to_14_and_an_odd_side_9_to_15():
+    # docs/schedules.md "Split tiles": 14x15 (14x11, 14x15) has no tile yet, nor does E = 16
+    want = {(kind, e, o) for kind in ("equimesh", "mirror-equimesh") for e in range(4, 15, 2)
+            for o in (9, 11, 13, 15) if not (e == 14 and o in (11, 15))}
+    have = set(_tile_sizes())
+    assert want <= have and {(k, o, e) for k, e, o in want} <= have
+
+
 def test_a_tile_extends_far_beyond_its_own_size():
     topo = S.default("equimesh", 29, 6)       # from the 6x13 tile: band repeated 4 times, transposed
     colour, rec = S._split(topo)
