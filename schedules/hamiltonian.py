@@ -336,10 +336,15 @@ def transpose(other: Topology, colour: np.ndarray, topo: Topology) -> np.ndarray
                      for a, b, c, d, p in (_key(topo, l) for l in topo.links)], dtype=np.int64)
 
 
+def reversal(topo: Topology, mirror: Topology) -> np.ndarray:
+    """For each link of ``topo``, the id of the same link reversed in its ``mirror`` (Section III-B)."""
+    index = {(l.src, l.dst, l.src_port, l.dst_port): i for i, l in enumerate(mirror.links)}
+    return np.array([index[(l.dst, l.src, l.dst_port, l.src_port)] for l in topo.links], dtype=np.int64)
+
+
 def reverse(dec: Decomposition, topo: Topology, mirror: Topology) -> Decomposition:
     """The decomposition of the mirror topology (every link reversed; Section III-B) from ``topo``'s."""
-    index = {(l.src, l.dst, l.src_port, l.dst_port): i for i, l in enumerate(mirror.links)}
-    remap = np.array([index[(l.dst, l.src, l.dst_port, l.src_port)] for l in topo.links], dtype=np.int64)
+    remap = reversal(topo, mirror)
     cycles = [remap[c[::-1]] for c in dec.cycles]
     check(mirror, cycles)
     return Decomposition(cycles, dec.method)

@@ -230,11 +230,7 @@ def solve(topo: Topology, time_limit: float) -> dict | None:
     within ``time_limit``; the record for ``data/splits.json``, or None."""
     t0 = time.perf_counter()
     per_pair = max(5.0, topo.nodes / 4)       # seconds of CP-SAT per pair
-    rc = [divmod(v, topo.cols) for v in range(topo.nodes)]
-    pairs = sorted(((u, w) for u, w in itertools.combinations(range(topo.nodes), 2)
-                    if topo.distances[u, w] == 1 and topo.distances[w, u] == 1),
-                   key=lambda p: sum(rc[p[0]]) + sum(rc[p[1]]))
-    for pair in pairs:
+    for pair in _pairs(topo):
         left = time_limit - (time.perf_counter() - t0)
         if left <= 0:
             return None
@@ -243,6 +239,16 @@ def solve(topo: Topology, time_limit: float) -> dict | None:
         if choice is not None:
             return {"key": _key(topo), "colours": _text(colour), **choice}
     return None
+
+
+def _pairs(topo: Topology, side: int | None = None) -> list[tuple[int, int]]:
+    """Mesh-neighbour pairs (a link each way), nearest the corner node 0 first; with ``side`` (0: row,
+    1: column) only those with both nodes before a tile's band in that coordinate."""
+    rc = [divmod(v, topo.cols) for v in range(topo.nodes)]
+    return sorted(((u, w) for u, w in itertools.combinations(range(topo.nodes), 2)
+                   if topo.distances[u, w] == 1 == topo.distances[w, u]
+                   and (side is None or max(rc[u][side], rc[w][side]) < hamiltonian.BAND)),
+                  key=lambda p: sum(rc[p[0]]) + sum(rc[p[1]]))
 
 
 def choose(topo: Topology, colour: np.ndarray, u: int, w: int) -> dict | None:
@@ -328,11 +334,8 @@ def make_tile(kind: str, rows: int, cols: int, time_limit: float, reach: int = 3
     tile = default(kind, rows, cols)
     best = None          # the tile covering the most sizes so far, if none covers all
     if known is not None:
-        base = default("equimesh", rows, cols)
-        index = {(l.src, l.dst, l.src_port, l.dst_port): i for i, l in enumerate(tile.links)}
         colour = np.empty(len(tile.links), dtype=np.int64)
-        for l, c in zip(base.links, _colours(known["colours"])):
-            colour[index[(l.dst, l.src, l.dst_port, l.src_port)]] = c
+        colour[hamiltonian.reversal(default("equimesh", rows, cols), tile)] = _colours(known["colours"])
         own = known["sizes"][f"{rows}x{cols}"]
         u, w = own["u"], own["w"]
         sizes = _extensions(tile, colour, u, w, reach)
@@ -343,12 +346,7 @@ def make_tile(kind: str, rows: int, cols: int, time_limit: float, reach: int = 3
     rb, cb = _bands(rows, cols)
     same = hamiltonian.band_pairs(tile, rb, cb)
     odd, side = (rows, 0) if rb is not None else (cols, 1)
-    rc = [divmod(v, cols) for v in range(tile.nodes)]
-    pairs = sorted(((u, w) for u, w in itertools.combinations(range(tile.nodes), 2)
-                    if tile.distances[u, w] == 1 == tile.distances[w, u]
-                    and rc[u][side] < hamiltonian.BAND and rc[w][side] < hamiltonian.BAND),
-                   key=lambda p: sum(rc[p[0]]) + sum(rc[p[1]]))
-    for u, w in pairs:
+    for u, w in _pairs(tile, side):
         left = time_limit - (time.perf_counter() - t0)
         if left <= 0:
             break
