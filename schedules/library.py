@@ -63,7 +63,7 @@ def _library() -> dict[str, list]:
     return {rec["key"]: rec["steps"] for rec in json.loads(LIBRARY.read_text())["schedules"]}
 
 
-def _image(src: Topology, phase: Phase, dst: Topology) -> Phase | None:
+def image(src: Topology, phase: Phase, dst: Topology) -> Phase | None:
     """``phase`` carried onto ``dst`` by the first of :func:`grid_maps`, or None if none maps the links."""
     for node, remap, chunk in grid_maps(src, dst):
         steps = []
@@ -101,7 +101,7 @@ def _lookup(topo: Topology, entries: dict[str, list]) -> Phase | None:
         if sorted((rows, cols)) != sorted((topo.rows, topo.cols)) or best is not None and len(steps) >= best.num_steps:
             continue
         src = build(kind, rows, cols, ring_dirs=parse_ring_dirs(dirs))
-        base = _image(src, Phase("allgather", [np.array(s, dtype=np.int64).reshape(-1, 3) for s in steps]), topo)
+        base = image(src, Phase("allgather", [np.array(s, dtype=np.int64).reshape(-1, 3) for s in steps]), topo)
         if base is None:
             continue
         _check(topo, base)

@@ -42,10 +42,10 @@ from pathlib import Path
 import numpy as np
 
 from . import hamiltonian
-from .library import BASE, _check, _key, applies, rounds, stored
+from .library import BASE, _check, _key, applies, image, rounds, stored
 from .schedule import Phase, lower_bound
 from .storage import home_lanes, link_lanes
-from .topology import DEFAULT_RING_DIRS, Topology, build
+from .topology import DEFAULT_RING_DIRS, Topology, build, format_ring_dirs, grid_maps, parse_ring_dirs
 
 SPLITS = Path(__file__).parent / "data" / "splits.json"
 K = BASE               # chunks per shard of a split schedule (one per class)
@@ -400,16 +400,46 @@ def _split(topo: Topology) -> tuple[np.ndarray, dict] | None:
     return None
 
 
-def split_allgather(topo: Topology, chunks: int) -> Phase | None:
-    """The split schedule for ``topo`` (stored, or from a tile) in ``chunks // 4`` rounds (each N
-    steps), checked; None if there is none for it (its kind, size and ring directions) or K is not a
-    multiple of 4."""
-    found = _split(topo) if applies(topo, chunks) else None
+def _own(topo: Topology) -> Phase | None:
+    """The split schedule of ``topo`` itself (stored or from a tile), unchecked; None if none."""
+    found = _split(topo)
     if found is None:
         return None
     colour, rec = found
-    phase = construct(topo, colour, rec["u"], rec["w"], tuple(rec["inject"]), tuple(rec["chunk_of"]),
-                      tuple(rec["first"]))
+    return construct(topo, colour, rec["u"], rec["w"], tuple(rec["inject"]), tuple(rec["chunk_of"]),
+                     tuple(rec["first"]))
+
+
+def _symmetric(topo: Topology) -> Phase | None:
+    """The split schedule of a network that a symmetry of the grid (transpose, flips) maps onto
+    ``topo``, carried over (as :mod:`.library` does with stored schedules): a split stored for
+    C x R with some ring directions serves R x C with the directions they turn into."""
+    sizes = {(topo.rows, topo.cols), (topo.cols, topo.rows)}
+    keys = {rec["key"] for rec in _data().get("splits", [])}
+    keys |= {f"{topo.kind} {r}x{c} {format_ring_dirs(DEFAULT_RING_DIRS)}" for r, c in sizes}   # tiles
+    for key in sorted(keys - {_key(topo)}):
+        kind, size, dirs = key.split()
+        rows, cols = (int(v) for v in size.split("x"))
+        if kind != topo.kind or (rows, cols) not in sizes:
+            continue
+        src = build(kind, rows, cols, ring_dirs=parse_ring_dirs(dirs))
+        if next(grid_maps(src, topo), None) is None:
+            continue
+        phase = _own(src)
+        if phase is not None:
+            return image(src, phase, topo)
+    return None
+
+
+def split_allgather(topo: Topology, chunks: int) -> Phase | None:
+    """The split schedule for ``topo`` (stored, or from a tile, or the image of one under a symmetry
+    of the grid) in ``chunks // 4`` rounds (each N steps), checked; None if there is none for it (its
+    kind, size and ring directions) or K is not a multiple of 4."""
+    if not applies(topo, chunks):
+        return None
+    phase = _own(topo) or _symmetric(topo)
+    if phase is None:
+        return None
     _check(topo, phase)
     return rounds(phase, chunks)
 

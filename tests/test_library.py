@@ -59,8 +59,8 @@ def test_no_image_where_no_symmetry_maps_the_links():
     # the 3x4 mirror is not a flipped or transposed 3x4 EquiMesh (its rings turn the other way)
     src = build("equimesh", 3, 4)
     ph = L.stored(src, 4)
-    assert L._image(src, ph, build("mirror-equimesh", 3, 4)) is None
-    assert L._image(src, ph, build("equimesh", 4, 3)) is not None
+    assert L.image(src, ph, build("mirror-equimesh", 3, 4)) is None
+    assert L.image(src, ph, build("equimesh", 4, 3)) is not None
 
 
 @pytest.mark.parametrize("rows,cols", [(3, 4), (4, 3), (5, 2)])

@@ -122,6 +122,18 @@ def test_every_stored_split_gives_a_valid_schedule_in_n_steps(key):
     _checked(topo, 4, phase)
 
 
+@pytest.mark.parametrize("rows,cols,dirs,src", [(5, 16, "cccc", "16x5"), (14, 7, "cacc", "7x14"),
+                                              (10, 7, "accc", "7x10")])
+def test_a_split_stored_for_the_transposed_size_serves_the_image_of_its_ring_directions(rows, cols, dirs, src):
+    from equimesh.schedules.topology import parse_ring_dirs
+    topo = build("equimesh", rows, cols, ring_dirs=parse_ring_dirs(dirs))
+    assert S._split(topo) is None and any(f" {src} " in rec["key"] for rec in S._data()["splits"])
+    phase = S.split_allgather(topo, 4)
+    assert phase.num_steps == topo.nodes == lower_bound(topo, 4, "allgather") + 1
+    _checked(topo, 4, phase)
+    assert S.split_allgather(build("equimesh", rows, cols, ring_dirs=parse_ring_dirs("aaaa")), 4) is None
+
+
 def test_auto_at_k8_takes_the_shorter_of_two_split_rounds_and_xtree():
     from equimesh.schedules.xtree import xtree
     topo = build("equimesh", 3, 12)
