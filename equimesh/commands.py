@@ -144,7 +144,7 @@ def register(sub) -> None:
     p.add_argument("--algorithm", default="auto", choices=ALGORITHMS,
                    help="auto (default: the best valid method, named in the output as 'method'), ring "
                         "(ring-pipelined on 4 Hamiltonian cycles, EquiMesh, K = 4m), split (3 Hamiltonian cycles and a "
-                        "2-cycle, N steps per 4 chunks, stored EquiMesh sizes), xtree / mirrorxtree "
+                        "2-cycle, N - 1 (the bound) or N steps per 4 chunks, stored EquiMesh sizes), xtree / mirrorxtree "
                         "(Algorithms 2, 3), multitree, ring2d, optimal (exact ILP, small sizes)")
     p.add_argument("--collective", default="allgather", choices=["allgather", "reducescatter", "allreduce"])
     p.add_argument("--storage", default=None, choices=["lanes", "none"],

@@ -1,4 +1,4 @@
-"""Split schedules: a lane-rule K = 4 AllGather in N steps (the bound plus one) where the EquiMesh
+"""Split schedules: a lane-rule K = 4 AllGather in N - 1 steps (the bound) or N where the EquiMesh
 has no Hamiltonian decomposition.
 
 A *split* divides the links into 4 cycle covers: three Hamiltonian cycles H0, H1, H2 and one cover
@@ -29,6 +29,12 @@ Larger sizes come from *split tiles* (ring directions ``cccc``): a split of E x 
 whose band along the odd side repeats (:mod:`.hamiltonian`'s tile construction, 2-cycle before the
 band), extended to every odd side from 9 up, both ways round, with the choices stored per size
 (``python -m equimesh.schedules.split --tiles ...``).
+
+**Tails.** The construction leaves all its idle link-steps (4N, one step's worth) in its last three
+steps. CP-SAT (:func:`.cpsat.exact`, lane rule) re-solves the last 4 steps in 3 from the state the
+others leave (or 6 in 5, 8 in 7), every link then busy in every step: N - 1 steps, the bound. The
+tails are solved offline and stored per network (``--tails``); at command time only the stored
+tail is used, and the whole schedule is verified and storage-checked.
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ from .topology import DEFAULT_RING_DIRS, Topology, build, format_ring_dirs, grid
 
 SPLITS = Path(__file__).parent / "data" / "splits.json"
 K = BASE               # chunks per shard of a split schedule (one per class)
+WINDOWS = (4, 6, 8)    # a stored tail of w - 1 steps replaces a split schedule's last w
 
 
 class SplitFailed(ValueError):
@@ -401,13 +408,69 @@ def _split(topo: Topology) -> tuple[np.ndarray, dict] | None:
 
 
 def _own(topo: Topology) -> Phase | None:
-    """The split schedule of ``topo`` itself (stored or from a tile), unchecked; None if none."""
+    """The split schedule of ``topo`` itself (stored or from a tile), with its stored tail if there
+    is one, unchecked; None if none."""
     found = _split(topo)
     if found is None:
         return None
     colour, rec = found
+    phase = _construct(topo, colour, rec)
+    tail = _data().get("tails", {}).get(_key(topo))
+    if tail is None:
+        return phase
+    return Phase("allgather", phase.steps[:len(phase.steps) - len(tail) - 1] + [_transfers(t) for t in tail])
+
+
+def solve_tail(topo: Topology, phase: Phase, time_limit: float) -> list[np.ndarray] | None:
+    """The last ``w`` steps of the split schedule ``phase`` re-solved in ``w - 1`` by CP-SAT
+    (:func:`.cpsat.exact` from the state the earlier steps leave; lane rule kept), for the first
+    window ``w`` in :data:`WINDOWS` where it finds one within what is left of ``time_limit``; None if
+    none. The split leaves its idle link-steps (one step's worth) in its last three steps; the solver
+    moves chunks onto them, so the schedule meets the bound."""
+    from .cpsat import exact, start_lanes
+    t0 = time.perf_counter()
+    for w in WINDOWS:
+        left = time_limit - (time.perf_counter() - t0)
+        if left <= 0:
+            break
+        prefix = phase.steps[:len(phase.steps) - w]
+        res = exact(topo, K, w - 1, lanes=True, time_limit=left, start=start_lanes(topo, K, prefix))
+        if res.phase is not None:
+            return res.phase.steps
+    return None
+
+
+def _construct(topo: Topology, colour: np.ndarray, rec: dict) -> Phase:
     return construct(topo, colour, rec["u"], rec["w"], tuple(rec["inject"]), tuple(rec["chunk_of"]),
                      tuple(rec["first"]))
+
+
+def _tail_keys(text: str) -> list[str]:
+    """The keys whose tails ``--tails`` asks for: those sizes (EquiMesh and mirror, default ring
+    directions) that have a split of their own, or with ``all`` every stored split and every size up
+    to 16x16 that a tile covers."""
+    if text == "all":
+        keys = [rec["key"] for rec in _data().get("splits", [])]
+        keys += [f"{t['kind']} {size} {format_ring_dirs(DEFAULT_RING_DIRS)}" for t in _data().get("tiles", [])
+                 for size in t["sizes"] if max(int(v) for v in size.split("x")) <= 16]
+        return sorted(set(keys), key=lambda k: (int(k.split()[1].split("x")[0]) * int(k.split()[1].split("x")[1]), k))
+    keys = []
+    for size in filter(None, text.split(",")):
+        r, c = (int(v) for v in size.split("x"))
+        for kind in ("equimesh", "mirror-equimesh"):
+            topo = build(kind, r, c)
+            if _split(topo) is None:
+                raise SystemExit(f"error: --tails {size}: the {topo.name} has no split of its own")
+            keys.append(_key(topo))
+    return keys
+
+
+def _text_steps(step: np.ndarray) -> str:
+    return " ".join(map(str, np.asarray(step, dtype=np.int64).reshape(-1).tolist()))
+
+
+def _transfers(text: str) -> np.ndarray:
+    return np.array(text.split(), dtype=np.int64).reshape(-1, 3)
 
 
 def _symmetric(topo: Topology) -> Phase | None:
@@ -433,7 +496,7 @@ def _symmetric(topo: Topology) -> Phase | None:
 
 def split_allgather(topo: Topology, chunks: int) -> Phase | None:
     """The split schedule for ``topo`` (stored, or from a tile, or the image of one under a symmetry
-    of the grid) in ``chunks // 4`` rounds (each N steps), checked; None if there is none for it (its
+    of the grid) in ``chunks // 4`` rounds (each N - 1 steps with a stored tail, else N), checked; None if there is none for it (its
     kind, size and ring directions) or K is not a multiple of 4."""
     if not applies(topo, chunks):
         return None
@@ -453,6 +516,8 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m equimesh.schedules.split", description=main.__doc__)
     ap.add_argument("--sizes", default="", help="comma-separated RxC")
     ap.add_argument("--tiles", default="", help="comma-separated RxC, one side even and the other 13 or 15")
+    ap.add_argument("--tails", default="", help="comma-separated RxC, or 'all' (every stored split and every "
+                    "size up to 16x16 a tile covers): re-solve the split schedule's last steps one shorter")
     ap.add_argument("--time-limit", type=float, default=300.0, help="seconds per topology")
     ap.add_argument("--out", type=Path, default=SPLITS)
     args = ap.parse_args(argv)
@@ -471,14 +536,33 @@ def main(argv: list[str] | None = None) -> None:
             if rec is None:
                 print(f"{_key(topo)}: no split found ({time.perf_counter() - t0:.1f} s)", flush=True)
                 continue
+            tail = solve_tail(topo, _construct(topo, _colours(rec["colours"]), rec), args.time_limit)
+            steps = topo.nodes - (tail is not None)
             known = stored(topo, K)
             beat = min(xtree(topo, K, lanes=True).num_steps, known.num_steps if known is not None else np.inf)
             bound = lower_bound(topo, K, "allgather")
             took = time.perf_counter() - t0
-            print(f"{_key(topo)}: split {topo.nodes} steps, bound {bound}, to beat {beat} ({took:.1f} s)", flush=True)
-            if topo.nodes < beat:
+            print(f"{_key(topo)}: split {steps} steps, bound {bound}, to beat {beat} ({took:.1f} s)", flush=True)
+            if steps < beat:
                 data["splits"].append(rec)
+                if tail is not None:
+                    data.setdefault("tails", {})[_key(topo)] = [_text_steps(t) for t in tail]
                 save()
+    for key in _tail_keys(args.tails):
+        if key in data.setdefault("tails", {}):
+            continue
+        kind, size, dirs = key.split()
+        topo = build(kind, *(int(v) for v in size.split("x")), ring_dirs=parse_ring_dirs(dirs))
+        colour, rec = _split(topo)
+        phase = _construct(topo, colour, rec)
+        t0 = time.perf_counter()
+        tail = solve_tail(topo, phase, args.time_limit)
+        print(f"{key}: {'tail found' if tail is not None else 'no tail found'} ({time.perf_counter() - t0:.1f} s)",
+              flush=True)
+        if tail is not None:
+            _check(topo, Phase("allgather", phase.steps[:topo.nodes - len(tail) - 1] + tail))
+            data["tails"][key] = [_text_steps(t) for t in tail]
+            save()
     for size in filter(None, args.tiles.split(",")):
         r, c = (int(v) for v in size.split("x"))
         if (r + c) % 2 == 0 or (r if r % 2 else c) not in (13, 15):

@@ -11,8 +11,8 @@ ring-pipelined AllGather on a Hamiltonian decomposition (``ring``,
 bound and the lane rule by construction); else, for K a multiple of 4, rounds
 of a stored K = 4 schedule at the bound (``stored``, :mod:`.library`)
 where one is stored; otherwise XTree, or rounds of a stored best-known schedule
-where they are shorter, or the split schedule of :mod:`.split` (N steps per round of 4 chunks,
-one over the bound per round) where a split is stored, and on small networks where XTree
+where they are shorter, or the split schedule of :mod:`.split` (per round of 4 chunks N - 1
+steps, the bound, where a tail is stored, else N) where a split is stored, and on small networks where XTree
 misses the bound the exact solver (tiny ones) and XTree with repair
 (:func:`.cpsat.repair`) if they find fewer steps within a few seconds. The
 schedule's ``method`` says what was used.
@@ -99,8 +99,8 @@ def best_allgather(topo: Topology, chunks: int, lanes: bool, time_limit: float, 
     if known is not None and known.num_steps <= bound:
         return known, "stored"
     near = split_allgather(topo, chunks) if lanes else None
-    if near is not None and near.num_steps == bound + 1 and (known is None or near.num_steps <= known.num_steps):
-        return near, "split"            # one over the bound: only the bound itself would be better
+    if near is not None and near.num_steps <= bound + 1 and (known is None or near.num_steps <= known.num_steps):
+        return near, "split"            # at the bound (a stored tail), or one over: only the bound is better
     best, method = xtree(topo, chunks, lanes=lanes, progress=progress), "xtree"
     if known is not None or near is not None:   # best known, above the bound: the solvers below found no better
         for phase, name in ((known, "stored"), (near, "split")):

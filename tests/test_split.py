@@ -11,7 +11,7 @@ from equimesh.schedules.schedule import Schedule, lower_bound
 from equimesh.schedules.storage import check_storage
 from equimesh.schedules.synth import SynthesisError, synthesize
 from equimesh.schedules.topology import build
-from equimesh.schedules.verify import verify
+from equimesh.schedules.verify import ScheduleInvalid, verify
 
 
 def _checked(topo, chunks, phase):
@@ -71,6 +71,38 @@ def test_split_schedule_takes_n_steps_keeps_the_lane_rule_and_rounds_take_n_each
     _checked(topo, 8, eight)
 
 
+@pytest.mark.parametrize("kind,rows,cols", [("equimesh", 3, 12), ("mirror-equimesh", 3, 12)])
+def test_a_solved_tail_puts_the_split_schedule_at_the_bound(kind, rows, cols):
+    # docs/schedules.md "Tails": the last 4 steps re-solved in 3, every link busy in every step
+    topo, rec = _solved(kind, rows, cols)
+    phase = S._construct(topo, np.array([int(c) for c in rec["colours"]]), rec)
+    tail = S.solve_tail(topo, phase, 60)
+    assert tail is not None and len(tail) == S.WINDOWS[0] - 1
+    kept = phase.steps[:topo.nodes - S.WINDOWS[0]]
+    assert [s.tolist() for s in kept] == [s.tolist() for s in phase.steps[:len(kept)]]
+    full = type(phase)("allgather", kept + tail)
+    assert full.num_steps == lower_bound(topo, 4, "allgather") == topo.nodes - 1
+    assert all(len(s) == len(topo.links) for s in tail)
+    _checked(topo, 4, full)
+
+
+def test_a_stored_tail_is_used_and_checked():
+    from equimesh.schedules.topology import parse_ring_dirs
+    topo = build("equimesh", 3, 12, ring_dirs=parse_ring_dirs("ccac"))      # stored with its own split
+    key = S._key(topo)
+    assert key in S._data()["tails"]
+    assert S.split_allgather(topo, 4).num_steps == topo.nodes - 1
+    bad = dict(S._data())
+    tail = list(bad["tails"][key])
+    first = tail[0].split()
+    first[1] = str((int(first[1]) + 1) % topo.nodes)      # one transfer now carries another root's chunk
+    bad["tails"] = {**bad["tails"], key: [" ".join(first)] + tail[1:]}
+    import unittest.mock
+    with unittest.mock.patch.object(S, "_data", lambda: bad):
+        with pytest.raises(ScheduleInvalid):
+            S.split_allgather(topo, 4)
+
+
 def test_choices_that_do_not_work_are_refused_not_returned():
     # the simulation raises for choices that leave a chunk undelivered or read a lane twice; every
     # choice it accepts gives a schedule that the verifier and the storage check accept
@@ -101,8 +133,8 @@ def test_auto_runs_the_stored_split_where_it_is_shorter_and_names_it():
     topo = build("equimesh", 3, 12)
     assert S.split_allgather(topo, 4) is not None          # stored in data/splits.json
     sched = synthesize(topo, 4, "allgather")
-    assert sched.meta["method"] == "split" and sched.num_steps == 36
-    assert synthesize(topo, 8, "allgather", algorithm="split").num_steps == 72
+    assert sched.meta["method"] == "split" and sched.num_steps == 35 == lower_bound(topo, 4, "allgather")
+    assert synthesize(topo, 8, "allgather", algorithm="split").num_steps == 70 == lower_bound(topo, 8, "allgather")
 
 
 @pytest.mark.parametrize("rows,cols,chunks,words", [(4, 4, 4, "none stored"), (3, 12, 6, "multiple of 4")])
@@ -118,7 +150,7 @@ def test_every_stored_split_gives_a_valid_schedule_in_n_steps(key):
     from equimesh.schedules.topology import parse_ring_dirs
     topo = build(kind, rows, cols, ring_dirs=parse_ring_dirs(dirs))
     phase = S.split_allgather(topo, 4)          # construct, verify and check the lane rule
-    assert phase.num_steps == topo.nodes
+    assert phase.num_steps == topo.nodes - (key in S._data()["tails"])
     _checked(topo, 4, phase)
 
 
@@ -129,7 +161,8 @@ def test_a_split_stored_for_the_transposed_size_serves_the_image_of_its_ring_dir
     topo = build("equimesh", rows, cols, ring_dirs=parse_ring_dirs(dirs))
     assert S._split(topo) is None and any(f" {src} " in rec["key"] for rec in S._data()["splits"])
     phase = S.split_allgather(topo, 4)
-    assert phase.num_steps == topo.nodes == lower_bound(topo, 4, "allgather") + 1
+    src = next(rec["key"] for rec in S._data()["splits"] if f" {src} " in rec["key"])
+    assert phase.num_steps == topo.nodes - (src in S._data()["tails"]) <= lower_bound(topo, 4, "allgather") + 1
     _checked(topo, 4, phase)
     assert S.split_allgather(build("equimesh", rows, cols, ring_dirs=parse_ring_dirs("aaaa")), 4) is None
 
@@ -139,8 +172,9 @@ def test_auto_at_k8_takes_the_shorter_of_two_split_rounds_and_xtree():
     topo = build("equimesh", 3, 12)
     x8 = xtree(topo, 8, lanes=True).num_steps
     s8 = synthesize(topo, 8, "allgather")
-    assert s8.num_steps == min(2 * topo.nodes, x8)
-    assert s8.meta["method"] == ("split" if 2 * topo.nodes < x8 else "xtree")
+    sp = S.split_allgather(topo, 8).num_steps
+    assert s8.num_steps == min(sp, x8)
+    assert s8.meta["method"] == ("split" if sp <= lower_bound(topo, 8, "allgather") + 1 or sp < x8 else "xtree")
 
 
 # ----- split tiles -----------------------------------------------------------------------------------
@@ -168,7 +202,8 @@ def test_every_size_a_tile_covers_gets_a_split_schedule_in_n_steps(kind, rows, c
     colour, rec = S._split(topo)
     _assert_split(topo, colour, rec["u"], rec["w"])
     phase = S.split_allgather(topo, 4)
-    assert phase.num_steps == topo.nodes == lower_bound(topo, 4, "allgather") + 1
+    bound = lower_bound(topo, 4, "allgather")
+    assert topo.nodes == bound + 1 and phase.num_steps == bound + (S._key(topo) not in S._data()["tails"])
     _checked(topo, 4, phase)
 
 
