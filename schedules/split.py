@@ -56,6 +56,7 @@ from .topology import DEFAULT_RING_DIRS, Topology, build, format_ring_dirs, grid
 SPLITS = Path(__file__).parent / "data" / "splits.json"
 K = BASE               # chunks per shard of a split schedule (one per class)
 WINDOWS = (4, 6, 8)    # a stored tail of w - 1 steps replaces a split schedule's last w
+TAIL_SIDE = 16         # tails are stored for networks up to this many rows and columns
 
 
 class SplitFailed(ValueError):
@@ -114,11 +115,12 @@ def _successors(topo: Topology, links) -> tuple[dict[int, int], dict[int, int]]:
 
 
 def construct(topo: Topology, colour: np.ndarray, u: int, w: int, inject: tuple[int, int],
-              chunk_of: tuple[int, ...], first: tuple[int, int]) -> Phase:
-    """Simulate the split schedule (module docstring) for N steps: ``inject`` = the rings (iu, iw) that
-    carry u's and w's class-3 chunks, ``chunk_of[c]`` = the chunk index of class c, ``first`` = the
-    queue position (0 or 1) of u's (w's) extra chunk. :class:`SplitFailed` if it does not deliver
-    every chunk or would read a lane for two chunks in one step."""
+              chunk_of: tuple[int, ...], first: tuple[int, int], until: int | None = None) -> Phase:
+    """Simulate the split schedule (module docstring) for N steps (or its first ``until``, the part a
+    tail completes): ``inject`` = the rings (iu, iw) that carry u's and w's class-3 chunks,
+    ``chunk_of[c]`` = the chunk index of class c, ``first`` = the queue position (0 or 1) of u's
+    (w's) extra chunk. :class:`SplitFailed` if it would read a lane for two chunks in one step, or
+    (N steps) does not deliver every chunk."""
     n = topo.nodes
     src = topo.link_src
     home = home_lanes(topo, K)
@@ -156,7 +158,7 @@ def construct(topo: Topology, colour: np.ndarray, u: int, w: int, inject: tuple[
     b_queue = {v: [] if v in (u, w) else [v * K + chunk_of[3]] for v in range(n)}
     early: dict[int, set[int]] = {u: set(), w: set()}   # chunks u (w) got over the 2-cycle ahead of its ring
     steps = []
-    for t in range(n):
+    for t in range(n if until is None else until):
         sends: list[tuple[int, int]] = []
         reads: dict[tuple[int, int], int] = {}
         arrive: list[tuple[int, int, int, object]] = []     # (node, chunk, lane, queue to join)
@@ -220,7 +222,7 @@ def construct(topo: Topology, colour: np.ndarray, u: int, w: int, inject: tuple[
             elif join is not None:
                 queue[join][v].append(x)
         steps.append(np.array([(l, x // K, x % K) for l, x in sends], dtype=np.int64).reshape(-1, 3))
-    if not has.all():
+    if until is None and not has.all():
         raise SplitFailed(f"{int((~has).sum())} chunks undelivered after {n} steps")
     return Phase("allgather", steps)
 
@@ -258,18 +260,36 @@ def _pairs(topo: Topology, side: int | None = None) -> list[tuple[int, int]]:
                   key=lambda p: sum(rc[p[0]]) + sum(rc[p[1]]))
 
 
-def choose(topo: Topology, colour: np.ndarray, u: int, w: int) -> dict | None:
+def choose(topo: Topology, colour: np.ndarray, u: int, w: int, tail_seconds: float = 0.0) -> dict | None:
     """The first choices (either node as ``u``) with which :func:`construct` works on the split
-    ``colour`` with the 2-cycle ``u <-> w``, checked; None if there are none (or it is no split)."""
+    ``colour`` with the 2-cycle ``u <-> w``, checked; None if there are none (or it is no split).
+    With ``tail_seconds`` instead the first whose first N - 4 steps run and whose last steps
+    :func:`finish` completes (the record then has the ``tail``: N - 1 steps, the bound), so a
+    construction that fails near its end serves too."""
     if not is_split(topo, colour, u, w):
         return None
-    for (a, b), (inject, chunk_of, first) in itertools.product(((u, w), (w, u)), choices()):
+    options = list(itertools.product(((u, w), (w, u)), choices()))
+    for (a, b), (inject, chunk_of, first) in options if not tail_seconds else ():
         try:
             phase = construct(topo, colour, a, b, inject, chunk_of, first)
         except SplitFailed:
             continue
         _check(topo, phase)
         return {"u": a, "w": b, "inject": list(inject), "chunk_of": list(chunk_of), "first": list(first)}
+    t0 = time.perf_counter()
+    for (a, b), (inject, chunk_of, first) in options:
+        left = tail_seconds - (time.perf_counter() - t0)
+        if left <= 0:
+            break
+        try:
+            prefix = construct(topo, colour, a, b, inject, chunk_of, first, until=topo.nodes - WINDOWS[0])
+        except SplitFailed:
+            continue
+        tail = finish(topo, prefix.steps, left)
+        if tail is not None:
+            _check(topo, Phase("allgather", prefix.steps + tail))
+            return {"u": a, "w": b, "inject": list(inject), "chunk_of": list(chunk_of), "first": list(first),
+                    "tail": [_text_steps(t) for t in tail]}
     return None
 
 
@@ -330,13 +350,15 @@ def tile_colours(tile: Topology, colour: np.ndarray, topo: Topology) -> np.ndarr
 
 
 def make_tile(kind: str, rows: int, cols: int, time_limit: float, reach: int = 32,
-              known: dict | None = None) -> dict | None:
+              known: dict | None = None, tail_seconds: float = 0.0) -> dict | None:
     """Search a split tile of ``kind`` (one side even, the other 13 or 15: the band side) whose
     extensions, odd side from ``PERIOD`` shorter up to ``reach``, both ways round, are all splits that
     :func:`choose` finds choices for; the record (with those choices per size), else the one that
     covers the most sizes (its own among them) within ``time_limit``, or None. A mirror
     tile is first tried as ``known``, the EquiMesh tile with every link reversed (a split of the
-    mirror with the same 2-cycle; only the choices can fail) and kept if it covers as much."""
+    mirror with the same 2-cycle; only the choices can fail) and kept if it covers as much. With
+    ``tail_seconds``, sizes up to :data:`TAIL_SIDE` per side whose construction fails near its end
+    count too, with a tail (:func:`choose`)."""
     t0 = time.perf_counter()
     tile = default(kind, rows, cols)
     best = None          # the tile covering the most sizes so far, if none covers all
@@ -345,7 +367,7 @@ def make_tile(kind: str, rows: int, cols: int, time_limit: float, reach: int = 3
         colour[hamiltonian.reversal(default("equimesh", rows, cols), tile)] = _colours(known["colours"])
         own = known["sizes"][f"{rows}x{cols}"]
         u, w = own["u"], own["w"]
-        sizes = _extensions(tile, colour, u, w, reach)
+        sizes = _extensions(tile, colour, u, w, reach, tail_seconds)
         if set(sizes) >= set(known["sizes"]):
             return _tile_record(tile, colour, sizes)
         if f"{rows}x{cols}" in sizes:
@@ -358,7 +380,7 @@ def make_tile(kind: str, rows: int, cols: int, time_limit: float, reach: int = 3
         if left <= 0:
             break
         colour, _ = find(tile, u, w, min(left, time_limit / 3), same=same)     # a pair may be hard; try 3+
-        sizes = None if colour is None else _extensions(tile, colour, u, w, reach)
+        sizes = None if colour is None else _extensions(tile, colour, u, w, reach, tail_seconds)
         if sizes and f"{rows}x{cols}" in sizes and (best is None or len(sizes) > len(best["sizes"])):
             best = _tile_record(tile, colour, sizes)
             if len(sizes) == 2 * len(range(odd - hamiltonian.PERIOD, reach + 1, hamiltonian.PERIOD)):
@@ -370,9 +392,10 @@ def _tile_record(tile: Topology, colour: np.ndarray, sizes: dict) -> dict:
     return {"kind": tile.kind, "rows": tile.rows, "cols": tile.cols, "colours": _text(colour), "sizes": sizes}
 
 
-def _extensions(tile: Topology, colour: np.ndarray, u: int, w: int, reach: int) -> dict:
+def _extensions(tile: Topology, colour: np.ndarray, u: int, w: int, reach: int, tail_seconds: float = 0.0) -> dict:
     """The choices for each extension of a tile (2-cycle ``u <-> w``, before the band) with its odd
-    side from ``PERIOD`` shorter up to ``reach``, both ways round, that is a split that runs."""
+    side from ``PERIOD`` shorter up to ``reach``, both ways round, that is a split that runs (with
+    ``tail_seconds``, up to :data:`TAIL_SIDE` per side: that runs to N - 4 steps and has a tail)."""
     rb, _ = _bands(tile.rows, tile.cols)
     odd, even = (tile.rows, tile.cols) if rb is not None else (tile.cols, tile.rows)
     (ur, uc), (wr, wc) = divmod(u, tile.cols), divmod(w, tile.cols)
@@ -381,7 +404,8 @@ def _extensions(tile: Topology, colour: np.ndarray, u: int, w: int, reach: int) 
         r0, c0 = (n, even) if rb is not None else (even, n)
         for (r, c), (a, b, x, y) in (((r0, c0), (ur, uc, wr, wc)), ((c0, r0), (uc, ur, wc, wr))):
             topo = default(tile.kind, r, c)
-            choice = choose(topo, tile_colours(tile, colour, topo), a * c + b, x * c + y)
+            choice = choose(topo, tile_colours(tile, colour, topo), a * c + b, x * c + y,
+                            tail_seconds if max(r, c) <= TAIL_SIDE else 0.0)
             if choice is not None:
                 sizes[f"{r}x{c}"] = choice
     return sizes
@@ -414,35 +438,41 @@ def _own(topo: Topology) -> Phase | None:
     if found is None:
         return None
     colour, rec = found
-    phase = _construct(topo, colour, rec)
     tail = _data().get("tails", {}).get(_key(topo))
     if tail is None:
-        return phase
-    return Phase("allgather", phase.steps[:len(phase.steps) - len(tail) - 1] + [_transfers(t) for t in tail])
+        return _construct(topo, colour, rec)
+    prefix = _construct(topo, colour, rec, until=topo.nodes - len(tail) - 1)
+    return Phase("allgather", prefix.steps + [_transfers(t) for t in tail])
 
 
 def solve_tail(topo: Topology, phase: Phase, time_limit: float) -> list[np.ndarray] | None:
-    """The last ``w`` steps of the split schedule ``phase`` re-solved in ``w - 1`` by CP-SAT
-    (:func:`.cpsat.exact` from the state the earlier steps leave; lane rule kept), for the first
-    window ``w`` in :data:`WINDOWS` where it finds one within what is left of ``time_limit``; None if
-    none. The split leaves its idle link-steps (one step's worth) in its last three steps; the solver
-    moves chunks onto them, so the schedule meets the bound."""
-    from .cpsat import exact, start_lanes
+    """The last ``w`` steps of the split schedule ``phase`` re-solved in ``w - 1`` (:func:`finish`)
+    for the first window ``w`` in :data:`WINDOWS` where it works within what is left of
+    ``time_limit``; None if none. The split leaves its idle link-steps (one step's worth) in its
+    last three steps; the solver moves chunks onto them, so the schedule meets the bound."""
     t0 = time.perf_counter()
     for w in WINDOWS:
         left = time_limit - (time.perf_counter() - t0)
         if left <= 0:
             break
-        prefix = phase.steps[:len(phase.steps) - w]
-        res = exact(topo, K, w - 1, lanes=True, time_limit=left, start=start_lanes(topo, K, prefix))
-        if res.phase is not None:
-            return res.phase.steps
+        tail = finish(topo, phase.steps[:len(phase.steps) - w], left)
+        if tail is not None:
+            return tail
     return None
 
 
-def _construct(topo: Topology, colour: np.ndarray, rec: dict) -> Phase:
+def finish(topo: Topology, prefix: list[np.ndarray], time_limit: float) -> list[np.ndarray] | None:
+    """CP-SAT (:func:`.cpsat.exact`, lane rule): the steps that complete the AllGather from the state
+    ``prefix`` leaves so that it takes N - 1 steps in all, the bound; None if not found in time."""
+    from .cpsat import exact, start_lanes
+    res = exact(topo, K, topo.nodes - 1 - len(prefix), lanes=True, time_limit=time_limit,
+                start=start_lanes(topo, K, prefix))
+    return None if res.phase is None else res.phase.steps
+
+
+def _construct(topo: Topology, colour: np.ndarray, rec: dict, until: int | None = None) -> Phase:
     return construct(topo, colour, rec["u"], rec["w"], tuple(rec["inject"]), tuple(rec["chunk_of"]),
-                     tuple(rec["first"]))
+                     tuple(rec["first"]), until=until)
 
 
 def _tail_keys(text: str) -> list[str]:
@@ -574,11 +604,14 @@ def main(argv: list[str] | None = None) -> None:
             t0 = time.perf_counter()
             known = next((t for t in data["tiles"] if kind == "mirror-equimesh"
                           and (t["kind"], t["rows"], t["cols"]) == ("equimesh", r, c)), None)
-            rec = make_tile(kind, r, c, args.time_limit, known=known)
+            rec = make_tile(kind, r, c, args.time_limit, known=known, tail_seconds=args.time_limit)
             took = time.perf_counter() - t0
             print(f"{kind} {size} tile: {'sizes ' + ' '.join(rec['sizes']) if rec else 'none found'} ({took:.1f} s)",
                   flush=True)
             if rec is not None:
+                for size, choice in rec["sizes"].items():
+                    if "tail" in choice:
+                        data.setdefault("tails", {})[f"{kind} {size} {format_ring_dirs(DEFAULT_RING_DIRS)}"] = choice.pop("tail")
                 data["tiles"].append(rec)
                 save()
 
