@@ -482,7 +482,7 @@ def _tail_keys(text: str) -> list[str]:
     if text == "all":
         keys = [rec["key"] for rec in _data().get("splits", [])]
         keys += [f"{t['kind']} {size} {format_ring_dirs(DEFAULT_RING_DIRS)}" for t in _data().get("tiles", [])
-                 for size in t["sizes"] if max(int(v) for v in size.split("x")) <= 16]
+                 for size in t["sizes"] if max(int(v) for v in size.split("x")) <= TAIL_SIDE]
         return sorted(set(keys), key=lambda k: (int(k.split()[1].split("x")[0]) * int(k.split()[1].split("x")[1]), k))
     keys = []
     for size in filter(None, text.split(",")):
@@ -526,8 +526,8 @@ def _symmetric(topo: Topology) -> Phase | None:
 
 def split_allgather(topo: Topology, chunks: int) -> Phase | None:
     """The split schedule for ``topo`` (stored, or from a tile, or the image of one under a symmetry
-    of the grid) in ``chunks // 4`` rounds (each N - 1 steps with a stored tail, else N), checked; None if there is none for it (its
-    kind, size and ring directions) or K is not a multiple of 4."""
+    of the grid) in ``chunks // 4`` rounds (each N - 1 steps with a stored tail, else N), checked;
+    None if there is none for it (its kind, size and ring directions) or K is not a multiple of 4."""
     if not applies(topo, chunks):
         return None
     phase = _own(topo) or _symmetric(topo)
@@ -539,8 +539,9 @@ def split_allgather(topo: Topology, chunks: int) -> Phase | None:
 
 def main(argv: list[str] | None = None) -> None:
     """Find splits for the sizes given (EquiMesh and its mirror, each size's default ring directions)
-    and store those whose schedule is shorter than the best known one (XTree, or stored); find split
-    tiles (ring directions cccc) for the tile sizes given and store those found."""
+    and store those whose schedule (with its tail, if one is found) is shorter than the best known
+    one (XTree, or stored); solve and store the tails asked for; find split tiles (ring directions
+    cccc) for the tile sizes given and store those found (with tails up to 16 per side)."""
     import argparse
     from .xtree import xtree
     ap = argparse.ArgumentParser(prog="python -m equimesh.schedules.split", description=main.__doc__)
