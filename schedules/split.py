@@ -269,13 +269,15 @@ def choose(topo: Topology, colour: np.ndarray, u: int, w: int, tail_seconds: flo
     if not is_split(topo, colour, u, w):
         return None
     options = list(itertools.product(((u, w), (w, u)), choices()))
-    for (a, b), (inject, chunk_of, first) in options if not tail_seconds else ():
-        try:
-            phase = construct(topo, colour, a, b, inject, chunk_of, first)
-        except SplitFailed:
-            continue
-        _check(topo, phase)
-        return {"u": a, "w": b, "inject": list(inject), "chunk_of": list(chunk_of), "first": list(first)}
+    if not tail_seconds:
+        for (a, b), (inject, chunk_of, first) in options:
+            try:
+                phase = construct(topo, colour, a, b, inject, chunk_of, first)
+            except SplitFailed:
+                continue
+            _check(topo, phase)
+            return _choice(a, b, inject, chunk_of, first)
+        return None
     t0 = time.perf_counter()
     for (a, b), (inject, chunk_of, first) in options:
         left = tail_seconds - (time.perf_counter() - t0)
@@ -288,9 +290,13 @@ def choose(topo: Topology, colour: np.ndarray, u: int, w: int, tail_seconds: flo
         tail = finish(topo, prefix.steps, left)
         if tail is not None:
             _check(topo, Phase("allgather", prefix.steps + tail))
-            return {"u": a, "w": b, "inject": list(inject), "chunk_of": list(chunk_of), "first": list(first),
-                    "tail": [_text_steps(t) for t in tail]}
+            return {**_choice(a, b, inject, chunk_of, first), "tail": [_text_steps(t) for t in tail]}
     return None
+
+
+def _choice(u: int, w: int, inject, chunk_of, first) -> dict:
+    """The record of one set of :func:`construct` choices (``data/splits.json``)."""
+    return {"u": u, "w": w, "inject": list(inject), "chunk_of": list(chunk_of), "first": list(first)}
 
 
 def is_split(topo: Topology, colour: np.ndarray, u: int, w: int) -> bool:
@@ -481,7 +487,7 @@ def _tail_keys(text: str) -> list[str]:
     to 16x16 that a tile covers."""
     if text == "all":
         keys = [rec["key"] for rec in _data().get("splits", [])]
-        keys += [f"{t['kind']} {size} {format_ring_dirs(DEFAULT_RING_DIRS)}" for t in _data().get("tiles", [])
+        keys += [_tile_key(t["kind"], size) for t in _data().get("tiles", [])
                  for size in t["sizes"] if max(int(v) for v in size.split("x")) <= TAIL_SIDE]
         return sorted(set(keys), key=lambda k: (int(k.split()[1].split("x")[0]) * int(k.split()[1].split("x")[1]), k))
     keys = []
@@ -493,6 +499,12 @@ def _tail_keys(text: str) -> list[str]:
                 raise SystemExit(f"error: --tails {size}: the {topo.name} has no split of its own")
             keys.append(_key(topo))
     return keys
+
+
+def _tile_key(kind: str, size: str) -> str:
+    """The key (as :func:`.library._key` writes it) of a network of ``size`` that a tile serves: tiles
+    are made for ring directions ``cccc``."""
+    return f"{kind} {size} {format_ring_dirs(DEFAULT_RING_DIRS)}"
 
 
 def _text_steps(step: np.ndarray) -> str:
@@ -509,7 +521,7 @@ def _symmetric(topo: Topology) -> Phase | None:
     C x R with some ring directions serves R x C with the directions they turn into."""
     sizes = {(topo.rows, topo.cols), (topo.cols, topo.rows)}
     keys = {rec["key"] for rec in _data().get("splits", [])}
-    keys |= {f"{topo.kind} {r}x{c} {format_ring_dirs(DEFAULT_RING_DIRS)}" for r, c in sizes}   # tiles
+    keys |= {_tile_key(topo.kind, f"{r}x{c}") for r, c in sizes}   # tiles
     for key in sorted(keys - {_key(topo)}):
         kind, size, dirs = key.split()
         rows, cols = (int(v) for v in size.split("x"))
@@ -612,7 +624,7 @@ def main(argv: list[str] | None = None) -> None:
             if rec is not None:
                 for size, choice in rec["sizes"].items():
                     if "tail" in choice:
-                        data.setdefault("tails", {})[f"{kind} {size} {format_ring_dirs(DEFAULT_RING_DIRS)}"] = choice.pop("tail")
+                        data.setdefault("tails", {})[_tile_key(kind, size)] = choice.pop("tail")
                 data["tiles"].append(rec)
                 save()
 
