@@ -189,6 +189,18 @@ def test_a_split_stored_for_the_transposed_size_serves_the_image_of_its_ring_dir
     assert S.split_allgather(build("equimesh", rows, cols, ring_dirs=parse_ring_dirs("aaaa")), 4) is None
 
 
+@pytest.mark.parametrize("rows,cols", [(4, 7), (7, 4), (5, 6), (6, 5)])
+def test_the_mirror_split_puts_the_allreduce_at_the_bound_where_the_allgather_is_stored(rows, cols):
+    # the AllGather is a stored schedule at the bound; the ReduceScatter runs the mirror's split
+    topo = build("equimesh", rows, cols)
+    mirror = build("mirror-equimesh", rows, cols, ring_dirs=topo.ring_dirs)
+    assert S._split(mirror) is not None and S._key(mirror) in S._data()["tails"]
+    sched = synthesize(topo, 4, "allreduce")
+    verify(sched)
+    check_storage(sched)
+    assert sched.num_steps == lower_bound(topo, 4, "allreduce") == 2 * (topo.nodes - 1)
+
+
 def test_auto_at_k8_takes_the_shorter_of_two_split_rounds_and_xtree():
     from equimesh.schedules.xtree import xtree
     topo = build("equimesh", 3, 12)
