@@ -153,17 +153,18 @@ def _key(topo: Topology, l) -> tuple[int, int, int, int, str]:
     return a, b, c, d, l.src_port
 
 
-def band_pairs(topo: Topology, row_band: int | None, col_band: int | None) -> list[tuple[int, int]]:
-    """Pairs of links whose colours a tile must share: a link whose nearer end lies in the ``PERIOD``
-    band rows from ``row_band`` on (or columns) and the same link ``PERIOD`` rows (columns) further on."""
+def band_pairs(topo: Topology, row_band: int | None, col_band: int | None,
+               period: int = PERIOD) -> list[tuple[int, int]]:
+    """Pairs of links whose colours a tile must share: a link whose nearer end lies in the ``period``
+    band rows from ``row_band`` on (or columns) and the same link ``period`` rows (columns) further on."""
     index = {_key(topo, l): i for i, l in enumerate(topo.links)}
     pairs = []
     for i, l in enumerate(topo.links):
         a, b, c, d, p = _key(topo, l)
-        if row_band is not None and 0 <= min(a, c) - row_band < PERIOD:
-            pairs.append((i, index[(a + PERIOD, b, c + PERIOD, d, p)]))
-        if col_band is not None and 0 <= min(b, d) - col_band < PERIOD:
-            pairs.append((i, index[(a, b + PERIOD, c, d + PERIOD, p)]))
+        if row_band is not None and 0 <= min(a, c) - row_band < period:
+            pairs.append((i, index[(a + period, b, c + period, d, p)]))
+        if col_band is not None and 0 <= min(b, d) - col_band < period:
+            pairs.append((i, index[(a, b + period, c, d + period, p)]))
     return pairs
 
 
@@ -211,35 +212,35 @@ def colours_of(dec: Decomposition, links: int) -> np.ndarray:
     return colour
 
 
-def _shift(m: int, band: int | None, extra: int) -> int:
+def _shift(m: int, band: int | None, extra: int, period: int) -> int:
     """How far a link whose nearer end is at row (column) ``m`` of the other network moves onto the
-    tile: ``extra`` rows (columns) more than the tile, or ``-PERIOD`` (one band period fewer)."""
+    tile: ``extra`` rows (columns) more than the tile, or ``-period`` (one band period fewer)."""
     if extra < 0:
         return extra if m >= band else 0
-    if extra == 0 or m < band + PERIOD:
+    if extra == 0 or m < band + period:
         return 0
-    if m >= band + PERIOD + extra:
+    if m >= band + period + extra:
         return extra
-    return PERIOD * ((m - band) // PERIOD)
+    return period * ((m - band) // period)
 
 
 def extend(tile: Topology, colour: np.ndarray, row_band: int | None, col_band: int | None,
-           topo: Topology) -> np.ndarray:
+           topo: Topology, period: int = PERIOD) -> np.ndarray:
     """Colours for another ``topo`` (same ring directions): the tile with its band rows / columns
-    repeated (sides longer by multiples of ``PERIOD``), or with one band period cut out (a side
-    shorter by exactly ``PERIOD``). Every link of ``topo`` takes the colour of the tile link it
+    repeated (sides longer by multiples of ``period``), or with one band period cut out (a side
+    shorter by exactly ``period``). Every link of ``topo`` takes the colour of the tile link it
     shifts onto; by the band's translation symmetry every node then sees the colours of some tile
     node, one in- and one out-link per colour, but the result still has to pass :func:`check`."""
     er, ec = topo.rows - tile.rows, topo.cols - tile.cols
-    if any(e < -PERIOD or e % PERIOD or (e and band is None)
+    if any(e < -period or e % period or (e and band is None)
            for e, band in ((er, row_band), (ec, col_band))):
         raise DecompositionError(f"a {tile.rows}x{tile.cols} tile does not extend to {topo.rows}x{topo.cols}")
     index = {_key(tile, l): i for i, l in enumerate(tile.links)}
     out = np.empty(len(topo.links), dtype=np.int64)
     for i, l in enumerate(topo.links):
         a, b, c, d, p = _key(topo, l)
-        dr = _shift(min(a, c), row_band, er)
-        dc = _shift(min(b, d), col_band, ec)
+        dr = _shift(min(a, c), row_band, er, period)
+        dc = _shift(min(b, d), col_band, ec, period)
         out[i] = colour[index[(a - dr, b - dc, c - dr, d - dc, p)]]
     return out
 

@@ -329,10 +329,14 @@ def _colours(text: str) -> np.ndarray:
 
 # ----- split tiles: a split whose band repeats along the odd side -------------------------------------
 #
-# Like the Hamiltonian tiles (:mod:`.hamiltonian`): the PERIOD rows (columns) of the odd side from
-# BAND on are coloured like the PERIOD after them, so repeating (or cutting) them keeps every node's
-# colours. The 2-cycle lies before the band and keeps its place. A band along the even side admits no
-# split (CP-SAT proves it for every 2-cycle outside the band at 3x12 and 5x12 in seconds).
+# Like the Hamiltonian tiles (:mod:`.hamiltonian`): the ``period`` rows (columns) of the odd side from
+# BAND on are coloured like the ``period`` after them, so repeating (or cutting) them keeps every
+# node's colours. The 2-cycle lies before the band and keeps its place. A band along the even side
+# admits no split (CP-SAT proves it for every 2-cycle outside the band at 3x12 and 5x12 in seconds).
+# The period is 4 (tiles E x 13 and E x 15, like the Hamiltonian tiles) or 2 (tiles E x 9, which
+# cover every odd side from 7 up; splits, unlike decompositions, admit a band of period 2).
+
+TILE_SIDES = {4: (13, 15), 2: (9,)}     # band period -> the odd sides a tile may have
 
 
 def default(kind: str, rows: int, cols: int) -> Topology:
@@ -345,76 +349,88 @@ def _bands(rows: int, cols: int) -> tuple[int | None, int | None]:
     return (hamiltonian.BAND, None) if rows % 2 else (None, hamiltonian.BAND)
 
 
-def tile_colours(tile: Topology, colour: np.ndarray, topo: Topology) -> np.ndarray:
-    """``topo``'s link colours from a tile's: the band repeated or cut to the length of ``topo``'s odd
-    side, then transposed if ``topo`` lies the other way round (:func:`.hamiltonian.transpose`)."""
+def tile_colours(tile: Topology, colour: np.ndarray, topo: Topology, period: int) -> np.ndarray:
+    """``topo``'s link colours from a tile's (band of ``period``): the band repeated or cut to the
+    length of ``topo``'s odd side, then transposed if ``topo`` lies the other way round
+    (:func:`.hamiltonian.transpose`)."""
     flip = tile.rows % 2 != topo.rows % 2
     rows, cols = (topo.cols, topo.rows) if flip else (topo.rows, topo.cols)
     same = default(tile.kind, rows, cols)
-    out = hamiltonian.extend(tile, colour, *_bands(tile.rows, tile.cols), same)
+    out = hamiltonian.extend(tile, colour, *_bands(tile.rows, tile.cols), same, period)
     return hamiltonian.transpose(same, out, topo) if flip else out
 
 
+def tile_sizes(rows: int, cols: int, period: int, reach: int = 32) -> list[str]:
+    """The sizes a tile may cover: its odd side from one ``period`` shorter up to ``reach`` in steps
+    of ``period``, both ways round."""
+    odd, even = (rows, cols) if rows % 2 else (cols, rows)
+    row_band = rows % 2 == 1
+    return [size for n in range(odd - period, reach + 1, period)
+            for size in ((f"{n}x{even}", f"{even}x{n}") if row_band else (f"{even}x{n}", f"{n}x{even}"))]
+
+
 def make_tile(kind: str, rows: int, cols: int, time_limit: float, reach: int = 32,
-              known: dict | None = None, tail_seconds: float = 0.0) -> dict | None:
-    """Search a split tile of ``kind`` (one side even, the other 13 or 15: the band side) whose
-    extensions, odd side from ``PERIOD`` shorter up to ``reach``, both ways round, are all splits that
-    :func:`choose` finds choices for; the record (with those choices per size), else the one that
-    covers the most sizes (its own among them) within ``time_limit``, or None. A mirror
+              known: dict | None = None, tail_seconds: float = 0.0, period: int = hamiltonian.PERIOD,
+              skip: frozenset[str] = frozenset()) -> dict | None:
+    """Search a split tile of ``kind`` (one side even, the other in ``TILE_SIDES[period]``: the band
+    side) whose extensions (:func:`tile_sizes`, but for those in ``skip``, served otherwise) are all
+    splits that :func:`choose` finds choices for; the record (with those choices per size), else the
+    one that covers the most sizes within ``time_limit``, or None. A mirror
     tile is first tried as ``known``, the EquiMesh tile with every link reversed (a split of the
     mirror with the same 2-cycle; only the choices can fail) and kept if it covers as much. With
     ``tail_seconds``, sizes up to :data:`TAIL_SIDE` per side whose construction fails near its end
     count too, with a tail (:func:`choose`)."""
     t0 = time.perf_counter()
     tile = default(kind, rows, cols)
+    want = [size for size in tile_sizes(rows, cols, period, reach) if size not in skip]
     best = None          # the tile covering the most sizes so far, if none covers all
     if known is not None:
         colour = np.empty(len(tile.links), dtype=np.int64)
         colour[hamiltonian.reversal(default("equimesh", rows, cols), tile)] = _colours(known["colours"])
         own = known["sizes"][f"{rows}x{cols}"]
         u, w = own["u"], own["w"]
-        sizes = _extensions(tile, colour, u, w, reach, tail_seconds)
+        sizes = _extensions(tile, colour, u, w, want, period, tail_seconds)
         if set(sizes) >= set(known["sizes"]):
-            return _tile_record(tile, colour, sizes)
-        if f"{rows}x{cols}" in sizes:
-            best = _tile_record(tile, colour, sizes)
+            return _tile_record(tile, colour, period, sizes)
+        if sizes:
+            best = _tile_record(tile, colour, period, sizes)
     rb, cb = _bands(rows, cols)
-    same = hamiltonian.band_pairs(tile, rb, cb)
-    odd, side = (rows, 0) if rb is not None else (cols, 1)
+    same = hamiltonian.band_pairs(tile, rb, cb, period)
+    side = 0 if rb is not None else 1
     for u, w in _pairs(tile, side):
         left = time_limit - (time.perf_counter() - t0)
         if left <= 0:
             break
         colour, _ = find(tile, u, w, min(left, time_limit / 3), same=same)     # a pair may be hard; try 3+
-        sizes = None if colour is None else _extensions(tile, colour, u, w, reach, tail_seconds)
-        if sizes and f"{rows}x{cols}" in sizes and (best is None or len(sizes) > len(best["sizes"])):
-            best = _tile_record(tile, colour, sizes)
-            if len(sizes) == 2 * len(range(odd - hamiltonian.PERIOD, reach + 1, hamiltonian.PERIOD)):
+        sizes = None if colour is None else _extensions(tile, colour, u, w, want, period, tail_seconds)
+        if sizes and (best is None or len(sizes) > len(best["sizes"])):
+            best = _tile_record(tile, colour, period, sizes)
+            if len(sizes) == len(want):
                 break
     return best
 
 
-def _tile_record(tile: Topology, colour: np.ndarray, sizes: dict) -> dict:
-    return {"kind": tile.kind, "rows": tile.rows, "cols": tile.cols, "colours": _text(colour), "sizes": sizes}
+def _tile_record(tile: Topology, colour: np.ndarray, period: int, sizes: dict) -> dict:
+    return {"kind": tile.kind, "rows": tile.rows, "cols": tile.cols, "period": period, "colours": _text(colour),
+            "sizes": sizes}
 
 
-def _extensions(tile: Topology, colour: np.ndarray, u: int, w: int, reach: int, tail_seconds: float = 0.0) -> dict:
-    """The choices for each extension of a tile (2-cycle ``u <-> w``, before the band) with its odd
-    side from ``PERIOD`` shorter up to ``reach``, both ways round, that is a split that runs (with
-    ``tail_seconds``, up to :data:`TAIL_SIDE` per side: that runs to N - 4 steps and has a tail)."""
-    rb, _ = _bands(tile.rows, tile.cols)
-    odd, even = (tile.rows, tile.cols) if rb is not None else (tile.cols, tile.rows)
+def _extensions(tile: Topology, colour: np.ndarray, u: int, w: int, sizes: list[str], period: int,
+                tail_seconds: float = 0.0) -> dict:
+    """The choices for each of ``sizes`` (extensions of a tile with a band of ``period``, 2-cycle
+    ``u <-> w`` before the band) that is a split that runs (with ``tail_seconds``, up to
+    :data:`TAIL_SIDE` per side: that runs to N - 4 steps and has a tail)."""
     (ur, uc), (wr, wc) = divmod(u, tile.cols), divmod(w, tile.cols)
-    sizes = {}
-    for n in range(odd - hamiltonian.PERIOD, reach + 1, hamiltonian.PERIOD):
-        r0, c0 = (n, even) if rb is not None else (even, n)
-        for (r, c), (a, b, x, y) in (((r0, c0), (ur, uc, wr, wc)), ((c0, r0), (uc, ur, wc, wr))):
-            topo = default(tile.kind, r, c)
-            choice = choose(topo, tile_colours(tile, colour, topo), a * c + b, x * c + y,
-                            tail_seconds if max(r, c) <= TAIL_SIDE else 0.0)
-            if choice is not None:
-                sizes[f"{r}x{c}"] = choice
-    return sizes
+    out = {}
+    for size in sizes:
+        r, c = (int(v) for v in size.split("x"))
+        a, b, x, y = (ur, uc, wr, wc) if tile.rows % 2 == r % 2 else (uc, ur, wc, wr)
+        topo = default(tile.kind, r, c)
+        choice = choose(topo, tile_colours(tile, colour, topo, period), a * c + b, x * c + y,
+                        tail_seconds if max(r, c) <= TAIL_SIDE else 0.0)
+        if choice is not None:
+            out[size] = choice
+    return out
 
 
 @functools.cache
@@ -433,7 +449,8 @@ def _split(topo: Topology) -> tuple[np.ndarray, dict] | None:
     for tile in _data().get("tiles", []):
         choice = tile["sizes"].get(f"{topo.rows}x{topo.cols}")
         if tile["kind"] == topo.kind and choice is not None:
-            return tile_colours(default(topo.kind, tile["rows"], tile["cols"]), _colours(tile["colours"]), topo), choice
+            return (tile_colours(default(topo.kind, tile["rows"], tile["cols"]), _colours(tile["colours"]), topo,
+                                 tile["period"]), choice)
     return None
 
 
@@ -558,7 +575,10 @@ def main(argv: list[str] | None = None) -> None:
     from .xtree import xtree
     ap = argparse.ArgumentParser(prog="python -m equimesh.schedules.split", description=main.__doc__)
     ap.add_argument("--sizes", default="", help="comma-separated RxC")
-    ap.add_argument("--tiles", default="", help="comma-separated RxC, one side even and the other 13 or 15")
+    ap.add_argument("--tiles", default="", help="comma-separated RxC, one side even and the other 13 or 15 "
+                    "(--period 4) or 9 (--period 2)")
+    ap.add_argument("--period", type=int, choices=sorted(TILE_SIDES), default=hamiltonian.PERIOD,
+                    help="rows (columns) in the band of the tiles searched")
     ap.add_argument("--tails", default="", help="comma-separated RxC, or 'all' (every stored split and every "
                     "size up to 16x16 a tile covers): re-solve the split schedule's last steps one shorter")
     ap.add_argument("--time-limit", type=float, default=300.0, help="seconds per topology")
@@ -608,8 +628,9 @@ def main(argv: list[str] | None = None) -> None:
             save()
     for size in filter(None, args.tiles.split(",")):
         r, c = (int(v) for v in size.split("x"))
-        if (r + c) % 2 == 0 or (r if r % 2 else c) not in (13, 15):
-            raise SystemExit(f"error: tile {size}: one side must be even and the other 13 or 15")
+        sides = " or ".join(map(str, TILE_SIDES[args.period]))
+        if (r + c) % 2 == 0 or (r if r % 2 else c) not in TILE_SIDES[args.period]:
+            raise SystemExit(f"error: tile {size} with period {args.period}: one side must be even and the other {sides}")
         for kind in ("equimesh", "mirror-equimesh"):
             data.setdefault("tiles", [])
             if any((t["kind"], t["rows"], t["cols"]) == (kind, r, c) for t in data["tiles"]):
@@ -617,14 +638,18 @@ def main(argv: list[str] | None = None) -> None:
             t0 = time.perf_counter()
             known = next((t for t in data["tiles"] if kind == "mirror-equimesh"
                           and (t["kind"], t["rows"], t["cols"]) == ("equimesh", r, c)), None)
-            rec = make_tile(kind, r, c, args.time_limit, known=known, tail_seconds=args.time_limit)
+            served = {other for t in data["tiles"] if t["kind"] == kind for other in t["sizes"]}
+            served |= {other for other in tile_sizes(r, c, args.period)
+                       if any(rec["key"] == _tile_key(kind, other) for rec in data["splits"])}
+            rec = make_tile(kind, r, c, args.time_limit, known=known, tail_seconds=args.time_limit,
+                            period=args.period, skip=frozenset(served))
             took = time.perf_counter() - t0
             print(f"{kind} {size} tile: {'sizes ' + ' '.join(rec['sizes']) if rec else 'none found'} ({took:.1f} s)",
                   flush=True)
             if rec is not None:
-                for size, choice in rec["sizes"].items():
+                for served_size, choice in rec["sizes"].items():
                     if "tail" in choice:
-                        data.setdefault("tails", {})[_tile_key(kind, size)] = choice.pop("tail")
+                        data.setdefault("tails", {})[_tile_key(kind, served_size)] = choice.pop("tail")
                 data["tiles"].append(rec)
                 save()
 

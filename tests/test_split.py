@@ -241,10 +241,11 @@ def test_every_size_a_tile_covers_gets_a_split_schedule_at_the_bound(kind, rows,
     _checked(topo, 4, phase)
 
 
-def test_tiles_cover_every_size_with_an_even_side_4_to_14_and_an_odd_side_9_to_15():
-    # docs/schedules.md "Split tiles": 14x15 (14x11, 14x15) has no tile yet, nor does E = 16
-    want = {(kind, e, o) for kind in ("equimesh", "mirror-equimesh") for e in range(4, 15, 2)
-            for o in (9, 11, 13, 15) if not (e == 14 and o in (11, 15))}
+def test_tiles_cover_every_size_with_an_even_side_4_to_16_and_an_odd_side_9_to_15():
+    # docs/schedules.md "Split tiles": period 4 up to E = 14 (but 14x11, 14x15), period 2 (the 14x9 and
+    # 16x9 tiles) the rest, and 16x7 by a cut period
+    want = {(kind, e, o) for kind in ("equimesh", "mirror-equimesh") for e in range(4, 17, 2)
+            for o in (9, 11, 13, 15)} | {(kind, 16, 7) for kind in ("equimesh", "mirror-equimesh")}
     have = set(_tile_sizes())
     assert want <= have and {(k, o, e) for k, e, o in want} <= have
 
@@ -263,6 +264,20 @@ def test_tile_search_finds_a_tile_that_extends_both_ways_round():
     colour = np.array([int(c) for c in rec["colours"]])
     for i, j in S.hamiltonian.band_pairs(tile, None, S.hamiltonian.BAND):
         assert colour[i] == colour[j]         # the band repeats
+
+
+def test_a_tile_with_a_band_of_period_2_extends_in_steps_of_2():
+    # splits admit a band of 2 columns (Hamiltonian decompositions do not: hamiltonian.py)
+    rec = S.make_tile("equimesh", 4, 9, 60, reach=13, period=2)
+    assert rec is not None and rec["period"] == 2
+    assert {"4x11", "11x4", "4x13", "13x4"} <= set(rec["sizes"])     # 9 + 2, 9 + 4: both ways round
+    tile = S.default("equimesh", 4, 9)
+    colour = np.array([int(c) for c in rec["colours"]])
+    for i, j in S.hamiltonian.band_pairs(tile, None, S.hamiltonian.BAND, 2):
+        assert colour[i] == colour[j]
+    for size, choice in rec["sizes"].items():
+        topo = S.default("equimesh", *map(int, size.split("x")))
+        _assert_split(topo, S.tile_colours(tile, colour, topo, 2), choice["u"], choice["w"])
 
 
 def test_no_split_tile_with_the_band_along_the_even_side():
