@@ -26,9 +26,10 @@ storage-checked like every stored schedule. Splits are found offline by CP-SAT (
 choices that work in ``data/splits.json`` (``python -m equimesh.schedules.split --sizes ...``).
 
 Larger sizes come from *split tiles* (ring directions ``cccc``): a split of E x 13 or E x 15 (E even)
-whose band along the odd side repeats (:mod:`.hamiltonian`'s tile construction, 2-cycle before the
-band), extended to every odd side from 9 up, both ways round, with the choices stored per size
-(``python -m equimesh.schedules.split --tiles ...``).
+whose band of 4 along the odd side repeats (:mod:`.hamiltonian`'s tile construction, 2-cycle before
+the band), extended to every odd side from 9 up, or of E x 9 with a band of 2, extended to every odd
+side from 7 up; both ways round, with the choices stored per size (``python -m
+equimesh.schedules.split --tiles ... [--period 2]``).
 
 **Tails.** The construction leaves all its idle link-steps (4N, one step's worth) in its last three
 steps. CP-SAT (:func:`.cpsat.exact`, lane rule) re-solves the last 4 steps in 3 from the state the
