@@ -388,8 +388,7 @@ def make_tile(kind: str, rows: int, cols: int, time_limit: float, reach: int = 3
     if known is not None:
         colour = np.empty(len(tile.links), dtype=np.int64)
         colour[hamiltonian.reversal(default("equimesh", rows, cols), tile)] = _colours(known["colours"])
-        own = known["sizes"][f"{rows}x{cols}"]
-        u, w = own["u"], own["w"]
+        u, w = tile_pair(known)
         sizes = _extensions(tile, colour, u, w, want, period, tail_seconds)
         if set(sizes) >= set(known["sizes"]):
             return _tile_record(tile, colour, period, sizes)
@@ -409,6 +408,18 @@ def make_tile(kind: str, rows: int, cols: int, time_limit: float, reach: int = 3
             if len(sizes) == len(want):
                 break
     return best
+
+
+def tile_pair(rec: dict) -> tuple[int, int]:
+    """The 2-cycle of a stored tile, read from a size it covers: its nodes lie before the band, so
+    they keep their row and column (swapped where the size lies the other way round)."""
+    size, choice = next(iter(rec["sizes"].items()))
+    rows, cols = (int(v) for v in size.split("x"))
+    ends = [divmod(choice[k], cols) for k in ("u", "w")]
+    if rows % 2 != rec["rows"] % 2:
+        ends = [(c, r) for r, c in ends]
+    u, w = (r * rec["cols"] + c for r, c in ends)
+    return u, w
 
 
 def _tile_record(tile: Topology, colour: np.ndarray, period: int, sizes: dict) -> dict:

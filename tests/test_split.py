@@ -250,6 +250,14 @@ def test_tiles_cover_every_size_with_an_even_side_4_to_16_and_an_odd_side_9_to_1
     assert want <= have and {(k, o, e) for k, e, o in want} <= have
 
 
+@pytest.mark.parametrize("index", range(len(S._data()["tiles"])))
+def test_every_stored_tile_is_a_split_with_the_2_cycle_its_sizes_name(index):
+    # the mirror search starts from the reversed EquiMesh tile and its 2-cycle (tile_pair)
+    rec = S._data()["tiles"][index]
+    tile = S.default(rec["kind"], rec["rows"], rec["cols"])
+    _assert_split(tile, np.array([int(c) for c in rec["colours"]]), *S.tile_pair(rec))
+
+
 def test_a_tile_extends_far_beyond_its_own_size():
     topo = S.default("equimesh", 29, 6)       # from the 6x13 tile: band repeated 4 times, transposed
     colour, rec = S._split(topo)
@@ -264,6 +272,8 @@ def test_tile_search_finds_a_tile_that_extends_both_ways_round():
     colour = np.array([int(c) for c in rec["colours"]])
     for i, j in S.hamiltonian.band_pairs(tile, None, S.hamiltonian.BAND):
         assert colour[i] == colour[j]         # the band repeats
+    mirror = S.make_tile("mirror-equimesh", 4, 13, 60, reach=17, known=rec)    # first tried reversed
+    assert mirror is not None and {"4x13", "13x4"} <= set(mirror["sizes"])
 
 
 def test_a_tile_with_a_band_of_period_2_extends_in_steps_of_2():
