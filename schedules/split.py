@@ -18,6 +18,13 @@ of :mod:`.ringpipe` on H0-H2 and on B, with three changes, run for N steps (one 
   holds in a lane nobody reads in that step. The same with u and w exchanged.
 * Where no swap applies, the 2-cycle link carries any chunk the receiver lacks.
 
+**Two 2-cycles.** Where the sides have equal parity (sign +1) but there is no Hamiltonian
+decomposition (3x9, 3x13), a split has an even number of cycles: colour 3 is then two 2-cycles and a
+cycle B through the other N - 4 nodes (6 cycles). The same construction runs with swaps on each
+2-cycle; the four pair nodes' class-3 chunks share the rings (all four on one ring serves at 3x9 and
+3x13), so it takes N + 2 steps, keeps every link busy for its first N - 5 and leaves the rest (three
+steps' worth of idle link-steps) to the tail, which then takes 4 steps: N - 1 in all, the bound.
+
 Every node forwards first in, first out. Which rings carry u's and w's chunks, which chunk index
 travels which class, and whether u (w) sends its extra chunk before or after its own are chosen by
 simulating until every node holds every chunk with the lane rule kept; the result is verified and
@@ -31,9 +38,10 @@ the band), extended to every odd side from 9 up, or of E x 9 with a band of 2, e
 side from 7 up; both ways round, with the choices stored per size (``python -m
 equimesh.schedules.split --tiles ... [--period 2]``).
 
-**Tails.** The construction leaves all its idle link-steps (4N, one step's worth) in its last three
-steps. CP-SAT (:func:`.cpsat.exact`, lane rule) re-solves the last 4 steps in 3 from the state the
-others leave (or 6 in 5, 8 in 7), every link then busy in every step: N - 1 steps, the bound. The
+**Tails.** With one 2-cycle the construction leaves all its idle link-steps (4N, one step's worth)
+in its last three steps. CP-SAT (:func:`.cpsat.exact`, lane rule) re-solves the last 4 steps in 3
+from the state the others leave (or 6 in 5, 8 in 7; with two 2-cycles the last 7 in 4), every link
+then busy in every step: N - 1 steps, the bound. The
 tails are solved offline and stored per network (``--tails``); at command time only the stored
 tail is used, and the whole schedule is verified and storage-checked.
 """
@@ -56,7 +64,7 @@ from .topology import DEFAULT_RING_DIRS, Topology, build, format_ring_dirs, grid
 
 SPLITS = Path(__file__).parent / "data" / "splits.json"
 K = BASE               # chunks per shard of a split schedule (one per class)
-WINDOWS = (4, 6, 8)    # a stored tail of w - 1 steps replaces a split schedule's last w
+EARLIER = (0, 2, 4)    # a tail may start this many steps before the split's tail start
 TAIL_SIDE = 16         # tails are stored for networks up to this many rows and columns
 
 
@@ -64,15 +72,17 @@ class SplitFailed(ValueError):
     """The simulation of a split with one set of choices left a chunk undelivered or a lane read twice."""
 
 
-def find(topo: Topology, u: int, w: int, time_limit: float, seed: int = 0,
+def find(topo: Topology, pairs: list[tuple[int, int]], time_limit: float, seed: int = 0,
          same: list[tuple[int, int]] = ()) -> tuple[np.ndarray | None, str]:
-    """CP-SAT: colours 0-2 Hamiltonian circuits, colour 3 the 2-cycle ``u <-> w`` plus a circuit
-    through every other node. Returns each link's colour (or None) and "found", "none" (proven: no
-    such split with the 2-cycle there) or "timeout"."""
+    """CP-SAT: colours 0-2 Hamiltonian circuits, colour 3 the 2-cycles ``u <-> w`` of ``pairs`` plus
+    a circuit through every other node. Returns each link's colour (or None) and "found", "none"
+    (proven: no such split with the 2-cycles there) or "timeout"."""
     from ortools.sat.python import cp_model
     src, dst = topo.link_src.tolist(), topo.link_dst.tolist()
-    pair = [l for l in range(len(src)) if (src[l], dst[l]) in ((u, w), (w, u))]
-    if len(pair) != 2:
+    ends = {v for p in pairs for v in p}
+    two = {(u, w) for u, w in pairs} | {(w, u) for u, w in pairs}
+    pair = [l for l in range(len(src)) if (src[l], dst[l]) in two]
+    if len(pair) != 2 * len(pairs) or len(ends) != 2 * len(pairs):
         return None, "none"
     m = cp_model.CpModel()
     x = [[m.NewBoolVar("") for _ in range(4)] for _ in src]
@@ -86,7 +96,7 @@ def find(topo: Topology, u: int, w: int, time_limit: float, seed: int = 0,
     for c in range(4):
         groups: dict[tuple[int, int], list[int]] = {}
         for l in range(len(src)):
-            if c == 3 and (src[l] in (u, w) or dst[l] in (u, w)):
+            if c == 3 and (src[l] in ends or dst[l] in ends):
                 if l not in pair:
                     m.Add(x[l][3] == 0)
                 continue
@@ -97,7 +107,7 @@ def find(topo: Topology, u: int, w: int, time_limit: float, seed: int = 0,
             m.Add(sum(x[i][c] for i in ids) == lit)
             arcs.append((a, b, lit))
         if c == 3:
-            arcs += [(u, u, True), (w, w, True)]     # left out of colour 3's circuit
+            arcs += [(v, v, True) for p in pairs for v in p]     # left out of colour 3's circuit
         m.AddCircuit(arcs)
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = time_limit
@@ -115,13 +125,14 @@ def _successors(topo: Topology, links) -> tuple[dict[int, int], dict[int, int]]:
             {int(topo.link_src[l]): int(l) for l in links})
 
 
-def construct(topo: Topology, colour: np.ndarray, u: int, w: int, inject: tuple[int, int],
-              chunk_of: tuple[int, ...], first: tuple[int, int], until: int | None = None) -> Phase:
-    """Simulate the split schedule (module docstring) for N steps (or its first ``until``, the part a
-    tail completes): ``inject`` = the rings (iu, iw) that carry u's and w's class-3 chunks,
-    ``chunk_of[c]`` = the chunk index of class c, ``first`` = the queue position (0 or 1) of u's
-    (w's) extra chunk. :class:`SplitFailed` if it would read a lane for two chunks in one step, or
-    (N steps) does not deliver every chunk."""
+def construct(topo: Topology, colour: np.ndarray, pairs: list[tuple[int, int]], inject: tuple[int, ...],
+              chunk_of: tuple[int, ...], first: tuple[int, ...], until: int | None = None) -> Phase:
+    """Simulate the split schedule (module docstring) for its :func:`length` (or its first ``until``
+    steps, the part a tail completes): ``pairs`` = the 2-cycles ``(u, w)``, ``inject`` = the ring
+    that carries each pair node's class-3 chunk (u, w of the first pair, then of the next),
+    ``chunk_of[c]`` = the chunk index of class c, ``first`` = the queue position (0 or 1) of each
+    pair node's extra chunk. :class:`SplitFailed` if it would read a lane for two chunks in one
+    step, or (run to the end) does not deliver every chunk."""
     n = topo.nodes
     src = topo.link_src
     home = home_lanes(topo, K)
@@ -129,8 +140,10 @@ def construct(topo: Topology, colour: np.ndarray, u: int, w: int, inject: tuple[
     ring = [_successors(topo, np.nonzero(colour == c)[0]) for c in range(3)]
     succ = [r[0] for r in ring]
     out = [r[1] for r in ring]
-    b_succ, b_out = _successors(topo, [l for l in np.nonzero(colour == 3)[0] if src[l] not in (u, w)])
-    pair_out = {int(src[l]): int(l) for l in np.nonzero(colour == 3)[0] if src[l] in (u, w)}
+    ends = [v for p in pairs for v in p]
+    partner = {**dict(pairs), **{w: u for u, w in pairs}}
+    b_succ, b_out = _successors(topo, [l for l in np.nonzero(colour == 3)[0] if src[l] not in ends])
+    pair_out = {int(src[l]): int(l) for l in np.nonzero(colour == 3)[0] if src[l] in ends}
 
     def dist(c: int, a: int, b: int) -> int:
         k, v = 0, a
@@ -147,19 +160,19 @@ def construct(topo: Topology, colour: np.ndarray, u: int, w: int, inject: tuple[
             v = succ[c][v]
         return succ[c][b] != root
 
-    swap = {u: min(range(3), key=lambda c: dist(c, w, u)), w: min(range(3), key=lambda c: dist(c, u, w))}
+    swap = {b: min(range(3), key=lambda c: dist(c, partner[b], b)) for b in ends}
     has = np.zeros((n, n * K), dtype=bool)
     lane = np.full((n, n * K), -1, dtype=np.int64)
     for v in range(n):
         has[v, v * K:(v + 1) * K] = True
         lane[v, v * K:(v + 1) * K] = home[v]
     queue = [{v: [v * K + chunk_of[c]] for v in range(n)} for c in range(3)]
-    for node, c, pos in ((u, inject[0], first[0]), (w, inject[1], first[1])):
+    for node, c, pos in zip(ends, inject, first):
         queue[c][node].insert(pos, node * K + chunk_of[3])
-    b_queue = {v: [] if v in (u, w) else [v * K + chunk_of[3]] for v in range(n)}
-    early: dict[int, set[int]] = {u: set(), w: set()}   # chunks u (w) got over the 2-cycle ahead of its ring
+    b_queue = {v: [] if v in ends else [v * K + chunk_of[3]] for v in range(n)}
+    early: dict[int, set[int]] = {v: set() for v in ends}   # chunks v got over its 2-cycle ahead of its ring
     steps = []
-    for t in range(n if until is None else until):
+    for t in range(length(topo, pairs) if until is None else until):
         sends: list[tuple[int, int]] = []
         reads: dict[tuple[int, int], int] = {}
         arrive: list[tuple[int, int, int, object]] = []     # (node, chunk, lane, queue to join)
@@ -201,7 +214,7 @@ def construct(topo: Topology, colour: np.ndarray, u: int, w: int, inject: tuple[
             if not read(v, x):
                 raise SplitFailed(f"ring {c} lane of node {v} in step {t}")
             send(out[c][v], x, c if x // K != succ[c][nxt] else None)
-        for a, b in ((w, u), (u, w)):
+        for a, b in [(w, u) for u, w in pairs] + list(pairs):
             c = swap[b]
             x = heads.get((c, a))
             if (x is not None and not has[b, x] and x not in early[b] and reads.get((a, int(lane[a, x]))) == x
@@ -223,29 +236,55 @@ def construct(topo: Topology, colour: np.ndarray, u: int, w: int, inject: tuple[
             elif join is not None:
                 queue[join][v].append(x)
         steps.append(np.array([(l, x // K, x % K) for l, x in sends], dtype=np.int64).reshape(-1, 3))
+        if has.all():
+            break
     if until is None and not has.all():
-        raise SplitFailed(f"{int((~has).sum())} chunks undelivered after {n} steps")
+        raise SplitFailed(f"{int((~has).sum())} chunks undelivered after {len(steps)} steps")
     return Phase("allgather", steps)
 
 
-def choices() -> list[tuple[tuple[int, int], tuple[int, ...], tuple[int, int]]]:
-    """Every (inject, chunk_of, first) that :func:`construct` can be run with."""
-    return list(itertools.product(itertools.permutations(range(3), 2), itertools.permutations(range(K)),
-                                  itertools.product((0, 1), repeat=2)))
+def length(topo: Topology, pairs: list) -> int:
+    """Steps of the split schedule without a tail: N with one 2-cycle (its two extra chunks ride two
+    rings, one each), N + 2 with two (their four extra chunks share rings)."""
+    return topo.nodes + 2 * (len(pairs) - 1)
+
+
+def tail_start(topo: Topology, pairs: list) -> int:
+    """The step from which a tail of N - 1 - that many steps completes the split schedule (the
+    construction has kept every link busy until then): N - 4 with one 2-cycle, N - 5 with two."""
+    return topo.nodes - 3 - len(pairs)
+
+
+def choices(pairs: int = 1) -> list[tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]]:
+    """Every (inject, chunk_of, first) that :func:`construct` can be run with on a split with that many
+    2-cycles: with one, the two extra chunks ride different rings; with two, the four share them
+    (fewest rings first)."""
+    if pairs == 1:
+        inject = list(itertools.permutations(range(3), 2))
+    else:
+        inject = sorted(itertools.product(range(3), repeat=2 * pairs), key=lambda i: (len(set(i)), i))
+    return list(itertools.product(inject, itertools.permutations(range(K)),
+                                  itertools.product((0, 1), repeat=2 * pairs)))
 
 
 def solve(topo: Topology, time_limit: float) -> dict | None:
-    """Search mesh-neighbour pairs ``u <-> w``, nearest the corner node 0 first (where the splits
-    found so far lie), for a split whose schedule works with some choices (either node as ``u``),
-    within ``time_limit``; the record for ``data/splits.json``, or None."""
+    """Search 2-cycles on mesh-neighbour pairs, nearest the corner node 0 first (where the splits
+    found so far lie), for a split whose schedule works with some choices (either node of a pair as
+    ``u``), within ``time_limit``; the record for ``data/splits.json``, or None. One 2-cycle where
+    every cover split has an odd number of cycles (sign -1, :mod:`.parity`), else two."""
+    from .parity import factorization_sign
     t0 = time.perf_counter()
-    per_pair = max(5.0, topo.nodes / 4)       # seconds of CP-SAT per pair
-    for pair in _pairs(topo):
+    per_pair = max(5.0, topo.nodes / 4)       # seconds of CP-SAT per choice of 2-cycles
+    if factorization_sign(topo) < 0:
+        candidates = [[p] for p in _pairs(topo)]
+    else:
+        candidates = [[p, q] for p, q in itertools.combinations(_pairs(topo), 2) if not set(p) & set(q)]
+    for pairs in candidates:
         left = time_limit - (time.perf_counter() - t0)
         if left <= 0:
             return None
-        colour, _ = find(topo, *pair, min(per_pair, left))
-        choice = None if colour is None else choose(topo, colour, *pair)
+        colour, _ = find(topo, pairs, min(per_pair, left))
+        choice = None if colour is None else choose(topo, colour, pairs, tail_seconds=0.0 if len(pairs) == 1 else left)
         if choice is not None:
             return {"key": _key(topo), "colours": _text(colour), **choice}
     return None
@@ -261,48 +300,51 @@ def _pairs(topo: Topology, side: int | None = None) -> list[tuple[int, int]]:
                   key=lambda p: sum(rc[p[0]]) + sum(rc[p[1]]))
 
 
-def choose(topo: Topology, colour: np.ndarray, u: int, w: int, tail_seconds: float = 0.0) -> dict | None:
-    """The first choices (either node as ``u``) with which :func:`construct` works on the split
-    ``colour`` with the 2-cycle ``u <-> w``, checked; None if there are none (or it is no split).
-    With ``tail_seconds`` instead the first whose first N - 4 steps run and whose last steps
-    :func:`finish` completes (the record then has the ``tail``: N - 1 steps, the bound), so a
-    construction that fails near its end serves too."""
-    if not is_split(topo, colour, u, w):
+def choose(topo: Topology, colour: np.ndarray, pairs: list[tuple[int, int]],
+           tail_seconds: float = 0.0) -> dict | None:
+    """The first choices (either node of each pair as ``u``) with which :func:`construct` works on the
+    split ``colour`` with the 2-cycles ``pairs``, checked; None if there are none (or it is no
+    split). With ``tail_seconds`` instead the first whose steps up to :func:`tail_start` run and
+    whose last steps :func:`finish` completes (the record then has the ``tail``: N - 1 steps, the
+    bound), so a construction that fails near its end serves too."""
+    if not is_split(topo, colour, pairs):
         return None
-    options = list(itertools.product(((u, w), (w, u)), choices()))
+    turns = itertools.product(*[((u, w), (w, u)) for u, w in pairs])
+    options = list(itertools.product([list(t) for t in turns], choices(len(pairs))))
     if not tail_seconds:
-        for (a, b), (inject, chunk_of, first) in options:
+        for turned, (inject, chunk_of, first) in options:
             try:
-                phase = construct(topo, colour, a, b, inject, chunk_of, first)
+                phase = construct(topo, colour, turned, inject, chunk_of, first)
             except SplitFailed:
                 continue
             _check(topo, phase)
-            return _choice(a, b, inject, chunk_of, first)
+            return _choice(turned, inject, chunk_of, first)
         return None
     t0 = time.perf_counter()
-    for (a, b), (inject, chunk_of, first) in options:
+    for turned, (inject, chunk_of, first) in options:
         left = tail_seconds - (time.perf_counter() - t0)
         if left <= 0:
             break
         try:
-            prefix = construct(topo, colour, a, b, inject, chunk_of, first, until=topo.nodes - WINDOWS[0])
+            prefix = construct(topo, colour, turned, inject, chunk_of, first, until=tail_start(topo, pairs))
         except SplitFailed:
             continue
         tail = finish(topo, prefix.steps, left)
         if tail is not None:
             _check(topo, Phase("allgather", prefix.steps + tail))
-            return {**_choice(a, b, inject, chunk_of, first), "tail": [_text_steps(t) for t in tail]}
+            return {**_choice(turned, inject, chunk_of, first), "tail": [_text_steps(t) for t in tail]}
     return None
 
 
-def _choice(u: int, w: int, inject, chunk_of, first) -> dict:
+def _choice(pairs: list[tuple[int, int]], inject, chunk_of, first) -> dict:
     """The record of one set of :func:`construct` choices (``data/splits.json``)."""
-    return {"u": u, "w": w, "inject": list(inject), "chunk_of": list(chunk_of), "first": list(first)}
+    return {"pairs": [list(p) for p in pairs], "inject": list(inject), "chunk_of": list(chunk_of),
+            "first": list(first)}
 
 
-def is_split(topo: Topology, colour: np.ndarray, u: int, w: int) -> bool:
-    """Whether ``colour`` is a split (module docstring) with the 2-cycle ``u <-> w``: colours 0-2
-    Hamiltonian cycles, colour 3 that 2-cycle and one cycle through the other nodes."""
+def is_split(topo: Topology, colour: np.ndarray, pairs: list[tuple[int, int]]) -> bool:
+    """Whether ``colour`` is a split (module docstring) with the 2-cycles ``pairs``: colours 0-2
+    Hamiltonian cycles, colour 3 those 2-cycles and one cycle through the other nodes."""
     for c in range(4):
         mine = np.nonzero(colour == c)[0]
         nxt = dict(zip(topo.link_src[mine].tolist(), topo.link_dst[mine].tolist()))
@@ -315,9 +357,9 @@ def is_split(topo: Topology, colour: np.ndarray, u: int, w: int) -> bool:
                 seen.add(v)
                 v, k = nxt[v], k + 1
             lengths += [k] if k else []
-        if sorted(lengths) != ([topo.nodes] if c < 3 else [2, topo.nodes - 2]):
+        if sorted(lengths) != ([topo.nodes] if c < 3 else [2] * len(pairs) + [topo.nodes - 2 * len(pairs)]):
             return False
-    return nxt[u] == w and nxt[w] == u
+    return all(nxt[u] == w and nxt[w] == u for u, w in pairs)
 
 
 def _text(colour: np.ndarray) -> str:
@@ -388,8 +430,7 @@ def make_tile(kind: str, rows: int, cols: int, time_limit: float, reach: int = 3
     if known is not None:
         colour = np.empty(len(tile.links), dtype=np.int64)
         colour[hamiltonian.reversal(default("equimesh", rows, cols), tile)] = _colours(known["colours"])
-        u, w = tile_pair(known)
-        sizes = _extensions(tile, colour, u, w, want, period, tail_seconds)
+        sizes = _extensions(tile, colour, tile_pair(known), want, period, tail_seconds)
         if set(sizes) >= set(known["sizes"]):
             return _tile_record(tile, colour, period, sizes)
         if sizes:
@@ -401,8 +442,8 @@ def make_tile(kind: str, rows: int, cols: int, time_limit: float, reach: int = 3
         left = time_limit - (time.perf_counter() - t0)
         if left <= 0:
             break
-        colour, _ = find(tile, u, w, min(left, time_limit / 3), same=same)     # a pair may be hard; try 3+
-        sizes = None if colour is None else _extensions(tile, colour, u, w, want, period, tail_seconds)
+        colour, _ = find(tile, [(u, w)], min(left, time_limit / 3), same=same)     # a pair may be hard; try 3+
+        sizes = None if colour is None else _extensions(tile, colour, (u, w), want, period, tail_seconds)
         if sizes and (best is None or len(sizes) > len(best["sizes"])):
             best = _tile_record(tile, colour, period, sizes)
             if len(sizes) == len(want):
@@ -415,7 +456,7 @@ def tile_pair(rec: dict) -> tuple[int, int]:
     they keep their row and column (swapped where the size lies the other way round)."""
     size, choice = next(iter(rec["sizes"].items()))
     rows, cols = (int(v) for v in size.split("x"))
-    ends = [divmod(choice[k], cols) for k in ("u", "w")]
+    ends = [divmod(v, cols) for v in choice["pairs"][0]]
     if rows % 2 != rec["rows"] % 2:
         ends = [(c, r) for r, c in ends]
     u, w = (r * rec["cols"] + c for r, c in ends)
@@ -427,18 +468,18 @@ def _tile_record(tile: Topology, colour: np.ndarray, period: int, sizes: dict) -
             "sizes": sizes}
 
 
-def _extensions(tile: Topology, colour: np.ndarray, u: int, w: int, sizes: list[str], period: int,
+def _extensions(tile: Topology, colour: np.ndarray, pair: tuple[int, int], sizes: list[str], period: int,
                 tail_seconds: float = 0.0) -> dict:
     """The choices for each of ``sizes`` (extensions of a tile with a band of ``period``, 2-cycle
-    ``u <-> w`` before the band) that is a split that runs (with ``tail_seconds``, up to
+    ``pair`` before the band) that is a split that runs (with ``tail_seconds``, up to
     :data:`TAIL_SIDE` per side: that runs to N - 4 steps and has a tail)."""
-    (ur, uc), (wr, wc) = divmod(u, tile.cols), divmod(w, tile.cols)
+    (ur, uc), (wr, wc) = (divmod(v, tile.cols) for v in pair)
     out = {}
     for size in sizes:
         r, c = (int(v) for v in size.split("x"))
         a, b, x, y = (ur, uc, wr, wc) if tile.rows % 2 == r % 2 else (uc, ur, wc, wr)
         topo = default(tile.kind, r, c)
-        choice = choose(topo, tile_colours(tile, colour, topo, period), a * c + b, x * c + y,
+        choice = choose(topo, tile_colours(tile, colour, topo, period), [(a * c + b, x * c + y)],
                         tail_seconds if max(r, c) <= TAIL_SIDE else 0.0)
         if choice is not None:
             out[size] = choice
@@ -480,17 +521,19 @@ def _own(topo: Topology) -> Phase | None:
     return Phase("allgather", prefix.steps + [_transfers(t) for t in tail])
 
 
-def solve_tail(topo: Topology, phase: Phase, time_limit: float) -> list[np.ndarray] | None:
-    """The last ``w`` steps of the split schedule ``phase`` re-solved in ``w - 1`` (:func:`finish`)
-    for the first window ``w`` in :data:`WINDOWS` where it works within what is left of
-    ``time_limit``; None if none. The split leaves its idle link-steps (one step's worth) in its
-    last three steps; the solver moves chunks onto them, so the schedule meets the bound."""
+def solve_tail(topo: Topology, colour: np.ndarray, rec: dict, time_limit: float) -> list[np.ndarray] | None:
+    """The split schedule (``rec``'s choices) completed by :func:`finish` from the first start in
+    :data:`EARLIER` steps before :func:`tail_start` where it works within what is left of
+    ``time_limit``; None if none. The split keeps every link busy until its tail start and leaves
+    its idle link-steps (one step's worth per 2-cycle) after it; the solver moves chunks onto them,
+    so the schedule meets the bound."""
     t0 = time.perf_counter()
-    for w in WINDOWS:
+    for back in EARLIER:
         left = time_limit - (time.perf_counter() - t0)
         if left <= 0:
             break
-        tail = finish(topo, phase.steps[:len(phase.steps) - w], left)
+        start = tail_start(topo, rec["pairs"]) - back
+        tail = finish(topo, _construct(topo, colour, rec, until=start).steps, left)
         if tail is not None:
             return tail
     return None
@@ -506,7 +549,7 @@ def finish(topo: Topology, prefix: list[np.ndarray], time_limit: float) -> list[
 
 
 def _construct(topo: Topology, colour: np.ndarray, rec: dict, until: int | None = None) -> Phase:
-    return construct(topo, colour, rec["u"], rec["w"], tuple(rec["inject"]), tuple(rec["chunk_of"]),
+    return construct(topo, colour, [tuple(p) for p in rec["pairs"]], tuple(rec["inject"]), tuple(rec["chunk_of"]),
                      tuple(rec["first"]), until=until)
 
 
@@ -611,8 +654,9 @@ def main(argv: list[str] | None = None) -> None:
             if rec is None:
                 print(f"{_key(topo)}: no split found ({time.perf_counter() - t0:.1f} s)", flush=True)
                 continue
-            tail = solve_tail(topo, _construct(topo, _colours(rec["colours"]), rec), args.time_limit)
-            steps = topo.nodes - (tail is not None)
+            tail = ([_transfers(t) for t in rec.pop("tail")] if "tail" in rec     # two 2-cycles: found with it
+                    else solve_tail(topo, _colours(rec["colours"]), rec, args.time_limit))
+            steps = topo.nodes - 1 if tail is not None else length(topo, rec["pairs"])
             known = stored(topo, K)
             beat = min(xtree(topo, K, lanes=True).num_steps, known.num_steps if known is not None else np.inf)
             bound = lower_bound(topo, K, "allgather")
@@ -629,13 +673,12 @@ def main(argv: list[str] | None = None) -> None:
         kind, size, dirs = key.split()
         topo = build(kind, *(int(v) for v in size.split("x")), ring_dirs=parse_ring_dirs(dirs))
         colour, rec = _split(topo)
-        phase = _construct(topo, colour, rec)
         t0 = time.perf_counter()
-        tail = solve_tail(topo, phase, args.time_limit)
+        tail = solve_tail(topo, colour, rec, args.time_limit)
         print(f"{key}: {'tail found' if tail is not None else 'no tail found'} ({time.perf_counter() - t0:.1f} s)",
               flush=True)
         if tail is not None:
-            _check(topo, Phase("allgather", phase.steps[:topo.nodes - len(tail) - 1] + tail))
+            _check(topo, Phase("allgather", _construct(topo, colour, rec, until=topo.nodes - len(tail) - 1).steps + tail))
             data["tails"][key] = [_text_steps(t) for t in tail]
             save()
     for size in filter(None, args.tiles.split(",")):

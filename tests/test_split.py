@@ -44,25 +44,17 @@ def _cycle_nodes(topo, links):
 @pytest.mark.parametrize("kind,rows,cols", [("equimesh", 3, 12), ("mirror-equimesh", 3, 12), ("equimesh", 5, 6)])
 def test_split_is_three_hamiltonian_cycles_a_two_cycle_and_a_cycle_through_the_rest(kind, rows, cols):
     topo, rec = _solved(kind, rows, cols)
-    assert rec is not None
+    assert rec is not None and len(rec["pairs"]) == 1
     colour = np.array([int(c) for c in rec["colours"]])
-    u, w, n = rec["u"], rec["w"], topo.nodes
     assert len(colour) == len(topo.links)
-    for c in range(3):
-        assert sorted(_cycle_nodes(topo, np.nonzero(colour == c)[0])) == list(range(n))
-    three = np.nonzero(colour == 3)[0]
-    pair = [l for l in three if topo.link_src[l] in (u, w)]
-    assert sorted((int(topo.link_src[l]), int(topo.link_dst[l])) for l in pair) == sorted([(u, w), (w, u)])
-    rest = [l for l in three if l not in pair]
-    assert sorted(_cycle_nodes(topo, rest)) == sorted(set(range(n)) - {u, w})
+    _assert_split(topo, colour, rec["pairs"])
 
 
 @pytest.mark.parametrize("kind,rows,cols", [("equimesh", 3, 12), ("mirror-equimesh", 3, 12), ("equimesh", 5, 6)])
 def test_split_schedule_takes_n_steps_keeps_the_lane_rule_and_rounds_take_n_each(kind, rows, cols):
     topo, rec = _solved(kind, rows, cols)
     colour = np.array([int(c) for c in rec["colours"]])
-    phase = S.construct(topo, colour, rec["u"], rec["w"], tuple(rec["inject"]), tuple(rec["chunk_of"]),
-                        tuple(rec["first"]))
+    phase = S._construct(topo, colour, rec)
     assert phase.num_steps == topo.nodes == lower_bound(topo, 4, "allgather") + 1
     _checked(topo, 4, phase)
     from equimesh.schedules.library import rounds
@@ -75,15 +67,41 @@ def test_split_schedule_takes_n_steps_keeps_the_lane_rule_and_rounds_take_n_each
 def test_a_solved_tail_puts_the_split_schedule_at_the_bound(kind, rows, cols):
     # docs/schedules.md "Tails": the last 4 steps re-solved in 3, every link busy in every step
     topo, rec = _solved(kind, rows, cols)
-    phase = S._construct(topo, np.array([int(c) for c in rec["colours"]]), rec)
-    tail = S.solve_tail(topo, phase, 60)
-    assert tail is not None and len(tail) == S.WINDOWS[0] - 1
-    kept = phase.steps[:topo.nodes - S.WINDOWS[0]]
+    colour = np.array([int(c) for c in rec["colours"]])
+    phase = S._construct(topo, colour, rec)
+    tail = S.solve_tail(topo, colour, rec, 60)
+    assert tail is not None and len(tail) == 3
+    kept = phase.steps[:S.tail_start(topo, rec["pairs"])]
     assert [s.tolist() for s in kept] == [s.tolist() for s in phase.steps[:len(kept)]]
     full = type(phase)("allgather", kept + tail)
     assert full.num_steps == lower_bound(topo, 4, "allgather") == topo.nodes - 1
     assert all(len(s) == len(topo.links) for s in tail)
     _checked(topo, 4, full)
+
+
+def test_where_the_sign_is_plus_1_the_split_has_two_2_cycles_and_its_tail_meets_the_bound():
+    # docs/schedules.md "Two 2-cycles": 3x9 has no Hamiltonian decomposition and, sign +1, no split
+    # with one 2-cycle; the construction keeps every link busy up to its tail start, the tail takes 4 steps
+    topo, rec = _solved("equimesh", 3, 9)
+    assert rec is not None and len(rec["pairs"]) == 2 and len(rec["tail"]) == 4
+    colour = np.array([int(c) for c in rec["colours"]])
+    _assert_split(topo, colour, rec["pairs"])
+    prefix = S._construct(topo, colour, rec, until=S.tail_start(topo, rec["pairs"]))
+    assert all(len(s) == len(topo.links) for s in prefix.steps)
+    full = type(prefix)("allgather", prefix.steps + [S._transfers(t) for t in rec["tail"]])
+    assert full.num_steps == lower_bound(topo, 4, "allgather") == topo.nodes - 1
+    _checked(topo, 4, full)
+
+
+@pytest.mark.parametrize("rows,cols", [(3, 9), (9, 3), (3, 13), (13, 3)])
+def test_the_stored_two_2_cycle_splits_put_allgather_and_allreduce_at_the_bound(rows, cols):
+    # 3x9 and 3x13 stored (EquiMesh and mirror), 9x3 and 13x3 their images under the transpose
+    topo = build("equimesh", rows, cols)
+    for collective, chunks in (("allgather", 4), ("allgather", 8), ("allreduce", 4)):
+        sched = synthesize(topo, chunks, collective)
+        verify(sched)
+        check_storage(sched)
+        assert sched.num_steps == lower_bound(topo, chunks, collective), (collective, chunks)
 
 
 def test_choose_with_a_tail_serves_where_the_construction_fails_near_its_end():
@@ -98,11 +116,11 @@ def test_choose_with_a_tail_serves_where_the_construction_fails_near_its_end():
             raise S.SplitFailed("a lane read twice in the last step")
         return real(*args, until=until)
     with unittest.mock.patch.object(S, "construct", failing_at_the_end):
-        assert S.choose(topo, colour, rec["u"], rec["w"]) is None
-        got = S.choose(topo, colour, rec["u"], rec["w"], tail_seconds=60)
-    assert S.choose(topo, colour, rec["u"], rec["w"], tail_seconds=60)["tail"] == got["tail"]   # tail first
-    assert got is not None and len(got["tail"]) == S.WINDOWS[0] - 1
-    prefix = S._construct(topo, colour, got, until=topo.nodes - S.WINDOWS[0])
+        assert S.choose(topo, colour, rec["pairs"]) is None
+        got = S.choose(topo, colour, rec["pairs"], tail_seconds=60)
+    assert S.choose(topo, colour, rec["pairs"], tail_seconds=60)["tail"] == got["tail"]   # tail first
+    assert got is not None and len(got["tail"]) == 3
+    prefix = S._construct(topo, colour, got, until=S.tail_start(topo, got["pairs"]))
     full = type(prefix)("allgather", prefix.steps + [S._transfers(t) for t in got["tail"]])
     assert full.num_steps == lower_bound(topo, 4, "allgather")
     _checked(topo, 4, full)
@@ -133,7 +151,7 @@ def test_choices_that_do_not_work_are_refused_not_returned():
     refused = accepted = 0
     for inject, chunk_of, first in S.choices():
         try:
-            phase = S.construct(topo, colour, rec["u"], rec["w"], inject, chunk_of, first)
+            phase = S.construct(topo, colour, rec["pairs"], inject, chunk_of, first)
         except S.SplitFailed:
             refused += 1
             continue
@@ -148,7 +166,7 @@ def test_no_split_of_this_shape_on_the_2x11_equimesh():
     pairs = [(u, w) for u in range(topo.nodes) for w in range(topo.nodes)
              if u < w and topo.distances[u, w] == 1 and topo.distances[w, u] == 1]
     assert pairs
-    assert all(S.find(topo, u, w, 60)[1] == "none" for u, w in pairs)
+    assert all(S.find(topo, [pair], 60)[1] == "none" for pair in pairs)
 
 
 def test_auto_runs_the_stored_split_where_it_is_shorter_and_names_it():
@@ -219,22 +237,26 @@ def _tile_sizes(most=16):
                    if max(map(int, size.split("x"))) <= most})
 
 
-def _assert_split(topo, colour, u, w):
-    """Independent of is_split: walk every colour (docs/schedules.md "Split schedules")."""
+def _assert_split(topo, colour, pairs):
+    """Independent of is_split: walk every colour (docs/schedules.md "Split schedules"): 3
+    Hamiltonian cycles, and in colour 3 the 2-cycles ``pairs`` and one cycle through the rest."""
     n = topo.nodes
     for c in range(3):
         assert sorted(_cycle_nodes(topo, np.nonzero(colour == c)[0])) == list(range(n))
     three = np.nonzero(colour == 3)[0]
-    pair = [l for l in three if topo.link_src[l] in (u, w)]
-    assert sorted((int(topo.link_src[l]), int(topo.link_dst[l])) for l in pair) == sorted([(u, w), (w, u)])
-    assert sorted(_cycle_nodes(topo, [l for l in three if l not in pair])) == sorted(set(range(n)) - {u, w})
+    ends = {v for p in pairs for v in p}
+    assert len(ends) == 2 * len(pairs)
+    two = [l for l in three if topo.link_src[l] in ends]
+    assert sorted((int(topo.link_src[l]), int(topo.link_dst[l])) for l in two) == sorted(
+        [(u, w) for u, w in pairs] + [(w, u) for u, w in pairs])
+    assert sorted(_cycle_nodes(topo, [l for l in three if l not in two])) == sorted(set(range(n)) - ends)
 
 
 @pytest.mark.parametrize("kind,rows,cols", _tile_sizes())
 def test_every_size_a_tile_covers_gets_a_split_schedule_at_the_bound(kind, rows, cols):
     topo = S.default(kind, rows, cols)
     colour, rec = S._split(topo)
-    _assert_split(topo, colour, rec["u"], rec["w"])
+    _assert_split(topo, colour, rec["pairs"])
     phase = S.split_allgather(topo, 4)
     bound = lower_bound(topo, 4, "allgather")
     assert topo.nodes == bound + 1 and phase.num_steps == bound      # every tile size up to 16x16 has a tail
@@ -255,13 +277,13 @@ def test_every_stored_tile_is_a_split_with_the_2_cycle_its_sizes_name(index):
     # the mirror search starts from the reversed EquiMesh tile and its 2-cycle (tile_pair)
     rec = S._data()["tiles"][index]
     tile = S.default(rec["kind"], rec["rows"], rec["cols"])
-    _assert_split(tile, np.array([int(c) for c in rec["colours"]]), *S.tile_pair(rec))
+    _assert_split(tile, np.array([int(c) for c in rec["colours"]]), [S.tile_pair(rec)])
 
 
 def test_a_tile_extends_far_beyond_its_own_size():
     topo = S.default("equimesh", 29, 6)       # from the 6x13 tile: band repeated 4 times, transposed
     colour, rec = S._split(topo)
-    _assert_split(topo, colour, rec["u"], rec["w"])
+    _assert_split(topo, colour, rec["pairs"])
     _checked(topo, 4, S.split_allgather(topo, 4))
 
 
@@ -287,7 +309,7 @@ def test_a_tile_with_a_band_of_period_2_extends_in_steps_of_2():
         assert colour[i] == colour[j]
     for size, choice in rec["sizes"].items():
         topo = S.default("equimesh", *map(int, size.split("x")))
-        _assert_split(topo, S.tile_colours(tile, colour, topo, 2), choice["u"], choice["w"])
+        _assert_split(topo, S.tile_colours(tile, colour, topo, 2), choice["pairs"])
 
 
 def test_no_split_tile_with_the_band_along_the_even_side():
@@ -299,7 +321,7 @@ def test_no_split_tile_with_the_band_along_the_even_side():
              and all(v % 12 < S.hamiltonian.BAND or v % 12 >= S.hamiltonian.BAND + 2 * S.hamiltonian.PERIOD
                      for v in (u, w))]
     assert pairs
-    assert all(S.find(topo, u, w, 60, same=same)[1] == "none" for u, w in pairs)
+    assert all(S.find(topo, [pair], 60, same=same)[1] == "none" for pair in pairs)
 
 
 def test_tiles_apply_only_to_the_ring_directions_they_were_made_for():
