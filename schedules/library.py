@@ -31,7 +31,7 @@ import numpy as np
 
 from .schedule import Phase, Schedule, lower_bound
 from .storage import check_storage
-from .topology import Topology, build, format_ring_dirs, grid_maps, parse_ring_dirs
+from .topology import Topology, TopologyError, build, format_ring_dirs, grid_maps, parse_ring_dirs, parse_sizes
 from .verify import verify
 
 LIBRARY = Path(__file__).parent / "data" / "lane_schedules.json"
@@ -154,6 +154,10 @@ def main(argv: list[str] | None = None) -> None:
                     help="schedule files (K = 4 lane-rule AllGathers at the bound) to store instead of solving")
     ap.add_argument("--out", type=Path, default=LIBRARY)
     args = ap.parse_args(argv)
+    try:
+        sizes, dirs = parse_sizes(args.sizes), parse_ring_dirs(args.ring_dirs)
+    except TopologyError as e:
+        ap.error(str(e))
     data = (json.loads(args.out.read_text()) if args.out.exists()
             else {"format": "equimesh-lane-schedules", "chunks": BASE, "schedules": []})
 
@@ -177,10 +181,9 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{_key(topo)}: stored from {path}")
         else:
             print(f"{_key(topo)}: not stored from {path}: a schedule as short is stored")
-    for size in [] if args.add else args.sizes.split(","):
-        r, c = (int(v) for v in size.split("x"))
+    for r, c in [] if args.add else sizes:
         for kind in ("equimesh", "mirror-equimesh"):
-            topo = build(kind, r, c, ring_dirs=parse_ring_dirs(args.ring_dirs))
+            topo = build(kind, r, c, ring_dirs=dirs)
             bound = lower_bound(topo, BASE, "allgather")
             known = have(topo)
             if known is not None and known.num_steps == bound or args.tail and known is None:

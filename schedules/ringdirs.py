@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from .hamiltonian import cccc, may_decompose
-from .topology import EDGES, RING_DIRS_TABLE, build, parse_ring_dirs
+from .topology import EDGES, RING_DIRS_TABLE, TopologyError, build, parse_ring_dirs, parse_sizes
 
 CHUNKS = 4
 CHOICES = ["".join(p) for p in itertools.product("ca", repeat=len(EDGES))]   # cccc first
@@ -65,8 +65,11 @@ def main(argv: list[str] | None = None) -> None:
     data = {"format": "equimesh-ring-dirs", "chunks": CHUNKS, "collective": "allgather", "storage": "lanes",
             "best": {}, "steps": {}}
     if args.sizes:
+        try:
+            sizes = parse_sizes(args.sizes)
+        except TopologyError as e:
+            ap.error(str(e))
         data = json.loads(args.out.read_text())
-        sizes = [tuple(int(v) for v in size.split("x")) for size in args.sizes.split(",")]
     else:
         sizes = sorted(((r, c) for r in range(2, args.max_side + 1) for c in range(2, args.max_side + 1)
                         if needs_search(r, c)), key=lambda rc: rc[0] * rc[1])

@@ -60,7 +60,8 @@ from . import hamiltonian
 from .library import BASE, _check, _key, applies, image, rounds, stored
 from .schedule import Phase, lower_bound
 from .storage import home_lanes, link_lanes
-from .topology import DEFAULT_RING_DIRS, Topology, build, format_ring_dirs, grid_maps, parse_ring_dirs
+from .topology import (DEFAULT_RING_DIRS, Topology, TopologyError, build, format_ring_dirs, grid_maps,
+                       parse_ring_dirs, parse_sizes)
 
 SPLITS = Path(__file__).parent / "data" / "splits.json"
 K = BASE               # chunks per shard of a split schedule (one per class)
@@ -563,12 +564,11 @@ def _tail_keys(text: str) -> list[str]:
                  for size in t["sizes"] if max(int(v) for v in size.split("x")) <= TAIL_SIDE]
         return sorted(set(keys), key=lambda k: (int(k.split()[1].split("x")[0]) * int(k.split()[1].split("x")[1]), k))
     keys = []
-    for size in filter(None, text.split(",")):
-        r, c = (int(v) for v in size.split("x"))
+    for r, c in parse_sizes(text, "--tails"):
         for kind in ("equimesh", "mirror-equimesh"):
             topo = build(kind, r, c)
             if _split(topo) is None:
-                raise SystemExit(f"error: --tails {size}: the {topo.name} has no split of its own")
+                raise SystemExit(f"error: --tails {r}x{c}: the {topo.name} has no split of its own")
             keys.append(_key(topo))
     return keys
 
@@ -639,12 +639,16 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--time-limit", type=float, default=300.0, help="seconds per topology")
     ap.add_argument("--out", type=Path, default=SPLITS)
     args = ap.parse_args(argv)
+    try:
+        sizes, tiles = parse_sizes(args.sizes), parse_sizes(args.tiles, "--tiles")
+        tail_keys = _tail_keys(args.tails)
+    except TopologyError as e:
+        ap.error(str(e))
     data = json.loads(args.out.read_text()) if args.out.exists() else {"format": "equimesh-splits", "splits": []}
 
     def save() -> None:
         args.out.write_text(json.dumps(data, indent=1) + "\n")
-    for size in filter(None, args.sizes.split(",")):
-        r, c = (int(v) for v in size.split("x"))
+    for r, c in sizes:
         for kind in ("equimesh", "mirror-equimesh"):
             topo = build(kind, r, c)
             if any(rec["key"] == _key(topo) for rec in data["splits"]):
@@ -667,7 +671,7 @@ def main(argv: list[str] | None = None) -> None:
                 if tail is not None:
                     data.setdefault("tails", {})[_key(topo)] = [_text_steps(t) for t in tail]
                 save()
-    for key in _tail_keys(args.tails):
+    for key in tail_keys:
         if key in data.setdefault("tails", {}):
             continue
         kind, size, dirs = key.split()
@@ -681,8 +685,8 @@ def main(argv: list[str] | None = None) -> None:
             _check(topo, Phase("allgather", _construct(topo, colour, rec, until=topo.nodes - len(tail) - 1).steps + tail))
             data["tails"][key] = [_text_steps(t) for t in tail]
             save()
-    for size in filter(None, args.tiles.split(",")):
-        r, c = (int(v) for v in size.split("x"))
+    for r, c in tiles:
+        size = f"{r}x{c}"
         sides = " or ".join(map(str, TILE_SIDES[args.period]))
         if (r + c) % 2 == 0 or (r if r % 2 else c) not in TILE_SIDES[args.period]:
             raise SystemExit(f"error: tile {size} with period {args.period}: one side must be even and the other {sides}")

@@ -125,6 +125,18 @@ def parse_ring_dirs(text: str | None) -> dict[str, bool] | None:
     return {edge: ch == "a" for edge, ch in zip(EDGES, text)}
 
 
+def parse_sizes(text: str, option: str = "--sizes") -> list[tuple[int, int]]:
+    """Parse an offline tool's comma-separated ``RxC`` sizes (``3x9,13x3``; empty: none), each side
+    2..MAX_SIDE; :class:`TopologyError` naming the entry otherwise."""
+    out = []
+    for item in filter(None, text.split(",")):
+        r, _, c = item.strip().lower().partition("x")
+        if not (r.isdigit() and c.isdigit() and 2 <= int(r) <= MAX_SIDE and 2 <= int(c) <= MAX_SIDE):
+            raise TopologyError(f"{option} entries look like RxC with sides 2..{MAX_SIDE}, e.g. 3x9 (got {item!r})")
+        out.append((int(r), int(c)))
+    return out
+
+
 def format_ring_dirs(dirs: dict[str, bool]) -> str:
     return "".join("a" if dirs[e] else "c" for e in EDGES)
 

@@ -328,3 +328,12 @@ def test_tiles_apply_only_to_the_ring_directions_they_were_made_for():
     from equimesh.schedules.topology import parse_ring_dirs
     assert S.split_allgather(S.default("equimesh", 8, 13), 4) is not None
     assert S.split_allgather(build("equimesh", 8, 13, ring_dirs=parse_ring_dirs("acca")), 4) is None
+
+
+@pytest.mark.parametrize("option,value", [("--sizes", "3y9"), ("--tiles", "16x"), ("--tails", "1x4")])
+def test_the_offline_split_tool_refuses_a_malformed_size_in_one_line(option, value, capsys):
+    with pytest.raises(SystemExit) as e:
+        S.main([option, value, "--out", "/nonexistent/splits.json"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.endswith(f"error: {option} entries look like RxC with sides 2..64, e.g. 3x9 (got {value!r})")
