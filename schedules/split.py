@@ -78,38 +78,77 @@ def find(topo: Topology, pairs: list[tuple[int, int]], time_limit: float, seed: 
     """CP-SAT: colours 0-2 Hamiltonian circuits, colour 3 the 2-cycles ``u <-> w`` of ``pairs`` plus
     a circuit through every other node. Returns each link's colour (or None) and "found", "none"
     (proven: no such split with the 2-cycles there) or "timeout"."""
-    from ortools.sat.python import cp_model
     src, dst = topo.link_src.tolist(), topo.link_dst.tolist()
     ends = {v for p in pairs for v in p}
     two = {(u, w) for u, w in pairs} | {(w, u) for u, w in pairs}
     pair = [l for l in range(len(src)) if (src[l], dst[l]) in two]
     if len(pair) != 2 * len(pairs) or len(ends) != 2 * len(pairs):
         return None, "none"
-    m = cp_model.CpModel()
-    x = [[m.NewBoolVar("") for _ in range(4)] for _ in src]
-    for row in x:
-        m.AddExactlyOne(row)
+    m, x = _colouring(topo)
     for l in pair:
         m.Add(x[l][3] == 1)
     for i, j in same:          # a tile's band: link pairs of one colour
         for c in range(4):
             m.Add(x[i][c] == x[j][c])
-    for c in range(4):
-        groups: dict[tuple[int, int], list[int]] = {}
-        for l in range(len(src)):
-            if c == 3 and (src[l] in ends or dst[l] in ends):
-                if l not in pair:
-                    m.Add(x[l][3] == 0)
-                continue
-            groups.setdefault((src[l], dst[l]), []).append(l)
-        arcs = []
-        for (a, b), ids in groups.items():     # parallel links share one arc literal
-            lit = m.NewBoolVar("")
-            m.Add(sum(x[i][c] for i in ids) == lit)
-            arcs.append((a, b, lit))
-        if c == 3:
-            arcs += [(v, v, True) for p in pairs for v in p]     # left out of colour 3's circuit
-        m.AddCircuit(arcs)
+    for c in range(3):
+        m.AddCircuit(_arcs(m, topo, [row[c] for row in x], range(len(src))))
+    for l in range(len(src)):
+        if (src[l] in ends or dst[l] in ends) and l not in pair:
+            m.Add(x[l][3] == 0)
+    rest = [l for l in range(len(src)) if src[l] not in ends and dst[l] not in ends]
+    m.AddCircuit(_arcs(m, topo, [row[3] for row in x], rest) + [(v, v, True) for p in pairs for v in p])
+    return _solve(m, x, time_limit, seed)
+
+
+def two_cycles(topo: Topology, time_limit: float) -> str:
+    """CP-SAT: is there any split into 4 cycle covers with 5 cycles, three Hamiltonian cycles and a
+    cover of two cycles of any lengths (the shape of every split with one 2-cycle)? "found", "none"
+    (proven) or "timeout". None exists at 2 x C for odd C from 5 on, for any ring directions."""
+    m, x = _colouring(topo)
+    for c in range(3):
+        m.AddCircuit(_arcs(m, topo, [row[c] for row in x], range(len(topo.links))))
+    side = [m.NewBoolVar("") for _ in range(topo.nodes)]      # the cycle through node 0, or the other
+    m.Add(side[0] == 1)
+    m.Add(sum(side) <= topo.nodes - 2)
+    circuits: list[list] = [[], []]
+    for a, b, lit in _arcs(m, topo, [row[3] for row in x], range(len(topo.links))):
+        on = [m.NewBoolVar(""), m.NewBoolVar("")]
+        m.Add(on[0] + on[1] == lit)
+        for k, need in ((0, side), (1, [v.Not() for v in side])):
+            m.AddImplication(on[k], need[a])
+            m.AddImplication(on[k], need[b])
+            circuits[k].append((a, b, on[k]))
+    m.AddCircuit(circuits[0] + [(v, v, side[v].Not()) for v in range(topo.nodes)])
+    m.AddCircuit(circuits[1] + [(v, v, side[v]) for v in range(topo.nodes)])
+    return _solve(m, x, time_limit, 0)[1]
+
+
+def _colouring(topo: Topology):
+    """A CP-SAT model with one colour of 4 per link (``x[link][colour]``)."""
+    from ortools.sat.python import cp_model
+    m = cp_model.CpModel()
+    x = [[m.NewBoolVar("") for _ in range(4)] for _ in topo.links]
+    for row in x:
+        m.AddExactlyOne(row)
+    return m, x
+
+
+def _arcs(m, topo: Topology, lits: list, links) -> list[tuple[int, int, object]]:
+    """The arcs of ``AddCircuit`` for the links given (each link's literal in ``lits``); parallel
+    links share one arc literal."""
+    groups: dict[tuple[int, int], list[int]] = {}
+    for l in links:
+        groups.setdefault((int(topo.link_src[l]), int(topo.link_dst[l])), []).append(l)
+    arcs = []
+    for (a, b), ids in groups.items():
+        lit = m.NewBoolVar("")
+        m.Add(sum(lits[i] for i in ids) == lit)
+        arcs.append((a, b, lit))
+    return arcs
+
+
+def _solve(m, x, time_limit: float, seed: int) -> tuple[np.ndarray | None, str]:
+    from ortools.sat.python import cp_model
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = time_limit
     solver.parameters.num_workers = 1

@@ -337,3 +337,21 @@ def test_the_offline_split_tool_refuses_a_malformed_size_in_one_line(option, val
     assert e.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.endswith(f"error: {option} entries look like RxC with sides 2..64, e.g. 3x9 (got {value!r})")
+
+
+@pytest.mark.parametrize("rows,cols", [(2, 9), (9, 2), (2, 11)])
+def test_2_x_odd_has_no_split_with_two_cycles_in_one_colour_for_any_ring_directions(rows, cols):
+    # docs/schedules.md "Split schedules": 3 Hamiltonian cycles and a cover of two cycles of any
+    # lengths (a 2-cycle on any pair, parallel links included, is a special case); solve gives up at once
+    import itertools
+    from equimesh.schedules.topology import parse_ring_dirs
+    for dirs in ("".join(p) for p in itertools.product("ca", repeat=4)):
+        topo = build("equimesh", rows, cols, ring_dirs=parse_ring_dirs(dirs))
+        assert S.two_cycles(topo, 60) == "none", dirs
+    assert S.solve(build("equimesh", rows, cols), 600) is None
+
+
+@pytest.mark.parametrize("rows,cols,dirs", [(3, 8, "cccc"), (2, 3, "acca"), (3, 12, "ccac")])
+def test_two_cycles_finds_the_splits_that_exist(rows, cols, dirs):
+    from equimesh.schedules.topology import parse_ring_dirs
+    assert S.two_cycles(build("equimesh", rows, cols, ring_dirs=parse_ring_dirs(dirs)), 60) == "found"
