@@ -84,9 +84,14 @@ def split(topo: Topology, chunks: int) -> Phase:
         raise SynthesisError(f"split needs K a multiple of 4 (got K={chunks}); use --algorithm auto or xtree")
     phase = split_allgather(topo, chunks)
     if phase is None:
-        raise SynthesisError(f"split: none stored for the {topo.name} with these ring directions, and no "
-                             "split tile covers it (tiles: cccc, one side even, the other odd >= 9; "
-                             "docs/schedules.md 'Split schedules'); use --algorithm auto")
+        long = max(topo.rows, topo.cols)
+        side = min(topo.rows, topo.cols) == 2 and long % 2 and long >= 5
+        why = ("it applies to the EquiMesh and its mirror only" if topo.kind not in ("equimesh", "mirror-equimesh")
+               else "none exists at 2 x C with C odd from 5 on, for any ring directions (CP-SAT proof, "
+               "docs/schedules.md 'Split schedules')" if side else
+               "none stored for it with these ring directions, and no split tile covers it (tiles: cccc, one "
+               "side even, the other odd >= 9, or >= 7 with an even side of 14 or 16; docs/schedules.md 'Split schedules')")
+        raise SynthesisError(f"split on the {topo.name}: {why}; use --algorithm auto")
     return phase
 
 

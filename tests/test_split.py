@@ -177,7 +177,8 @@ def test_auto_runs_the_stored_split_where_it_is_shorter_and_names_it():
     assert synthesize(topo, 8, "allgather", algorithm="split").num_steps == 70 == lower_bound(topo, 8, "allgather")
 
 
-@pytest.mark.parametrize("rows,cols,chunks,words", [(4, 4, 4, "none stored"), (3, 12, 6, "multiple of 4")])
+@pytest.mark.parametrize("rows,cols,chunks,words", [(4, 4, 4, "none stored"), (3, 12, 6, "multiple of 4"),
+                                                    (2, 9, 4, "none exists at 2 x C with C odd")])
 def test_split_where_it_does_not_apply_says_why(rows, cols, chunks, words):
     with pytest.raises(SynthesisError, match=words):
         synthesize(build("equimesh", rows, cols), chunks, "allgather", algorithm="split")
