@@ -160,15 +160,6 @@ def test_choices_that_do_not_work_are_refused_not_returned():
     assert refused and accepted
 
 
-def test_no_split_of_this_shape_on_the_2x11_equimesh():
-    # every mesh-neighbour pair: CP-SAT proves no split with the 2-cycle there (docs/schedules.md)
-    topo = build("equimesh", 2, 11)
-    pairs = [(u, w) for u in range(topo.nodes) for w in range(topo.nodes)
-             if u < w and topo.distances[u, w] == 1 and topo.distances[w, u] == 1]
-    assert pairs
-    assert all(S.find(topo, [pair], 60)[1] == "none" for pair in pairs)
-
-
 def test_auto_runs_the_stored_split_where_it_is_shorter_and_names_it():
     topo = build("equimesh", 3, 12)
     assert S.split_allgather(topo, 4) is not None          # stored in data/splits.json
