@@ -649,8 +649,9 @@ def _symmetric(topo: Topology) -> Phase | None:
 
 def split_allgather(topo: Topology, chunks: int) -> Phase | None:
     """The split schedule for ``topo`` (stored, or from a tile, or the image of one under a symmetry
-    of the grid) in ``chunks // 4`` rounds (each N - 1 steps with a stored tail, else N), checked;
-    None if there is none for it (its kind, size and ring directions) or K is not a multiple of 4."""
+    of the grid) in ``chunks // 4`` rounds (each N - 1 steps with a stored tail, else :func:`length`),
+    checked; None if there is none for it (its kind, size and ring directions) or K is not a multiple
+    of 4."""
     if not applies(topo, chunks):
         return None
     phase = _own(topo) or _symmetric(topo)
@@ -721,7 +722,8 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{key}: {'tail found' if tail is not None else 'no tail found'} ({time.perf_counter() - t0:.1f} s)",
               flush=True)
         if tail is not None:
-            _check(topo, Phase("allgather", _construct(topo, colour, rec, until=topo.nodes - len(tail) - 1).steps + tail))
+            prefix = _construct(topo, colour, rec, until=topo.nodes - len(tail) - 1)
+            _check(topo, Phase("allgather", prefix.steps + tail))
             data["tails"][key] = [_text_steps(t) for t in tail]
             save()
     for r, c in tiles:

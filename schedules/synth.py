@@ -90,7 +90,8 @@ def split(topo: Topology, chunks: int) -> Phase:
                else "none exists at 2 x C with C odd from 5 on, for any ring directions (CP-SAT proof, "
                "docs/schedules.md 'Split schedules')" if side else
                "none stored for it with these ring directions, and no split tile covers it (tiles: cccc, one "
-               "side even, the other odd >= 9, or >= 7 with an even side of 14 or 16; docs/schedules.md 'Split schedules')")
+               "side even, the other odd >= 9, or >= 7 with an even side of 14 or 16; "
+               "docs/schedules.md 'Split schedules')")
         raise SynthesisError(f"split on the {topo.name}: {why}; use --algorithm auto")
     return phase
 
