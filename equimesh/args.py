@@ -12,7 +12,7 @@ from .schedules import schedule as schedfile
 from .schedules.routing import ALGORITHMS, RoutingError, forwarding_table
 from .schedules.routing import load as load_table
 from .schedules.synth import synthesize
-from .schedules.topology import KINDS, MAX_SIDE, TopologyError, build, parse_ring_dirs
+from .schedules.topology import KINDS, MAX_SIDE, TopologyError, build, parse_ring_dirs, parse_sizes
 
 COLLECTIVES = ("allgather", "reducescatter", "allreduce")
 
@@ -49,15 +49,11 @@ def count_list(text: str, option: str, lo: int = 1, hi: int = schedfile.MAX_CHUN
 
 
 def size_list(text: str, option: str = "--sizes") -> list[tuple[int, int]]:
-    """A comma-separated list of RxC sizes, each side 2..MAX_SIDE (``--sizes 4x4,8x8``)."""
-    out = []
-    for t in items(text, option):
-        try:
-            r, c = (SIDE(v) for v in t.lower().split("x"))
-        except (ValueError, argparse.ArgumentTypeError):
-            raise UsageError(f"{option} entries look like RxC with sides 2..{MAX_SIDE}, e.g. 8x8 (got {t!r})") from None
-        out.append((r, c))
-    return out
+    """A comma-separated list of RxC sizes, each side 2..MAX_SIDE (``--sizes 4x4,8x8``; :func:`parse_sizes`)."""
+    try:
+        return parse_sizes(",".join(items(text, option)), option)
+    except TopologyError as e:
+        raise UsageError(str(e)) from None
 
 
 SIDE = count(2, MAX_SIDE)                         # --rows, --cols: a topology side

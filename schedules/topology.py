@@ -130,10 +130,13 @@ def parse_sizes(text: str, option: str = "--sizes") -> list[tuple[int, int]]:
     2..MAX_SIDE; :class:`TopologyError` naming the entry otherwise."""
     out = []
     for item in filter(None, text.split(",")):
-        r, _, c = item.strip().lower().partition("x")
-        if not (r.isdigit() and c.isdigit() and 2 <= int(r) <= MAX_SIDE and 2 <= int(c) <= MAX_SIDE):
-            raise TopologyError(f"{option} entries look like RxC with sides 2..{MAX_SIDE}, e.g. 3x9 (got {item!r})")
-        out.append((int(r), int(c)))
+        try:
+            r, c = (int(v) for v in item.strip().lower().split("x"))
+        except ValueError:
+            r = c = 0
+        if not (2 <= r <= MAX_SIDE and 2 <= c <= MAX_SIDE):
+            raise TopologyError(f"{option} entries look like RxC with sides 2..{MAX_SIDE}, e.g. 8x8 (got {item!r})")
+        out.append((r, c))
     return out
 
 

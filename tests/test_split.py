@@ -328,7 +328,7 @@ def test_the_offline_split_tool_refuses_a_malformed_size_in_one_line(option, val
         S.main([option, value, "--out", "/nonexistent/splits.json"])
     assert e.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert err.endswith(f"error: {option} entries look like RxC with sides 2..64, e.g. 3x9 (got {value!r})")
+    assert err.endswith(f"error: {option} entries look like RxC with sides 2..64, e.g. 8x8 (got {value!r})")
 
 
 @pytest.mark.parametrize("rows,cols", [(2, 9), (9, 2), (2, 11)])
