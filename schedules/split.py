@@ -496,11 +496,17 @@ def tile_pair(rec: dict) -> tuple[int, int]:
     they keep their row and column (swapped where the size lies the other way round)."""
     size, choice = next(iter(rec["sizes"].items()))
     rows, cols = (int(v) for v in size.split("x"))
-    ends = [divmod(v, cols) for v in choice["pairs"][0]]
-    if rows % 2 != rec["rows"] % 2:
-        ends = [(c, r) for r, c in ends]
-    u, w = (r * rec["cols"] + c for r, c in ends)
+    u, w = (_carry(v, rows, cols, rec["rows"], rec["cols"]) for v in choice["pairs"][0])
     return u, w
+
+
+def _carry(v: int, rows: int, cols: int, to_rows: int, to_cols: int) -> int:
+    """Node ``v`` of a rows x cols network, before a tile's band, in a to_rows x to_cols one that
+    the same tile serves: the same row and column, swapped where one lies the other way round."""
+    r, c = divmod(v, cols)
+    if rows % 2 != to_rows % 2:
+        r, c = c, r
+    return r * to_cols + c
 
 
 def _tile_record(tile: Topology, colour: np.ndarray, period: int, sizes: dict) -> dict:
@@ -513,13 +519,12 @@ def _extensions(tile: Topology, colour: np.ndarray, pair: tuple[int, int], sizes
     """The choices for each of ``sizes`` (extensions of a tile with a band of ``period``, 2-cycle
     ``pair`` before the band) that is a split that runs (with ``tail_seconds``, up to
     :data:`TAIL_SIDE` per side: that runs to N - 4 steps and has a tail)."""
-    (ur, uc), (wr, wc) = (divmod(v, tile.cols) for v in pair)
     out = {}
     for size in sizes:
         r, c = (int(v) for v in size.split("x"))
-        a, b, x, y = (ur, uc, wr, wc) if tile.rows % 2 == r % 2 else (uc, ur, wc, wr)
         topo = default(tile.kind, r, c)
-        choice = choose(topo, tile_colours(tile, colour, topo, period), [(a * c + b, x * c + y)],
+        choice = choose(topo, tile_colours(tile, colour, topo, period),
+                        [tuple(_carry(v, tile.rows, tile.cols, r, c) for v in pair)],
                         tail_seconds if max(r, c) <= TAIL_SIDE else 0.0)
         if choice is not None:
             out[size] = choice
