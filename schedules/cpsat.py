@@ -151,12 +151,15 @@ def _phase(solver, y: dict, chunks: int, steps: int) -> Phase:
 
 
 def exact(topo: Topology, chunks: int, horizon: int, lanes: bool = True, time_limit: float = 60.0,
-          workers: int = 1, start: np.ndarray | None = None) -> ExactResult:
+          workers: int = 1, start: np.ndarray | None = None,
+          symmetry: tuple[np.ndarray, np.ndarray] | None = None) -> ExactResult:
     """The shortest AllGather with at most ``horizon`` steps (None if there is none: then
     ``lower = horizon + 1`` proves that ``horizon + 1`` steps are needed when the solver decided it).
 
     ``start`` (from :func:`start_lanes`) begins from a later state: then the result is the shortest
-    completion of that state, and ``lower`` bounds the completion's steps.
+    completion of that state, and ``lower`` bounds the completion's steps. ``symmetry``, the images
+    ``(link, chunk)`` of a symmetry of ``topo`` (:func:`invariant_under`), admits only schedules it
+    maps onto themselves: then ``lower`` holds for those only.
     """
     from ortools.sat.python import cp_model
     t0 = time.perf_counter()
@@ -168,6 +171,8 @@ def exact(topo: Topology, chunks: int, horizon: int, lanes: bool = True, time_li
     if built is None:   # more chunks than the in-links carry in T steps: no schedule
         return ExactResult(None, None, T + 1, time.perf_counter() - t0)
     m, y, reads = built
+    if symmetry is not None:
+        invariant_under(m, y, *symmetry)
     span = m.NewIntVar(bound, T, "steps")
     for (l, x, t), v in y.items():
         m.Add(span >= t + 1).OnlyEnforceIf(v)
@@ -199,6 +204,19 @@ def grid_automorphism(topo: Topology, chunks: int) -> tuple[np.ndarray, np.ndarr
         if (link != np.arange(len(link))).any() and sorted(chunk.tolist()) == c.tolist():
             return node, link, chunk
     return None
+
+
+def invariant_under(m, y: dict, link: np.ndarray, chunk: np.ndarray) -> None:
+    """Keep only the schedules that a symmetry maps onto themselves: ``y[l, x, t] = y[link[l], chunk[x],
+    t]``, with ``chunk`` the image of every chunk ``x = root * K + index`` (a symmetry of the grid has
+    order 1, 2 or 4; one equality per variable outside its orbit's first)."""
+    for k, v in y.items():
+        orbit, (l, x, t) = [k], k
+        for _ in range(3):
+            l, x = int(link[l]), int(chunk[x])
+            orbit.append((l, x, t))
+        if k != min(orbit):
+            m.Add(v == y[min(orbit)])
 
 
 def at_bound(topo: Topology, chunks: int, time_limit: float = 600.0, invariant: bool = True) -> ExactResult:
@@ -260,13 +278,8 @@ def at_bound(topo: Topology, chunks: int, time_limit: float = 600.0, invariant: 
             m.Add(key(int(a[0])) >= key(int(b[0])))
     if sym is not None:
         node, link, chunk = sym
-        for k, v in y.items():
-            orbit, (l, x, t) = [k], k
-            for _ in range(3):
-                l, x = int(link[l]), int(node[x // K]) * K + int(chunk[x % K])
-                orbit.append((l, x, t))
-            if k != min(orbit):     # one equality per variable outside its orbit's first
-                m.Add(v == y[min(orbit)])
+        x = np.arange(topo.nodes * K)
+        invariant_under(m, y, link, node[x // K] * K + chunk[x % K])
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = time_limit
     solver.parameters.num_workers = 1

@@ -129,11 +129,13 @@ def main(argv: list[str] | None = None) -> None:
     """Solve the lane-rule K = 4 AllGather of each size given (EquiMesh and its mirror) with the CP-SAT
     model (``--algorithm cpsat``), or with XTree and CP-SAT windows (``--repair SEEDS``,
     :func:`.cpsat.repair`), or at the bound with the lane rule soft and the schedule symmetric
-    (``--at-bound``, :func:`.cpsat.at_bound`), or re-solve a stored schedule's tail with longer CP-SAT windows
+    (``--at-bound``, :func:`.cpsat.at_bound`), or by partial ring pipelining (``--partial SEEDS``,
+    :mod:`.partial`), or re-solve a stored schedule's tail with longer CP-SAT windows
     (``--tail``), and store those that reach the bound or beat XTree and what is stored (best known);
     or store schedule files found earlier (``--add``, at the bound). Networks stored at the
     bound, directly or as a symmetric image, are skipped."""
     import argparse
+    from . import partial
     from .cpsat import at_bound, improve_tail, repair
     from .schedule import load
     from .synth import synthesize
@@ -150,6 +152,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--tail", action="store_true",
                     help=f"re-solve the tail of the stored schedule with CP-SAT windows of {', '.join(map(str, TAIL_WINDOWS))} "
                          "steps (for --time-limit seconds) instead of solving anew")
+    ap.add_argument("--partial", type=int, default=0, metavar="SEEDS",
+                    help="two chunk classes ring-pipelined on Hamiltonian cycles, the other two solved exactly by CP-SAT "
+                         "on the links left (schedules/partial.py), for up to SEEDS pairs of cycles, instead of the whole exact model")
     ap.add_argument("--add", nargs="*", default=[], type=Path,
                     help="schedule files (K = 4 lane-rule AllGathers at the bound) to store instead of solving")
     ap.add_argument("--out", type=Path, default=LIBRARY)
@@ -193,6 +198,11 @@ def main(argv: list[str] | None = None) -> None:
                 phase = improve_tail(topo, BASE, known, True, args.time_limit, windows=TAIL_WINDOWS)
             elif args.at_bound:
                 phase = at_bound(topo, BASE, args.time_limit).phase
+                if phase is None:
+                    print(f"{_key(topo)}: none at the bound {bound} ({time.perf_counter() - t0:.1f} s)", flush=True)
+                    continue
+            elif args.partial:
+                phase = partial.solve(topo, args.partial, args.time_limit)
                 if phase is None:
                     print(f"{_key(topo)}: none at the bound {bound} ({time.perf_counter() - t0:.1f} s)", flush=True)
                     continue
