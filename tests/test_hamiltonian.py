@@ -175,7 +175,7 @@ def test_cli_reports_method_and_rejects_ring_where_it_does_not_apply():
                             "use --algorithm auto (it runs a stored schedule at the bound here)"),
                            (["--rows", "2", "--cols", "9"], "no Hamiltonian decomposition",
                             "use --algorithm auto (it runs a stored schedule at the bound here)"),
-                           (["--rows", "2", "--cols", "17"], "no Hamiltonian decomposition", "auto or xtree"),
+                           (["--rows", "2", "--cols", "19"], "no Hamiltonian decomposition", "auto or xtree"),
                            (["--chunks", "3"], "multiple of 4", "auto or xtree"),
                            (["--kind", "mesh"], "needs an EquiMesh", "auto or xtree")):
         r = _cli("schedule", "--algorithm", "ring", *args)
