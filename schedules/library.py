@@ -197,13 +197,9 @@ def main(argv: list[str] | None = None) -> None:
             t0 = time.perf_counter()
             if args.tail:
                 phase = improve_tail(topo, BASE, known, True, args.time_limit, windows=TAIL_WINDOWS)
-            elif args.at_bound:
-                phase = at_bound(topo, BASE, args.time_limit).phase
-                if phase is None:
-                    print(f"{_key(topo)}: none at the bound {bound} ({time.perf_counter() - t0:.1f} s)", flush=True)
-                    continue
-            elif args.partial:
-                phase = partial.solve(topo, args.partial, args.time_limit)
+            elif args.at_bound or args.partial:      # these search at the bound only
+                phase = (at_bound(topo, BASE, args.time_limit).phase if args.at_bound
+                         else partial.solve(topo, args.partial, args.time_limit))
                 if phase is None:
                     print(f"{_key(topo)}: none at the bound {bound} ({time.perf_counter() - t0:.1f} s)", flush=True)
                     continue

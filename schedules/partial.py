@@ -93,11 +93,12 @@ def rest(topo: Topology, colour: np.ndarray) -> tuple[Topology, np.ndarray]:
 
 def merge(topo: Topology, colour: np.ndarray, sub: Topology, ids: np.ndarray, rest_phase: Phase) -> Phase:
     """The K = 4 AllGather: the ring pipeline on H0 and H1 (module docstring) and ``rest_phase``, the
-    K = 2 AllGather of D, step by step, each chunk renamed to the index of its home lane."""
+    K = 2 AllGather of D at its bound N - 1, step by step, each chunk renamed to the index of its
+    home lane."""
     from .hamiltonian import _order
     n = topo.nodes
     chunk_at = {(v, p): k for v in range(n) for k, p in enumerate(topo.ports(v))}
-    steps = [[] for _ in range(max(n - 1, rest_phase.num_steps))]
+    steps = [[] for _ in range(n - 1)]      # D's AllGather is at its bound N - 1 too
     for c in range(RINGS):
         order = _order(topo, np.nonzero(colour == c)[0])
         nodes = topo.link_src[order]
