@@ -105,7 +105,7 @@ def load_image(args):
 
 def add_pipeline_arg(p) -> None:
     """``--pipeline``: the routers' pipeline depth (rtl/router.py; docs/rtl.md "Timing")."""
-    from .rtl.rom import DEFAULT_PIPELINE, PIPELINES
+    from .rtl.timing import DEFAULT_PIPELINE, PIPELINES
 
     p.add_argument("--pipeline", type=int, choices=PIPELINES, default=DEFAULT_PIPELINE,
                    help=f"router pipeline depth: 0 = memory reads and relay decisions in the switch's cycle, "

@@ -11,7 +11,7 @@ from .args import CHUNKS, SIDE, add_topology_args, count_list, items, size_list,
 from .errors import InputError, UsageError, writing
 from .progress import Progress
 from .schedules import schedule as schedfile
-from .schedules.ringdirs import CHOICES as RING_DIRS_CHOICES
+from .schedules.methods.ringdirs import CHOICES as RING_DIRS_CHOICES
 from .schedules.schedule import lower_bound, schedule_bound
 from .schedules.storage import check_storage
 from .schedules.synth import ALGORITHMS, SynthesisError, synthesize
@@ -36,7 +36,7 @@ def cmd_topology(args) -> int:
 
 def _synthesize(args, t, progress):
     if args.overlap:
-        from .schedules.overlap import overlapped_allreduce
+        from .schedules.methods.overlap import overlapped_allreduce
         return overlapped_allreduce(t, args.chunks, args.algorithm)
     try:
         return synthesize(t, args.chunks, args.collective, args.algorithm, lanes=args.storage == "lanes",
@@ -49,7 +49,7 @@ def cmd_schedule(args) -> int:
     if not 0 < args.time_limit < float("inf"):
         raise UsageError(f"--time-limit must be > 0 (got {args.time_limit})")
     if args.overlap:
-        from .schedules.overlap import TREE_ALGORITHMS
+        from .schedules.methods.overlap import TREE_ALGORITHMS
         if args.algorithm == "auto":  # the overlapped schedule reschedules MirrorXTree's trees by default
             args.algorithm = "mirrorxtree"
         if args.collective != "allreduce":
@@ -154,7 +154,7 @@ def register(sub) -> None:
     p.add_argument("--time-limit", type=float, default=60.0, help="seconds for --algorithm optimal (default 60)")
     p.add_argument("--overlap", action="store_true",
                    help="AllReduce only: overlap ReduceScatter and AllGather of different chunks in one step list "
-                        "(format version 2; schedules/overlap.py); links only (--storage none)")
+                        "(format version 2; schedules/methods/overlap.py); links only (--storage none)")
     p.add_argument("--out", help="write the schedule JSON here")
     p.add_argument("--json", action="store_true", help="machine-readable summary")
     p.set_defaults(func=cmd_schedule)
@@ -256,9 +256,9 @@ def register_bench(sub) -> None:
 
 def cmd_bench_optimal(args) -> int:
     """XTree against an exact solver: proven optimum (or the proven lower limit on a timeout) per size."""
-    from .schedules.cpsat import exact
-    from .schedules.optimal import optimal
-    from .schedules.xtree import xtree
+    from .schedules.methods.cpsat import exact
+    from .schedules.methods.optimal import optimal
+    from .schedules.methods.xtree import xtree
     sizes, chunks = size_list(args.sizes), count_list(args.chunks, "--chunks")
     lanes = args.storage == "lanes"
     table = _Table(f"equimesh bench-optimal: {args.solver}, storage {args.storage}, time limit "

@@ -12,14 +12,14 @@ from .args import CHUNKS, SIDE, count_list, items
 from .errors import InputError, UsageError, writing
 from .schedules.failures import Disconnected, degrade, parse_fail_links, random_failures
 from .schedules.topology import TopologyError, build
-from .sim.alphabeta import LINK_ORDERS, LinkModel
-from .sim.evaluate import (ALGORITHMS, COLLECTIVES, default_sizes, evaluate, format_size, machine,
+from .sim.analytic.alphabeta import LINK_ORDERS, LinkModel
+from .sim.analytic.evaluate import (ALGORITHMS, COLLECTIVES, default_sizes, evaluate, format_size, machine,
                            parse_size, plot_curves, run_curve, to_json)
 
 
 def _algorithms(text: str | None, failures: bool, collective: str | None = None) -> list[str]:
     if text is None:
-        names = [n for n, a in ALGORITHMS.items() if a.available and (a.topology_agnostic or not failures)
+        names = [n for n, a in ALGORITHMS.items() if (a.topology_agnostic or not failures)
                  and (collective is None or collective in a.collectives)]
     else:
         names = items(text, "--algorithms")
@@ -27,8 +27,6 @@ def _algorithms(text: str | None, failures: bool, collective: str | None = None)
         if n not in ALGORITHMS:
             raise UsageError(f"unknown algorithm {n!r}; expected one of {', '.join(ALGORITHMS)}")
         a = ALGORITHMS[n]
-        if not a.available:
-            raise UsageError(f"algorithm {n!r} is not available yet (schedules/{a.module}.py is missing)")
         if collective is not None and collective not in a.collectives:
             raise UsageError(f"algorithm {n!r} schedules {', '.join(a.collectives)} only, not {collective}")
         if failures and not a.topology_agnostic:
@@ -127,7 +125,7 @@ def _print_table(out: dict) -> None:
 def cmd_report(args) -> int:
     from pathlib import Path
 
-    from .sim.report import write_report
+    from .sim.analytic.report import write_report
 
     out = Path(args.out)
     with writing(f"the report under {out}"):

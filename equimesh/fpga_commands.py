@@ -1,5 +1,5 @@
 """``equimesh fpga``: LUTs, flip-flops, block RAM, Fmax and critical path of every distinct router of a
-network on a Lattice ECP5, and its CMOS transistor estimate (sim/fpga.py, docs/fpga.md)."""
+network on a Lattice ECP5, and its CMOS transistor estimate (rtl/flow/ecp5.py, docs/fpga.md)."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def _write_files(rows, out: Path) -> None:
 def cmd_fpga(args) -> int:
     from .rtl.design import fit
     from .rtl.rom import RomError
-    from .sim.fpga import PARTS, FpgaError, Target, measure
+    from .rtl.flow.ecp5 import PARTS, FpgaError, Target, measure
 
     _check(args)
     if args.part.upper() not in PARTS:

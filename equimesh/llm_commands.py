@@ -7,7 +7,7 @@ import sys
 
 from .args import SIDE
 from .errors import InputError, UsageError, writing
-from .sim.llm import (DEFAULT_MICRO_BATCH, DEFAULT_SEQ_LEN, MODELS_FILE, PROPOSED, ModelFileError, evaluate_models,
+from .sim.analytic.llm import (DEFAULT_MICRO_BATCH, DEFAULT_SEQ_LEN, MODELS_FILE, PROPOSED, ModelFileError, evaluate_models,
                       geomean, load_models, plot_fig9)
 
 

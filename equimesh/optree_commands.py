@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .errors import UsageError, writing
 from .schedules import optree as ot
-from .sim import optree as report
+from .sim.analytic import optree_timing as report
 
 
 def cmd_optree(args) -> int:

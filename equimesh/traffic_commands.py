@@ -271,7 +271,7 @@ def cmd_bench_modes(args) -> int:
     from .schedules.synth import synthesize
     from .schedules.topology import TopologyError, build
     from .rtl.design import fit
-    from .sim.synth import YosysMissing, mode_cells
+    from .rtl.flow.yosys import YosysMissing, mode_cells
 
     lines = [f"# equimesh bench-modes ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.machine()}): "
              f"AllGather K={args.chunks}, {args.chunk_flits} flits/chunk; packets of {args.payload_flits} payload "
@@ -306,7 +306,7 @@ def cmd_bench_modes(args) -> int:
 def cmd_bench_relay(args) -> int:
     import platform
 
-    from .rtl.rom import run_cycles
+    from .rtl.timing import run_cycles
     from .schedules.synth import synthesize
     from .schedules.topology import TopologyError, build
 

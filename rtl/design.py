@@ -14,7 +14,8 @@ import hashlib
 from dataclasses import dataclass
 
 from ..schedules.topology import Topology, format_ring_dirs
-from .rom import DEFAULT_PIPELINE, PIPELINES, NetworkImage, RomError, design_ports, period, run_cycles, same_topology
+from .rom import NetworkImage, RomError, design_ports, same_topology
+from .timing import DEFAULT_PIPELINE, PIPELINES, period, run_cycles
 
 MIN_DEPTH = 16  # the smallest table and lane sizes a fitted design gets (powers of two above)
 FLIT_BITS = 64  # the flit width of every design the CLI builds

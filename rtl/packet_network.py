@@ -20,7 +20,7 @@ from .packet import PacketFormat
 from .instance import router_ports
 from .packet_endpoints import COUNTER_BITS, RATE_BITS, Checker, Generator, Sink
 from .packet_router import PacketConfig, PacketRouter
-from .rom import DEFAULT_PIPELINE
+from .timing import DEFAULT_PIPELINE
 
 
 class PacketSetup:

@@ -55,7 +55,7 @@ from .crossbar import Crossbar, select_layout
 from .flit import WORD_BITS, flit_layout
 from .packet import PacketFormat
 from .relay import Relay, forwarding_ports, rewrite_header
-from .rom import DEFAULT_PIPELINE
+from .timing import DEFAULT_PIPELINE
 
 
 class InputBuffer(wiring.Component):

@@ -76,7 +76,8 @@ from .flit import add_flits, flit_layout, link_signature
 from .lane import Lane
 from .packet_router import PacketConfig, PacketPath
 from .relay import forwarding_ports
-from .rom import DEFAULT_PIPELINE, entry_layout, period
+from .rom import entry_layout
+from .timing import DEFAULT_PIPELINE, period
 
 
 class Router(wiring.Component):

@@ -27,7 +27,8 @@ from amaranth.back import verilog
 from .design import Design
 from .network import Network, top_ports
 from .packet_network import PacketSetup
-from .rom import LATENCY, MIN_PERIOD, NetworkImage
+from .rom import NetworkImage
+from .timing import LATENCY, MIN_PERIOD
 
 TOP = "equimesh_top"
 
@@ -189,3 +190,18 @@ def fusesoc_core(design: Design, core_dir: Path, verilog_file: Path, lint_file: 
               "  lint:", "    default_tool: verilator", "    filesets: [rtl, lint]", f"    toplevel: {TOP}",
               "    tools:", "      verilator:", "        mode: lint-only", ""]
     return "\n".join(lines)
+
+
+def flat_ports(top) -> tuple[list[str], list[str], dict[str, int]]:
+    """Every port of an Amaranth top, arrays and nested signatures flattened the way its Verilog names
+    them (``sent__0``, ``inject_mon__0__valid``): input names, output names, every port's bit width.
+    For tops whose ports are all plain this is ``rtl/network.py``'s ``top_ports``."""
+    from amaranth.hdl import Shape
+    from amaranth.lib.wiring import In
+
+    ins, outs, widths = [], [], {}
+    for path, member, _ in top.signature.flatten(top):
+        name = "__".join(str(p) for p in path)
+        (ins if member.flow == In else outs).append(name)
+        widths[name] = Shape.cast(member.shape).width
+    return ins, outs, widths

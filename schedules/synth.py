@@ -20,20 +20,32 @@ schedule's ``method`` says what was used.
 
 from __future__ import annotations
 
-import numpy as np
-
-from .cpsat import exact, improve_tail, repair
-from .hamiltonian import decompose
-from .library import stored
-from .multitree import multitree
-from .parity import no_decomposition
-from .ring2d import ring2d
-from .ringpipe import ring_allgather
+from .methods.cpsat import exact, improve_tail, repair
+from .methods.hamiltonian import decompose
+from .methods.library import stored
+from .methods.multitree import multitree
+from .methods.parity import no_decomposition
+from .methods.ring2d import ring2d
+from .methods.ringpipe import ring_allgather
 from .schedule import Phase, Schedule, lower_bound
-from .split import split_allgather
+from .methods.split import split_allgather
 from .topology import Topology
-from .xtree import xtree
+from .methods.reverse import reverse_onto
+from .methods.tacos import tacos
+from .methods.tidalmesh import tidalmesh
+from .methods.tto import tto
+from .methods.xtree import xtree
 
+def overlap(topo: Topology, chunks: int, collective: str) -> Schedule:
+    """The overlapped AllReduce (format version 2, :mod:`.methods.overlap`); it schedules AllReduce only."""
+    from .methods.overlap import overlapped_allreduce
+
+    return overlapped_allreduce(topo, chunks)
+
+
+# The mesh baselines of seed 000, Section V-A that build a whole Schedule themselves, by name:
+# (topology, chunks, collective) -> Schedule. With ALGORITHMS this is the one registry of methods.
+BASELINES = {"tacos": tacos, "tto": tto, "tidalmesh": tidalmesh, "overlap": overlap}
 ALGORITHMS = ("auto", "ring", "split", "xtree", "repair", "mirrorxtree", "multitree", "ring2d", "optimal", "cpsat")
 EXACT_AUTO_MAX = 24      # auto tries the CP-SAT exact model when nodes x K is at most this ...
 EXACT_AUTO_SECONDS = 10.0  # ... for at most this long
@@ -44,20 +56,6 @@ REPAIR_SEEDS = 4         # XTree tie-break orders that repair tries
 
 class SynthesisError(RuntimeError):
     """The algorithm could not produce a schedule (e.g. the exact solver ran out of time)."""
-
-
-def reverse_onto(phase: Phase, mirror: Topology, topo: Topology) -> Phase:
-    """Algorithm 3, line 2: time- and direction-reverse an AllGather of ``mirror`` onto ``topo``'s links."""
-    index = {}
-    for i, l in enumerate(topo.links):
-        index.setdefault((l.src, l.dst, l.src_port, l.dst_port), i)
-    remap = np.array([index[(l.dst, l.src, l.dst_port, l.src_port)] for l in mirror.links], dtype=np.int64)
-    steps = []
-    for s in reversed(phase.steps):
-        a = np.array(s, dtype=np.int64).reshape(-1, 3).copy()
-        a[:, 0] = remap[a[:, 0]]
-        steps.append(a)
-    return Phase("reducescatter", steps)
 
 
 def ring(topo: Topology, chunks: int) -> Phase:
@@ -152,7 +150,7 @@ def allgather(topo: Topology, chunks: int, algorithm: str, lanes: bool, time_lim
     if algorithm == "ring2d":
         return ring2d(topo, chunks)
     if algorithm == "optimal":
-        from .optimal import optimal    # scipy.optimize takes a second to import; only this path needs it
+        from .methods.optimal import optimal    # scipy.optimize takes a second to import; only this path needs it
         res = optimal(topo, chunks, lanes=lanes, time_limit=time_limit)
         if res.phase is None:
             raise SynthesisError(

@@ -90,7 +90,8 @@ def run_image(image: NetworkImage, backend: str = "verilator", design: Design | 
         import time
 
         from ..rtl.verilog import network_verilog
-        from .verilator import build_directory, cache_root
+        from ..rtl.flow.cache import cache_root
+        from .verilator import build_directory
 
         t0 = time.perf_counter()
         nv = network_verilog(design, cache=cache_root() / "verilog")

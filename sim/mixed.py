@@ -28,7 +28,8 @@ from ..rtl.design import Design, fit
 from ..rtl.network import Network, buses, top_ports
 from ..rtl.packet import PacketFormat
 from ..rtl.packet_network import PacketSetup, TrafficTop
-from ..rtl.rom import DEFAULT_PIPELINE, NetworkImage
+from ..rtl.rom import NetworkImage
+from ..rtl.timing import DEFAULT_PIPELINE
 from ..schedules.routing import ForwardingTable
 from .harness import drive
 from .metrics import link_stats

@@ -34,7 +34,7 @@ import cocotb
 import numpy as np
 
 from ..rtl.packet import PacketError, PacketFormat
-from ..rtl.rom import DEFAULT_PIPELINE
+from ..rtl.timing import DEFAULT_PIPELINE
 from .traffic import Traffic
 from .traffic_cocotb import drive_load
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..rtl.packet import SEQ_BITS, Opcode, PacketError, PacketFormat
-from ..rtl.rom import DEFAULT_PIPELINE
+from ..rtl.timing import DEFAULT_PIPELINE
 from ..schedules.routing import ForwardingTable
 
 PATTERNS = ("multicast", "unicast", "allgather-multiwrite", "allgather-unicast")

@@ -28,7 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..rtl.verilog import TOP, top_verilog, without_zero_init
+from ..rtl.flow.cache import CacheError, cache_root, publish, seal, valid_entry
+from ..rtl.verilog import TOP, flat_ports, top_verilog, without_zero_init
 from .program import Capture, ClockTo, Program, Run, Set, Settle, Until, words_of
 
 MAGIC = 0x504D5145  # "EQMP"
@@ -48,14 +49,6 @@ CXX_OPT_SLOW = "-O0"
 
 class VerilatorError(RuntimeError):
     """Verilator is missing or failed; the message is one line that names the fix or the log."""
-
-
-def cache_root() -> Path:
-    env = os.environ.get("EQUIMESH_CACHE")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME")
-    return (Path(base) if base else Path.home() / ".cache") / "equimesh"
 
 
 @contextmanager
@@ -344,50 +337,6 @@ class Model:
         return out
 
 
-def _digest_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def seal(tmp: Path, key: str, payload: str = "model", **info) -> None:
-    """Record the finished build in ``tmp``: its key, its ``payload`` file's digest and ``info``."""
-    (tmp / "entry.json").write_text(json.dumps({"key": key, **info,
-                                                f"{payload}_sha256": _digest_file(tmp / payload)}))
-
-
-def valid_entry(entry: Path, key: str, payload: str = "model") -> bool:
-    try:
-        rec = json.loads((entry / "entry.json").read_text())
-        return rec["key"] == key and _digest_file(entry / payload) == rec[f"{payload}_sha256"]
-    except (OSError, ValueError, KeyError):
-        return False
-
-
-def publish(tmp: Path, entry: Path, key: str, payload: str = "model") -> None:
-    """Make the finished build in ``tmp`` (sealed by :func:`seal`) the cache entry ``entry`` with one atomic
-    rename. A damaged entry in the way is removed first; if another process published a valid one first,
-    ours is dropped."""
-    if entry.exists():
-        if valid_entry(entry, key, payload):
-            shutil.rmtree(tmp, ignore_errors=True)
-            return
-        trash = entry.with_name(f"{entry.name}.damaged-{os.getpid()}")
-        try:
-            os.rename(entry, trash)
-            shutil.rmtree(trash, ignore_errors=True)
-        except OSError:  # another process moved it away first
-            pass
-    try:
-        os.rename(tmp, entry)
-    except OSError:  # published by another process between the check and the rename
-        shutil.rmtree(tmp, ignore_errors=True)
-        if not valid_entry(entry, key, payload):
-            raise VerilatorError(f"the model cache entry {entry} is unusable; delete it and run again") from None
-
-
 def check_fst_headers() -> None:
     """Verilator's FST writer compiles against the LZ4 headers (Debian: liblz4-dev, which ``make setup``
     installs); without them its build fails deep in make, so say so first."""
@@ -458,26 +407,14 @@ def build_model(verilog_text: str, ins: list[str], outs: list[str], widths: dict
         shutil.move(str(tmp / "obj" / "model"), tmp / "model")
         shutil.rmtree(tmp / "obj")
         seal(tmp, key, verilator=version, flags=flags)
-        publish(tmp, entry, key)
+        try:
+            publish(tmp, entry, key)
+        except CacheError as e:
+            raise VerilatorError(str(e)) from None
         return Model(entry, ins, outs, time.perf_counter() - t0, False)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
-
-
-def flat_ports(top) -> tuple[list[str], list[str], dict[str, int]]:
-    """Every port of an Amaranth top, arrays and nested signatures flattened the way its Verilog names
-    them (``sent__0``, ``inject_mon__0__valid``): input names, output names, every port's bit width.
-    For tops whose ports are all plain this is ``rtl/network.py``'s ``top_ports``."""
-    from amaranth.hdl import Shape
-    from amaranth.lib.wiring import In
-
-    ins, outs, widths = [], [], {}
-    for path, member, _ in top.signature.flatten(top):
-        name = "__".join(str(p) for p in path)
-        (ins if member.flow == In else outs).append(name)
-        widths[name] = Shape.cast(member.shape).width
-    return ins, outs, widths
 
 
 def _rtl_digest() -> str:

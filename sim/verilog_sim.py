@@ -16,7 +16,8 @@ import time
 from pathlib import Path
 
 from .program import Program
-from .verilator import TOP, VerilatorError, cache_root, find_verilator, read_result, write_program
+from ..rtl.flow.cache import cache_root
+from .verilator import TOP, VerilatorError, find_verilator, read_result, write_program
 
 DUMP = """module equimesh_dump();
   reg [8*1024-1:0] path;

@@ -6,7 +6,7 @@ import pytest
 from equimesh.schedules.schedule import Phase, Schedule
 from equimesh.schedules.topology import build
 from equimesh.schedules.verify import verify
-from equimesh.sim.alphabeta import (LinkModel, Transfers, dim_decomposed_allreduce,
+from equimesh.sim.analytic.alphabeta import (LinkModel, Transfers, dim_decomposed_allreduce,
                                     dim_decomposed_allreduce_time, run, run_ready_order, simulate)
 
 # alpha = 1, B = 100 bytes per time unit: a 1000-byte chunk takes T = 1 + 10 = 11.

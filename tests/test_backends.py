@@ -16,6 +16,7 @@ from equimesh.rtl.design import Design
 from equimesh.rtl.rom import compile_schedule
 from equimesh.schedules.synth import synthesize
 from equimesh.schedules.topology import build
+from equimesh.rtl.flow import cache as artifacts
 from equimesh.sim import verilator as vl
 from equimesh.sim.backends import run_image
 
@@ -81,7 +82,7 @@ def test_a_damaged_cache_entry_is_rebuilt_not_used(cache, two_by_three):
         f.write(b"\0")  # the binary no longer matches its record
     r = run_image(images[0], "verilator", design)
     assert not r.cached and r.bit_exact and r.stats.busy_matches_schedule
-    assert vl.valid_entry(entry, json.loads((entry / "entry.json").read_text())["key"])
+    assert artifacts.valid_entry(entry, json.loads((entry / "entry.json").read_text())["key"])
 
 
 def test_publishing_keeps_the_first_valid_entry_and_replaces_a_damaged_one(tmp_path):
@@ -89,16 +90,16 @@ def test_publishing_keeps_the_first_valid_entry_and_replaces_a_damaged_one(tmp_p
         d = tmp_path / name
         d.mkdir()
         (d / "model").write_bytes(content)
-        (d / "entry.json").write_text(json.dumps({"key": "k", "model_sha256": vl._digest_file(d / "model")}))
+        (d / "entry.json").write_text(json.dumps({"key": "k", "model_sha256": artifacts._digest_file(d / "model")}))
         return d
 
     entry = tmp_path / "k"
-    vl.publish(build_dir("a", b"first"), entry, "k")
-    vl.publish(build_dir("b", b"second"), entry, "k")  # a concurrent build of the same key loses
+    artifacts.publish(build_dir("a", b"first"), entry, "k")
+    artifacts.publish(build_dir("b", b"second"), entry, "k")  # a concurrent build of the same key loses
     assert (entry / "model").read_bytes() == b"first" and not (tmp_path / "b").exists()
     (entry / "model").write_bytes(b"damaged")
-    vl.publish(build_dir("c", b"third"), entry, "k")
-    assert (entry / "model").read_bytes() == b"third" and vl.valid_entry(entry, "k")
+    artifacts.publish(build_dir("c", b"third"), entry, "k")
+    assert (entry / "model").read_bytes() == b"third" and artifacts.valid_entry(entry, "k")
 
 
 def test_a_missing_verilator_is_one_line_naming_the_fix(monkeypatch):

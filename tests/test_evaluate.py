@@ -72,7 +72,7 @@ def test_bad_input_is_one_line(capsys, argv, code, msg):
 
 
 def test_sizes_parse_with_binary_suffixes():
-    from equimesh.sim.evaluate import format_size, parse_size
+    from equimesh.sim.analytic.evaluate import format_size, parse_size
     assert parse_size("4K") == 4096 and parse_size("1G") == 2 ** 30 and parse_size("16MB") == 2 ** 24
     assert parse_size("1000") == 1000
     assert [format_size(v) for v in (1024, 2 ** 20, 3 * 2 ** 30, 1000)] == ["1KB", "1MB", "3GB", "1000B"]

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from equimesh.schedules.forwarding import check, solve
-from equimesh.schedules.hamiltonian import decompose
+from equimesh.schedules.methods.hamiltonian import decompose
 from equimesh.schedules.topology import build
 
 

@@ -1,4 +1,4 @@
-"""equimesh fpga (sim/fpga.py): report parsing against captured tool output, the wrapper, bad input,
+"""equimesh fpga (rtl/flow/ecp5.py): report parsing against captured tool output, the wrapper, bad input,
 and one real yosys + nextpnr run on the smallest router."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 
 from equimesh.cli import main
 from equimesh.rtl.router import Router
-from equimesh.sim import fpga
-from equimesh.sim.verilator import flat_ports
+from equimesh.rtl.flow import ecp5 as fpga
+from equimesh.rtl.verilog import flat_ports
 
 FIX = Path(__file__).parent / "fixtures" / "fpga"
 SMALL = ["fpga", "--kind", "mesh", "--rows", "2", "--cols", "2", "--chunks", "1", "--chunk-flits", "2",

@@ -7,9 +7,9 @@ import sys
 import numpy as np
 import pytest
 
-from equimesh.schedules import hamiltonian as H
-from equimesh.schedules.cpsat import exact
-from equimesh.schedules.ringpipe import ring_allgather
+from equimesh.schedules.methods import hamiltonian as H
+from equimesh.schedules.methods.cpsat import exact
+from equimesh.schedules.methods.ringpipe import ring_allgather
 from equimesh.schedules.schedule import Schedule, lower_bound
 from equimesh.schedules.storage import check_storage
 from equimesh.schedules.synth import synthesize
@@ -185,8 +185,8 @@ def test_cli_reports_method_and_rejects_ring_where_it_does_not_apply():
 
 
 def test_cpsat_windows_shorten_lane_xtree_on_2x3():
-    from equimesh.schedules.cpsat import improve_tail, start_lanes
-    from equimesh.schedules.xtree import xtree
+    from equimesh.schedules.methods.cpsat import improve_tail, start_lanes
+    from equimesh.schedules.methods.xtree import xtree
     t = build("equimesh", 2, 3)
     ph = xtree(t, 4, lanes=True)
     assert ph.num_steps == 6                         # README: lane-aware XTree, 2x3, K = 4

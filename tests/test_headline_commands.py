@@ -180,7 +180,7 @@ def test_bench_relay_2x2_flit_hops_by_hand():
 def test_bench_modes_table(tmp_path, monkeypatch):
     """The table bench-modes prints from the cells of each mode's router. Stand-in for yosys here (the
     real counts are checked through ``compare`` above): the Verilog's line count, which differs per design."""
-    import equimesh.sim.synth as synth
+    import equimesh.rtl.flow.yosys as synth
 
     seen = {}
 
@@ -233,7 +233,7 @@ def test_report_small(tmp_path, monkeypatch):
     ``compare`` is tested above), link failures (resynthesis on 8x8; tests/test_evaluate.py and
     tests/test_baselines.py test failures) and the RTL cross-check (five RTL simulations up to 4x4; the
     RTL's cycle count is tested in tests/test_sim_network.py)."""
-    import equimesh.sim.report as report
+    import equimesh.sim.analytic.report as report
 
     monkeypatch.setattr(report, "FIG_SHAPES", ((2, 3), (3, 3)))
     monkeypatch.setattr(report, "compare_section", lambda out, log: "COMPARE-SECTION")

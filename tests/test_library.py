@@ -1,12 +1,12 @@
-"""Stored exact lane-rule AllGathers (schedules/library.py) and K = 4m as rounds of a K = 4 schedule."""
+"""Stored exact lane-rule AllGathers (schedules/methods/library.py) and K = 4m as rounds of a K = 4 schedule."""
 
 import json
 
 import numpy as np
 import pytest
 
-from equimesh.schedules import library as L
-from equimesh.schedules.cpsat import exact
+from equimesh.schedules.methods import library as L
+from equimesh.schedules.methods.cpsat import exact
 from equimesh.schedules.schedule import Phase, Schedule
 from equimesh.schedules.storage import check_storage
 from equimesh.schedules.synth import synthesize
@@ -33,7 +33,7 @@ def test_rounds_of_an_exact_2x3_schedule_reach_the_k8_bound():
 
 @pytest.mark.parametrize("key", sorted(L._library()))
 def test_every_stored_schedule_is_valid_and_at_the_bound_or_beats_xtree(key):
-    from equimesh.schedules.xtree import xtree
+    from equimesh.schedules.methods.xtree import xtree
     kind, size, dirs = key.split()
     r, c = (int(v) for v in size.split("x"))
     t = build(kind, r, c, ring_dirs=parse_ring_dirs(dirs))
@@ -152,8 +152,8 @@ def test_cli_cpsat_honours_the_lanes_by_default(tmp_path):
 def test_repair_reaches_the_bound_where_xtree_does_not():
     # 3x5 (no Hamiltonian decomposition, docs/schedules.md): lane-aware XTree needs 15 steps, the
     # bound is 14; CP-SAT windows on a tie-break order's tail close the gap
-    from equimesh.schedules.cpsat import repair
-    from equimesh.schedules.xtree import xtree
+    from equimesh.schedules.methods.cpsat import repair
+    from equimesh.schedules.methods.xtree import xtree
     t = build("equimesh", 3, 5)
     assert xtree(t, 4, lanes=True).num_steps == 15
     ph = repair(t, 4, seeds=4, time_limit=120)
@@ -214,7 +214,7 @@ def repaired_2x9():
     until partial ring pipelining stored one at the bound (2026-11-27), kept as a fixture."""
     from pathlib import Path
     from equimesh.schedules.schedule import load
-    from equimesh.schedules.xtree import xtree
+    from equimesh.schedules.methods.xtree import xtree
     t = build("equimesh", 2, 9)
     ph = load(Path(__file__).parent / "fixtures" / "best_known_2x9.json").phases[0]
     _checked(t, 4, ph)
@@ -233,8 +233,8 @@ def test_2x7_is_stored_at_the_bound():
 def test_library_cli_stores_a_best_known_schedule_where_the_bound_is_not_reached(tmp_path, monkeypatch,
                                                                                    repaired_2x9):
     # repair's result is stored because it beats XTree; a later, longer one does not replace it
-    from equimesh.schedules import cpsat
-    from equimesh.schedules.xtree import xtree
+    from equimesh.schedules.methods import cpsat
+    from equimesh.schedules.methods.xtree import xtree
     t, ph = repaired_2x9
     found = {L._key(t): ph}
     monkeypatch.setattr(cpsat, "repair", lambda topo, *a, **k: found.get(L._key(topo)) or xtree(topo, 4, lanes=True))
@@ -254,7 +254,7 @@ def test_library_cli_stores_a_best_known_schedule_where_the_bound_is_not_reached
 def test_auto_takes_a_best_known_schedule_only_where_it_is_shorter(monkeypatch, repaired_2x9):
     # a stored 2x9 schedule above the bound: auto runs it at K = 4 (shorter than XTree), and at K = 8
     # takes whichever of its two rounds and XTree's K = 8 schedule is shorter
-    from equimesh.schedules.xtree import xtree
+    from equimesh.schedules.methods.xtree import xtree
     t, ph = repaired_2x9
     monkeypatch.setattr(L, "_library", lambda: {L._key(t): [np.asarray(s).tolist() for s in ph.steps]})
     s4 = synthesize(t, 4, "allgather")
@@ -267,8 +267,8 @@ def test_auto_takes_a_best_known_schedule_only_where_it_is_shorter(monkeypatch, 
 
 def test_library_tail_stores_a_shorter_tail_of_a_stored_schedule(tmp_path, monkeypatch):
     # --tail re-solves the stored schedule's end with long windows and keeps the result if shorter
-    from equimesh.schedules import cpsat
-    from equimesh.schedules.xtree import xtree
+    from equimesh.schedules.methods import cpsat
+    from equimesh.schedules.methods.xtree import xtree
     t = build("equimesh", 2, 3)
     slow = xtree(t, 4, lanes=True)                       # 6 steps, bound 5
     short = exact(t, 4, 5, lanes=True, time_limit=60).phase
@@ -299,7 +299,7 @@ def test_2x3_link_automorphisms_by_brute_force_are_the_identity_and_the_row_flip
     # every node permutation with every renaming of the 4 ports: only the row flip maps the links
     # (src, dst, src port, dst port) of the 2x3 EquiMesh onto themselves, and it is the one found
     import itertools
-    from equimesh.schedules.cpsat import grid_automorphism
+    from equimesh.schedules.methods.cpsat import grid_automorphism
     t = build("equimesh", 2, 3)
     links = {(l.src, l.dst, l.src_port, l.dst_port) for l in t.links}
     autos = [(perm, ports) for perm in itertools.permutations(range(6)) for ports in itertools.permutations("NESW")
@@ -312,7 +312,7 @@ def test_2x3_link_automorphisms_by_brute_force_are_the_identity_and_the_row_flip
 
 @pytest.mark.parametrize("cols", [3, 5, 7, 9])
 def test_grid_automorphism_of_2xC_cccc_is_the_row_flip_and_maps_every_link_to_a_link(cols):
-    from equimesh.schedules.cpsat import grid_automorphism
+    from equimesh.schedules.methods.cpsat import grid_automorphism
     t = build("equimesh", 2, cols, ring_dirs=parse_ring_dirs("cccc"))
     node, link, chunk = grid_automorphism(t, 8)
     flip, port, chunk4 = _row_flip(cols)
@@ -337,7 +337,7 @@ def _assert_row_flip_invariant(t, phase):
 def test_at_bound_reaches_the_bound_on_2x3_and_2x5(cols, invariant):
     # soft lane rule, interleaved LNS on one thread, row-flip invariant (docs/schedules.md "2x7 at the
     # bound"): 2x3 in about 1 s, 2x5 in about 5 s; bound N - 1 with every link busy in every step
-    from equimesh.schedules.cpsat import at_bound
+    from equimesh.schedules.methods.cpsat import at_bound
     t = build("equimesh", 2, cols)
     res = at_bound(t, 4, time_limit=120, invariant=invariant)
     assert res.steps == res.lower == 2 * cols - 1 and res.proven
@@ -362,7 +362,7 @@ def test_parallel_link_swaps_are_symmetries_and_a_swap_with_its_image_keeps_the_
     # together with w's own chunks homed in the lanes they enter gives a valid lane-rule schedule;
     # under the row flip only a pair swapped with its image keeps the schedule invariant, so each
     # pair of an orbit cannot be ordered on its own (one pair per orbit is broken)
-    from equimesh.schedules.cpsat import at_bound
+    from equimesh.schedules.methods.cpsat import at_bound
     t = build("equimesh", 2, 3)
     phase = at_bound(t, 4, time_limit=60).phase
     node, _, _ = _row_flip(3)

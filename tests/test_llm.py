@@ -5,7 +5,7 @@ import json
 import pytest
 
 from equimesh.cli import main
-from equimesh.sim.llm import PEAK_FLOPS, LayerWork, ModelShape, layer_work, load_models, pass_times
+from equimesh.sim.analytic.llm import PEAK_FLOPS, LayerWork, ModelShape, layer_work, load_models, pass_times
 
 TINY = {"name": "tiny", "layers": 2, "hidden": 4, "heads": 2, "kv_heads": 1, "head_dim": 2, "ffn": 8,
         "mlp": "plain", "source": "hand-made"}

@@ -7,7 +7,7 @@ import pytest
 
 from equimesh.cli import main
 from equimesh.schedules import optree as ot
-from equimesh.sim import optree as report
+from equimesh.sim.analytic import optree_timing as report
 
 
 def test_theorem1_and_table1_by_hand():

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 
 from equimesh.cli import main
-from equimesh.schedules.overlap import overlapped_allreduce
+from equimesh.schedules.methods.overlap import overlapped_allreduce
 from equimesh.schedules.schedule import (OP_GATHER, OP_REDUCE, Phase, Schedule, ScheduleFileError, load,
                                          lower_bound, schedule_bound)
 from equimesh.schedules.topology import build
 from equimesh.schedules.verify import ScheduleInvalid, verify
-from equimesh.sim.alphabeta import LinkModel, simulate
+from equimesh.sim.analytic.alphabeta import LinkModel, simulate
 
 # 2x2 mesh: 0-1 / 2-3; every node has two neighbours and one opposite node.
 T = build("mesh", 2, 2)

@@ -1,4 +1,4 @@
-"""The sign argument of schedules/parity.py: sides of different parity have no Hamiltonian decomposition.
+"""The sign argument of schedules/methods/parity.py: sides of different parity have no Hamiltonian decomposition.
 
 The invariance of the sign (Ellingham-Goddyn for planar regular multigraphs) is checked here
 without the theorem by enumerating every 1-factorization at small sizes, and its failure on a
@@ -11,8 +11,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from equimesh.schedules.hamiltonian import cccc, decompose, may_decompose
-from equimesh.schedules.parity import (factorization_sign, no_decomposition, one_factorization, permutation_sign,
+from equimesh.schedules.methods.hamiltonian import cccc, decompose, may_decompose
+from equimesh.schedules.methods.parity import (factorization_sign, no_decomposition, one_factorization, permutation_sign,
                                        tail_head_planar)
 from equimesh.schedules.topology import build, parse_ring_dirs
 

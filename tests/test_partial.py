@@ -1,13 +1,13 @@
-"""Partial ring pipelining (schedules/partial.py): two classes on Hamiltonian cycles, two solved on the rest."""
+"""Partial ring pipelining (schedules/methods/partial.py): two classes on Hamiltonian cycles, two solved on the rest."""
 
 import json
 
 import numpy as np
 import pytest
 
-from equimesh.schedules import library as L
-from equimesh.schedules import partial
-from equimesh.schedules.cpsat import exact, grid_automorphism
+from equimesh.schedules.methods import library as L
+from equimesh.schedules.methods import partial
+from equimesh.schedules.methods.cpsat import exact, grid_automorphism
 from equimesh.schedules.schedule import Phase, Schedule
 from equimesh.schedules.storage import check_storage
 from equimesh.schedules.synth import synthesize

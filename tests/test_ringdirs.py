@@ -6,7 +6,7 @@ import json
 import pytest
 
 from equimesh.cli import main
-from equimesh.schedules import ringdirs
+from equimesh.schedules.methods import ringdirs
 from equimesh.schedules.synth import synthesize
 from equimesh.schedules.topology import _size_ring_dirs, build, default_ring_dirs, format_ring_dirs, parse_ring_dirs
 

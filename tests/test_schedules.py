@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from equimesh.schedules.failures import degrade, parse_fail_links
-from equimesh.schedules.optimal import optimal
+from equimesh.schedules.methods.optimal import optimal
 from equimesh.schedules.schedule import Schedule, lower_bound
 from equimesh.schedules.storage import check_storage
 from equimesh.schedules.synth import synthesize

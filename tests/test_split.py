@@ -1,4 +1,4 @@
-"""Split schedules (schedules/split.py): 3 Hamiltonian cycles + a 2-cycle + a cycle through the rest,
+"""Split schedules (schedules/methods/split.py): 3 Hamiltonian cycles + a 2-cycle + a cycle through the rest,
 and the lane-rule AllGather in N steps (the bound plus one) built on them."""
 
 import functools
@@ -6,7 +6,7 @@ import functools
 import numpy as np
 import pytest
 
-from equimesh.schedules import split as S
+from equimesh.schedules.methods import split as S
 from equimesh.schedules.schedule import Schedule, lower_bound
 from equimesh.schedules.storage import check_storage
 from equimesh.schedules.synth import SynthesisError, synthesize
@@ -57,7 +57,7 @@ def test_split_schedule_takes_n_steps_keeps_the_lane_rule_and_rounds_take_n_each
     phase = S._construct(topo, colour, rec)
     assert phase.num_steps == topo.nodes == lower_bound(topo, 4, "allgather") + 1
     _checked(topo, 4, phase)
-    from equimesh.schedules.library import rounds
+    from equimesh.schedules.methods.library import rounds
     eight = rounds(phase, 8)
     assert eight.num_steps == 2 * topo.nodes
     _checked(topo, 8, eight)
@@ -212,7 +212,7 @@ def test_the_mirror_split_puts_the_allreduce_at_the_bound_where_the_allgather_is
 
 
 def test_auto_at_k8_takes_the_shorter_of_two_split_rounds_and_xtree():
-    from equimesh.schedules.xtree import xtree
+    from equimesh.schedules.methods.xtree import xtree
     topo = build("equimesh", 3, 12)
     x8 = xtree(topo, 8, lanes=True).num_steps
     s8 = synthesize(topo, 8, "allgather")

@@ -9,7 +9,7 @@ import pytest
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import maximum_bipartite_matching
 
-from equimesh.schedules import xtree as xt
+from equimesh.schedules.methods import xtree as xt
 from equimesh.schedules.schedule import Schedule
 from equimesh.schedules.storage import check_storage
 from equimesh.schedules.topology import build

@@ -26,8 +26,8 @@ from __future__ import annotations
 import numpy as np
 
 from .cpsat import exact
-from .schedule import Phase
-from .topology import Link, Topology
+from ..schedule import Phase
+from ..topology import Link, Topology
 
 RINGS = 2        # chunk classes on Hamiltonian cycles; the other 4 - RINGS are solved on D
 DRAW_SECONDS = 30.0    # CP-SAT's limit for drawing the cycles (2 x C up to 15: optimal in seconds)

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .schedule import Phase
-from .topology import Topology
+from ..schedule import Phase
+from ..topology import Topology
 
 
 def build_trees(topo: Topology) -> list[list[tuple[int, int]]]:

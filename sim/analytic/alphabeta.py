@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..schedules.schedule import Schedule
+from ...schedules.schedule import Schedule
 
 # seed 000, Table I: 128 GB/s links, 20 ns per hop.
 TABLE_I_BANDWIDTH = 128e9
@@ -332,7 +332,7 @@ def dim_decomposed_allreduce(rows: int, cols: int, wrap: bool) -> Transfers:
     (the latest arrival of the phase at the node). Every transfer of a phase also waits
     for the previous phase to be done at its sender.
     """
-    from ..schedules.topology import build
+    from ...schedules.topology import build
 
     topo = build("torus" if wrap else "mesh", rows, cols)
     index = {(l.src, l.dst): i for i, l in enumerate(topo.links)}

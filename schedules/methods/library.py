@@ -30,10 +30,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .schedule import Phase, Schedule, lower_bound
-from .storage import check_storage
-from .topology import Topology, TopologyError, build, format_ring_dirs, grid_maps, parse_ring_dirs, parse_sizes
-from .verify import verify
+from ..schedule import Phase, Schedule, lower_bound
+from ..storage import check_storage
+from ..topology import Topology, TopologyError, build, format_ring_dirs, grid_maps, parse_ring_dirs, parse_sizes
+from ..verify import verify
 
 LIBRARY = Path(__file__).parent / "data" / "lane_schedules.json"
 BASE = 4       # chunks per shard of a stored schedule (one per port of an EquiMesh router)
@@ -138,8 +138,8 @@ def main(argv: list[str] | None = None) -> None:
     import argparse
     from . import partial
     from .cpsat import at_bound, improve_tail, repair
-    from .schedule import load
-    from .synth import synthesize
+    from ..schedule import load
+    from ..synth import synthesize
     from .xtree import xtree
     ap = argparse.ArgumentParser(prog="python -m equimesh.schedules.library", description=main.__doc__)
     ap.add_argument("--sizes", default="2x3,3x4,2x5,3x5,4x5")
@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> None:
                          "steps (for --time-limit seconds) instead of solving anew")
     ap.add_argument("--partial", type=int, default=0, metavar="SEEDS",
                     help="two chunk classes ring-pipelined on Hamiltonian cycles, the other two solved exactly by CP-SAT "
-                         "on the links left (schedules/partial.py), for up to SEEDS pairs of cycles, instead of the whole exact model")
+                         "on the links left (schedules/methods/partial.py), for up to SEEDS pairs of cycles, instead of the whole exact model")
     ap.add_argument("--add", nargs="*", default=[], type=Path,
                     help="schedule files (K = 4 lane-rule AllGathers at the bound) to store instead of solving")
     ap.add_argument("--out", type=Path, default=LIBRARY)

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .schedule import Phase, Schedule
-from .synth import reverse_onto
-from .topology import Topology
+from ..schedule import Phase, Schedule
+from .reverse import reverse_onto
+from ..topology import Topology
 
 TREES = 3
 

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..schedules.failures import Disconnected, degrade, parse_fail_links, random_failures
-from ..schedules.schedule import lower_bound
-from ..schedules.topology import Topology, build
+from ...schedules.failures import Disconnected, degrade, parse_fail_links, random_failures
+from ...schedules.schedule import lower_bound
+from ...schedules.topology import Topology, build
 from .alphabeta import LinkModel, dim_decomposed_allreduce, dim_decomposed_allreduce_time, run, simulate
 from .evaluate import ALGORITHMS, best_baseline, evaluate, format_size, machine, plot_curves, run_curve, to_json
 from .llm import DEFAULT_MICRO_BATCH, DEFAULT_SEQ_LEN, PROPOSED, evaluate_models, geomean, load_models, plot_fig9
@@ -114,7 +114,7 @@ def figs_7_8(out: Path, model: LinkModel, log) -> tuple[str, dict]:
     for collective, fig in (("allgather", 7), ("allreduce", 8)):
         for rows, cols in FIG_SHAPES:
             log(f"Fig. {fig}: {collective} on {rows}x{cols}")
-            names = [n for n, a in ALGORITHMS.items() if a.available]
+            names = list(ALGORITHMS)
             curves = evaluate(rows, cols, collective, names, np.array(2.0 ** np.arange(10, 31)), model)
             png = f"figures/fig{fig}_{collective}_{rows}x{cols}.png"
             hlines = []
@@ -331,11 +331,12 @@ def failures_section(model: LinkModel, log) -> str:
 def rtl_check(log) -> tuple[str, list]:
     """The simulator in RTL units (alpha = pipeline latency, B = 1 flit/cycle) against the Amaranth network's cycles."""
     try:
-        from ..rtl.rom import DEFAULT_PIPELINE, MIN_PERIOD, compile_schedule
-        from .backends import run_image
+        from ...rtl.rom import compile_schedule
+        from ...rtl.timing import DEFAULT_PIPELINE, MIN_PERIOD
+        from ..backends import run_image
     except ImportError as e:
         return f"RTL cross-check pending: the RTL simulation API is not importable ({e}).", []
-    from ..schedules.synth import synthesize
+    from ...schedules.synth import synthesize
     alpha = MIN_PERIOD[DEFAULT_PIPELINE]  # a flit read at stage A of a step is readable there this much later
     rows, data = [], []
     cases = [("equimesh", 2, 3, "allgather", 4, 8), ("equimesh", 3, 3, "allgather", 4, 8),
@@ -435,16 +436,16 @@ def write_report(out: Path, log=lambda s: None) -> Path:
     seconds = time.perf_counter() - t0
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     host = machine()
-    from ..rtl.rom import DEFAULT_PIPELINE, LATENCY, MIN_PERIOD
+    from ...rtl.timing import DEFAULT_PIPELINE, LATENCY, MIN_PERIOD
     alpha, latency = MIN_PERIOD[DEFAULT_PIPELINE], LATENCY[DEFAULT_PIPELINE]
     md = f"""# Evaluation at scale
 
 Written by `equimesh report --out {out}` on {stamp}, {host}, in {seconds:.0f} s.
 Every number below was measured in that run. Model: the event-driven alpha-beta simulator
-(`sim/alphabeta.py`) with seed 000's Table I links, alpha = 20 ns per hop and B = 128 GB/s.
+(`sim/analytic/alphabeta.py`) with seed 000's Table I links, alpha = 20 ns per hop and B = 128 GB/s.
 Message size per node M: AllGather, the bytes each node contributes; AllReduce, the vector each
 node reduces. Effective bandwidth = M / completion time (seed 000, Section V-B). Each algorithm
-runs at each of its chunk counts K and the best K per size is kept (`sim/evaluate.py`).
+runs at each of its chunk counts K and the best K per size is kept (`sim/analytic/evaluate.py`).
 Each link serves its transfers in schedule order, as the schedule ROM does (`--link-order
 ready` instead serves them in the order their data becomes ready; used in one table below).
 
@@ -464,7 +465,7 @@ Measured: AllGather {ag_ratio}x (paper: about 2x), AllReduce {ar_ratio}x (paper:
 The AllGather ratio is the degree ratio of EquiMesh to the mesh (4 / 2). The AllReduce ratio
 is measured against the strongest mesh AllReduce we built, `mesh-overlap`: ReduceScatter and
 AllGather of different chunks overlapped in one step list (format version 2,
-`schedules/overlap.py`), which lifts the mesh from its corners' degree bound to close to its
+`schedules/methods/overlap.py`), which lifts the mesh from its corners' degree bound to close to its
 link-count bound. With perfect overlap the ratio would be the link ratio ({link_ratios});
 ours is a little higher because the overlapped schedule stays a few percent short of that
 bound (section "Overlapped AllReduce" below).
@@ -490,7 +491,7 @@ equimesh evaluate --rows 5 --cols 11 --collective allreduce --plot fig8_5x11.png
 Algorithms and sources:
 
 {_table(["algorithm", "topology", "role", "source", "K tried"],
-        [[a.name, a.kind, a.role, a.source, ",".join(map(str, a.chunk_counts))] for a in ALGORITHMS.values() if a.available])}
+        [[a.name, a.kind, a.role, a.source, ",".join(map(str, a.chunk_counts))] for a in ALGORITHMS.values()])}
 
 {figs_text}
 
@@ -537,7 +538,7 @@ Table of the bounds:
 rules, a root gathers a chunk only after its last partial arrived, one transfer per link per
 step across both ops) and the alpha-beta simulator runs it. The bound is
 max(ceil(2 K N (N-1) / L), ceil(K (N-1) / min out-degree), ceil(K (N-1) / min in-degree)).
-Synthesis (`schedules/overlap.py`): per (root, chunk) a reduce in-tree and a gather out-tree,
+Synthesis (`schedules/methods/overlap.py`): per (root, chunk) a reduce in-tree and a gather out-tree,
 either shortest-path trees that balance the load of every link (rip-up and reroute) or the
 trees of MirrorXTree's phased schedule; both sets are list-scheduled (each link, each step,
 its ready transfer with the earliest deadline of a chunk pipeline, then backward-forward
@@ -559,8 +560,8 @@ improvement passes) and the shorter result is kept. Steps of the schedules behin
 
 ## Fig. 9: end-to-end LLM training (Section V-C)
 
-`equimesh llm --plot fig9.png` (`sim/llm.py`; shapes and sources in
-`sim/data/llm_models.json`). Megatron-style SP + TP over the 64 nodes of the 8x8 array;
+`equimesh llm --plot fig9.png` (`sim/analytic/llm.py`; shapes and sources in
+`sim/analytic/data/llm_models.json`). Megatron-style SP + TP over the 64 nodes of the 8x8 array;
 per layer an attention and an MLP block, each starting with an AllGather of the
 sequence-sharded activations and ending with a ReduceScatter (no AllReduce: SP replaces it
 with that pair, so `mesh-overlap` does not enter). GEMMs at Table I's peak (512 x 512 MACs at

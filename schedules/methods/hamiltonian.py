@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from .parity import no_decomposition
-from .topology import DEFAULT_RING_DIRS, TRANSPOSED_PORT, Topology, build
+from ..topology import DEFAULT_RING_DIRS, TRANSPOSED_PORT, Topology, build
 
 COLOURS = 4
 PERIOD = 4            # rows (columns) in a tile's band
@@ -363,7 +363,7 @@ def may_decompose(topo: Topology) -> bool:
 
 @functools.lru_cache(maxsize=64)
 def _decompose_equimesh(rows: int, cols: int, dirs: str, time_limit: float) -> Decomposition | None:
-    from .topology import parse_ring_dirs
+    from ..topology import parse_ring_dirs
     topo = build("equimesh", rows, cols, ring_dirs=parse_ring_dirs(dirs))
     dec = from_tile(topo)
     if dec is None and topo.nodes <= SEARCH_MAX and may_decompose(topo):
@@ -375,7 +375,7 @@ def decompose(topo: Topology, time_limit: float = 10.0) -> Decomposition | None:
     """A decomposition of an EquiMesh (or its mirror, by reversal): from the stored tiles, else (up
     to ``SEARCH_MAX`` nodes, where :func:`may_decompose`) by the exact search within ``time_limit``
     seconds; None otherwise."""
-    from .topology import format_ring_dirs
+    from ..topology import format_ring_dirs
     if topo.kind not in ("equimesh", "mirror-equimesh"):
         return None
     base = topo if topo.kind == "equimesh" else topo.mirror()

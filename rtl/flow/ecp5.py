@@ -56,13 +56,14 @@ from pathlib import Path
 
 from amaranth.back import verilog
 
-from ..rtl.design import Design
-from ..rtl.network import make_router, router_name
-from ..rtl.packet_network import PacketSetup
-from ..rtl.packet_router import PacketRouter
-from ..rtl.verilog import without_zero_init
-from ..rtl.rom import entry_layout
-from .verilator import cache_root, flat_ports, publish, seal, valid_entry
+from ..design import Design
+from ..network import make_router, router_name
+from ..packet_network import PacketSetup
+from ..packet_router import PacketRouter
+from ..verilog import without_zero_init
+from ..rom import entry_layout
+from ..verilog import flat_ports
+from .cache import CacheError, cache_root, publish, seal, valid_entry
 
 # ECP5 part -> nextpnr-ecp5 device flag.
 PARTS = {f"LFE5U{fam}-{size}F": f"--{pre}{size}k"
@@ -140,7 +141,7 @@ def wrapper_verilog(name: str, ins: list[str], outs: list[str], widths: dict[str
         conns.append(f".{p}(ro[{lo + widths[p] - 1}:{lo}])")
         lo += widths[p]
     shift_out = f"{{so[{n_out - 2}:0], si[{n_in - 1}]}}" if n_out > 1 else f"si[{n_in - 1}]"
-    text = f"""// FPGA test wrapper (equimesh sim/fpga.py): {n_in} router input bits shift in through `{IN_PIN}`,
+    text = f"""// FPGA test wrapper (equimesh rtl/flow/ecp5.py): {n_in} router input bits shift in through `{IN_PIN}`,
 // {n_out} output bits are captured when `{SHIFT_PIN}` is low and shift out through `{OUT_PIN}`.
 module {WRAP_TOP}(input clk, input {RESET_PIN}, input {SHIFT_PIN}, input {IN_PIN}, output {OUT_PIN});
   reg rst = 1'b0, shift = 1'b0;
@@ -319,7 +320,10 @@ def _cached(kind: str, key: str, payload: str, build) -> Path:
     try:
         build(tmp)
         seal(tmp, key, payload)
-        publish(tmp, entry, key, payload)
+        try:
+            publish(tmp, entry, key, payload)
+        except CacheError as e:
+            raise FpgaError(str(e)) from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return entry

@@ -58,9 +58,9 @@ import numpy as np
 
 from . import hamiltonian
 from .library import BASE, _check, _key, applies, image, rounds, stored
-from .schedule import Phase, lower_bound
-from .storage import home_lanes, link_lanes
-from .topology import (DEFAULT_RING_DIRS, Topology, TopologyError, build, format_ring_dirs, grid_maps,
+from ..schedule import Phase, lower_bound
+from ..storage import home_lanes, link_lanes
+from ..topology import (DEFAULT_RING_DIRS, Topology, TopologyError, build, format_ring_dirs, grid_maps,
                        parse_ring_dirs, parse_sizes)
 
 SPLITS = Path(__file__).parent / "data" / "splits.json"

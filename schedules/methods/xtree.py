@@ -57,9 +57,9 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import maximum_bipartite_matching
 
-from .schedule import Phase
-from .storage import home_lanes, lane_table, link_lanes
-from .topology import Topology
+from ..schedule import Phase
+from ..storage import home_lanes, lane_table, link_lanes
+from ..topology import Topology
 
 WINDOW = 16          # candidate trees offered per link to the first matching of a step
 RETRY = 256        # candidates per link when the first matching left a link idle

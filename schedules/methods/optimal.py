@@ -26,9 +26,9 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import coo_matrix
 
-from .schedule import Phase, lower_bound
-from .storage import home_lanes, lane_table, link_lanes
-from .topology import Topology
+from ..schedule import Phase, lower_bound
+from ..storage import home_lanes, lane_table, link_lanes
+from ..topology import Topology
 
 
 class SolverLimit(RuntimeError):

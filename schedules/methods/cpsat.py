@@ -37,9 +37,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .schedule import Phase, lower_bound
-from .storage import home_lanes, link_lanes
-from .topology import Topology, grid_maps
+from ..schedule import Phase, lower_bound
+from ..storage import home_lanes, link_lanes
+from ..topology import Topology, grid_maps
 
 
 @dataclass

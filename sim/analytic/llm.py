@@ -38,8 +38,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..schedules.jsonfile import JsonFileError, read_json
-from ..schedules.topology import build
+from ...schedules.jsonfile import JsonFileError, read_json
+from ...schedules.topology import build
 from .alphabeta import LinkModel
 from .evaluate import ALGORITHMS, run_curve
 
@@ -75,7 +75,7 @@ class ModelShape:
 
 
 def load_models(path: str | Path = MODELS_FILE) -> list[ModelShape]:
-    """The model shapes of a data file like ``sim/data/llm_models.json``; every problem is one line."""
+    """The model shapes of a data file like ``sim/analytic/data/llm_models.json``; every problem is one line."""
     p = Path(path)
     try:
         d = read_json(p)
@@ -156,7 +156,7 @@ def collective_times(algorithms: list[str], rows: int, cols: int, ag_sizes, rs_s
 
 def mesh_baselines() -> list[str]:
     """Every Section V-A mesh baseline that schedules AllGather and ReduceScatter (SP + TP use no AllReduce)."""
-    return [n for n, a in ALGORITHMS.items() if a.role == "baseline" and a.available and "allgather" in a.collectives]
+    return [n for n, a in ALGORITHMS.items() if a.role == "baseline" and "allgather" in a.collectives]
 
 
 def evaluate_models(models: list[ModelShape], rows: int = 8, cols: int = 8, seq_lens=(DEFAULT_SEQ_LEN,),

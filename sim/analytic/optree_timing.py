@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
-from ..schedules import optree as ot
+from ...schedules import optree as ot
 
 WAVELENGTH_BPS = 40e9      # seed 002, Section V-A: 40 Gbps per wavelength
 RECONFIG_S = 25e-6         # seed 002, Section V-A: MRR reconfiguration delay per step

@@ -11,18 +11,16 @@ against the bandwidth bound (Section III-A), and XTree adapts ``K`` the same way
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import time
 from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 
-from ..schedules.schedule import Schedule, schedule_bound
-from ..schedules.synth import synthesize
-from ..schedules.topology import Topology, build
-from ..schedules.verify import verify
+from ...schedules.schedule import Schedule, schedule_bound
+from ...schedules.synth import BASELINES, synthesize
+from ...schedules.topology import Topology, build
+from ...schedules.verify import verify
 from .alphabeta import LinkModel, simulate
 
 COLLECTIVES = ("allgather", "allreduce")
@@ -36,19 +34,6 @@ def _lead(name: str) -> Callable[[Topology, int, str], Schedule]:
     return make
 
 
-def _mine(module: str, func: str) -> Callable[[Topology, int, str], Schedule]:
-    def make(topo: Topology, chunks: int, collective: str) -> Schedule:
-        mod = importlib.import_module(f"equimesh.schedules.{module}")
-        return getattr(mod, func)(topo, chunks, collective)
-    return make
-
-
-def _overlap(topo: Topology, chunks: int, collective: str) -> Schedule:
-    from ..schedules.overlap import overlapped_allreduce
-
-    return overlapped_allreduce(topo, chunks)
-
-
 @dataclass(frozen=True)
 class Algorithm:
     """One curve of Figs. 7/8: a schedule generator on a topology kind."""
@@ -59,53 +44,48 @@ class Algorithm:
     source: str
     make: Callable[[Topology, int, str], Schedule] = field(repr=False)
     chunk_counts: tuple[int, ...]
-    module: str  # schedules/<module>.py that must exist for the generator to be available
     topology_agnostic: bool  # can be resynthesized on a degraded topology
     collectives: tuple[str, ...] = COLLECTIVES  # the collectives it schedules
-
-    @property
-    def available(self) -> bool:
-        return importlib.util.find_spec(f"equimesh.schedules.{self.module}") is not None
 
 
 ALGORITHMS = {a.name: a for a in [
     Algorithm("equimesh-xtree", "equimesh", "proposed",
               "seed 000, Algorithms 1-3: XTree AllGather, MirrorXTree AllReduce on EquiMesh",
-              _lead("xtree"), (1, 2, 4, 8), "xtree", True),
+              _lead("xtree"), (1, 2, 4, 8), True),
     Algorithm("mesh-ring2d", "mesh", "baseline",
               "seed 000, Section V-A '2DMesh' [13], [32]: hierarchical ring RS-X, RS-Y, AG-Y, AG-X",
-              _lead("ring2d"), (1, 2, 4), "ring2d", False),
+              _lead("ring2d"), (1, 2, 4), False),
     Algorithm("mesh-multitree", "mesh", "baseline",
               "seed 000, Section V-A 'MultiTree' [26]: one tree per node; RS on the reversed trees",
-              _lead("multitree"), (1, 2, 4), "multitree", True),
+              _lead("multitree"), (1, 2, 4), True),
     Algorithm("mesh-tacos", "mesh", "baseline",
               "seed 000, Section V-A 'TACOS' [28]: randomized greedy link-chunk matching on the "
-              "time-expanded network, best of several seeds (schedules/tacos.py)",
-              _mine("tacos", "tacos"), (1, 2, 4), "tacos", True),
+              "time-expanded network, best of several seeds (schedules/methods/tacos.py)",
+              BASELINES["tacos"], (1, 2, 4), True),
     Algorithm("mesh-tto", "mesh", "baseline",
-              "seed 000, Section V-A 'TTO' [27]: three link-disjoint trees with chunk pipelining (schedules/tto.py)",
-              _mine("tto", "tto"), (3, 6, 12), "tto", False),
+              "seed 000, Section V-A 'TTO' [27]: three link-disjoint trees with chunk pipelining (schedules/methods/tto.py)",
+              BASELINES["tto"], (3, 6, 12), False),
     Algorithm("mesh-tidalmesh", "mesh", "baseline",
               "seed 000, Section V-A 'TidalMesh' [29]: APPROXIMATION, bidirectional 'tide' reduce-scatter/"
-              "all-gather per row and column (schedules/tidalmesh.py)",
-              _mine("tidalmesh", "tidalmesh"), (1, 2, 4), "tidalmesh", False),
+              "all-gather per row and column (schedules/methods/tidalmesh.py)",
+              BASELINES["tidalmesh"], (1, 2, 4), False),
     Algorithm("mesh-overlap", "mesh", "baseline",
               "seed 000, Section V-A 'TidalMesh' [29] overlap: ReduceScatter and AllGather of different chunks "
-              "in one step list (format version 2), link-balanced trees (schedules/overlap.py)",
-              _overlap, (4, 8, 16), "overlap", True, ("allreduce",)),
+              "in one step list (format version 2), link-balanced trees (schedules/methods/overlap.py)",
+              BASELINES["overlap"], (4, 8, 16), True, ("allreduce",)),
     Algorithm("equimesh-overlap", "equimesh", "reference",
               "the same overlapped AllReduce on EquiMesh: does overlap help where the degree bound "
               "already equals the link bound?",
-              _overlap, (4, 8), "overlap", True, ("allreduce",)),
+              BASELINES["overlap"], (4, 8), True, ("allreduce",)),
     Algorithm("overflow-xtree", "overflow", "reference",
               "seed 000, Fig. 2b overflow-degree mesh (6-port edge routers) with XTree/MirrorXTree",
-              _lead("xtree"), (1, 2, 4, 8), "xtree", True),
+              _lead("xtree"), (1, 2, 4, 8), True),
     Algorithm("supermesh-xtree", "supermesh", "reference",
               "seed 001 SM(rows, cols): rows and columns fully connected, with XTree/MirrorXTree",
-              _lead("xtree"), (1, 2, 4, 8), "xtree", True),
+              _lead("xtree"), (1, 2, 4, 8), True),
     Algorithm("mesh-xtree", "mesh", "reference",
               "XTree/MirrorXTree on the plain mesh: separates the topology's gain from the algorithm's",
-              _lead("xtree"), (1, 2, 4, 8), "xtree", True),
+              _lead("xtree"), (1, 2, 4, 8), True),
 ]}
 
 

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from .hamiltonian import cccc, may_decompose
-from .topology import EDGES, RING_DIRS_TABLE, TopologyError, build, parse_ring_dirs, parse_sizes
+from ..topology import EDGES, RING_DIRS_TABLE, TopologyError, build, parse_ring_dirs, parse_sizes
 
 CHUNKS = 4
 CHOICES = ["".join(p) for p in itertools.product("ca", repeat=len(EDGES))]   # cccc first
@@ -40,7 +40,7 @@ def best_choice(rows: int, cols: int) -> tuple[str, dict[str, int]]:
     """The choice with the fewest AllGather steps, and the steps of every choice. On a tie, the
     fewest AllReduce steps, that is the fewest ReduceScatter steps (it runs on the mirror, the
     opposite directions), then the first in :data:`CHOICES` (``cccc`` first)."""
-    from .synth import synthesize
+    from ..synth import synthesize
 
     def topo(d: str):
         return build("equimesh", rows, cols, ring_dirs=parse_ring_dirs(d))

@@ -18,8 +18,8 @@ from collections import deque
 
 import numpy as np
 
-from .schedule import Phase
-from .topology import Topology
+from ..schedule import Phase
+from ..topology import Topology
 
 
 def ring2d(topo: Topology, chunks: int) -> Phase:

@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .schedule import OP_GATHER, OP_REDUCE, Phase, Schedule
-from .topology import Topology
+from ..schedule import OP_GATHER, OP_REDUCE, Phase, Schedule
+from ..topology import Topology
 
 ROUNDS = 6          # rip-up-and-reroute passes over all trees
 SPACING = 0.5       # turn times of the first pass, in units of the link bound's time per chunk
@@ -195,7 +195,7 @@ def overlapped_allreduce(topo: Topology, chunks: int, algorithm: str = "mirrorxt
     shortest-path trees, and the trees of ``algorithm``'s phased AllReduce (for
     MirrorXTree, seed 000, Algorithm 3: trees that already balance the in- and out-degrees).
     """
-    from .synth import synthesize
+    from ..synth import synthesize
 
     if algorithm not in TREE_ALGORITHMS:
         raise ValueError(f"the overlapped AllReduce takes the trees of {', '.join(TREE_ALGORITHMS)} (got {algorithm!r})")

@@ -42,7 +42,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import maximum_bipartite_matching
 
-from .topology import Topology
+from ..topology import Topology
 
 DEGREE = 4
 
@@ -110,7 +110,7 @@ def tail_head_planar(topo: Topology) -> bool:
 
 @functools.lru_cache(maxsize=256)
 def _proof(rows: int, cols: int, dirs: str) -> str | None:
-    from .topology import build, parse_ring_dirs
+    from ..topology import build, parse_ring_dirs
     topo = build("equimesh", rows, cols, ring_dirs=parse_ring_dirs(dirs))
     if factorization_sign(topo) == 1 or not tail_head_planar(topo):
         return None
@@ -120,7 +120,7 @@ def _proof(rows: int, cols: int, dirs: str) -> str | None:
 def no_decomposition(topo: Topology) -> str | None:
     """One line proving that the EquiMesh (or its mirror) ``topo`` has no Hamiltonian decomposition,
     or None if the sign argument does not rule one out."""
-    from .topology import format_ring_dirs
+    from ..topology import format_ring_dirs
     if topo.kind not in ("equimesh", "mirror-equimesh"):
         return None
     base = topo if topo.kind == "equimesh" else topo.mirror()   # reversal maps decompositions 1:1

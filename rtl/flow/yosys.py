@@ -18,12 +18,12 @@ from pathlib import Path
 
 from amaranth.back import verilog
 
-from ..rtl.packet_network import PacketSetup
-from ..rtl.packet_router import PacketRouter
-from ..rtl.design import Design
-from ..rtl.network import make_router, router_name
-from ..rtl.rom import entry_layout
-from ..rtl.verilog import without_zero_init
+from ..packet_network import PacketSetup
+from ..packet_router import PacketRouter
+from ..design import Design
+from ..network import make_router, router_name
+from ..rom import entry_layout
+from ..verilog import without_zero_init
 
 
 class YosysMissing(RuntimeError):

@@ -24,8 +24,8 @@ from __future__ import annotations
 import numpy as np
 
 from .hamiltonian import Decomposition
-from .schedule import Phase
-from .topology import Topology
+from ..schedule import Phase
+from ..topology import Topology
 
 
 def ring_allgather(topo: Topology, chunks: int, dec: Decomposition) -> Phase:
