@@ -38,12 +38,12 @@ test: $(STAMP)
 
 # Benchmarks print their tables and save them under bench/ (timings: never in tests).
 bench: $(STAMP)
-	$(BIN)/equimesh bench-schedules --lanes
-	$(BIN)/equimesh bench-optimal
-	$(BIN)/equimesh bench-rtl
-	$(BIN)/equimesh bench-eval
-	$(BIN)/equimesh bench-relay
-	$(BIN)/equimesh bench-modes
+	$(BIN)/equimesh bench schedules --lanes
+	$(BIN)/equimesh bench optimal
+	$(BIN)/equimesh bench rtl
+	$(BIN)/equimesh bench eval
+	$(BIN)/equimesh bench relay
+	$(BIN)/equimesh bench modes
 
 clean:
 	rm -rf $(VENV) build *.egg-info out bench

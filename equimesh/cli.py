@@ -17,17 +17,16 @@ class _Parser(argparse.ArgumentParser):
 def make_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="equimesh", description="EquiMesh / XTree collective networks: topologies, schedules, RTL, simulation.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    # --- subcommand registration: each module adds its own subcommands ---
-    from .commands import register as register_core
-    register_core(sub)
-    from .eval_commands import register as register_eval; register_eval(sub)
-    from .rtl_commands import register as register_rtl; register_rtl(sub)
-    from .traffic_commands import register as register_traffic; register_traffic(sub)
-    from .optree_commands import register as register_optree; register_optree(sub)
-    from .supermesh_commands import register as register_supermesh; register_supermesh(sub)
-    from .llm_commands import register as register_llm; register_llm(sub)
-    from .fpga_commands import register as register_fpga; register_fpga(sub)
-    # --- end of registration ---
+    bench = sub.add_parser("bench", help="benchmarks: print their tables and save them under bench/ "
+                                         "(schedules, optimal, rtl, eval, relay, modes)")
+    benches = bench.add_subparsers(dest="bench", required=True, parser_class=_Parser)
+    # each command module adds its own subcommands, and its benchmarks under `bench`
+    from . import (commands, eval_commands, fpga_commands, llm_commands, optree_commands, rtl_commands,
+                   search_commands, supermesh_commands, traffic_commands)
+    for module in (commands, eval_commands, rtl_commands, traffic_commands):
+        module.register(sub, benches)
+    for module in (optree_commands, supermesh_commands, llm_commands, fpga_commands, search_commands):
+        module.register(sub)
     return p
 
 

@@ -132,7 +132,7 @@ def cmd_verify(args) -> int:
     return 0
 
 
-def register(sub) -> None:
+def register(sub, bench) -> None:
     p = sub.add_parser("topology", help="build a topology and report degrees, ports, crosspoints, diameter")
     add_topology_args(p)
     p.add_argument("--json", action="store_true", help="machine-readable summary")
@@ -162,8 +162,8 @@ def register(sub) -> None:
     p = sub.add_parser("verify", help="check a schedule file against its topology and the collective's semantics")
     p.add_argument("file")
     p.set_defaults(func=cmd_verify)
-    register_bench(sub)
-    register_bench_optimal(sub)
+    register_bench(bench)
+    register_bench_optimal(bench)
     register_demo(sub)
 
 
@@ -203,10 +203,10 @@ def cmd_bench_schedules(args) -> int:
     algos = items(args.algorithms, "--algorithms")
     for a in algos:
         if a not in BENCH_ALGORITHMS:
-            raise UsageError(f"bench-schedules runs {', '.join(BENCH_ALGORITHMS)} (got {a!r})")
+            raise UsageError(f"bench schedules runs {', '.join(BENCH_ALGORITHMS)} (got {a!r})")
     import os
     import platform
-    table = _Table(f"equimesh bench-schedules: {platform.machine()}, {os.cpu_count()} cores, "
+    table = _Table(f"equimesh bench schedules: {platform.machine()}, {os.cpu_count()} cores, "
                    f"Python {platform.python_version()}, {args.collective}",
                    ["topology", "size", "K", "algorithm", "method", "storage", "steps", "bound", "efficiency",
                     "seconds"])
@@ -241,7 +241,7 @@ BENCH_ALGORITHMS = ("auto", "ring", "xtree", "multitree", "ring2d")
 
 
 def register_bench(sub) -> None:
-    p = sub.add_parser("bench-schedules", help="benchmark: steps, bound, efficiency and seconds of schedule synthesis")
+    p = sub.add_parser("schedules", help="steps, bound, efficiency and seconds of schedule synthesis")
     p.add_argument("--kinds", default=",".join(BENCH_KINDS))
     p.add_argument("--sizes", default=",".join(BENCH_SIZES), help="comma-separated RxC sizes")
     p.add_argument("--chunks", default="1,4", help="comma-separated K values")
@@ -261,7 +261,7 @@ def cmd_bench_optimal(args) -> int:
     from .schedules.methods.xtree import xtree
     sizes, chunks = size_list(args.sizes), count_list(args.chunks, "--chunks")
     lanes = args.storage == "lanes"
-    table = _Table(f"equimesh bench-optimal: {args.solver}, storage {args.storage}, time limit "
+    table = _Table(f"equimesh bench optimal: {args.solver}, storage {args.storage}, time limit "
                    f"{args.time_limit:g} s per size",
                    ["topology", "size", "K", "bound", "optimum", "XTree", "XTree gap", "solver seconds"])
     for r, c in sizes:
@@ -285,7 +285,7 @@ def cmd_bench_optimal(args) -> int:
 
 
 def register_bench_optimal(sub) -> None:
-    p = sub.add_parser("bench-optimal", help="benchmark: XTree's steps against the exact solver's proven optimum")
+    p = sub.add_parser("optimal", help="XTree's steps against the exact solver's proven optimum")
     p.add_argument("--kind", default="equimesh", choices=KINDS)
     p.add_argument("--sizes", default="2x3,3x3,3x4,4x4,4x5,5x5")
     p.add_argument("--chunks", default="1")

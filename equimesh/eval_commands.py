@@ -1,4 +1,4 @@
-"""Subcommands for evaluation at scale: ``evaluate``, ``report``, ``bench-eval``."""
+"""Subcommands for evaluation at scale: ``evaluate``, ``report``, ``bench eval``."""
 
 from __future__ import annotations
 
@@ -141,7 +141,7 @@ def cmd_bench_eval(args) -> int:
         size = np.array([parse_size(args.size)])
     except ValueError as e:
         raise UsageError(f"--size: {e}") from None
-    print(f"# equimesh bench-eval, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {machine()}")
+    print(f"# equimesh bench eval, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {machine()}")
     print(f"# one message size ({args.size} per node), alpha-beta model of Table I; K = {args.chunks}")
     print(f"{'mesh':<6} {'algorithm':<16} {'collective':<10} {'transfers':>10} {'steps':>6} "
           f"{'synth s':>8} {'verify s':>8} {'sim s':>7} {'GB/s':>8}")
@@ -164,7 +164,7 @@ def add_model_args(p) -> None:
     p.add_argument("--bandwidth", type=float, default=128.0, help="link bandwidth in GB/s (default 128, Table I)")
 
 
-def register(sub) -> None:
+def register(sub, bench) -> None:
     p = sub.add_parser("evaluate", help="effective bandwidth of XTree/MirrorXTree and the baselines across message sizes")
     p.add_argument("--rows", type=SIDE, default=8, help="mesh rows (default 8)")
     p.add_argument("--cols", type=SIDE, default=8, help="mesh columns (default 8)")
@@ -190,7 +190,7 @@ def register(sub) -> None:
                                                 "(a bench-eval.txt found there is quoted in the report)")
     p.set_defaults(func=cmd_report)
 
-    p = sub.add_parser("bench-eval", help="benchmark: synthesis, verification and alpha-beta evaluation of one size "
+    p = bench.add_parser("eval", help="synthesis, verification and alpha-beta evaluation of one size "
                                           "on 16x16 and 32x32")
     p.add_argument("--dims", type=SIDE, nargs="+", default=[16, 32], help="square mesh sizes (default 16 32)")
     p.add_argument("--algorithms", default="equimesh-xtree",

@@ -136,7 +136,7 @@ def add_backend_arg(p) -> None:
                         "auto: flat up to 64 nodes, modules above")
 
 
-def register(sub) -> None:
+def register(sub, bench) -> None:
     p = sub.add_parser("simulate", help="run a collective cycle by cycle on the RTL and check it bit for bit")
     add_run_args(p, None)
     add_design_args(p)
@@ -147,7 +147,7 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_simulate)
     register_verilog(sub)
     register_compare(sub)
-    register_bench(sub)
+    register_bench(bench)
 
 
 def cmd_compare(args) -> int:
@@ -322,7 +322,7 @@ def cmd_bench_rtl(args) -> int:
     finally:
         if cold:
             cold.cleanup()
-    lines = [f"# equimesh bench-rtl ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.machine()}, "
+    lines = [f"# equimesh bench rtl ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.machine()}, "
              f"{os.cpu_count()} cores, Python {platform.python_version()}): EquiMesh {args.collective}, "
              f"K={args.chunks}, {args.chunk_flits} flits/chunk, {'empty' if args.cold else 'warm'} model cache", "",
              "| network | backend | model | cycles | run s | cycles/s | router-cycles/s | build s | cached | wall s "
@@ -344,7 +344,7 @@ def cmd_bench_rtl(args) -> int:
 def register_bench(sub) -> None:
     from .sim.backends import BACKENDS, MODELS
 
-    p = sub.add_parser("bench-rtl", help="benchmark: run-phase cycles/s, router-cycles/s and build seconds per "
+    p = sub.add_parser("rtl", help="run-phase cycles/s, router-cycles/s and build seconds per "
                                          "size and simulator backend")
     p.add_argument("--sizes", nargs="+", default=["4x4", "8x8"], help="EquiMesh sizes (default 4x4 8x8)")
     p.add_argument("--backends", nargs="+", choices=BACKENDS, default=["verilator", "amaranth"],

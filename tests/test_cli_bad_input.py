@@ -202,11 +202,11 @@ def test_fmax_file_with_a_zero_clock_is_one_line(capsys, tmp_path):
     (["evaluate", "--rows", "2", "--cols", "3", "--algorithms", ","], "--algorithms has an empty item (got ',')"),
     # Comma lists: an empty item is refused, not dropped; a bad number is one line (tracebacks before).
     (["evaluate", "--rows", "2", "--cols", "3", "--sizes", "1MB,,4MB"], "--sizes has an empty item"),
-    (["bench-schedules", "--chunks", "x"], "--chunks: invalid int value: 'x'"),
-    (["bench-optimal", "--chunks", "1,x"], "--chunks: invalid int value: 'x'"),
-    (["bench-schedules", "--sizes", "4x4,,8x8"], "--sizes has an empty item (got '4x4,,8x8')"),
-    (["bench-schedules", "--sizes", "65x2"], "--sizes entries look like RxC with sides 2..64, e.g. 8x8 (got '65x2')"),
-    (["bench-relay", "--kinds", "mesh,"], "--kinds has an empty item"),
+    (["bench", "schedules", "--chunks", "x"], "--chunks: invalid int value: 'x'"),
+    (["bench", "optimal", "--chunks", "1,x"], "--chunks: invalid int value: 'x'"),
+    (["bench", "schedules", "--sizes", "4x4,,8x8"], "--sizes has an empty item (got '4x4,,8x8')"),
+    (["bench", "schedules", "--sizes", "65x2"], "--sizes entries look like RxC with sides 2..64, e.g. 8x8 (got '65x2')"),
+    (["bench", "relay", "--kinds", "mesh,"], "--kinds has an empty item"),
     (["traffic", "--rows", "2", "--cols", "3", "--src", "0", "--dests", "1,,2"], "--dests has an empty item"),
 ])
 def test_option_values_found_by_fuzzing(capsys, argv, text):

@@ -1,9 +1,9 @@
-"""schedules/forwarding.py: forwarding-only AllGathers at the bound, decided exactly by CP-SAT."""
+"""schedules/search/forwarding.py: forwarding-only AllGathers at the bound, decided exactly by CP-SAT."""
 
 import numpy as np
 import pytest
 
-from equimesh.schedules.forwarding import check, solve
+from equimesh.schedules.search.forwarding import check, solve
 from equimesh.schedules.methods.hamiltonian import decompose
 from equimesh.schedules.topology import build
 

@@ -119,7 +119,7 @@ def test_demo_table_and_files(tmp_path):
     # ReduceScatter: min out-degree 2 (mesh) or 4: max(3, ceil(5/2)) = max(3, 2) = 3; AllReduce 3 + 3.
     bound = {"allgather": 3, "reducescatter": 3, "allreduce": 6}
     for row in rows:
-        kind, coll, storage, steps, b, eff = row[0], row[-6], row[-5], int(row[-3]), int(row[-2]), float(row[-1])
+        kind, coll, steps, b, eff = row[0], row[-6], int(row[-3]), int(row[-2]), float(row[-1])
         assert (int(row[-9]), int(row[-8]), int(row[-7])) == (HAND[kind][2], HAND[kind][0], 3), row  # xpoints, links, D
         assert b == bound[coll] and steps >= b and eff == pytest.approx(b / steps, abs=5e-4), row
     files = sorted(p.name for p in tmp_path.iterdir())
@@ -133,7 +133,7 @@ def test_demo_table_and_files(tmp_path):
 def test_bench_schedules_2x3_reaches_the_paper_depth(tmp_path):
     # seed 000, Fig. 6a: 5 steps for the 2x3 EquiMesh with K = 4; bound ceil(4 * 5 / 4) = 5
     out = tmp_path / "b.md"
-    code, text = _run(["bench-schedules", "--kinds", "equimesh", "--sizes", "2x3", "--chunks", "4",
+    code, text = _run(["bench", "schedules", "--kinds", "equimesh", "--sizes", "2x3", "--chunks", "4",
                        "--algorithms", "xtree", "--out", str(out)])
     assert code == 0
     row = [c.strip() for c in text.splitlines()[-1].strip("|").split("|")]
@@ -142,14 +142,14 @@ def test_bench_schedules_2x3_reaches_the_paper_depth(tmp_path):
 
 
 def test_bench_optimal_2x3(tmp_path):
-    code, text = _run(["bench-optimal", "--sizes", "2x3", "--chunks", "1", "--out", str(tmp_path / "o.md")])
+    code, text = _run(["bench", "optimal", "--sizes", "2x3", "--chunks", "1", "--out", str(tmp_path / "o.md")])
     row = [c.strip() for c in text.splitlines()[-1].strip("|").split("|")]
     assert code == 0 and row[:7] == ["equimesh", "2x3", "1", "3", "3", "3", "0"]
 
 
 def test_bench_rtl_amaranth_2x3(tmp_path):
     out = tmp_path / "r.md"
-    code, text = _run(["bench-rtl", "--sizes", "2x3", "--chunks", "1", "--chunk-flits", "2", "--backends", "amaranth",
+    code, text = _run(["bench", "rtl", "--sizes", "2x3", "--chunks", "1", "--chunk-flits", "2", "--backends", "amaranth",
                        "--out", str(out)])
     row = [c.strip() for c in text.splitlines()[-1].strip("|").split("|")]
     assert code == 0 and row[:4] == ["2x3 equimesh", "amaranth", "-", str(3 * 5 + 6)] and row[10] == "yes"
@@ -158,7 +158,7 @@ def test_bench_rtl_amaranth_2x3(tmp_path):
 
 def test_bench_eval_2x2():
     # 2x2, K = 1: AllGather moves N (N-1) K = 12 chunks, AllReduce twice that
-    code, text = _run(["bench-eval", "--dims", "2", "--size", "1K", "--chunks", "1"])
+    code, text = _run(["bench", "eval", "--dims", "2", "--size", "1K", "--chunks", "1"])
     rows = {l.split()[2]: l.split() for l in text.splitlines() if l.startswith("2x2")}
     assert code == 0 and int(rows["allgather"][3]) == 12 and int(rows["allreduce"][3]) == 24
     assert int(rows["allgather"][4]) == 2 and float(rows["allgather"][-1]) > 0   # max(D, ceil(3/2)) = 2
@@ -168,7 +168,7 @@ def test_bench_relay_2x2_flit_hops_by_hand():
     """2x2 mesh, 1 packet of 2 payload flits + 1 header per node: unicasts travel the 16 hops between the
     12 ordered pairs (3 flits each: 48); each MultiWrite tree spans 4 nodes with 3 links (4 x 3 x 3 = 36);
     XTree moves 12 chunks of 2 flits (24) in 2 steps: 2 * max(2, 5) + 6 = 16 cycles."""
-    code, text = _run(["bench-relay", "--sizes", "2x2", "--kinds", "mesh", "--chunks", "1", "--payload-flits", "2",
+    code, text = _run(["bench", "relay", "--sizes", "2x2", "--kinds", "mesh", "--chunks", "1", "--payload-flits", "2",
                        "--backend", "amaranth", "--json"])
     row = json.loads(text.splitlines()[-1])
     assert code == 0
@@ -189,7 +189,7 @@ def test_bench_modes_table(tmp_path, monkeypatch):
         return n
 
     monkeypatch.setattr(synth, "cell_count", lines)
-    code, text = _run(["bench-modes", "--sizes", "2x2", "--kinds", "mesh", "--chunks", "1", "--chunk-flits", "2",
+    code, text = _run(["bench", "modes", "--sizes", "2x2", "--kinds", "mesh", "--chunks", "1", "--chunk-flits", "2",
                        "--payload-flits", "2", "--out-dir", str(tmp_path)])
     row = [c.strip() for c in text.splitlines()[-1].strip("|").split("|")]
     (sched,) = [n for (top, d), n in seen.items() if top.startswith("router_3port") and d == "schedule"]

@@ -1,5 +1,6 @@
 """Stored exact lane-rule AllGathers (schedules/methods/library.py) and K = 4m as rounds of a K = 4 schedule."""
 
+from equimesh.cli import main as cli
 import json
 
 import numpy as np
@@ -49,7 +50,7 @@ def test_every_stored_schedule_is_valid_and_at_the_bound_or_beats_xtree(key):
 def test_symmetric_images_of_stored_schedules(kind, rows, cols):
     # only equimesh 2x3 and 3x4 are needed for these: transposes and flips carry them over
     t = build(kind, rows, cols)
-    assert L._key(t) not in L._library()
+    assert L.key(t) not in L._library()
     ph = L.stored(t, 4)
     _checked(t, 4, ph)
     assert ph.num_steps == rows * cols - 1
@@ -97,17 +98,17 @@ def test_stored_applies_only_where_it_is_valid():
 
 def test_a_corrupted_entry_is_refused(monkeypatch):
     t = build("equimesh", 2, 3)
-    good = L._library()[L._key(t)]
+    good = L._library()[L.key(t)]
     broken = [list(map(list, s)) for s in good]
     broken[1][0][2] = (broken[1][0][2] + 1) % 4          # the same chunk twice into one node, another never
-    monkeypatch.setattr(L, "_library", lambda: {L._key(t): broken})
+    monkeypatch.setattr(L, "_library", lambda: {L.key(t): broken})
     with pytest.raises(ScheduleInvalid):
         L.stored(t, 4)
 
 
 def test_main_solves_and_stores(tmp_path):
     out = tmp_path / "lib.json"
-    L.main(["--sizes", "2x3", "--time-limit", "30", "--out", str(out)])
+    cli(["search", "library", "--sizes", "2x3", "--time-limit", "30", "--out", str(out)])
     recs = json.loads(out.read_text())["schedules"]
     assert [r["key"] for r in recs] == ["equimesh 2x3 cccc"]     # its mirror is a flipped copy (below)
     t = build("equimesh", 2, 3)
@@ -122,15 +123,15 @@ def test_main_adds_schedule_files_and_refuses_those_off_the_bound(tmp_path, caps
     assert slow.num_steps == 6
     slow.save(tmp_path / "slow.json")
     out = tmp_path / "lib.json"
-    with pytest.raises(SystemExit, match="6 steps, not at the bound"):
-        L.main(["--add", str(tmp_path / "slow.json"), "--out", str(out)])
-    with pytest.raises(SystemExit, match="not a K = 4 AllGather"):
-        synthesize(t, 8, "allgather").save(tmp_path / "k8.json")
-        L.main(["--add", str(tmp_path / "k8.json"), "--out", str(out)])
-    L.main(["--add", str(tmp_path / "good.json"), "--out", str(out)])
+    assert cli(["search", "library", "--add", str(tmp_path / "slow.json"), "--out", str(out)]) == 1
+    assert capsys.readouterr().err.strip().endswith("slow.json: 6 steps, not at the bound")
+    synthesize(t, 8, "allgather").save(tmp_path / "k8.json")
+    assert cli(["search", "library", "--add", str(tmp_path / "k8.json"), "--out", str(out)]) == 1
+    assert capsys.readouterr().err.strip().endswith("k8.json: not a K = 4 AllGather on an EquiMesh or its mirror")
+    cli(["search", "library", "--add", str(tmp_path / "good.json"), "--out", str(out)])
     assert [r["key"] for r in json.loads(out.read_text())["schedules"]] == ["equimesh 2x3 cccc"]
     capsys.readouterr()
-    L.main(["--add", str(tmp_path / "good.json"), "--out", str(out)])  # as short as the stored one
+    cli(["search", "library", "--add", str(tmp_path / "good.json"), "--out", str(out)])  # as short as the stored one
     assert capsys.readouterr().out.startswith("equimesh 2x3 cccc: not stored from ")
     assert len(json.loads(out.read_text())["schedules"]) == 1
 
@@ -163,11 +164,11 @@ def test_repair_reaches_the_bound_where_xtree_does_not():
 
 def test_library_cli_stores_a_repaired_schedule(tmp_path):
     out = tmp_path / "lib.json"
-    L.main(["--sizes", "3x5", "--repair", "4", "--time-limit", "120", "--out", str(out)])
+    cli(["search", "library", "--sizes", "3x5", "--method", "repair", "--seeds", "4", "--time-limit", "120", "--out", str(out)])
     keys = [rec["key"] for rec in json.loads(out.read_text())["schedules"]]
     assert keys == ["equimesh 3x5 cccc"]        # the mirror is its flipped image: not stored again
     t = build("equimesh", 3, 5)
-    ph = L._lookup(t, {rec["key"]: rec["steps"] for rec in json.loads(out.read_text())["schedules"]})
+    ph = L.lookup(t, {rec["key"]: rec["steps"] for rec in json.loads(out.read_text())["schedules"]})
     assert ph.num_steps == 14
 
 
@@ -236,19 +237,19 @@ def test_library_cli_stores_a_best_known_schedule_where_the_bound_is_not_reached
     from equimesh.schedules.methods import cpsat
     from equimesh.schedules.methods.xtree import xtree
     t, ph = repaired_2x9
-    found = {L._key(t): ph}
-    monkeypatch.setattr(cpsat, "repair", lambda topo, *a, **k: found.get(L._key(topo)) or xtree(topo, 4, lanes=True))
+    found = {L.key(t): ph}
+    monkeypatch.setattr(cpsat, "repair", lambda topo, *a, **k: found.get(L.key(topo)) or xtree(topo, 4, lanes=True))
     out = tmp_path / "lib.json"
-    L.main(["--sizes", "2x9", "--repair", "4", "--out", str(out)])
+    cli(["search", "library", "--sizes", "2x9", "--method", "repair", "--seeds", "4", "--out", str(out)])
     entries = {rec["key"]: rec["steps"] for rec in json.loads(out.read_text())["schedules"]}
-    assert list(entries) == [L._key(t)]          # the mirror's repair did not beat its XTree
-    stored = L._lookup(t, entries)
+    assert list(entries) == [L.key(t)]          # the mirror's repair did not beat its XTree
+    stored = L.lookup(t, entries)
     _checked(t, 4, stored)
     assert stored.num_steps == ph.num_steps
-    found[L._key(t)] = xtree(t, 4, lanes=True)
-    L.main(["--sizes", "2x9", "--repair", "4", "--out", str(out)])
+    found[L.key(t)] = xtree(t, 4, lanes=True)
+    cli(["search", "library", "--sizes", "2x9", "--method", "repair", "--seeds", "4", "--out", str(out)])
     again = {rec["key"]: rec["steps"] for rec in json.loads(out.read_text())["schedules"]}
-    assert L._lookup(t, again).num_steps == ph.num_steps
+    assert L.lookup(t, again).num_steps == ph.num_steps
 
 
 def test_auto_takes_a_best_known_schedule_only_where_it_is_shorter(monkeypatch, repaired_2x9):
@@ -256,7 +257,7 @@ def test_auto_takes_a_best_known_schedule_only_where_it_is_shorter(monkeypatch, 
     # takes whichever of its two rounds and XTree's K = 8 schedule is shorter
     from equimesh.schedules.methods.xtree import xtree
     t, ph = repaired_2x9
-    monkeypatch.setattr(L, "_library", lambda: {L._key(t): [np.asarray(s).tolist() for s in ph.steps]})
+    monkeypatch.setattr(L, "_library", lambda: {L.key(t): [np.asarray(s).tolist() for s in ph.steps]})
     s4 = synthesize(t, 4, "allgather")
     assert (s4.meta["method"], s4.num_steps) == ("stored", ph.num_steps)
     x8 = xtree(t, 8, lanes=True).num_steps
@@ -277,13 +278,13 @@ def test_library_tail_stores_a_shorter_tail_of_a_stored_schedule(tmp_path, monke
     calls = []
 
     def tail(topo, chunks, phase, lanes, time_limit, windows):
-        calls.append((L._key(topo), phase.num_steps, windows))
-        return short if L._key(topo) == L._key(t) else phase
+        calls.append((L.key(topo), phase.num_steps, windows))
+        return short if L.key(topo) == L.key(t) else phase
     monkeypatch.setattr(cpsat, "improve_tail", tail)
-    L.main(["--sizes", "2x3", "--tail", "--time-limit", "1", "--out", str(out)])
-    assert calls == [(L._key(t), 6, L.TAIL_WINDOWS)]      # the mirror is then an image at the bound
+    cli(["search", "library", "--sizes", "2x3", "--method", "tail", "--time-limit", "1", "--out", str(out)])
+    assert calls == [(L.key(t), 6, L.TAIL_WINDOWS)]      # the mirror is then an image at the bound
     entries = {rec["key"]: rec["steps"] for rec in json.loads(out.read_text())["schedules"]}
-    assert L._lookup(t, entries).num_steps == 5
+    assert L.lookup(t, entries).num_steps == 5
 
 
 def _row_flip(cols):
@@ -348,11 +349,11 @@ def test_at_bound_reaches_the_bound_on_2x3_and_2x5(cols, invariant):
 
 def test_library_cli_stores_an_at_bound_schedule(tmp_path):
     out = tmp_path / "lib.json"
-    L.main(["--sizes", "2x3", "--at-bound", "--time-limit", "60", "--out", str(out)])
+    cli(["search", "library", "--sizes", "2x3", "--method", "at-bound", "--time-limit", "60", "--out", str(out)])
     recs = json.loads(out.read_text())["schedules"]
     assert [r["key"] for r in recs] == ["equimesh 2x3 cccc"]     # its mirror is a flipped copy
     t = build("equimesh", 2, 3)
-    ph = L._lookup(t, {r["key"]: r["steps"] for r in recs})
+    ph = L.lookup(t, {r["key"]: r["steps"] for r in recs})
     assert ph.num_steps == 5
     _assert_row_flip_invariant(t, ph)
 

@@ -1,11 +1,11 @@
 """Partial ring pipelining (schedules/methods/partial.py): two classes on Hamiltonian cycles, two solved on the rest."""
 
+from equimesh.cli import main as cli
 import json
 
 import numpy as np
 import pytest
 
-from equimesh.schedules.methods import library as L
 from equimesh.schedules.methods import partial
 from equimesh.schedules.methods.cpsat import exact, grid_automorphism
 from equimesh.schedules.schedule import Phase, Schedule
@@ -85,7 +85,7 @@ def test_merge_keeps_every_lane_to_its_own_class():
 
 def test_library_cli_stores_a_partial_schedule(tmp_path):
     out = tmp_path / "lib.json"
-    L.main(["--sizes", "2x5", "--partial", "2", "--time-limit", "60", "--out", str(out)])
+    cli(["search", "library", "--sizes", "2x5", "--method", "partial", "--seeds", "2", "--time-limit", "60", "--out", str(out)])
     recs = json.loads(out.read_text())["schedules"]
     assert [r["key"] for r in recs] == ["equimesh 2x5 cccc"]     # the mirror is a flipped copy
     t = build("equimesh", 2, 5)

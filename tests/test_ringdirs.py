@@ -1,6 +1,7 @@
 """Default ring directions per size (schedules/data/ring_dirs.json): the stored choice is really shorter
 than cccc, every command's default topology takes it, and an explicit choice still wins."""
 
+from equimesh.cli import main as cli
 import json
 
 import pytest
@@ -58,7 +59,7 @@ def test_refreshing_some_sizes_keeps_the_others(tmp_path):
     data = json.loads(ringdirs.RING_DIRS_TABLE.read_text())
     data["best"]["2x3"], data["steps"]["2x3"] = "aaaa", [6, 5]
     out.write_text(json.dumps(data))
-    ringdirs.main(["--sizes", "2x3", "--out", str(out)])
+    cli(["search", "ringdirs", "--sizes", "2x3", "--out", str(out)])
     after = json.loads(out.read_text())
     assert "2x3" not in after["best"] and "2x3" not in after["steps"]
     assert after["best"] == TABLE

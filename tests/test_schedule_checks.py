@@ -14,7 +14,7 @@ import pytest
 from equimesh.schedules.schedule import Phase, Schedule, ScheduleFileError, from_dict, load
 from equimesh.schedules.verify import ScheduleInvalid, verify
 
-from test_verify import LINK, T, ag, good_ag_steps, good_rs_steps
+from test_verify import T, ag, good_ag_steps, good_rs_steps
 
 
 # ----- the verifier's range check (in-memory schedules skip the file loader's checks) -----

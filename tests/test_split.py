@@ -1,6 +1,7 @@
 """Split schedules (schedules/methods/split.py): 3 Hamiltonian cycles + a 2-cycle + a cycle through the rest,
 and the lane-rule AllGather in N steps (the bound plus one) built on them."""
 
+from equimesh.cli import main as cli
 import functools
 
 import numpy as np
@@ -54,7 +55,7 @@ def test_split_is_three_hamiltonian_cycles_a_two_cycle_and_a_cycle_through_the_r
 def test_split_schedule_takes_n_steps_keeps_the_lane_rule_and_rounds_take_n_each(kind, rows, cols):
     topo, rec = _solved(kind, rows, cols)
     colour = np.array([int(c) for c in rec["colours"]])
-    phase = S._construct(topo, colour, rec)
+    phase = S.construct_record(topo, colour, rec)
     assert phase.num_steps == topo.nodes == lower_bound(topo, 4, "allgather") + 1
     _checked(topo, 4, phase)
     from equimesh.schedules.methods.library import rounds
@@ -68,7 +69,7 @@ def test_a_solved_tail_puts_the_split_schedule_at_the_bound(kind, rows, cols):
     # docs/schedules.md "Tails": the last 4 steps re-solved in 3, every link busy in every step
     topo, rec = _solved(kind, rows, cols)
     colour = np.array([int(c) for c in rec["colours"]])
-    phase = S._construct(topo, colour, rec)
+    phase = S.construct_record(topo, colour, rec)
     tail = S.solve_tail(topo, colour, rec, 60)
     assert tail is not None and len(tail) == 3
     kept = phase.steps[:S.tail_start(topo, rec["pairs"])]
@@ -86,9 +87,9 @@ def test_where_the_sign_is_plus_1_the_split_has_two_2_cycles_and_its_tail_meets_
     assert rec is not None and len(rec["pairs"]) == 2 and len(rec["tail"]) == 4
     colour = np.array([int(c) for c in rec["colours"]])
     _assert_split(topo, colour, rec["pairs"])
-    prefix = S._construct(topo, colour, rec, until=S.tail_start(topo, rec["pairs"]))
+    prefix = S.construct_record(topo, colour, rec, until=S.tail_start(topo, rec["pairs"]))
     assert all(len(s) == len(topo.links) for s in prefix.steps)
-    full = type(prefix)("allgather", prefix.steps + [S._transfers(t) for t in rec["tail"]])
+    full = type(prefix)("allgather", prefix.steps + [S.parse_transfers(t) for t in rec["tail"]])
     assert full.num_steps == lower_bound(topo, 4, "allgather") == topo.nodes - 1
     _checked(topo, 4, full)
 
@@ -120,8 +121,8 @@ def test_choose_with_a_tail_serves_where_the_construction_fails_near_its_end():
         got = S.choose(topo, colour, rec["pairs"], tail_seconds=60)
     assert S.choose(topo, colour, rec["pairs"], tail_seconds=60)["tail"] == got["tail"]   # tail first
     assert got is not None and len(got["tail"]) == 3
-    prefix = S._construct(topo, colour, got, until=S.tail_start(topo, got["pairs"]))
-    full = type(prefix)("allgather", prefix.steps + [S._transfers(t) for t in got["tail"]])
+    prefix = S.construct_record(topo, colour, got, until=S.tail_start(topo, got["pairs"]))
+    full = type(prefix)("allgather", prefix.steps + [S.parse_transfers(t) for t in got["tail"]])
     assert full.num_steps == lower_bound(topo, 4, "allgather")
     _checked(topo, 4, full)
 
@@ -129,7 +130,7 @@ def test_choose_with_a_tail_serves_where_the_construction_fails_near_its_end():
 def test_a_stored_tail_is_used_and_checked():
     from equimesh.schedules.topology import parse_ring_dirs
     topo = build("equimesh", 3, 12, ring_dirs=parse_ring_dirs("ccac"))      # stored with its own split
-    key = S._key(topo)
+    key = S.key(topo)
     assert key in S._data()["tails"]
     assert S.split_allgather(topo, 4).num_steps == topo.nodes - 1
     bad = dict(S._data())
@@ -191,7 +192,7 @@ def test_every_stored_split_gives_a_valid_schedule_in_n_steps_or_with_its_tail_n
 def test_a_split_stored_for_the_transposed_size_serves_the_image_of_its_ring_directions(rows, cols, dirs, src):
     from equimesh.schedules.topology import parse_ring_dirs
     topo = build("equimesh", rows, cols, ring_dirs=parse_ring_dirs(dirs))
-    assert S._split(topo) is None and any(f" {src} " in rec["key"] for rec in S._data()["splits"])
+    assert S.stored_split(topo) is None and any(f" {src} " in rec["key"] for rec in S._data()["splits"])
     phase = S.split_allgather(topo, 4)
     src = next(rec["key"] for rec in S._data()["splits"] if f" {src} " in rec["key"])
     assert phase.num_steps == topo.nodes - (src in S._data()["tails"]) <= lower_bound(topo, 4, "allgather") + 1
@@ -204,7 +205,7 @@ def test_the_mirror_split_puts_the_allreduce_at_the_bound_where_the_allgather_is
     # the AllGather is a stored schedule at the bound; the ReduceScatter runs the mirror's split
     topo = build("equimesh", rows, cols)
     mirror = build("mirror-equimesh", rows, cols, ring_dirs=topo.ring_dirs)
-    assert S._split(mirror) is not None and S._key(mirror) in S._data()["tails"]
+    assert S.stored_split(mirror) is not None and S.key(mirror) in S._data()["tails"]
     sched = synthesize(topo, 4, "allreduce")
     verify(sched)
     check_storage(sched)
@@ -247,7 +248,7 @@ def _assert_split(topo, colour, pairs):
 @pytest.mark.parametrize("kind,rows,cols", _tile_sizes())
 def test_every_size_a_tile_covers_gets_a_split_schedule_at_the_bound(kind, rows, cols):
     topo = S.default(kind, rows, cols)
-    colour, rec = S._split(topo)
+    colour, rec = S.stored_split(topo)
     _assert_split(topo, colour, rec["pairs"])
     phase = S.split_allgather(topo, 4)
     bound = lower_bound(topo, 4, "allgather")
@@ -274,7 +275,7 @@ def test_every_stored_tile_is_a_split_with_the_2_cycle_its_sizes_name(index):
 
 def test_a_tile_extends_far_beyond_its_own_size():
     topo = S.default("equimesh", 29, 6)       # from the 6x13 tile: band repeated 4 times, transposed
-    colour, rec = S._split(topo)
+    colour, rec = S.stored_split(topo)
     _assert_split(topo, colour, rec["pairs"])
     _checked(topo, 4, S.split_allgather(topo, 4))
 
@@ -324,11 +325,9 @@ def test_tiles_apply_only_to_the_ring_directions_they_were_made_for():
 
 @pytest.mark.parametrize("option,value", [("--sizes", "3y9"), ("--tiles", "16x"), ("--tails", "1x4")])
 def test_the_offline_split_tool_refuses_a_malformed_size_in_one_line(option, value, capsys):
-    with pytest.raises(SystemExit) as e:
-        S.main([option, value, "--out", "/nonexistent/splits.json"])
-    assert e.value.code == 2
-    err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert err.endswith(f"error: {option} entries look like RxC with sides 2..64, e.g. 8x8 (got {value!r})")
+    assert cli(["search", "split", option, value, "--out", "/nonexistent/splits.json"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"equimesh: {option} entries look like RxC with sides 2..64, e.g. 8x8 (got {value!r})"]
 
 
 @pytest.mark.parametrize("rows,cols", [(2, 9), (9, 2), (2, 11)])

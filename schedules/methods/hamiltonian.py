@@ -93,7 +93,7 @@ def check(topo: Topology, cycles: list[np.ndarray]) -> None:
             raise DecompositionError(f"cycle {i} visits some node twice")
 
 
-def _order(topo: Topology, links: np.ndarray) -> np.ndarray:
+def order(topo: Topology, links: np.ndarray) -> np.ndarray:
     """The links of one colour (a 1-in-1-out subgraph) in travel order from node 0's out-link."""
     nxt = np.full(topo.nodes, -1, dtype=np.int64)
     nxt[topo.link_src[links]] = links
@@ -200,7 +200,7 @@ def from_colours(topo: Topology, colour: np.ndarray, method: str) -> Decompositi
         mine = np.nonzero(colour == c)[0]
         if len(mine) != topo.nodes or len(np.unique(topo.link_src[mine])) != topo.nodes:
             raise DecompositionError(f"colour {c} is not a Hamiltonian cycle")
-        cycles.append(_order(topo, mine))
+        cycles.append(order(topo, mine))
     check(topo, cycles)
     return Decomposition(cycles, method)
 
@@ -386,47 +386,3 @@ def decompose(topo: Topology, time_limit: float = 10.0) -> Decomposition | None:
     if dec is None or topo.kind == "equimesh":
         return dec
     return reverse(dec, base, topo)
-
-
-def main(argv: list[str] | None = None) -> None:
-    """Solve the missing tiles for every side up to ``--max-side`` (and 32) and store them in TILES.
-
-    Tiles already stored are kept, so the run can be resumed, and sizes :func:`from_tile` already
-    gives (by transposition or a cut period) are skipped; sides of different parity are skipped
-    (proven: no decomposition, :mod:`.parity`).
-    """
-    import argparse
-    ap = argparse.ArgumentParser(prog="python -m equimesh.schedules.hamiltonian", description=main.__doc__)
-    ap.add_argument("--time-limit", type=float, default=40.0, help="CP-SAT seconds per seed")
-    ap.add_argument("--seeds", type=int, default=3)
-    ap.add_argument("--max-side", type=int, default=16)
-    ap.add_argument("--first", default="12x12", help="comma-separated tile sizes to solve first")
-    ap.add_argument("--out", type=Path, default=TILES)
-    ap.add_argument("--retry-open", action="store_true", help="also retry the sizes listed under 'open'")
-    args = ap.parse_args(argv)
-    data = json.loads(args.out.read_text()) if args.out.exists() else {"format": "equimesh-hamiltonian-tiles",
-                                                                    "period": PERIOD, "tiles": [], "open": []}
-    have = {(t["rows"], t["cols"]) for t in data["tiles"]}
-    if not args.retry_open:
-        have |= {(o[0], o[1]) for o in data.get("open", [])}
-    sides = sorted({tile_side(n)[0] for n in list(range(2, args.max_side + 1)) + [32]})
-    todo = sorted(((r, c) for r in sides for c in sides if r % 2 == c % 2), key=lambda rc: rc[0] * rc[1])
-    first = [tuple(int(v) for v in s.split("x")) for s in args.first.split(",") if s]
-    todo = first + [rc for rc in todo if rc not in first]
-    for r, c in todo:
-        if (r, c) in have or from_tile(cccc(r, c)) is not None:    # stored, transposed or cut
-            continue
-        t0 = time.perf_counter()
-        rec, status = make_tile(r, c, args.time_limit, args.seeds)
-        print(f"{r}x{c}: {status} ({time.perf_counter() - t0:.1f} s)", flush=True)
-        data["open"] = [o for o in data["open"] if tuple(o[:2]) != (r, c)]
-        if rec is None:
-            data["open"].append([r, c, status])
-        else:
-            data["tiles"].append(rec)
-            have.add((r, c))
-        args.out.write_text(json.dumps(data, indent=1) + "\n")
-
-
-if __name__ == "__main__":
-    main()

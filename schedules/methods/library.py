@@ -25,14 +25,13 @@ from __future__ import annotations
 
 import functools
 import json
-import time
 from pathlib import Path
 
 import numpy as np
 
-from ..schedule import Phase, Schedule, lower_bound
+from ..schedule import Phase, Schedule
 from ..storage import check_storage
-from ..topology import Topology, TopologyError, build, format_ring_dirs, grid_maps, parse_ring_dirs, parse_sizes
+from ..topology import Topology, build, format_ring_dirs, grid_maps, parse_ring_dirs
 from ..verify import verify
 
 LIBRARY = Path(__file__).parent / "data" / "lane_schedules.json"
@@ -53,7 +52,8 @@ def rounds(phase: Phase, chunks: int) -> Phase:
     return Phase("allgather", steps)
 
 
-def _key(topo: Topology) -> str:
+def key(topo: Topology) -> str:
+    """The library's key of ``topo``: kind, size and ring directions, e.g. ``equimesh 2x3 cccc``."""
     return f"{topo.kind} {topo.rows}x{topo.cols} {format_ring_dirs(topo.ring_dirs)}"
 
 
@@ -88,16 +88,16 @@ def stored(topo: Topology, chunks: int) -> Phase | None:
     it, in ``chunks // 4`` rounds (checked); None if there is none or K is not a multiple of 4."""
     if not applies(topo, chunks):
         return None
-    base = _lookup(topo, _library())
+    base = lookup(topo, _library())
     return None if base is None else rounds(base, chunks)
 
 
-def _lookup(topo: Topology, entries: dict[str, list]) -> Phase | None:
+def lookup(topo: Topology, entries: dict[str, list]) -> Phase | None:
     """The shortest K = 4 AllGather of ``topo`` in ``entries`` (key -> steps), directly or by a
     symmetry, checked."""
     best = None
-    for key, steps in entries.items():
-        kind, size, dirs = key.split()
+    for name, steps in entries.items():
+        kind, size, dirs = name.split()
         rows, cols = (int(v) for v in size.split("x"))
         if sorted((rows, cols)) != sorted((topo.rows, topo.cols)) or best is not None and len(steps) >= best.num_steps:
             continue
@@ -105,114 +105,13 @@ def _lookup(topo: Topology, entries: dict[str, list]) -> Phase | None:
         base = image(src, Phase("allgather", [np.array(s, dtype=np.int64).reshape(-1, 3) for s in steps]), topo)
         if base is None:
             continue
-        _check(topo, base)
+        check(topo, base)
         best = base
     return best
 
 
-def _check(topo: Topology, phase: Phase) -> None:
+def check(topo: Topology, phase: Phase) -> None:
     """Raise unless ``phase`` is a valid K = 4 AllGather of ``topo`` that keeps the lane rule."""
     sched = Schedule("allgather", "stored", BASE, topo, [phase], {"storage": "lanes"})
     verify(sched)
     check_storage(sched)
-
-
-def _store(data: dict, topo: Topology, phase: Phase, out: Path) -> None:
-    """Check ``phase`` and store it under ``topo``'s key, in place of a longer one stored there."""
-    _check(topo, phase)
-    data["schedules"] = [rec for rec in data["schedules"] if rec["key"] != _key(topo)]
-    data["schedules"].append({"key": _key(topo), "steps": [
-        np.asarray(st, dtype=np.int64).reshape(-1, 3).tolist() for st in phase.steps]})
-    out.write_text(json.dumps(data, separators=(",", ":")) + "\n")
-
-
-def main(argv: list[str] | None = None) -> None:
-    """Solve the lane-rule K = 4 AllGather of each size given (EquiMesh and its mirror) with the CP-SAT
-    model (``--algorithm cpsat``), or with XTree and CP-SAT windows (``--repair SEEDS``,
-    :func:`.cpsat.repair`), or at the bound with the lane rule soft and the schedule symmetric
-    (``--at-bound``, :func:`.cpsat.at_bound`), or by partial ring pipelining (``--partial SEEDS``,
-    :mod:`.partial`), or re-solve a stored schedule's tail with longer CP-SAT windows
-    (``--tail``), and store those that reach the bound or beat XTree and what is stored (best known);
-    or store schedule files found earlier (``--add``, at the bound). Networks stored at the
-    bound, directly or as a symmetric image, are skipped."""
-    import argparse
-    from . import partial
-    from .cpsat import at_bound, improve_tail, repair
-    from ..schedule import load
-    from ..synth import synthesize
-    from .xtree import xtree
-    ap = argparse.ArgumentParser(prog="python -m equimesh.schedules.library", description=main.__doc__)
-    ap.add_argument("--sizes", default="2x3,3x4,2x5,3x5,4x5")
-    ap.add_argument("--ring-dirs", default="default", help="default: each size's default directions")
-    ap.add_argument("--time-limit", type=float, default=120.0, help="CP-SAT seconds per topology")
-    ap.add_argument("--repair", type=int, default=0, metavar="SEEDS",
-                    help="XTree tie-break orders to repair with CP-SAT windows, instead of the whole exact model")
-    ap.add_argument("--at-bound", action="store_true",
-                    help="solve at the step bound with the lane rule soft, CP-SAT's LNS interleaved in one thread and the "
-                         "schedule invariant under a symmetry of the grid, instead of the whole exact model")
-    ap.add_argument("--tail", action="store_true",
-                    help=f"re-solve the tail of the stored schedule with CP-SAT windows of {', '.join(map(str, TAIL_WINDOWS))} "
-                         "steps (for --time-limit seconds) instead of solving anew")
-    ap.add_argument("--partial", type=int, default=0, metavar="SEEDS",
-                    help="two chunk classes ring-pipelined on Hamiltonian cycles, the other two solved exactly by CP-SAT "
-                         "on the links left (schedules/methods/partial.py), for up to SEEDS pairs of cycles, instead of the whole exact model")
-    ap.add_argument("--add", nargs="*", default=[], type=Path,
-                    help="schedule files (K = 4 lane-rule AllGathers at the bound) to store instead of solving")
-    ap.add_argument("--out", type=Path, default=LIBRARY)
-    args = ap.parse_args(argv)
-    try:
-        sizes, dirs = parse_sizes(args.sizes), parse_ring_dirs(args.ring_dirs)
-    except TopologyError as e:
-        ap.error(str(e))
-    data = (json.loads(args.out.read_text()) if args.out.exists()
-            else {"format": "equimesh-lane-schedules", "chunks": BASE, "schedules": []})
-
-    def have(topo: Topology) -> Phase | None:
-        """The shortest schedule of ``topo`` stored so far, or None."""
-        return _lookup(topo, {rec["key"]: rec["steps"] for rec in data["schedules"]})
-
-    for path in args.add:
-        sched = load(path)
-        topo = sched.topology
-        if (sched.collective != "allgather" or sched.chunks != BASE or topo.kind not in ("equimesh", "mirror-equimesh")
-                or [l.as_list() for l in topo.links] != [l.as_list() for l in build(
-                    topo.kind, topo.rows, topo.cols, ring_dirs=topo.ring_dirs).links]):
-            raise SystemExit(f"{path}: not a K = {BASE} AllGather on an EquiMesh or its mirror")
-        _check(topo, sched.phases[0])
-        if sched.num_steps != lower_bound(topo, BASE, "allgather"):
-            raise SystemExit(f"{path}: {sched.num_steps} steps, not at the bound")
-        known = have(topo)
-        if known is None or sched.num_steps < known.num_steps:
-            _store(data, topo, sched.phases[0], args.out)
-            print(f"{_key(topo)}: stored from {path}")
-        else:
-            print(f"{_key(topo)}: not stored from {path}: a schedule as short is stored")
-    for r, c in [] if args.add else sizes:
-        for kind in ("equimesh", "mirror-equimesh"):
-            topo = build(kind, r, c, ring_dirs=dirs)
-            bound = lower_bound(topo, BASE, "allgather")
-            known = have(topo)
-            if known is not None and known.num_steps == bound or args.tail and known is None:
-                continue
-            t0 = time.perf_counter()
-            if args.tail:
-                phase = improve_tail(topo, BASE, known, True, args.time_limit, windows=TAIL_WINDOWS)
-            elif args.at_bound or args.partial:      # these search at the bound only
-                phase = (at_bound(topo, BASE, args.time_limit).phase if args.at_bound
-                         else partial.solve(topo, args.partial, args.time_limit))
-                if phase is None:
-                    print(f"{_key(topo)}: none at the bound {bound} ({time.perf_counter() - t0:.1f} s)", flush=True)
-                    continue
-            elif args.repair:
-                phase = repair(topo, BASE, args.repair, time_limit=args.time_limit)
-            else:
-                phase = synthesize(topo, BASE, "allgather", "cpsat", time_limit=args.time_limit).phases[0]
-            beat = min(xtree(topo, BASE, lanes=True).num_steps, np.inf if known is None else known.num_steps)
-            print(f"{_key(topo)}: {phase.num_steps} steps, bound {bound}, to beat {beat} "
-                  f"({time.perf_counter() - t0:.1f} s)", flush=True)
-            if phase.num_steps == bound or phase.num_steps < beat:
-                _store(data, topo, phase, args.out)
-
-
-if __name__ == "__main__":
-    main()

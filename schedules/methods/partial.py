@@ -44,13 +44,13 @@ def cycles(topo: Topology, time_limit: float, seed: int, link: np.ndarray | None
     fewer pairs took 254 s or more than 300). ``seed`` draws among the best. With ``link``, the link
     images of a symmetry of the grid, the symmetry maps H0 onto H1 and D onto itself."""
     from ortools.sat.python import cp_model
-    from .split import _arcs
+    from .split import arcs
     m = cp_model.CpModel()
     x = [[m.NewBoolVar("") for _ in range(RINGS + 1)] for _ in topo.links]
     for row in x:
         m.AddExactlyOne(row)
     for c in range(RINGS):
-        m.AddCircuit(_arcs(m, topo, [row[c] for row in x], range(len(topo.links))))
+        m.AddCircuit(arcs(m, topo, [row[c] for row in x], range(len(topo.links))))
     for v in range(topo.nodes):
         m.Add(sum(x[l][RINGS] for l in topo.in_links[v]) == 4 - RINGS)
     if link is not None:
@@ -95,12 +95,12 @@ def merge(topo: Topology, colour: np.ndarray, sub: Topology, ids: np.ndarray, re
     """The K = 4 AllGather: the ring pipeline on H0 and H1 (module docstring) and ``rest_phase``, the
     K = 2 AllGather of D at its bound N - 1, step by step, each chunk renamed to the index of its
     home lane."""
-    from .hamiltonian import _order
+    from .hamiltonian import order
     n = topo.nodes
     chunk_at = {(v, p): k for v in range(n) for k, p in enumerate(topo.ports(v))}
     steps = [[] for _ in range(n - 1)]      # D's AllGather is at its bound N - 1 too
     for c in range(RINGS):
-        order = _order(topo, np.nonzero(colour == c)[0])
+        order = order(topo, np.nonzero(colour == c)[0])
         nodes = topo.link_src[order]
         chunk = np.array([chunk_at[v, topo.links[l].dst_port]
                           for v, l in zip(topo.link_dst[order].tolist(), order.tolist())])

@@ -19,12 +19,9 @@ schedule under any directions that a symmetry or the mirror maps it onto).
 from __future__ import annotations
 
 import itertools
-import json
-import time
-from pathlib import Path
 
 from .hamiltonian import cccc, may_decompose
-from ..topology import EDGES, RING_DIRS_TABLE, TopologyError, build, parse_ring_dirs, parse_sizes
+from ..topology import EDGES, build, parse_ring_dirs
 
 CHUNKS = 4
 CHOICES = ["".join(p) for p in itertools.product("ca", repeat=len(EDGES))]   # cccc first
@@ -51,39 +48,3 @@ def best_choice(rows: int, cols: int) -> tuple[str, dict[str, int]]:
         return tied[0], steps
     reducescatter = {d: synthesize(topo(d), CHUNKS, "reducescatter").num_steps for d in tied}
     return min(tied, key=lambda d: reducescatter[d]), steps
-
-
-def main(argv: list[str] | None = None) -> None:
-    """Search the 16 ring-direction choices at every size that needs it and store the winners."""
-    import argparse
-    ap = argparse.ArgumentParser(prog="python -m equimesh.schedules.ringdirs", description=main.__doc__)
-    ap.add_argument("--max-side", type=int, default=16)
-    ap.add_argument("--sizes", help="only these sizes (RxC,...), kept with the others already in --out "
-                                    "(after new stored schedules, data/lane_schedules.json)")
-    ap.add_argument("--out", type=Path, default=RING_DIRS_TABLE)
-    args = ap.parse_args(argv)
-    data = {"format": "equimesh-ring-dirs", "chunks": CHUNKS, "collective": "allgather", "storage": "lanes",
-            "best": {}, "steps": {}}
-    if args.sizes:
-        try:
-            sizes = parse_sizes(args.sizes)
-        except TopologyError as e:
-            ap.error(str(e))
-        data = json.loads(args.out.read_text())
-    else:
-        sizes = sorted(((r, c) for r in range(2, args.max_side + 1) for c in range(2, args.max_side + 1)
-                        if needs_search(r, c)), key=lambda rc: rc[0] * rc[1])
-    for r, c in sizes:
-        t0 = time.perf_counter()
-        best, steps = best_choice(r, c)
-        print(f"{r}x{c}: cccc {steps['cccc']}, {best} {steps[best]} ({time.perf_counter() - t0:.1f} s)", flush=True)
-        for table in ("best", "steps"):
-            data[table].pop(f"{r}x{c}", None)
-        if steps[best] < steps["cccc"]:
-            data["best"][f"{r}x{c}"] = best
-            data["steps"][f"{r}x{c}"] = [steps["cccc"], steps[best]]
-    args.out.write_text(json.dumps(data, indent=1) + "\n")
-
-
-if __name__ == "__main__":
-    main()

@@ -57,8 +57,8 @@ from pathlib import Path
 import numpy as np
 
 from . import hamiltonian
-from .library import BASE, _check, _key, applies, image, rounds, stored
-from ..schedule import Phase, lower_bound
+from .library import BASE, applies, check, image, key, rounds
+from ..schedule import Phase
 from ..storage import home_lanes, link_lanes
 from ..topology import (DEFAULT_RING_DIRS, Topology, TopologyError, build, format_ring_dirs, grid_maps,
                        parse_ring_dirs, parse_sizes)
@@ -91,12 +91,12 @@ def find(topo: Topology, pairs: list[tuple[int, int]], time_limit: float, seed: 
         for c in range(4):
             m.Add(x[i][c] == x[j][c])
     for c in range(3):
-        m.AddCircuit(_arcs(m, topo, [row[c] for row in x], range(len(src))))
+        m.AddCircuit(arcs(m, topo, [row[c] for row in x], range(len(src))))
     for l in range(len(src)):
         if (src[l] in ends or dst[l] in ends) and l not in pair:
             m.Add(x[l][3] == 0)
     rest = [l for l in range(len(src)) if src[l] not in ends and dst[l] not in ends]
-    m.AddCircuit(_arcs(m, topo, [row[3] for row in x], rest) + [(v, v, True) for p in pairs for v in p])
+    m.AddCircuit(arcs(m, topo, [row[3] for row in x], rest) + [(v, v, True) for p in pairs for v in p])
     return _solve(m, x, time_limit, seed)
 
 
@@ -106,12 +106,12 @@ def two_cycles(topo: Topology, time_limit: float) -> str:
     (proven) or "timeout". None exists at 2 x C for odd C from 5 on, for any ring directions."""
     m, x = _colouring(topo)
     for c in range(3):
-        m.AddCircuit(_arcs(m, topo, [row[c] for row in x], range(len(topo.links))))
+        m.AddCircuit(arcs(m, topo, [row[c] for row in x], range(len(topo.links))))
     side = [m.NewBoolVar("") for _ in range(topo.nodes)]      # the cycle through node 0, or the other
     m.Add(side[0] == 1)
     m.Add(sum(side) <= topo.nodes - 2)
     circuits: list[list] = [[], []]
-    for a, b, lit in _arcs(m, topo, [row[3] for row in x], range(len(topo.links))):
+    for a, b, lit in arcs(m, topo, [row[3] for row in x], range(len(topo.links))):
         on = [m.NewBoolVar(""), m.NewBoolVar("")]
         m.Add(on[0] + on[1] == lit)
         for k, need in ((0, side), (1, [v.Not() for v in side])):
@@ -133,7 +133,7 @@ def _colouring(topo: Topology):
     return m, x
 
 
-def _arcs(m, topo: Topology, lits: list, links) -> list[tuple[int, int, object]]:
+def arcs(m, topo: Topology, lits: list, links) -> list[tuple[int, int, object]]:
     """The arcs of ``AddCircuit`` for the links given (each link's literal in ``lits``); parallel
     links share one arc literal."""
     groups: dict[tuple[int, int], list[int]] = {}
@@ -219,10 +219,10 @@ def construct(topo: Topology, colour: np.ndarray, pairs: list[tuple[int, int]], 
         incoming: set[tuple[int, int]] = set()
 
         def read(v: int, x: int) -> bool:
-            key = (v, int(lane[v, x]))
-            if reads.get(key, x) != x:
+            slot = (v, int(lane[v, x]))
+            if reads.get(slot, x) != x:
                 return False
-            reads[key] = x
+            reads[slot] = x
             return True
 
         def send(link: int, x: int, join) -> None:
@@ -326,7 +326,7 @@ def solve(topo: Topology, time_limit: float) -> dict | None:
         colour, _ = find(topo, pairs, min(per_pair, left))
         choice = None if colour is None else choose(topo, colour, pairs, tail_seconds=0.0 if len(pairs) == 1 else left)
         if choice is not None:
-            return {"key": _key(topo), "colours": _text(colour), **choice}
+            return {"key": key(topo), "colours": _text(colour), **choice}
     return None
 
 
@@ -357,7 +357,7 @@ def choose(topo: Topology, colour: np.ndarray, pairs: list[tuple[int, int]],
                 phase = construct(topo, colour, turned, inject, chunk_of, first)
             except SplitFailed:
                 continue
-            _check(topo, phase)
+            check(topo, phase)
             return _choice(turned, inject, chunk_of, first)
         return None
     t0 = time.perf_counter()
@@ -371,8 +371,8 @@ def choose(topo: Topology, colour: np.ndarray, pairs: list[tuple[int, int]],
             continue
         tail = finish(topo, prefix.steps, left)
         if tail is not None:
-            _check(topo, Phase("allgather", prefix.steps + tail))
-            return {**_choice(turned, inject, chunk_of, first), "tail": [_text_steps(t) for t in tail]}
+            check(topo, Phase("allgather", prefix.steps + tail))
+            return {**_choice(turned, inject, chunk_of, first), "tail": [format_step(t) for t in tail]}
     return None
 
 
@@ -406,7 +406,7 @@ def _text(colour: np.ndarray) -> str:
     return "".join(map(str, colour.tolist()))
 
 
-def _colours(text: str) -> np.ndarray:
+def parse_colours(text: str) -> np.ndarray:
     return np.array([int(ch) for ch in text], dtype=np.int64)
 
 
@@ -469,7 +469,7 @@ def make_tile(kind: str, rows: int, cols: int, time_limit: float, reach: int = 3
     best = None          # the tile covering the most sizes so far, if none covers all
     if known is not None:
         colour = np.empty(len(tile.links), dtype=np.int64)
-        colour[hamiltonian.reversal(default("equimesh", rows, cols), tile)] = _colours(known["colours"])
+        colour[hamiltonian.reversal(default("equimesh", rows, cols), tile)] = parse_colours(known["colours"])
         sizes = _extensions(tile, colour, tile_pair(known), want, period, tail_seconds)
         if set(sizes) >= set(known["sizes"]):
             return _tile_record(tile, colour, period, sizes)
@@ -536,18 +536,18 @@ def _data() -> dict:
     return json.loads(SPLITS.read_text()) if SPLITS.exists() else {}
 
 
-def _split(topo: Topology) -> tuple[np.ndarray, dict] | None:
+def stored_split(topo: Topology) -> tuple[np.ndarray, dict] | None:
     """``topo``'s split colours and choices: stored for its key, else from a tile (ring directions
     ``cccc``) whose record lists its size; None if neither."""
     for rec in _data().get("splits", []):
-        if rec["key"] == _key(topo):
-            return _colours(rec["colours"]), rec
+        if rec["key"] == key(topo):
+            return parse_colours(rec["colours"]), rec
     if any(topo.ring_dirs.values()):
         return None
     for tile in _data().get("tiles", []):
         choice = tile["sizes"].get(f"{topo.rows}x{topo.cols}")
         if tile["kind"] == topo.kind and choice is not None:
-            return (tile_colours(default(topo.kind, tile["rows"], tile["cols"]), _colours(tile["colours"]), topo,
+            return (tile_colours(default(topo.kind, tile["rows"], tile["cols"]), parse_colours(tile["colours"]), topo,
                                  tile["period"]), choice)
     return None
 
@@ -555,15 +555,15 @@ def _split(topo: Topology) -> tuple[np.ndarray, dict] | None:
 def _own(topo: Topology) -> Phase | None:
     """The split schedule of ``topo`` itself (stored or from a tile), with its stored tail if there
     is one, unchecked; None if none."""
-    found = _split(topo)
+    found = stored_split(topo)
     if found is None:
         return None
     colour, rec = found
-    tail = _data().get("tails", {}).get(_key(topo))
+    tail = _data().get("tails", {}).get(key(topo))
     if tail is None:
-        return _construct(topo, colour, rec)
-    prefix = _construct(topo, colour, rec, until=topo.nodes - len(tail) - 1)
-    return Phase("allgather", prefix.steps + [_transfers(t) for t in tail])
+        return construct_record(topo, colour, rec)
+    prefix = construct_record(topo, colour, rec, until=topo.nodes - len(tail) - 1)
+    return Phase("allgather", prefix.steps + [parse_transfers(t) for t in tail])
 
 
 def solve_tail(topo: Topology, colour: np.ndarray, rec: dict, time_limit: float) -> list[np.ndarray] | None:
@@ -578,7 +578,7 @@ def solve_tail(topo: Topology, colour: np.ndarray, rec: dict, time_limit: float)
         if left <= 0:
             break
         start = tail_start(topo, rec["pairs"]) - back
-        tail = finish(topo, _construct(topo, colour, rec, until=start).steps, left)
+        tail = finish(topo, construct_record(topo, colour, rec, until=start).steps, left)
         if tail is not None:
             return tail
     return None
@@ -593,41 +593,41 @@ def finish(topo: Topology, prefix: list[np.ndarray], time_limit: float) -> list[
     return None if res.phase is None else res.phase.steps
 
 
-def _construct(topo: Topology, colour: np.ndarray, rec: dict, until: int | None = None) -> Phase:
+def construct_record(topo: Topology, colour: np.ndarray, rec: dict, until: int | None = None) -> Phase:
     return construct(topo, colour, [tuple(p) for p in rec["pairs"]], tuple(rec["inject"]), tuple(rec["chunk_of"]),
                      tuple(rec["first"]), until=until)
 
 
-def _tail_keys(text: str) -> list[str]:
+def tail_keys(text: str) -> list[str]:
     """The keys whose tails ``--tails`` asks for: those sizes (EquiMesh and mirror, default ring
     directions) that have a split of their own, or with ``all`` every stored split and every size up
     to 16x16 that a tile covers."""
     if text == "all":
         keys = [rec["key"] for rec in _data().get("splits", [])]
-        keys += [_tile_key(t["kind"], size) for t in _data().get("tiles", [])
+        keys += [tile_key(t["kind"], size) for t in _data().get("tiles", [])
                  for size in t["sizes"] if max(int(v) for v in size.split("x")) <= TAIL_SIDE]
         return sorted(set(keys), key=lambda k: (int(k.split()[1].split("x")[0]) * int(k.split()[1].split("x")[1]), k))
     keys = []
     for r, c in parse_sizes(text, "--tails"):
         for kind in ("equimesh", "mirror-equimesh"):
             topo = build(kind, r, c)
-            if _split(topo) is None:
-                raise SystemExit(f"error: --tails {r}x{c}: the {topo.name} has no split of its own")
-            keys.append(_key(topo))
+            if stored_split(topo) is None:
+                raise TopologyError(f"--tails {r}x{c}: the {topo.name} has no split of its own")
+            keys.append(key(topo))
     return keys
 
 
-def _tile_key(kind: str, size: str) -> str:
-    """The key (as :func:`.library._key` writes it) of a network of ``size`` that a tile serves: tiles
+def tile_key(kind: str, size: str) -> str:
+    """The key (as :func:`.library.key` writes it) of a network of ``size`` that a tile serves: tiles
     are made for ring directions ``cccc``."""
     return f"{kind} {size} {format_ring_dirs(DEFAULT_RING_DIRS)}"
 
 
-def _text_steps(step: np.ndarray) -> str:
+def format_step(step: np.ndarray) -> str:
     return " ".join(map(str, np.asarray(step, dtype=np.int64).reshape(-1).tolist()))
 
 
-def _transfers(text: str) -> np.ndarray:
+def parse_transfers(text: str) -> np.ndarray:
     return np.array(text.split(), dtype=np.int64).reshape(-1, 3)
 
 
@@ -637,9 +637,9 @@ def _symmetric(topo: Topology) -> Phase | None:
     C x R with some ring directions serves R x C with the directions they turn into."""
     sizes = {(topo.rows, topo.cols), (topo.cols, topo.rows)}
     keys = {rec["key"] for rec in _data().get("splits", [])}
-    keys |= {_tile_key(topo.kind, f"{r}x{c}") for r, c in sizes}   # tiles
-    for key in sorted(keys - {_key(topo)}):
-        kind, size, dirs = key.split()
+    keys |= {tile_key(topo.kind, f"{r}x{c}") for r, c in sizes}   # tiles
+    for name in sorted(keys - {key(topo)}):
+        kind, size, dirs = name.split()
         rows, cols = (int(v) for v in size.split("x"))
         if kind != topo.kind or (rows, cols) not in sizes:
             continue
@@ -662,102 +662,5 @@ def split_allgather(topo: Topology, chunks: int) -> Phase | None:
     phase = _own(topo) or _symmetric(topo)
     if phase is None:
         return None
-    _check(topo, phase)
+    check(topo, phase)
     return rounds(phase, chunks)
-
-
-def main(argv: list[str] | None = None) -> None:
-    """Find splits for the sizes given (EquiMesh and its mirror, each size's default ring directions)
-    and store those whose schedule (with its tail, if one is found) is shorter than the best known
-    one (XTree, or stored); solve and store the tails asked for; find split tiles (ring directions
-    cccc) for the tile sizes given and store those found (with tails up to 16 per side)."""
-    import argparse
-    from .xtree import xtree
-    ap = argparse.ArgumentParser(prog="python -m equimesh.schedules.split", description=main.__doc__)
-    ap.add_argument("--sizes", default="", help="comma-separated RxC")
-    ap.add_argument("--tiles", default="", help="comma-separated RxC, one side even and the other 13 or 15 "
-                    "(--period 4) or 9 (--period 2)")
-    ap.add_argument("--period", type=int, choices=sorted(TILE_SIDES), default=hamiltonian.PERIOD,
-                    help="rows (columns) in the band of the tiles searched")
-    ap.add_argument("--tails", default="", help="comma-separated RxC, or 'all' (every stored split and every "
-                    "size up to 16x16 a tile covers): re-solve the split schedule's last steps one shorter")
-    ap.add_argument("--time-limit", type=float, default=300.0, help="seconds per topology")
-    ap.add_argument("--out", type=Path, default=SPLITS)
-    args = ap.parse_args(argv)
-    try:
-        sizes, tiles = parse_sizes(args.sizes), parse_sizes(args.tiles, "--tiles")
-        tail_keys = _tail_keys(args.tails)
-    except TopologyError as e:
-        ap.error(str(e))
-    data = json.loads(args.out.read_text()) if args.out.exists() else {"format": "equimesh-splits", "splits": []}
-
-    def save() -> None:
-        args.out.write_text(json.dumps(data, indent=1) + "\n")
-    for r, c in sizes:
-        for kind in ("equimesh", "mirror-equimesh"):
-            topo = build(kind, r, c)
-            if any(rec["key"] == _key(topo) for rec in data["splits"]):
-                continue
-            t0 = time.perf_counter()
-            rec = solve(topo, args.time_limit)
-            if rec is None:
-                print(f"{_key(topo)}: no split found ({time.perf_counter() - t0:.1f} s)", flush=True)
-                continue
-            tail = ([_transfers(t) for t in rec.pop("tail")] if "tail" in rec     # two 2-cycles: found with it
-                    else solve_tail(topo, _colours(rec["colours"]), rec, args.time_limit))
-            steps = topo.nodes - 1 if tail is not None else length(topo, rec["pairs"])
-            known = stored(topo, K)
-            beat = min(xtree(topo, K, lanes=True).num_steps, known.num_steps if known is not None else np.inf)
-            bound = lower_bound(topo, K, "allgather")
-            took = time.perf_counter() - t0
-            print(f"{_key(topo)}: split {steps} steps, bound {bound}, to beat {beat} ({took:.1f} s)", flush=True)
-            if steps < beat:
-                data["splits"].append(rec)
-                if tail is not None:
-                    data.setdefault("tails", {})[_key(topo)] = [_text_steps(t) for t in tail]
-                save()
-    for key in tail_keys:
-        if key in data.setdefault("tails", {}):
-            continue
-        kind, size, dirs = key.split()
-        topo = build(kind, *(int(v) for v in size.split("x")), ring_dirs=parse_ring_dirs(dirs))
-        colour, rec = _split(topo)
-        t0 = time.perf_counter()
-        tail = solve_tail(topo, colour, rec, args.time_limit)
-        print(f"{key}: {'tail found' if tail is not None else 'no tail found'} ({time.perf_counter() - t0:.1f} s)",
-              flush=True)
-        if tail is not None:
-            prefix = _construct(topo, colour, rec, until=topo.nodes - len(tail) - 1)
-            _check(topo, Phase("allgather", prefix.steps + tail))
-            data["tails"][key] = [_text_steps(t) for t in tail]
-            save()
-    for r, c in tiles:
-        size = f"{r}x{c}"
-        sides = " or ".join(map(str, TILE_SIDES[args.period]))
-        if (r + c) % 2 == 0 or (r if r % 2 else c) not in TILE_SIDES[args.period]:
-            raise SystemExit(f"error: tile {size} with period {args.period}: one side must be even and the other {sides}")
-        for kind in ("equimesh", "mirror-equimesh"):
-            data.setdefault("tiles", [])
-            if any((t["kind"], t["rows"], t["cols"]) == (kind, r, c) for t in data["tiles"]):
-                continue
-            t0 = time.perf_counter()
-            known = next((t for t in data["tiles"] if kind == "mirror-equimesh"
-                          and (t["kind"], t["rows"], t["cols"]) == ("equimesh", r, c)), None)
-            served = {other for t in data["tiles"] if t["kind"] == kind for other in t["sizes"]}
-            served |= {other for other in tile_sizes(r, c, args.period)
-                       if any(rec["key"] == _tile_key(kind, other) for rec in data["splits"])}
-            rec = make_tile(kind, r, c, args.time_limit, known=known, tail_seconds=args.time_limit,
-                            period=args.period, skip=frozenset(served))
-            took = time.perf_counter() - t0
-            print(f"{kind} {size} tile: {'sizes ' + ' '.join(rec['sizes']) if rec else 'none found'} ({took:.1f} s)",
-                  flush=True)
-            if rec is not None:
-                for served_size, choice in rec["sizes"].items():
-                    if "tail" in choice:
-                        data.setdefault("tails", {})[_tile_key(kind, served_size)] = choice.pop("tail")
-                data["tiles"].append(rec)
-                save()
-
-
-if __name__ == "__main__":
-    main()

@@ -422,7 +422,7 @@ def write_report(out: Path, log=lambda s: None) -> Path:
     bench_file = out / "bench-eval.txt"
     bench = (f"The last run saved in `{bench_file}` (its own date and machine in the header):\n\n```\n"
              f"{bench_file.read_text().strip()}\n```" if bench_file.is_file() else
-             f"Save a run as `{bench_file}` (`equimesh bench-eval > {bench_file}`) to quote it here.")
+             f"Save a run as `{bench_file}` (`equimesh bench eval > {bench_file}`) to quote it here.")
     try:
         m44 = build("mesh", 4, 4)
         degrade(m44, parse_fail_links("0-1,0-4", m44))
@@ -665,7 +665,7 @@ independent transfers beats lockstep).
 
 ## Benchmark
 
-`equimesh bench-eval --dims 16 32` times synthesis, verification and the one-size alpha-beta
+`equimesh bench eval --dims 16 32` times synthesis, verification and the one-size alpha-beta
 simulation on the 16x16 and 32x32 meshes, each separately. {bench}
 """
     (out / "evaluation.md").write_text(md)

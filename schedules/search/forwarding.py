@@ -20,17 +20,14 @@ Decided so far (docs/schedules.md, "Why sides of different parity are hard"): in
 exactly where a decomposition exists, on every size decided. So the stored schedules at the bound
 on sizes without a decomposition (:mod:`.library`) must hold or copy chunks.
 
-``python -m equimesh.schedules.forwarding --sizes 2x3,3x5 --time-limit 120``
+``equimesh search forwarding --sizes 2x3,3x5 --time-limit 120``
 """
 
 from __future__ import annotations
 
-import argparse
-import time
-
 import numpy as np
 
-from .topology import Topology, build, parse_ring_dirs
+from ..topology import Topology
 
 
 def solve(topo: Topology, time_limit: float = 60.0, workers: int = 2) -> tuple[str, np.ndarray | None]:
@@ -95,24 +92,3 @@ def check(topo: Topology, walk: np.ndarray) -> None:
             raise ValueError(f"token {tok}: not a walk from node {r}")
         if sorted([r] + dst[path].tolist()) != list(range(n)):
             raise ValueError(f"token {tok}: does not visit every node once")
-
-
-def main(argv: list[str] | None = None) -> None:
-    """Decide forwarding-only AllGathers at the bound for the given EquiMesh sizes."""
-    ap = argparse.ArgumentParser(prog="python -m equimesh.schedules.forwarding", description=main.__doc__)
-    ap.add_argument("--sizes", required=True, help="RxC,... (EquiMesh)")
-    ap.add_argument("--ring-dirs", help="ring directions (default: each size's default)")
-    ap.add_argument("--time-limit", type=float, default=60.0)
-    args = ap.parse_args(argv)
-    for size in args.sizes.split(","):
-        r, c = (int(v) for v in size.split("x"))
-        topo = build("equimesh", r, c, ring_dirs=parse_ring_dirs(args.ring_dirs))
-        t0 = time.perf_counter()
-        status, walk = solve(topo, args.time_limit)
-        if walk is not None:
-            check(topo, walk)
-        print(f"{size}: {status} ({time.perf_counter() - t0:.1f} s)", flush=True)
-
-
-if __name__ == "__main__":
-    main()
