@@ -4,7 +4,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
-.PHONY: demo test bench setup clean
+.PHONY: demo test bench setup docs clean
 
 $(STAMP): pyproject.toml
 	@command -v iverilog >/dev/null 2>&1 && command -v ccache >/dev/null 2>&1 && test -f /usr/include/lz4.h || { \
@@ -45,5 +45,14 @@ bench: $(STAMP)
 	$(BIN)/equimesh bench relay
 	$(BIN)/equimesh bench modes
 
+# The documentation site (MkDocs + mkdocstrings: the API reference from the docstrings) into site/.
+# build/api-src/equimesh is the import tree (equimesh.rtl -> rtl/, ...) for mkdocstrings to read.
+docs: $(STAMP)
+	$(BIN)/pip install -q -e '.[docs]'
+	mkdir -p build/api-src/equimesh
+	ln -sfn ../../../equimesh/__init__.py build/api-src/equimesh/__init__.py
+	for d in rtl sim schedules; do ln -sfn ../../../$$d build/api-src/equimesh/$$d; done
+	$(BIN)/mkdocs build --strict -d site
+
 clean:
-	rm -rf $(VENV) build *.egg-info out bench
+	rm -rf $(VENV) build *.egg-info out bench site
