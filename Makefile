@@ -4,7 +4,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
-.PHONY: demo test bench setup docs clean
+.PHONY: demo test bench setup docs lint clean
 
 $(STAMP): pyproject.toml
 	@command -v iverilog >/dev/null 2>&1 && command -v ccache >/dev/null 2>&1 && test -f /usr/include/lz4.h || { \
@@ -47,12 +47,22 @@ bench: $(STAMP)
 
 # The documentation site (MkDocs + mkdocstrings: the API reference from the docstrings) into site/.
 # build/api-src/equimesh is the import tree (equimesh.rtl -> rtl/, ...) for mkdocstrings to read.
-docs: $(STAMP)
+docs: $(STAMP) build/api-src
 	$(BIN)/pip install -q -e '.[docs]'
-	mkdir -p build/api-src/equimesh
-	ln -sfn ../../../equimesh/__init__.py build/api-src/equimesh/__init__.py
-	for d in rtl sim schedules; do ln -sfn ../../../$$d build/api-src/equimesh/$$d; done
 	$(BIN)/mkdocs build --strict -d site
+
+# The import tree (equimesh.rtl -> rtl/, ...) that static tools read: pyproject maps the subpackages
+# onto top-level folders (package-dir), which mkdocstrings and grimp (import-linter) cannot follow.
+build/api-src:
+	mkdir -p build/api-src/equimesh
+	for f in equimesh/*.py; do ln -sfn ../../../$$f build/api-src/$$f; done
+	for d in rtl sim schedules; do ln -sfn ../../../$$d build/api-src/equimesh/$$d; done
+
+# Code health: ruff (lint and format) and the import-linter contracts of pyproject.toml.
+lint: $(STAMP) build/api-src
+	$(BIN)/ruff check equimesh schedules rtl sim tests
+	$(BIN)/ruff format --check equimesh schedules rtl sim tests
+	PYTHONPATH=build/api-src $(BIN)/lint-imports
 
 clean:
 	rm -rf $(VENV) build *.egg-info out bench site

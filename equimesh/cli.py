@@ -21,8 +21,17 @@ def make_parser() -> argparse.ArgumentParser:
                                          "(schedules, optimal, rtl, eval, relay, modes)")
     benches = bench.add_subparsers(dest="bench", required=True, parser_class=_Parser)
     # each command module adds its own subcommands, and its benchmarks under `bench`
-    from . import (commands, eval_commands, fpga_commands, llm_commands, optree_commands, rtl_commands,
-                   search_commands, supermesh_commands, traffic_commands)
+    from . import (
+        commands,
+        eval_commands,
+        fpga_commands,
+        llm_commands,
+        optree_commands,
+        rtl_commands,
+        search_commands,
+        supermesh_commands,
+        traffic_commands,
+    )
     for module in (commands, eval_commands, rtl_commands, traffic_commands):
         module.register(sub, benches)
     for module in (optree_commands, supermesh_commands, llm_commands, fpga_commands, search_commands):

@@ -11,11 +11,10 @@ from .args import CHUNKS, SIDE, add_topology_args, count_list, items, size_list,
 from .errors import InputError, UsageError, writing
 from .progress import Progress
 from .schedules import schedule as schedfile
-from .schedules.methods.ringdirs import CHOICES as RING_DIRS_CHOICES
 from .schedules.schedule import lower_bound, schedule_bound
 from .schedules.storage import check_storage
 from .schedules.synth import ALGORITHMS, SynthesisError, synthesize
-from .schedules.topology import KINDS, build, format_ring_dirs
+from .schedules.topology import KINDS, RING_DIRS_CHOICES, build, format_ring_dirs
 from .schedules.verify import ScheduleInvalid, verify
 
 
@@ -36,8 +35,8 @@ def cmd_topology(args) -> int:
 
 def _synthesize(args, t, progress):
     if args.overlap:
-        from .schedules.methods.overlap import overlapped_allreduce
-        return overlapped_allreduce(t, args.chunks, args.algorithm)
+        from .schedules.synth import overlap
+        return overlap(t, args.chunks, "allreduce", args.algorithm)
     try:
         return synthesize(t, args.chunks, args.collective, args.algorithm, lanes=args.storage == "lanes",
                           time_limit=args.time_limit, progress=progress)

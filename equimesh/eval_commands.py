@@ -13,8 +13,18 @@ from .errors import InputError, UsageError, writing
 from .schedules.failures import Disconnected, degrade, parse_fail_links, random_failures
 from .schedules.topology import TopologyError, build
 from .sim.analytic.alphabeta import LINK_ORDERS, LinkModel
-from .sim.analytic.evaluate import (ALGORITHMS, COLLECTIVES, default_sizes, evaluate, format_size, machine,
-                           parse_size, plot_curves, run_curve, to_json)
+from .sim.analytic.evaluate import (
+    ALGORITHMS,
+    COLLECTIVES,
+    default_sizes,
+    evaluate,
+    format_size,
+    machine,
+    parse_size,
+    plot_curves,
+    run_curve,
+    to_json,
+)
 
 
 def _algorithms(text: str | None, failures: bool, collective: str | None = None) -> list[str]:

@@ -44,8 +44,8 @@ def _write_files(rows, out: Path) -> None:
 
 def cmd_fpga(args) -> int:
     from .rtl.design import fit
-    from .rtl.rom import RomError
     from .rtl.flow.ecp5 import PARTS, FpgaError, Target, measure
+    from .rtl.rom import RomError
 
     _check(args)
     if args.part.upper() not in PARTS:

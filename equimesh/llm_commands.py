@@ -7,8 +7,17 @@ import sys
 
 from .args import SIDE
 from .errors import InputError, UsageError, writing
-from .sim.analytic.llm import (DEFAULT_MICRO_BATCH, DEFAULT_SEQ_LEN, MODELS_FILE, PROPOSED, ModelFileError, evaluate_models,
-                      geomean, load_models, plot_fig9)
+from .sim.analytic.llm import (
+    DEFAULT_MICRO_BATCH,
+    DEFAULT_SEQ_LEN,
+    MODELS_FILE,
+    PROPOSED,
+    ModelFileError,
+    evaluate_models,
+    geomean,
+    load_models,
+    plot_fig9,
+)
 
 
 def cmd_llm(args) -> int:

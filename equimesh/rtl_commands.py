@@ -10,8 +10,18 @@ import json
 import sys
 from pathlib import Path
 
-from .args import (CHUNK_FLITS, CHUNKS, COLLECTIVES, PAYLOAD_FLITS, SIDE, add_pipeline_arg, add_run_args, count, load_image,
-                   table_from_args)
+from .args import (
+    CHUNK_FLITS,
+    CHUNKS,
+    COLLECTIVES,
+    PAYLOAD_FLITS,
+    SIDE,
+    add_pipeline_arg,
+    add_run_args,
+    count,
+    load_image,
+    table_from_args,
+)
 from .errors import InputError, UsageError, writing
 from .progress import Progress
 from .rtl.design import MAX_DEPTH, MAX_LANE_FLITS

@@ -8,8 +8,19 @@ import sys
 import time
 from pathlib import Path
 
-from .args import (CHUNK_FLITS, CHUNKS, PAYLOAD_FLITS, add_pipeline_arg, add_run_args, add_topology_args, items,
-                   load_image, size_list, table_from_args, topology_from_args)
+from .args import (
+    CHUNK_FLITS,
+    CHUNKS,
+    PAYLOAD_FLITS,
+    add_pipeline_arg,
+    add_run_args,
+    add_topology_args,
+    items,
+    load_image,
+    size_list,
+    table_from_args,
+    topology_from_args,
+)
 from .errors import InputError, UsageError, writing
 from .rtl.packet import PacketError, PacketFormat
 from .rtl.packet_endpoints import RATE_BITS, probability
@@ -266,12 +277,12 @@ def cmd_bench_modes(args) -> int:
     """Synthesized cells per router: scheduled collectives only, packets only, both on one crossbar."""
     import platform
 
+    from .rtl.design import fit
+    from .rtl.flow.yosys import YosysMissing, mode_cells
     from .rtl.packet_network import PacketSetup
     from .rtl.rom import compile_schedule
     from .schedules.synth import synthesize
     from .schedules.topology import TopologyError, build
-    from .rtl.design import fit
-    from .rtl.flow.yosys import YosysMissing, mode_cells
 
     lines = [f"# equimesh bench modes ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.machine()}): "
              f"AllGather K={args.chunks}, {args.chunk_flits} flits/chunk; packets of {args.payload_flits} payload "

@@ -1,6 +1,6 @@
 """A network design: everything its Verilog depends on, and nothing about the schedule it runs.
 
-design.md, "Schedule tables in hardware": the schedule table and the lanes are
+docs/architecture.md, "Schedule tables in hardware": the schedule table and the lanes are
 memories the host loads, so one design (and one compiled simulator model) runs
 any schedule that fits it. A design is the topology (kind, size, ring
 directions), the flit width, the chunk size, the lane depth in chunk slots, the

@@ -120,7 +120,7 @@ def top_ports(net) -> tuple[list[str], list[str], dict[str, int]]:
 
 class Network(wiring.Component):
     """The routers of a :class:`~equimesh.rtl.design.Design`, wired along its links, and the host ports
-    that load and read them (design.md, "Schedule tables in hardware").
+    that load and read them (docs/architecture.md, "Schedule tables in hardware").
 
     The nodes' local DMA engines load their routers in parallel, one group of :func:`load_group`
     nodes at a time (``group``; node ``v`` is field ``v mod group size`` of its group): the address

@@ -16,8 +16,8 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..schedules.routing import ForwardingTable, check_deadlock_free
-from .packet import PacketFormat
 from .instance import router_ports
+from .packet import PacketFormat
 from .packet_endpoints import COUNTER_BITS, RATE_BITS, Checker, Generator, Sink
 from .packet_router import PacketConfig, PacketRouter
 from .timing import DEFAULT_PIPELINE

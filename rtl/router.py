@@ -84,7 +84,7 @@ class Router(wiring.Component):
     """One router and its node storage.
 
     The router's Verilog depends only on its design parameters: the schedule table and the lanes
-    are memories the host loads (design.md, "Schedule tables in hardware"; S4NOC's TDM tables).
+    are memories the host loads (docs/architecture.md, "Schedule tables in hardware"; S4NOC's TDM tables).
 
     Parameters
     ----------

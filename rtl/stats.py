@@ -3,7 +3,7 @@
 Constellation keeps a utilization counter on every channel; here they sit in the
 network top, outside the routers, so a router's synthesized cells stay
 comparable across designs and a harness reads the counters once, after ``done``,
-instead of watching the links every cycle (design.md, "Timing model").
+instead of watching the links every cycle (docs/architecture.md, "Timing model").
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Verilog export: one module per distinct router, instantiated by the network top.
 
 A network's Verilog depends only on its :class:`~equimesh.rtl.design.Design`
-(design.md, "Schedule tables in hardware"): routers with equal ports are one
+(docs/architecture.md, "Schedule tables in hardware"): routers with equal ports are one
 module (``router_5port``, ``router_4port_ESW``, ...), and every schedule that fits
 the design runs on the same file after the host loads the tables and lanes.
 Converted text is cached on disk by the design and the source of this package.
@@ -122,7 +122,7 @@ def load_sequence(design: Design, image: NetworkImage, widths: dict[str, int]) -
 
 Design: {design.describe()}. Every schedule that fits it (at most {design.depth} steps, at most
 {design.slots} chunk slots per lane, {'any collective' if design.reduce else 'AllGather only'}) runs on this Verilog;
-the schedule compiler (`equimesh.rtl.rom`) writes the tables, the host loads them (design.md,
+the schedule compiler (`equimesh.rtl.rom`) writes the tables, the host loads them (docs/architecture.md,
 "Schedule tables in hardware").
 
 Buses carry one field per node (or per lane slot, {ml} per node), node 0 in the low bits.

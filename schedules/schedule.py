@@ -1,6 +1,6 @@
 """The schedule: timesteps of ``(link, root, chunk)`` transfers, and its JSON interchange format.
 
-The format is fixed by ``shared/design.md``: ``steps[s]`` lists the transfers
+The format is fixed by ``docs/architecture.md`` ("Schedule file"): ``steps[s]`` lists the transfers
 of timestep ``s`` as ``[link_id, root, chunk]``; an ``allreduce`` file carries
 ``phases`` (ReduceScatter, then AllGather) instead of ``steps``. Version 2 adds the
 overlapped AllReduce: one ``steps`` list of typed transfers ``[link_id, root, chunk, op]``
@@ -19,11 +19,12 @@ from pathlib import Path
 import numpy as np
 
 from . import jsonfile
-from .topology import KINDS, MAX_SIDE, Topology, TopologyError, from_json as topology_from_json
+from .topology import KINDS, MAX_SIDE, Topology, TopologyError
+from .topology import from_json as topology_from_json
 
 FORMAT = "equimesh-schedule"
 VERSION = 1
-VERSION_OVERLAP = 2      # design.md: the overlapped AllReduce of typed transfers
+VERSION_OVERLAP = 2      # docs/architecture.md: the overlapped AllReduce of typed transfers
 MAX_CHUNKS = 1 << 24     # chunks per shard a schedule file may declare
 OPS = ("r", "g")         # op letters in the file; their index is the op column in memory
 OP_REDUCE, OP_GATHER = 0, 1
@@ -477,10 +478,10 @@ def from_dict(d, where: str = "schedule") -> Schedule:
 
 
 def lower_bound(topology: Topology, chunks: int, collective: str, overlapped: bool = False) -> int:
-    """The step bound of design.md and seed 000, Section III-A.
+    """The step bound of docs/architecture.md ("Lower bound and efficiency") and seed 000, Section III-A.
 
     AllGather: max(D, ceil(K (N-1) / min in-degree)); ReduceScatter uses the
-    min out-degree; AllReduce is the sum of both. The overlapped AllReduce (design.md,
+    min out-degree; AllReduce is the sum of both. The overlapped AllReduce (docs/architecture.md,
     version 2): its 2 K N (N-1) chunk transfers share all L links, and every node
     still sends K (N-1) partials and receives K (N-1) sums, so
     max(ceil(2 K N (N-1) / L), ceil(K (N-1) / min out-degree), ceil(K (N-1) / min in-degree)).

@@ -24,23 +24,26 @@ from .methods.cpsat import exact, improve_tail, repair
 from .methods.hamiltonian import decompose
 from .methods.library import stored
 from .methods.multitree import multitree
+from .methods.overlap import overlapped_allreduce
 from .methods.parity import no_decomposition
+from .methods.reverse import reverse_onto
 from .methods.ring2d import ring2d
 from .methods.ringpipe import ring_allgather
-from .schedule import Phase, Schedule, lower_bound
 from .methods.split import split_allgather
-from .topology import Topology
-from .methods.reverse import reverse_onto
 from .methods.tacos import tacos
 from .methods.tidalmesh import tidalmesh
 from .methods.tto import tto
 from .methods.xtree import xtree
+from .schedule import Phase, Schedule, lower_bound
+from .topology import Topology
 
-def overlap(topo: Topology, chunks: int, collective: str) -> Schedule:
-    """The overlapped AllReduce (format version 2, :mod:`.methods.overlap`); it schedules AllReduce only."""
-    from .methods.overlap import overlapped_allreduce
 
-    return overlapped_allreduce(topo, chunks)
+def overlap(topo: Topology, chunks: int, collective: str = "allreduce", trees: str = "mirrorxtree") -> Schedule:
+    """The overlapped AllReduce (format version 2, :mod:`.methods.overlap`) of the trees of ``trees``'s
+    phased AllReduce; it schedules AllReduce only."""
+    if collective != "allreduce":
+        raise SynthesisError(f"the overlapped schedule is an AllReduce (got {collective})")
+    return overlapped_allreduce(topo, chunks, synthesize(topo, chunks, "allreduce", trees, lanes=False))
 
 
 # The mesh baselines of seed 000, Section V-A that build a whole Schedule themselves, by name:
@@ -150,7 +153,7 @@ def allgather(topo: Topology, chunks: int, algorithm: str, lanes: bool, time_lim
     if algorithm == "ring2d":
         return ring2d(topo, chunks)
     if algorithm == "optimal":
-        from .methods.optimal import optimal    # scipy.optimize takes a second to import; only this path needs it
+        from .methods.optimal import optimal  # scipy.optimize takes a second to import; only this path needs it
         res = optimal(topo, chunks, lanes=lanes, time_limit=time_limit)
         if res.phase is None:
             raise SynthesisError(

@@ -35,7 +35,10 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import shortest_path
 
 KINDS = ("mesh", "equimesh", "mirror-equimesh", "overflow", "torus", "supermesh")
+DATA = Path(__file__).parent / "data"   # the stored schedules, splits, tiles and ring directions
 EDGES = ("top", "bottom", "left", "right")
+# Algorithm 1's anticlockwise flag per edge, as four letters c/a in EDGES order; cccc first.
+RING_DIRS_CHOICES = ["".join(p) for p in itertools.product("ca", repeat=len(EDGES))]
 # The port through which an edge's ring leaves and enters its nodes.
 RING_PORT = {"top": "N", "bottom": "S", "left": "W", "right": "E"}
 # Canonical port order of a router; extra ports X0, X1, ... follow.
@@ -93,7 +96,7 @@ def ring_links(edge: str, rows: int, cols: int, anticlockwise: bool) -> list[tup
 # Hamiltonian decomposition wherever one is known. Sizes where another choice
 # gives a shorter lane-rule AllGather have their own default (RING_DIRS_TABLE).
 DEFAULT_RING_DIRS = {"top": False, "bottom": False, "left": False, "right": False}
-RING_DIRS_TABLE = Path(__file__).parent / "data" / "ring_dirs.json"
+RING_DIRS_TABLE = DATA / "ring_dirs.json"
 
 
 @functools.cache
@@ -106,7 +109,7 @@ def _size_ring_dirs() -> dict[str, str]:
 def default_ring_dirs(rows: int, cols: int) -> dict[str, bool]:
     """The ring directions an R x C EquiMesh gets when none are given: ``cccc``, except at the sizes
     where another of the 16 choices gives a shorter lane-rule K = 4 AllGather (measured offline by
-    ``python -m equimesh.schedules.ringdirs`` and stored in ``data/ring_dirs.json``)."""
+    ``equimesh search ringdirs`` and stored in ``data/ring_dirs.json``)."""
     text = _size_ring_dirs().get(f"{rows}x{cols}")
     return dict(DEFAULT_RING_DIRS) if text is None else parse_ring_dirs(text)
 

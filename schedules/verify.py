@@ -1,4 +1,4 @@
-"""The schedule verifier: checks a schedule against its own topology and the semantics of design.md.
+"""The schedule verifier: checks a schedule against its own topology and the semantics of docs/architecture.md, "Schedule file".
 
 * every link id, root and chunk is in range;
 * every link carries at most one chunk per step;
@@ -146,7 +146,7 @@ def _reducescatter(sched: Schedule, step, link, root, chunk, label: str) -> None
 
 
 def verify_overlapped(sched: Schedule) -> None:
-    """The overlapped AllReduce of design.md (format version 2): typed transfers in one step list."""
+    """The overlapped AllReduce (docs/architecture.md, "Schedule file", format version 2): typed transfers in one step list."""
     topo, n, k = sched.topology, sched.topology.nodes, sched.chunks
     step, link, root, chunk, op = _flatten(sched.phases[0], 4)
     src, dst = topo.link_src[link], topo.link_dst[link]

@@ -1,6 +1,6 @@
 """One entry point for every simulator backend: image -> design -> program -> run -> checked result.
 
-Backends (design.md, "Measuring"): ``verilator`` (the default: a compiled model
+Backends (docs/architecture.md, "Simulation backends and measuring"): ``verilator`` (the default: a compiled model
 per design, cached), ``icarus`` (cocotb 2 on Icarus Verilog, the user-facing
 cycle-test path) and ``amaranth`` (the Amaranth simulator, the reference for
 small networks). All execute the same :class:`~equimesh.sim.program.Program` on
@@ -89,8 +89,8 @@ def run_image(image: NetworkImage, backend: str = "verilator", design: Design | 
     else:
         import time
 
-        from ..rtl.verilog import network_verilog
         from ..rtl.flow.cache import cache_root
+        from ..rtl.verilog import network_verilog
         from .verilator import build_directory
 
         t0 = time.perf_counter()

@@ -22,13 +22,13 @@ from pathlib import Path
 import numpy as np
 
 from ..rtl.design import FLIT_BITS
+from ..rtl.flow.yosys import router_cells, table_bits
 from ..rtl.network import router_name
 from ..rtl.rom import compile_schedule
 from ..rtl.timing import DEFAULT_PIPELINE
 from ..schedules.jsonfile import JsonFileError, read_json
 from ..schedules.synth import synthesize
 from ..schedules.topology import build
-from ..rtl.flow.yosys import router_cells, table_bits
 
 KINDS = ("mesh", "equimesh", "overflow", "torus", "supermesh")
 

@@ -1,6 +1,6 @@
 """Link metrics from the statistics block's counters (pure numpy; no simulator).
 
-Link utilization = busy link-cycles / (links x cycles) (design.md, "Timing
+Link utilization = busy link-cycles / (links x cycles) (docs/architecture.md, "Timing
 model"). Per timestep, the utilization is the step's transfers x chunk_flits
 over links x period: the schedule's, which the run confirms when every link's
 busy counter equals the schedule's and the cycle count equals the timing model.

@@ -3,7 +3,7 @@
 Pure numpy, no simulator: every backend (Amaranth simulator, cocotb on Icarus,
 the compiled Verilator model) executes the same :class:`Program` on the same
 network top (``rtl/network.py``), and :func:`check` judges the result against
-the schedule semantics (design.md): every node's final memory bit for bit,
+the schedule semantics (docs/architecture.md, "Schedule file"): every node's final memory bit for bit,
 every link's busy cycles, and the cycle count of the timing model.
 
 A program is a list of segments:

@@ -15,8 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from .program import Program
 from ..rtl.flow.cache import cache_root
+from .program import Program
 from .verilator import TOP, VerilatorError, find_verilator, read_result, write_program
 
 DUMP = """module equimesh_dump();

@@ -6,8 +6,15 @@ import pytest
 from equimesh.schedules.schedule import Phase, Schedule
 from equimesh.schedules.topology import build
 from equimesh.schedules.verify import verify
-from equimesh.sim.analytic.alphabeta import (LinkModel, Transfers, dim_decomposed_allreduce,
-                                    dim_decomposed_allreduce_time, run, run_ready_order, simulate)
+from equimesh.sim.analytic.alphabeta import (
+    LinkModel,
+    Transfers,
+    dim_decomposed_allreduce,
+    dim_decomposed_allreduce_time,
+    run,
+    run_ready_order,
+    simulate,
+)
 
 # alpha = 1, B = 100 bytes per time unit: a 1000-byte chunk takes T = 1 + 10 = 11.
 MODEL = LinkModel(alpha=1.0, bandwidth=100.0)

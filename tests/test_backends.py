@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from equimesh.rtl.design import Design
+from equimesh.rtl.flow import cache as artifacts
 from equimesh.rtl.rom import compile_schedule
 from equimesh.schedules.synth import synthesize
 from equimesh.schedules.topology import build
-from equimesh.rtl.flow import cache as artifacts
 from equimesh.sim import verilator as vl
 from equimesh.sim.backends import run_image
 

@@ -3,13 +3,13 @@
 import numpy as np
 import pytest
 
-from equimesh.schedules.failures import Disconnected, DegradedTopology, degrade, parse_fail_links, random_failures
-from equimesh.schedules.schedule import lower_bound, schedule_bound
-from equimesh.schedules.synth import synthesize
+from equimesh.schedules.failures import DegradedTopology, Disconnected, degrade, parse_fail_links, random_failures
 from equimesh.schedules.methods.tacos import tacos
 from equimesh.schedules.methods.tidalmesh import tidalmesh
-from equimesh.schedules.topology import TopologyError, build
 from equimesh.schedules.methods.tto import tto, tto_trees
+from equimesh.schedules.schedule import lower_bound, schedule_bound
+from equimesh.schedules.synth import synthesize
+from equimesh.schedules.topology import TopologyError, build
 from equimesh.schedules.verify import verify
 from equimesh.sim.analytic.evaluate import ALGORITHMS
 

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from equimesh.schedules.search.forwarding import check, solve
 from equimesh.schedules.methods.hamiltonian import decompose
+from equimesh.schedules.search.forwarding import check, solve
 from equimesh.schedules.topology import build
 
 

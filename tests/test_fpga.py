@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from equimesh.cli import main
-from equimesh.rtl.router import Router
 from equimesh.rtl.flow import ecp5 as fpga
+from equimesh.rtl.router import Router
 from equimesh.rtl.verilog import flat_ports
 
 FIX = Path(__file__).parent / "fixtures" / "fpga"

@@ -43,7 +43,7 @@ def test_exact_search_finds_decompositions(rows, cols):
 
 @pytest.mark.parametrize("rows,cols,dirs", [(2, 3, "cccc"), (2, 3, "acca"), (3, 4, "cccc"), (3, 5, "cccc"), (3, 13, "cccc")])
 def test_exact_search_proves_none(rows, cols, dirs):
-    # design.md, "Hamiltonian decompositions of the EquiMesh": none at 2x3, 3x4, 3x5 (measured independently);
+    # docs/schedules.md, "Hamiltonian decompositions": none at 2x3, 3x4, 3x5 (measured independently);
     # 3x13 follows the 3 x C pattern found here (docs/schedules.md)
     res = H.solve(build("equimesh", rows, cols, ring_dirs=parse_ring_dirs(dirs)), 30)
     assert res.status == "none" and res.decomposition is None
@@ -146,7 +146,7 @@ def test_auto_falls_back_to_xtree_on_the_mesh():
 
 
 def test_cpsat_exact_k1_4x4_four_steps_with_lanes():
-    # design.md: 4 steps is reachable on the 4x4 EquiMesh (cccc) with K = 1; XTree takes 5
+    # seed 000 Fig. 6 / issue 10: 4 steps is reachable on the 4x4 EquiMesh (cccc) with K = 1; XTree takes 5
     t = build("equimesh", 4, 4)
     res = exact(t, 1, 5, lanes=True, time_limit=60)
     assert res.steps == 4 and res.proven
@@ -156,7 +156,7 @@ def test_cpsat_exact_k1_4x4_four_steps_with_lanes():
 
 
 def test_cpsat_exact_proves_a_step_count_infeasible():
-    # design.md: on the 4x4 EquiMesh with K = 1, direction choice aaaa needs 5 steps (links only)
+    # on the 4x4 EquiMesh with K = 1, direction choice aaaa needs 5 steps (links only)
     t = build("equimesh", 4, 4, ring_dirs=parse_ring_dirs("aaaa"))
     res = exact(t, 1, 4, lanes=False, time_limit=120)
     assert res.phase is None and res.lower == 5

@@ -6,7 +6,7 @@ Hand values for the 2x3 networks (node id = row * cols + col; corners 0, 2, 3, 5
 
 * mesh: corners have 2 network ports, middles 3; with L: 4 routers of 3 ports, 2 of 4;
   crosspoints 4 * 3^2 + 2 * 4^2 = 68; links 2 * (2 * 2 + 3 * 1) = 14; diameter 1 + 2 = 3.
-* EquiMesh: 5 ports everywhere (design.md); crosspoints 6 * 5^2 = 150; 4 links out of each node = 24.
+* EquiMesh: 5 ports everywhere (docs/architecture.md, "Ports and coordinates"); crosspoints 6 * 5^2 = 150; 4 links out of each node = 24.
 * overflow: every perimeter link (all but 1-4) doubled on X0/X1: corners 4 network ports, middles 5;
   routers 4 of 5 ports, 2 of 6; crosspoints 4 * 25 + 2 * 36 = 172; links 14 + 2 * 6 = 26.
 * torus: rows of 3 wrap into rings; a column of 2 has its one link pair (no second wrap link): 3

@@ -1,11 +1,11 @@
 """Stored exact lane-rule AllGathers (schedules/methods/library.py) and K = 4m as rounds of a K = 4 schedule."""
 
-from equimesh.cli import main as cli
 import json
 
 import numpy as np
 import pytest
 
+from equimesh.cli import main as cli
 from equimesh.schedules.methods import library as L
 from equimesh.schedules.methods.cpsat import exact
 from equimesh.schedules.schedule import Phase, Schedule
@@ -139,6 +139,7 @@ def test_main_adds_schedule_files_and_refuses_those_off_the_bound(tmp_path, caps
 def test_cli_cpsat_honours_the_lanes_by_default(tmp_path):
     import subprocess
     import sys
+
     from equimesh.schedules.schedule import load
     out = tmp_path / "s.json"
     r = subprocess.run([sys.executable, "-m", "equimesh.cli", "schedule", "--rows", "2", "--cols", "3",
@@ -189,7 +190,7 @@ def test_mirror_has_the_links_of_the_flipped_directions():
 
 
 def test_xtree_with_repair_takes_the_4x4_k1_allgather_to_4_steps():
-    # issue 10: XTree alone needs 5 steps on the 4x4 EquiMesh with K = 1; 4 is the optimum (design.md)
+    # issue 10: XTree alone needs 5 steps on the 4x4 EquiMesh with K = 1; 4 is the optimum (CP-SAT proof, tests/test_schedules.py)
     t = build("equimesh", 4, 4)
     assert synthesize(t, 1, "allgather", "xtree").num_steps == 5
     s = synthesize(t, 1, "allgather", "repair")
@@ -214,8 +215,9 @@ def repaired_2x9():
     a best-known schedule from XTree with repair and longer tail windows, 18 steps: the library's
     until partial ring pipelining stored one at the bound (2026-11-27), kept as a fixture."""
     from pathlib import Path
-    from equimesh.schedules.schedule import load
+
     from equimesh.schedules.methods.xtree import xtree
+    from equimesh.schedules.schedule import load
     t = build("equimesh", 2, 9)
     ph = load(Path(__file__).parent / "fixtures" / "best_known_2x9.json").phases[0]
     _checked(t, 4, ph)
@@ -300,6 +302,7 @@ def test_2x3_link_automorphisms_by_brute_force_are_the_identity_and_the_row_flip
     # every node permutation with every renaming of the 4 ports: only the row flip maps the links
     # (src, dst, src port, dst port) of the 2x3 EquiMesh onto themselves, and it is the one found
     import itertools
+
     from equimesh.schedules.methods.cpsat import grid_automorphism
     t = build("equimesh", 2, 3)
     links = {(l.src, l.dst, l.src_port, l.dst_port) for l in t.links}

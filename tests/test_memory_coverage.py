@@ -3,7 +3,7 @@
 For ReduceScatter and AllReduce (AllGather: tests/test_rtl_rom.py) the ROM tables are replayed the
 way the router executes them (read before write in a step; a lane's write takes the inputs of
 ``wr_mask``, added to the slot when ``wr_acc``), tracking which nodes' partials each slot holds.
-The reference is design.md's semantics, written out by hand: after ReduceScatter node v holds
+The reference is the semantics of docs/architecture.md, written out by hand: after ReduceScatter node v holds
 the full sum of (v, c) for every chunk c; after AllReduce every node holds the full sum of every
 (root, chunk). The compiler's ``final`` must list exactly those, at slots that hold full sums.
 """

@@ -6,9 +6,17 @@ import numpy as np
 import pytest
 
 from equimesh.cli import main
-from equimesh.schedules.methods.overlap import overlapped_allreduce
-from equimesh.schedules.schedule import (OP_GATHER, OP_REDUCE, Phase, Schedule, ScheduleFileError, load,
-                                         lower_bound, schedule_bound)
+from equimesh.schedules.schedule import (
+    OP_GATHER,
+    OP_REDUCE,
+    Phase,
+    Schedule,
+    ScheduleFileError,
+    load,
+    lower_bound,
+    schedule_bound,
+)
+from equimesh.schedules.synth import overlap
 from equimesh.schedules.topology import build
 from equimesh.schedules.verify import ScheduleInvalid, verify
 from equimesh.sim.analytic.alphabeta import LinkModel, simulate
@@ -93,7 +101,7 @@ def test_one_link_carries_one_transfer_per_step_across_both_ops():
 
 
 def test_bound_by_hand():
-    # design.md: max(ceil(2 K N (N-1) / L), ceil(K (N-1) / min out), ceil(K (N-1) / min in))
+    # docs/architecture.md: max(ceil(2 K N (N-1) / L), ceil(K (N-1) / min out), ceil(K (N-1) / min in))
     assert lower_bound(build("mesh", 8, 8), 4, "allreduce", overlapped=True) == 144      # 2*4*64*63 / 224
     assert lower_bound(build("mesh", 5, 11), 4, "allreduce", overlapped=True) == 127     # 23760 / 188 = 126.4
     assert lower_bound(build("equimesh", 8, 8), 4, "allreduce", overlapped=True) == 126  # 32256 / 256; 252 / 4 = 63
@@ -139,7 +147,7 @@ def test_version2_file_round_trip(tmp_path):
 
 
 def test_version2_writer_matches_json_dumps_per_step():
-    s = overlapped_allreduce(build("mesh", 3, 3), 2)
+    s = overlap(build("mesh", 3, 3), 2)
     d = json.loads(s.dumps())
     ref = []
     for a in s.phases[0].steps:
@@ -175,7 +183,7 @@ def test_loader_rejects_bad_version2_files(tmp_path, edit, message):
 @pytest.mark.parametrize("kind", ["mesh", "equimesh", "torus"])
 def test_synthesis_is_valid_and_at_most_the_phased_length(kind):
     t = build(kind, 3, 4)
-    s = overlapped_allreduce(t, 2)
+    s = overlap(t, 2)
     verify(s)
     assert s.overlapped and sum(len(a) for a in s.phases[0].steps) == 2 * 2 * 12 * 11
     assert s.num_steps >= schedule_bound(s)
@@ -185,7 +193,7 @@ def test_mesh_overlap_beats_the_phased_degree_bound():
     # 6x6 mesh, K = 8: phases in sequence need >= 2 * ceil(8 * 35 / 2) = 280 steps; the link bound is
     # ceil(2 * 8 * 36 * 35 / 120) = 168. The overlapped schedule must come in well under 280.
     t = build("mesh", 6, 6)
-    s = overlapped_allreduce(t, 8)
+    s = overlap(t, 8)
     verify(s)
     assert schedule_bound(s) == 168
     assert s.num_steps <= 190

@@ -15,8 +15,8 @@ from equimesh.rtl.rom import compile_schedule
 from equimesh.schedules.routing import forwarding_table
 from equimesh.schedules.synth import synthesize
 from equimesh.schedules.topology import build
-from equimesh.sim.mixed import run_mixed_compiled, simulate_mixed
 from equimesh.sim import backends
+from equimesh.sim.mixed import run_mixed_compiled, simulate_mixed
 from equimesh.sim.traffic import make_traffic, packet_model, run_compiled, run_verilog, simulate, soak_verdict
 
 icarus = pytest.mark.skipif(shutil.which("iverilog") is None, reason="Icarus Verilog not installed")

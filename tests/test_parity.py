@@ -12,8 +12,13 @@ import numpy as np
 import pytest
 
 from equimesh.schedules.methods.hamiltonian import cccc, decompose, may_decompose
-from equimesh.schedules.methods.parity import (factorization_sign, no_decomposition, one_factorization, permutation_sign,
-                                       tail_head_planar)
+from equimesh.schedules.methods.parity import (
+    factorization_sign,
+    no_decomposition,
+    one_factorization,
+    permutation_sign,
+    tail_head_planar,
+)
 from equimesh.schedules.topology import build, parse_ring_dirs
 
 DIRS = ["".join(p) for p in itertools.product("ca", repeat=4)]

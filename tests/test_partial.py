@@ -1,11 +1,11 @@
 """Partial ring pipelining (schedules/methods/partial.py): two classes on Hamiltonian cycles, two solved on the rest."""
 
-from equimesh.cli import main as cli
 import json
 
 import numpy as np
 import pytest
 
+from equimesh.cli import main as cli
 from equimesh.schedules.methods import partial
 from equimesh.schedules.methods.cpsat import exact, grid_automorphism
 from equimesh.schedules.schedule import Phase, Schedule

@@ -1,13 +1,13 @@
 """Default ring directions per size (schedules/data/ring_dirs.json): the stored choice is really shorter
 than cccc, every command's default topology takes it, and an explicit choice still wins."""
 
-from equimesh.cli import main as cli
 import json
 
 import pytest
 
 from equimesh.cli import main
-from equimesh.schedules.methods import ringdirs
+from equimesh.cli import main as cli
+from equimesh.schedules.search import ringdirs
 from equimesh.schedules.synth import synthesize
 from equimesh.schedules.topology import _size_ring_dirs, build, default_ring_dirs, format_ring_dirs, parse_ring_dirs
 

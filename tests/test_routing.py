@@ -6,7 +6,14 @@ import random
 import pytest
 
 from equimesh.schedules.routing import (
-    DeadlockError, ForwardingTable, RoutingError, check_deadlock_free, forwarding_table, load, xy_table)
+    DeadlockError,
+    ForwardingTable,
+    RoutingError,
+    check_deadlock_free,
+    forwarding_table,
+    load,
+    xy_table,
+)
 from equimesh.schedules.topology import build
 
 SIZES = [("mesh", 2, 3), ("equimesh", 2, 3), ("mesh", 4, 4), ("equimesh", 4, 4),

@@ -9,8 +9,8 @@ from amaranth.lib import data
 
 from equimesh.cli import main
 from equimesh.rtl.design import Design
-from equimesh.rtl.rom import compile_schedule
 from equimesh.rtl.packet_network import PacketNetwork, PacketSetup
+from equimesh.rtl.rom import compile_schedule
 from equimesh.rtl.verilog import TOP, network_verilog, top_verilog
 from equimesh.schedules.routing import forwarding_table
 from equimesh.schedules.synth import synthesize

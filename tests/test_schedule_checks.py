@@ -10,12 +10,10 @@ import sys
 
 import numpy as np
 import pytest
+from test_verify import T, ag, good_ag_steps, good_rs_steps
 
 from equimesh.schedules.schedule import Phase, Schedule, ScheduleFileError, from_dict, load
 from equimesh.schedules.verify import ScheduleInvalid, verify
-
-from test_verify import T, ag, good_ag_steps, good_rs_steps
-
 
 # ----- the verifier's range check (in-memory schedules skip the file loader's checks) -----
 

@@ -2,7 +2,8 @@
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from equimesh.schedules.failures import degrade, parse_fail_links
 from equimesh.schedules.methods.optimal import optimal

@@ -1,6 +1,6 @@
 """The network in the Amaranth simulator (the reference backend), checked against the schedule.
 
-The schedule semantics are the independent reference (sim/pattern.py, design.md): every node's final
+The schedule semantics are the independent reference (sim/pattern.py, docs/architecture.md): every node's final
 lanes bit for bit, every link's busy cycles from the schedule's transfers, and the timing contract.
 """
 

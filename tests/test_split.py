@@ -1,12 +1,12 @@
 """Split schedules (schedules/methods/split.py): 3 Hamiltonian cycles + a 2-cycle + a cycle through the rest,
 and the lane-rule AllGather in N steps (the bound plus one) built on them."""
 
-from equimesh.cli import main as cli
 import functools
 
 import numpy as np
 import pytest
 
+from equimesh.cli import main as cli
 from equimesh.schedules.methods import split as S
 from equimesh.schedules.schedule import Schedule, lower_bound
 from equimesh.schedules.storage import check_storage
@@ -335,6 +335,7 @@ def test_2_x_odd_has_no_split_with_two_cycles_in_one_colour_for_any_ring_directi
     # docs/schedules.md "Split schedules": 3 Hamiltonian cycles and a cover of two cycles of any
     # lengths (a 2-cycle on any pair, parallel links included, is a special case); solve gives up at once
     import itertools
+
     from equimesh.schedules.topology import parse_ring_dirs
     for dirs in ("".join(p) for p in itertools.product("ca", repeat=4)):
         topo = build("equimesh", rows, cols, ring_dirs=parse_ring_dirs(dirs))

@@ -60,9 +60,8 @@ from ..design import Design
 from ..network import make_router, router_name
 from ..packet_network import PacketSetup
 from ..packet_router import PacketRouter
-from ..verilog import without_zero_init
 from ..rom import entry_layout
-from ..verilog import flat_ports
+from ..verilog import flat_ports, without_zero_init
 from .cache import CacheError, cache_root, publish, seal, valid_entry
 
 # ECP5 part -> nextpnr-ecp5 device flag.

@@ -18,10 +18,10 @@ from pathlib import Path
 
 from amaranth.back import verilog
 
-from ..packet_network import PacketSetup
-from ..packet_router import PacketRouter
 from ..design import Design
 from ..network import make_router, router_name
+from ..packet_network import PacketSetup
+from ..packet_router import PacketRouter
 from ..rom import entry_layout
 from ..verilog import without_zero_init
 

@@ -1,6 +1,6 @@
 """Exact AllGather schedules with OR-Tools CP-SAT: a time-expanded model that minimizes the step count.
 
-The model of :mod:`.optimal` (design.md semantics, seed 000 Section III-A
+The model of :mod:`.optimal` (docs/architecture.md semantics, seed 000 Section III-A
 bound), in CP-SAT form and as one optimization instead of a feasibility
 search per step count:
 

@@ -9,7 +9,7 @@ Methods:
 * **Exact search** (``solve``): one CP-SAT ``AddCircuit`` per colour over the
   link literals, every link in exactly one colour (parallel links of 2-node
   rings grouped), node 0's out-links fixed to colours 0..3 (symmetry). It
-  decides small sizes, including "no decomposition exists" (design.md,
+  decides small sizes, including "no decomposition exists" (docs/schedules.md,
   "Hamiltonian decompositions of the EquiMesh").
 * **Tiles** (``make_tile``, ``from_tile``): the exact search with one more
   constraint, that the ``PERIOD`` rows (columns) of a band starting at row
@@ -36,12 +36,11 @@ import functools
 import json
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
+from ..topology import DATA, DEFAULT_RING_DIRS, TRANSPOSED_PORT, Topology, build
 from .parity import no_decomposition
-from ..topology import DEFAULT_RING_DIRS, TRANSPOSED_PORT, Topology, build
 
 COLOURS = 4
 PERIOD = 4            # rows (columns) in a tile's band
@@ -247,7 +246,7 @@ def extend(tile: Topology, colour: np.ndarray, row_band: int | None, col_band: i
 
 # ----- tiles: solved once, extended and checked at run time ------------------------------------------
 
-TILES = Path(__file__).parent / "data" / "hamiltonian_tiles.json"
+TILES = DATA / "hamiltonian_tiles.json"
 
 
 def tile_side(n: int) -> tuple[int, int | None]:

@@ -25,16 +25,15 @@ from __future__ import annotations
 
 import functools
 import json
-from pathlib import Path
 
 import numpy as np
 
 from ..schedule import Phase, Schedule
 from ..storage import check_storage
-from ..topology import Topology, build, format_ring_dirs, grid_maps, parse_ring_dirs
+from ..topology import DATA, Topology, build, format_ring_dirs, grid_maps, parse_ring_dirs
 from ..verify import verify
 
-LIBRARY = Path(__file__).parent / "data" / "lane_schedules.json"
+LIBRARY = DATA / "lane_schedules.json"
 BASE = 4       # chunks per shard of a stored schedule (one per port of an EquiMesh router)
 # ``--tail``: windows (steps) that re-solve a stored schedule's end; longer than repair's 4-8 steps, so
 # each takes minutes (2x9: 19 -> 18 steps in 183 s, docs/schedules.md "Best known").

@@ -5,7 +5,7 @@ For a step count ``T`` the program has binary variables
 * ``y[l, x, t]``: link ``l`` carries chunk ``x = root * K + chunk`` in step ``t``;
 * ``h[v, x, t]``: node ``v`` holds chunk ``x`` after step ``t``,
 
-with the semantics of design.md: a link carries at most one chunk per step, a
+with the semantics of docs/architecture.md: a link carries at most one chunk per step, a
 sender holds the chunk before the step, a node holds a chunk only if it is its
 root or received it, and every node holds every chunk after step ``T - 1``.
 With ``lanes=True`` it also encodes the node storage rule of ``storage.py``
@@ -106,7 +106,7 @@ def _solve(topo: Topology, chunks: int, steps: int, lanes: bool, time_limit: flo
                 rows.add(cols, vals, -np.inf, 0)
             if v != root_of[x]:
                 rows.add([h(v, x, T - 1)], [1], 1, 1)
-                # design.md: every node other than the root receives each chunk exactly once
+                # docs/architecture.md: every node other than the root receives each chunk exactly once
                 rows.add([y(l, x, t) for l in ins for t in range(T)], [1] * (len(ins) * T), 1, 1)
     if lanes:
         # inlane(u, lane, x, t): u holds x in `lane` before step t (it arrived there, or it is u's home lane).

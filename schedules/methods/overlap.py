@@ -2,7 +2,7 @@
 
 Seed 000, Section II-B and V-A: TidalMesh [29] overlaps the ReduceScatter and AllGather of
 different chunks, which lifts a mesh AllReduce from the corners' degree bound (each phase
-needs K (N-1) / 2 steps, one after the other) towards the link-count bound of design.md,
+needs K (N-1) / 2 steps, one after the other) towards the link-count bound of docs/architecture.md,
 ceil(2 K N (N-1) / L): on a mesh a corner's out-links carry mostly reduce traffic and its
 in-links mostly gather traffic, so the two phases fit side by side. The TidalMesh paper
 was not available; this is a direct synthesis with the same aim, for any topology:
@@ -188,21 +188,33 @@ def phased_trees(sched: Schedule) -> tuple[np.ndarray, np.ndarray]:
 TREE_ALGORITHMS = ("xtree", "mirrorxtree", "multitree", "ring2d")
 
 
-def overlapped_allreduce(topo: Topology, chunks: int, algorithm: str = "mirrorxtree") -> Schedule:
+def overlapped_allreduce(topo: Topology, chunks: int, phased: Schedule) -> Schedule:
     """The overlapped AllReduce of ``topo`` with ``chunks`` chunks per shard (one typed phase).
 
-    Two tree sets are list-scheduled and the shorter result is kept: the link-balanced
-    shortest-path trees, and the trees of ``algorithm``'s phased AllReduce (for
-    MirrorXTree, seed 000, Algorithm 3: trees that already balance the in- and out-degrees).
-    """
-    from ..synth import synthesize
+    Two tree sets are list-scheduled and the shorter result is kept: the link-balanced shortest-path
+    trees, and the trees of the phased AllReduce ``phased`` (for MirrorXTree, seed 000, Algorithm 3:
+    trees that already balance the in- and out-degrees).
 
-    if algorithm not in TREE_ALGORITHMS:
-        raise ValueError(f"the overlapped AllReduce takes the trees of {', '.join(TREE_ALGORITHMS)} (got {algorithm!r})")
+    Parameters
+    ----------
+    topo : Topology
+        The network.
+    chunks : int
+        Chunks per shard, K.
+    phased : Schedule
+        A phased AllReduce of ``topo`` (ReduceScatter, then AllGather) by one of ``TREE_ALGORITHMS``.
+
+    Returns
+    -------
+    Schedule
+        The overlapped AllReduce (format version 2), method ``overlap``.
+    """
+    if phased.algorithm not in TREE_ALGORITHMS:
+        raise ValueError(f"the overlapped AllReduce takes the trees of {', '.join(TREE_ALGORITHMS)} "
+                         f"(got {phased.algorithm!r})")
     best = None
-    for reduce, gather in (balanced_trees(topo, chunks),
-                           phased_trees(synthesize(topo, chunks, "allreduce", algorithm, lanes=False))):
+    for reduce, gather in (balanced_trees(topo, chunks), phased_trees(phased)):
         phase = schedule_overlapped(topo, chunks, reduce, gather)
         if best is None or phase.num_steps < best.num_steps:
             best = phase
-    return Schedule("allreduce", f"{algorithm}+overlap", chunks, topo, [best], meta={"method": "overlap"})
+    return Schedule("allreduce", f"{phased.algorithm}+overlap", chunks, topo, [best], meta={"method": "overlap"})

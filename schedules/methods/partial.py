@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .cpsat import exact
 from ..schedule import Phase
 from ..topology import Link, Topology
+from .cpsat import exact
 
 RINGS = 2        # chunk classes on Hamiltonian cycles; the other 4 - RINGS are solved on D
 DRAW_SECONDS = 30.0    # CP-SAT's limit for drawing the cycles (2 x C up to 15: optimal in seconds)
@@ -44,6 +44,7 @@ def cycles(topo: Topology, time_limit: float, seed: int, link: np.ndarray | None
     fewer pairs took 254 s or more than 300). ``seed`` draws among the best. With ``link``, the link
     images of a symmetry of the grid, the symmetry maps H0 onto H1 and D onto itself."""
     from ortools.sat.python import cp_model
+
     from .split import arcs
     m = cp_model.CpModel()
     x = [[m.NewBoolVar("") for _ in range(RINGS + 1)] for _ in topo.links]

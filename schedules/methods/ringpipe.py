@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .hamiltonian import Decomposition
 from ..schedule import Phase
 from ..topology import Topology
+from .hamiltonian import Decomposition
 
 
 def ring_allgather(topo: Topology, chunks: int, dec: Decomposition) -> Phase:

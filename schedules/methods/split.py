@@ -52,18 +52,26 @@ import functools
 import itertools
 import json
 import time
-from pathlib import Path
 
 import numpy as np
 
-from . import hamiltonian
-from .library import BASE, applies, check, image, key, rounds
 from ..schedule import Phase
 from ..storage import home_lanes, link_lanes
-from ..topology import (DEFAULT_RING_DIRS, Topology, TopologyError, build, format_ring_dirs, grid_maps,
-                       parse_ring_dirs, parse_sizes)
+from ..topology import (
+    DATA,
+    DEFAULT_RING_DIRS,
+    Topology,
+    TopologyError,
+    build,
+    format_ring_dirs,
+    grid_maps,
+    parse_ring_dirs,
+    parse_sizes,
+)
+from . import hamiltonian
+from .library import BASE, applies, check, image, key, rounds
 
-SPLITS = Path(__file__).parent / "data" / "splits.json"
+SPLITS = DATA / "splits.json"
 K = BASE               # chunks per shard of a split schedule (one per class)
 EARLIER = (0, 2, 4)    # a tail may start this many steps before the split's tail start
 TAIL_SIDE = 16         # tails are stored for networks up to this many rows and columns

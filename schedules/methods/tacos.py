@@ -18,8 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..schedule import Phase, Schedule
-from .reverse import reverse_onto
 from ..topology import Topology
+from .reverse import reverse_onto
 
 SEEDS = 4
 

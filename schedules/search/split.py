@@ -16,8 +16,22 @@ from pathlib import Path
 import numpy as np
 
 from ..methods.library import check, key, stored
-from ..methods.split import (K, SPLITS, TILE_SIDES, construct_record, format_step, length, make_tile, parse_colours,
-                             parse_transfers, solve, solve_tail, stored_split, tile_key, tile_sizes)
+from ..methods.split import (
+    SPLITS,
+    TILE_SIDES,
+    K,
+    construct_record,
+    format_step,
+    length,
+    make_tile,
+    parse_colours,
+    parse_transfers,
+    solve,
+    solve_tail,
+    stored_split,
+    tile_key,
+    tile_sizes,
+)
 from ..methods.xtree import xtree
 from ..schedule import Phase, lower_bound
 from ..topology import TopologyError, build, parse_ring_dirs

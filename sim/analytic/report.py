@@ -52,8 +52,8 @@ def draw_topology(ax, topo: Topology, values: np.ndarray | None = None, vmax: fl
     ``values`` (one per link) colour the links, e.g. utilization; otherwise mesh links
     are grey, EquiMesh ring links red, overflow duplicates purple.
     """
-    from matplotlib.patches import FancyArrowPatch
     from matplotlib import colormaps
+    from matplotlib.patches import FancyArrowPatch
 
     plt = _plt()
     pos = {v: (v % topo.cols, -(v // topo.cols)) for v in range(topo.nodes)}
@@ -534,7 +534,7 @@ Table of the bounds:
 ## Overlapped AllReduce (format version 2)
 
 `equimesh schedule --collective allreduce --overlap` writes one step list of typed transfers
-`[link, root, chunk, "r"|"g"]` (design.md); `equimesh verify` checks it (reduce rules, gather
+`[link, root, chunk, "r"|"g"]` ([architecture](architecture.md#schedule-file)); `equimesh verify` checks it (reduce rules, gather
 rules, a root gathers a chunk only after its last partial arrived, one transfer per link per
 step across both ops) and the alpha-beta simulator runs it. The bound is
 max(ceil(2 K N (N-1) / L), ceil(K (N-1) / min out-degree), ceil(K (N-1) / min in-degree)).
