@@ -4,7 +4,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
-.PHONY: demo test bench setup docs lint clean
+.PHONY: demo test bench results setup docs lint clean
 
 $(STAMP): pyproject.toml
 	@command -v iverilog >/dev/null 2>&1 && command -v ccache >/dev/null 2>&1 && test -f /usr/include/lz4.h || { \
@@ -45,6 +45,10 @@ bench: $(STAMP)
 	$(BIN)/equimesh bench relay
 	$(BIN)/equimesh bench modes
 
+# docs/results.md from the results plan (equimesh/cli.py RESULTS): every table measured in one run.
+results: $(STAMP)
+	$(BIN)/equimesh bench all --markdown docs/results.md
+
 # The documentation site (MkDocs + mkdocstrings: the API reference from the docstrings) into site/.
 # build/api-src/equimesh is the import tree (equimesh.rtl -> rtl/, ...) for mkdocstrings to read.
 docs: $(STAMP) build/api-src
@@ -58,11 +62,10 @@ build/api-src:
 	for f in equimesh/*.py; do ln -sfn ../../../$$f build/api-src/$$f; done
 	for d in rtl sim schedules; do ln -sfn ../../../$$d build/api-src/equimesh/$$d; done
 
-# Code health: ruff (lint and format) and the import-linter contracts of pyproject.toml.
-lint: $(STAMP) build/api-src
-	$(BIN)/ruff check equimesh schedules rtl sim tests
-	$(BIN)/ruff format --check equimesh schedules rtl sim tests
-	PYTHONPATH=build/api-src $(BIN)/lint-imports
+# Code health (also part of `make test`): ruff lint and format, the import-linter contracts of
+# pyproject.toml, __all__ in every public module, no function over 120 lines.
+lint: $(STAMP)
+	$(BIN)/python -m pytest -q tests/test_code_health.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info out bench site

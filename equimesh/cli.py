@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
-from .errors import InputError, UsageError
+from .errors import InputError, UsageError, writing
 
 
 class _Parser(argparse.ArgumentParser):
@@ -36,7 +37,59 @@ def make_parser() -> argparse.ArgumentParser:
         module.register(sub, benches)
     for module in (optree_commands, supermesh_commands, llm_commands, fpga_commands, search_commands):
         module.register(sub)
+    q = benches.add_parser("all", help="run the results plan (RESULTS) and write its tables as one Markdown page")
+    q.add_argument("--markdown", default="docs/results.md", help="the page to write (default docs/results.md)")
+    q.set_defaults(func=cmd_bench_all)
     return p
+
+
+_EVERY_SIZE = ",".join(f"{r}x{c}" for r in range(2, 17) for c in range(2, 17)) + ",32x32"
+# The results plan of `equimesh bench all` (`make results`): the benchmark runs behind docs/results.md,
+# each a title and the command's arguments.
+RESULTS = (
+    ("Lane-rule AllGather at every size 2..16 and 32x32, K = 4 and 8",
+     ["bench", "schedules", "--kinds", "equimesh", "--sizes", _EVERY_SIZE, "--chunks", "4,8", "--algorithms", "auto",
+      "--lanes", "--summary", "--out", "bench/schedules-allgather.md"]),
+    ("Lane-rule AllReduce at every size 2..16 and 32x32, K = 4 and 8",
+     ["bench", "schedules", "--kinds", "equimesh", "--sizes", _EVERY_SIZE, "--chunks", "4,8", "--algorithms", "auto",
+      "--lanes", "--summary", "--collective", "allreduce", "--out", "bench/schedules-allreduce.md"]),
+    ("Schedule methods per topology", ["bench", "schedules"]),
+    ("XTree against the proven optimum", ["bench", "optimal"]),
+    ("RTL simulation speed", ["bench", "rtl"]),
+    ("Alpha-beta evaluation at scale", ["bench", "eval"]),
+    ("AllGather by MultiWrite packets, unicasts and schedules", ["bench", "relay"]),
+    ("Cells per router: schedules, packets, both", ["bench", "modes"]),
+)
+
+
+def cmd_bench_all(args) -> int:
+    """Run every entry of ``RESULTS`` and write their output, with the command and time of each, to one page."""
+    import contextlib
+    import io
+    import os
+    import platform
+    import time
+
+    parts = [f"# Measured results\n\nWritten by `equimesh bench all --markdown {args.markdown}` (`make results`) on "
+             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.machine()}, {os.cpu_count()} cores, "
+             f"Python {platform.python_version()}. Every table below was measured in that run; timings are of "
+             f"this machine under its load at the time, so compare ratios within a table.\n"]
+    failed = 0
+    for title, argv in RESULTS:
+        print(f"equimesh {' '.join(argv[:2])} ...", file=sys.stderr, flush=True)
+        out = io.StringIO()
+        t0 = time.perf_counter()
+        with contextlib.redirect_stdout(out):
+            code = main(argv)
+        failed += code != 0
+        command = "equimesh " + " ".join(a if len(a) < 60 else "SIZES" for a in argv)
+        parts.append(f"## {title}\n\n`{command}` (exit {code}, {time.perf_counter() - t0:.0f} s"
+                     + (", SIZES = every R x C with 2 <= R, C <= 16, and 32x32" if "SIZES" in command else "")
+                     + f")\n\n{out.getvalue().strip()}\n")
+    with writing(args.markdown):
+        Path(args.markdown).write_text("\n".join(parts))
+    print(f"wrote {args.markdown}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def main(argv: list[str] | None = None) -> int:

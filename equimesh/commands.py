@@ -173,15 +173,20 @@ BENCH_SIZES = ("4x4", "8x8", "5x11", "16x16", "32x32")
 class _Table:
     """A Markdown table printed row by row as it is measured (benchmarks take a while)."""
 
-    def __init__(self, title: str, columns: list[str]):
+    def __init__(self, title: str, columns: list[str], show: bool = True):
+        self.show = show
         self.lines = [f"# {title} ({time.strftime('%Y-%m-%d')})", "",
                       "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-        print("\n".join(self.lines), flush=True)
+        self._print(self.lines)
+
+    def _print(self, lines: list[str]) -> None:
+        if self.show:
+            print("\n".join(lines), flush=True)
 
     def row(self, *cells) -> None:
         line = "| " + " | ".join(str(c) for c in cells) + " |"
         self.lines.append(line)
-        print(line, flush=True)
+        self._print([line])
 
 
 def _save_table(lines: list[str], out: str | None) -> None:
@@ -205,10 +210,11 @@ def cmd_bench_schedules(args) -> int:
             raise UsageError(f"bench schedules runs {', '.join(BENCH_ALGORITHMS)} (got {a!r})")
     import os
     import platform
-    table = _Table(f"equimesh bench schedules: {platform.machine()}, {os.cpu_count()} cores, "
-                   f"Python {platform.python_version()}, {args.collective}",
-                   ["topology", "size", "K", "algorithm", "method", "storage", "steps", "bound", "efficiency",
-                    "seconds"])
+    title = (f"equimesh bench schedules: {platform.machine()}, {os.cpu_count()} cores, "
+             f"Python {platform.python_version()}, {args.collective}")
+    table = _Table(title, ["topology", "size", "K", "algorithm", "method", "storage", "steps", "bound", "efficiency",
+                           "seconds"], show=not args.summary)
+    groups: dict[tuple, list[tuple[int, int, float]]] = {}
     for r, c in sizes:
         for kind in kinds:
             t = build(kind, r, c)
@@ -232,7 +238,13 @@ def cmd_bench_schedules(args) -> int:
                         b = lower_bound(t, k, args.collective)
                         table.row(kind, f"{r}x{c}", k, a, s.meta["method"], st, s.num_steps, b,
                                   f"{b / s.num_steps:.3f}", f"{sec:.2f}")
-    _save_table(table.lines, args.out)
+                        groups.setdefault((kind, k, a, st), []).append((s.num_steps, b, sec))
+    summary = _Table(f"{title}, summary of {len(sizes)} sizes", ["topology", "K", "algorithm", "storage",
+                     "sizes at the bound", "lowest efficiency", "slowest seconds"])
+    for (kind, k, a, st), runs in groups.items():
+        summary.row(kind, k, a, st, f"{sum(steps == b for steps, b, _ in runs)}/{len(runs)}",
+                    f"{min(b / steps for steps, b, _ in runs):.3f}", f"{max(sec for _, _, sec in runs):.2f}")
+    _save_table((table.lines if not args.summary else []) + [""] + summary.lines, args.out)
     return 0
 
 
@@ -246,6 +258,8 @@ def register_bench(sub) -> None:
     p.add_argument("--chunks", default="1,4", help="comma-separated K values")
     p.add_argument("--algorithms", default="xtree,multitree", help="comma-separated: " + ", ".join(BENCH_ALGORITHMS))
     p.add_argument("--collective", default="allgather", choices=["allgather", "reducescatter", "allreduce"])
+    p.add_argument("--summary", action="store_true", help="print and save only the summary per topology, K, "
+                                                           "algorithm and storage (for sweeps over many sizes)")
     p.add_argument("--lanes", action="store_true",
                    help="also run the lane-rule schedules of auto, ring and xtree (sizes up to 256 nodes; "
                         "auto then runs with lanes only)")

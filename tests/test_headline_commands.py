@@ -229,7 +229,7 @@ def test_soak_command_verdict(monkeypatch):
 
 def test_report_small(tmp_path, monkeypatch):
     """``equimesh report`` end to end with the figure shapes cut to 2x3 and 3x3. Three sections are markers
-    here, to keep the test cheap: compare (the default 4x4 compare in a subprocess, about half a minute;
+    here, to keep the test cheap: compare (the 4x4 compare of every kind on Verilator, about half a minute;
     ``compare`` is tested above), link failures (resynthesis on 8x8; tests/test_evaluate.py and
     tests/test_baselines.py test failures) and the RTL cross-check (five RTL simulations up to 4x4; the
     RTL's cycle count is tested in tests/test_sim_network.py)."""

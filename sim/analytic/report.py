@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
+import shutil
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
+from ...rtl.timing import DEFAULT_PIPELINE, LATENCY, MIN_PERIOD
 from ...schedules.failures import Disconnected, degrade, parse_fail_links, random_failures
 from ...schedules.schedule import lower_bound
 from ...schedules.topology import Topology, build
@@ -330,13 +331,10 @@ def failures_section(model: LinkModel, log) -> str:
 
 def rtl_check(log) -> tuple[str, list]:
     """The simulator in RTL units (alpha = pipeline latency, B = 1 flit/cycle) against the Amaranth network's cycles."""
-    try:
-        from ...rtl.rom import compile_schedule
-        from ...rtl.timing import DEFAULT_PIPELINE, MIN_PERIOD
-        from ..backends import run_image
-    except ImportError as e:
-        return f"RTL cross-check pending: the RTL simulation API is not importable ({e}).", []
+    from ...rtl.rom import compile_schedule
     from ...schedules.synth import synthesize
+    from ..backends import run_image
+
     alpha = MIN_PERIOD[DEFAULT_PIPELINE]  # a flit read at stage A of a step is readable there this much later
     rows, data = [], []
     cases = [("equimesh", 2, 3, "allgather", 4, 8), ("equimesh", 3, 3, "allgather", 4, 8),
@@ -365,310 +363,114 @@ def rtl_check(log) -> tuple[str, list]:
 
 
 def compare_section(out: Path, log) -> str:
-    """The RTL engineer's ``equimesh compare`` (cycle-level mesh / EquiMesh / overflow), run as a subprocess.
+    """The cycle-level comparison of ``equimesh compare`` (4x4, K = 4, F = 16, AllGather, every kind of
+    :data:`equimesh.sim.compare.KINDS`) on the compiled backend, with its heatmaps."""
+    from ...rtl.design import fit
+    from ..backends import run_image
+    from ..compare import compare
 
-    It runs in a scratch directory; only its heatmaps are copied into the report.
-    """
-    import shutil
-    import tempfile
-
-    log("equimesh compare")
-    with tempfile.TemporaryDirectory() as tmp:
-        try:
-            p = subprocess.run([sys.executable, "-m", "equimesh.cli", "compare", "--out", tmp],
-                               capture_output=True, text=True, timeout=900)
-        except subprocess.TimeoutExpired:
-            return "`equimesh compare` did not finish within 15 minutes."
-        if p.returncode == 2 and "invalid choice" in p.stderr:
-            return "`equimesh compare` is not available in this build yet."
-        where = out / "figures" / "compare"
-        where.mkdir(parents=True, exist_ok=True)
-        pngs = sorted(Path(tmp).glob("*.png"))
-        for f in pngs:
-            shutil.copy(f, where / f.name)
-    body = (p.stdout.strip() or p.stderr.strip()).replace(tmp, "OUT")
-    imgs = "\n".join(f"![{f.stem}](figures/compare/{f.name})" for f in pngs)
-    return f"Output of `equimesh compare --out OUT` (exit {p.returncode}):\n\n```\n{body}\n```\n\n{imgs}"
+    log("compare (RTL, every kind)")
+    where = out / "figures" / "compare"
+    where.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:   # heatmaps are kept, synthesis work files are not
+        res = compare(4, 4, 4, 16, "allgather", tmp, lambda image, label: run_image(image, "verilator", fit(image)))
+        for r in res.values():
+            shutil.copy(r["heatmap"], where / Path(r["heatmap"]).name)
+    rows = [[kind, r["steps"], r["cycles"], r["cycles_vs_equimesh"], f"{r['link_utilization']:.3f}", r["crosspoints"],
+             "yes" if r["bit_exact"] else "NO"] for kind, r in res.items()]
+    imgs = "\n".join(f"![{Path(r['heatmap']).stem}](figures/compare/{Path(r['heatmap']).name})" for r in res.values())
+    return ("`equimesh compare` (4x4, K = 4, F = 16, AllGather, Verilator):\n\n"
+            + _table(["kind", "steps", "cycles", "vs EquiMesh", "utilization", "crosspoints", "bit-exact"], rows)
+            + "\n\n" + imgs)
 
 
 # ----- the report -----------------------------------------------------------------------
 
-def write_report(out: Path, log=lambda s: None) -> Path:
-    """Write ``out/evaluation.md``, ``out/figures/*.png`` and ``out/figures/evaluation.json``."""
-    (out / "figures").mkdir(parents=True, exist_ok=True)
-    model = LinkModel()
-    t0 = time.perf_counter()
-    figs_text, figs = figs_7_8(out, model, log)
-    ratio_tab = _table(["collective", "mesh", "EquiMesh / best baseline @ 1GB", "best baseline",
-                        "EquiMesh GB/s", "best baseline GB/s"], [list(r) for r in figs["ratios"]])
-    topology_figure(out / "figures/topologies_4x4.png")
+def _utilization_figure(figs: dict, model: LinkModel, path: Path) -> None:
+    """Per-link utilization of EquiMesh + XTree and the best mesh baseline, AllGather 8x8 at 1 GB."""
     ag = figs["figs"]["allgather_8x8"]["_curves"]
-    util_items = []
+    items = []
     for name in ("equimesh-xtree", best_baseline(ag).algorithm):
         c = next(x for x in ag if x.algorithm == name)
         k = c.best_chunks[-1]
-        res = simulate(c.schedules[k], [c.sizes[-1]], model)
-        util = res.link_utilization(model)
-        util_items.append((f"{name} allgather 8x8, 1 GB, K={k}: mean utilization {util.mean():.2f}", c.topology, util))
-    utilization_figure(util_items, out / "figures/utilization_allgather_8x8.png")
-    overlap = overlap_table(figs["figs"], model, log)
-    ovl_steps = overlap_steps_table(figs["figs"])
-    llm, llm_data = llm_section(out, model, log)
-    ksweep = chunk_sweep(out, model, log)
-    s003 = seed003_check(model)
-    fail = failures_section(model, log)
-    rtl_text, rtl_data = rtl_check(log)
-    compare = compare_section(out, log)
+        util = simulate(c.schedules[k], [c.sizes[-1]], model).link_utilization(model)
+        items.append((f"{name} allgather 8x8, 1 GB, K={k}: mean utilization {util.mean():.2f}", c.topology, util))
+    utilization_figure(items, path)
+
+
+def _bench_quote(out: Path) -> str:
     bench_file = out / "bench-eval.txt"
-    bench = (f"The last run saved in `{bench_file}` (its own date and machine in the header):\n\n```\n"
-             f"{bench_file.read_text().strip()}\n```" if bench_file.is_file() else
-             f"Save a run as `{bench_file}` (`equimesh bench eval > {bench_file}`) to quote it here.")
+    if bench_file.is_file():
+        return (f"The last run saved in `{bench_file}` (its own date and machine in the header):\n\n```\n"
+                f"{bench_file.read_text().strip()}\n```")
+    return f"Save a run as `{bench_file}` (`equimesh bench eval > {bench_file}`) to quote it here."
+
+
+def _disconnect_example() -> str:
     try:
         m44 = build("mesh", 4, 4)
         degrade(m44, parse_fail_links("0-1,0-4", m44))
-        disconnect = "(not disconnected)"
+        return "(not disconnected)"
     except Disconnected as e:
-        disconnect = str(e)
+        return str(e)
+
+
+def _ratios(figs: dict) -> dict:
+    """The summary's measured ratios and the EquiMesh-to-mesh link ratios of Figs. 7/8's shapes."""
     by_coll = {c: [float(r[2]) for r in figs["ratios"] if r[0] == c] for c in ("allgather", "allreduce")}
     ag_ratio, ar_ratio = ("-".join(f"{v:.2f}" for v in sorted(set(np.round(x, 2)))) for x in by_coll.values())
     link_ratios = ", ".join(f"{len(build('equimesh', r, c).links) / len(build('mesh', r, c).links):.2f} on {r}x{c}"
                             for r, c in FIG_SHAPES)
-    seconds = time.perf_counter() - t0
-    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    host = machine()
-    from ...rtl.timing import DEFAULT_PIPELINE, LATENCY, MIN_PERIOD
-    alpha, latency = MIN_PERIOD[DEFAULT_PIPELINE], LATENCY[DEFAULT_PIPELINE]
-    md = f"""# Evaluation at scale
+    ratio_tab = _table(["collective", "mesh", "EquiMesh / best baseline @ 1GB", "best baseline",
+                        "EquiMesh GB/s", "best baseline GB/s"], [list(r) for r in figs["ratios"]])
+    return {"ag_ratio": ag_ratio, "ar_ratio": ar_ratio, "link_ratios": link_ratios, "ratio_tab": ratio_tab}
 
-Written by `equimesh report --out {out}` on {stamp}, {host}, in {seconds:.0f} s.
-Every number below was measured in that run. Model: the event-driven alpha-beta simulator
-(`sim/analytic/alphabeta.py`) with seed 000's Table I links, alpha = 20 ns per hop and B = 128 GB/s.
-Message size per node M: AllGather, the bytes each node contributes; AllReduce, the vector each
-node reduces. Effective bandwidth = M / completion time (seed 000, Section V-B). Each algorithm
-runs at each of its chunk counts K and the best K per size is kept (`sim/analytic/evaluate.py`).
-Each link serves its transfers in schedule order, as the schedule ROM does (`--link-order
-ready` instead serves them in the order their data becomes ready; used in one table below).
 
-## Summary
+def render(template: str, **context) -> str:
+    """Render one of ``sim/analytic/templates`` (Jinja2) with ``context``."""
+    import jinja2
 
-EquiMesh + XTree / MirrorXTree against the best mesh baseline of seed 000, Section V-A, at
-1 GB per node (saturated), and the reproduction of Figs. 7 (AllGather) and 8 (AllReduce):
+    env = jinja2.Environment(loader=jinja2.PackageLoader("equimesh.sim.analytic", "templates"),
+                             keep_trailing_newline=True, undefined=jinja2.StrictUndefined, autoescape=False)
+    return env.get_template(template).render(**context)
 
-{ratio_tab}
 
-| | 8x8 | 5x11 |
-|---|---|---|
-| Fig. 7, AllGather | ![](figures/fig7_allgather_8x8.png) | ![](figures/fig7_allgather_5x11.png) |
-| Fig. 8, AllReduce | ![](figures/fig8_allreduce_8x8.png) | ![](figures/fig8_allreduce_5x11.png) |
+def write_report(out: Path, log=lambda s: None) -> Path:
+    """Write the evaluation report: every section measured in one run, rendered from a template.
 
-Measured: AllGather {ag_ratio}x (paper: about 2x), AllReduce {ar_ratio}x (paper: about 1.2x).
-The AllGather ratio is the degree ratio of EquiMesh to the mesh (4 / 2). The AllReduce ratio
-is measured against the strongest mesh AllReduce we built, `mesh-overlap`: ReduceScatter and
-AllGather of different chunks overlapped in one step list (format version 2,
-`schedules/methods/overlap.py`), which lifts the mesh from its corners' degree bound to close to its
-link-count bound. With perfect overlap the ratio would be the link ratio ({link_ratios});
-ours is a little higher because the overlapped schedule stays a few percent short of that
-bound (section "Overlapped AllReduce" below).
+    Parameters
+    ----------
+    out : Path
+        The directory for ``evaluation.md``, ``figures/*.png`` and ``figures/evaluation.json``.
+    log : callable
+        Receives a line per section as it starts.
 
-Fig. 9 (SP + TP on 8x8, sequence {DEFAULT_SEQ_LEN}, micro-batch {DEFAULT_MICRO_BATCH}): forward speedup
-{llm['fwd']} (geomean {llm['gfwd']}; paper 1.35-1.39, 1.37), backward {llm['bwd']} (geomean {llm['gbwd']}; paper
-1.06-1.23, 1.13). Our model is communication-bound at Table I's numbers, so both speedups sit
-near the collective ratio; section "Fig. 9" explains the difference.
-
-![Fig. 9](figures/fig9_llm_8x8.png)
-
-## Figs. 7 and 8 reproduction
-
-Commands (one per figure; `--json` gives the full data):
-
-```
-equimesh evaluate --rows 8 --cols 8 --collective allgather --plot fig7_8x8.png
-equimesh evaluate --rows 5 --cols 11 --collective allgather --plot fig7_5x11.png
-equimesh evaluate --rows 8 --cols 8 --collective allreduce --plot fig8_8x8.png
-equimesh evaluate --rows 5 --cols 11 --collective allreduce --plot fig8_5x11.png
-```
-
-Algorithms and sources:
-
-{_table(["algorithm", "topology", "role", "source", "K tried"],
-        [[a.name, a.kind, a.role, a.source, ",".join(map(str, a.chunk_counts))] for a in ALGORITHMS.values()])}
-
-{figs_text}
-
-### Saturated ratio (1 GB per node)
-
-{ratio_tab}
-
-The paper reports about 2x for AllGather and 1.2x for AllReduce. What the bounds say
-(seed 000, Section III-A): every node must receive K (N-1) chunks through its in-links, so
-a topology whose least-connected node has in-degree d needs at least K (N-1) / d chunk times.
-Table of the bounds:
-
-{bounds_table()}
-
-* AllGather: the mesh's corners (in-degree 2) bound every mesh algorithm to (N-1)/2 chunk
-  times per chunk of the shard; EquiMesh's in-degree 4 halves that. XTree meets its bound
-  and the best mesh baselines meet theirs, so the measured ratio is the degree ratio, 2.
-  This agrees with the paper's "nearly 2x".
-* AllReduce: run as ReduceScatter then AllGather with each link serving its transfers in
-  schedule order (ReduceScatter first), every phased algorithm pays both phases' degree
-  bounds, so against the phased baselines the ratio is again 2. The paper measures 1.2x
-  against TidalMesh, whose point is to overlap ReduceScatter and AllGather of different
-  chunks: with perfect overlap the only limit left is the total link count (2 N (N-1) K
-  chunk transfers spread over all links), and the ratio of that bound between EquiMesh and
-  the mesh is the link ratio above, 1.14 (8x8) and 1.17 (5x11). `mesh-overlap` is that
-  overlapped schedule (next section); it is now the best mesh baseline of Fig. 8, and the
-  measured ratio against it is in the summary table.
-* Does letting the links reorder recover the overlap? With `--link-order ready` every link
-  serves its transfers in the order their data becomes ready (a FIFO per link), so an
-  AllGather chunk may pass a ReduceScatter chunk of another root. At 1 GB per node (best K):
-
-{overlap}
-
-  A FIFO recovers only part of the overlap for the phased mesh baselines, far from the
-  overlapped bound, and it breaks XTree's step-by-step matching on EquiMesh; overlap has to
-  be scheduled (as TidalMesh does, and `mesh-overlap` here), not left to the links.
-* The overflow-degree mesh (Fig. 2b, 6-port edge routers) reaches about the same bandwidth
-  as EquiMesh: its least-connected nodes also have in-degree 4, at a higher crossbar cost.
-
-## Overlapped AllReduce (format version 2)
-
-`equimesh schedule --collective allreduce --overlap` writes one step list of typed transfers
-`[link, root, chunk, "r"|"g"]` ([architecture](architecture.md#schedule-file)); `equimesh verify` checks it (reduce rules, gather
-rules, a root gathers a chunk only after its last partial arrived, one transfer per link per
-step across both ops) and the alpha-beta simulator runs it. The bound is
-max(ceil(2 K N (N-1) / L), ceil(K (N-1) / min out-degree), ceil(K (N-1) / min in-degree)).
-Synthesis (`schedules/methods/overlap.py`): per (root, chunk) a reduce in-tree and a gather out-tree,
-either shortest-path trees that balance the load of every link (rip-up and reroute) or the
-trees of MirrorXTree's phased schedule; both sets are list-scheduled (each link, each step,
-its ready transfer with the earliest deadline of a chunk pipeline, then backward-forward
-improvement passes) and the shorter result is kept. Steps of the schedules behind Fig. 8:
-
-{ovl_steps}
-
-* Mesh: the link loads come out balanced to within one transfer of the mean, so what is left
-  is the pipeline's fill and drain: about 20 steps whatever K is (the first sums complete
-  only after the deepest reduce trees, and the last gathers must still travel to the
-  corners). So the efficiency grows with K: the 0.95 target is met at K = 16 on both
-  shapes, not at K = 4. The alpha-beta run picks K per size; at 1 GB per node K = 16 wins.
-* EquiMesh: overlap does not raise the bound. Its degree bound already equals its link
-  bound (every node has 4 links in and 4 out, so 2 K N (N-1) / L = 2 K (N-1) / 4). Where
-  MirrorXTree's phased schedule meets that bound (K = 4) the overlapped one is a few steps
-  longer (fill and drain again); where MirrorXTree is above it (K = 8) the overlapped one
-  comes closer. At 1 GB per node, each at its best K, the phased `equimesh-xtree` stays
-  ahead of `equimesh-overlap` (Fig. 8 tables): overlap does not help EquiMesh.
-
-## Fig. 9: end-to-end LLM training (Section V-C)
-
-`equimesh llm --plot fig9.png` (`sim/analytic/llm.py`; shapes and sources in
-`sim/analytic/data/llm_models.json`). Megatron-style SP + TP over the 64 nodes of the 8x8 array;
-per layer an attention and an MLP block, each starting with an AllGather of the
-sequence-sharded activations and ending with a ReduceScatter (no AllReduce: SP replaces it
-with that pair, so `mesh-overlap` does not enter). GEMMs at Table I's peak (512 x 512 MACs at
-1 GHz, 32-bit elements), split evenly over the nodes; collectives timed by the alpha-beta
-simulator on each algorithm's verified schedules at its best K. Forward: AllGather, GEMMs,
-ReduceScatter in sequence. Backward (Megatron-SP): AllGather of the output gradient, then
-the input-gradient GEMMs overlapped with the re-gather of the input, then the
-weight-gradient GEMMs overlapped with the ReduceScatter of the input gradient. Sequence
-length {DEFAULT_SEQ_LEN} (GPT-NeoX's and OPT's training context) and micro-batch {DEFAULT_MICRO_BATCH} are our
-defaults; the paper gives neither.
-
-![Fig. 9](figures/fig9_llm_8x8.png)
-
-Time of all layers of one micro-batch, per algorithm:
-
-{llm['main']}
-
-Why the speedups differ from the paper's. Per layer and node:
-
-{llm['share']}
-
-* The MAC array of Table I is large (2 x 512 x 512 x 1 GHz = 524 TFLOP/s per node) and an
-  SP + TP layer moves its whole activation tensor through an AllGather and a ReduceScatter
-  twice, so at these shapes the collectives take most of the time even on EquiMesh. Then
-  the forward speedup approaches the collective ratio (about 2, the degree ratio of
-  Fig. 7). For the paper's 1.37x with the same collective ratio, communication would have
-  to be the share of the baseline's forward time in the second-to-last column, that is, the
-  GEMMs would have to take the last column's multiple of the time they take here (a MAC
-  array that much slower or less utilized, or that much more computation per byte moved).
-* Backward: three collectives per block against two GEMM groups; the GEMMs hide under the
-  collectives rather than the other way round, so the backward speedup is the collective
-  ratio itself. The paper's lower backward speedup (1.06-1.23) means its GEMMs hide its
-  collectives; that needs much more computation per byte than Table I's numbers give here
-  (longer sequences, a slower array, or a different parallel split; the paper does not
-  say which).
-* Sensitivity (forward / backward speedup). The micro-batch changes almost nothing
-  (computation and communication both scale with it); the sequence length does, through
-  the attention's s^2 GEMMs:
-
-{llm['sweep']}
-
-## Chunk count (Section III-A)
-
-Latency bound: the farthest chunk needs D steps; bandwidth bound: ceil(K (N-1) / d) steps; one
-step costs alpha + M / (K B). The bounds cross at K = d D / (N-1): below it the latency bound
-binds, above it the bandwidth bound. On large meshes that is below K = 1, so every K is
-bandwidth-bound in steps, and K trades alpha (paid once per chunk, so small messages want small
-K) against the pipeline fill (a share of M / B that shrinks with K, so large messages want
-larger K). A small EquiMesh shows the crossing in steps as well. Command for the data:
-`equimesh evaluate --rows 8 --cols 8 --algorithms equimesh-xtree --chunks 1,2,4,8,16 --json`
-(per-K bandwidth under `chunks`).
-
-{ksweep}
-
-## Cross-check: seed 003 closed forms
-
-Seed 003, Sections 3.4 and 4.2: dimension-decomposed ring AllReduce takes
-t = 2 sum_i (d_i - 1) alpha + 2 (N-1)/N M / B on the torus (unidirectional ring per dimension)
-and on the mesh (bucket-brigade open line). `sim.alphabeta.dim_decomposed_allreduce` builds
-that algorithm as simulator transfers (an X-phase transfer carries a column block of `rows`
-shards) and the event simulator reproduces the formula (requirement: within 1%):
-
-{s003}
-
-## Link failures
-
-`equimesh evaluate --fail-links U-V,...` (or `--fail-random k --seed s`) removes links,
-resynthesizes every topology-agnostic algorithm on what is left, verifies the result
-(`verify`) and reports the slowdown; a failure set that disconnects the network is an error
-(`--fail-links 0-1,0-4` on a 4x4 mesh: "{disconnect}").
-XTree / MirrorXTree on the 8x8 EquiMesh, K = 4, 1 GB per node, k random directed links failed.
-The slowdown follows the least in- (AllGather) and out-degree (ReduceScatter) left by the
-failures, through the bound max(D, ceil(K (N-1) / d)) of Section III-A:
-
-{fail}
-
-## Topologies and link utilization
-
-![topologies](figures/topologies_4x4.png)
-
-Per-link utilization (busy time / completion time) at 1 GB per node, AllGather on 8x8:
-
-![utilization](figures/utilization_allgather_8x8.png)
-
-## Cross-check: alpha-beta against the RTL
-
-The simulator in RTL units: B = 1 flit per cycle, chunk = F flits, alpha = the router's
-pipeline latency ({alpha} cycles for the default router, pipeline {DEFAULT_PIPELINE}: `rtl/rom.py` MIN_PERIOD, a flit
-read at a sender is readable at the receiver {alpha} cycles later). The RTL runs the schedule in
-lockstep, one step per max(F, {alpha}) cycles plus {latency} cycles in total; its pipeline overlaps the latency
-with the next step's flits, while the alpha-beta model charges alpha on every transfer. So
-alpha-beta with alpha = {alpha} overestimates by about {alpha}/F per step on dependent chains, and with
-alpha = 0 it underestimates by the fixed {latency} cycles (or more when the event-driven start of
-independent transfers beats lockstep).
-
-{rtl_text}
-
-## `equimesh compare`
-
-{compare}
-
-## Benchmark
-
-`equimesh bench eval --dims 16 32` times synthesis, verification and the one-size alpha-beta
-simulation on the 16x16 and 32x32 meshes, each separately. {bench}
-"""
-    (out / "evaluation.md").write_text(md)
+    Returns
+    -------
+    Path
+        ``out/evaluation.md``.
+    """
+    (out / "figures").mkdir(parents=True, exist_ok=True)
+    model = LinkModel()
+    t0 = time.perf_counter()
+    figs_text, figs = figs_7_8(out, model, log)
+    topology_figure(out / "figures/topologies_4x4.png")
+    _utilization_figure(figs, model, out / "figures/utilization_allgather_8x8.png")
+    llm, llm_data = llm_section(out, model, log)
+    rtl_text, rtl_data = rtl_check(log)
+    context = dict(
+        _ratios(figs), figs_text=figs_text, overlap=overlap_table(figs["figs"], model, log),
+        ovl_steps=overlap_steps_table(figs["figs"]), llm=llm, ksweep=chunk_sweep(out, model, log),
+        s003=seed003_check(model), fail=failures_section(model, log), rtl_text=rtl_text,
+        compare=compare_section(out, log), bench=_bench_quote(out), disconnect=_disconnect_example(),
+        bounds=bounds_table(), algorithms_table=_table(
+            ["algorithm", "topology", "role", "source", "K tried"],
+            [[a.name, a.kind, a.role, a.source, ",".join(map(str, a.chunk_counts))] for a in ALGORITHMS.values()]),
+        out=out, host=machine(), stamp=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        DEFAULT_MICRO_BATCH=DEFAULT_MICRO_BATCH, DEFAULT_SEQ_LEN=DEFAULT_SEQ_LEN, DEFAULT_PIPELINE=DEFAULT_PIPELINE,
+        alpha=MIN_PERIOD[DEFAULT_PIPELINE], latency=LATENCY[DEFAULT_PIPELINE])
+    context["seconds"] = f"{time.perf_counter() - t0:.0f}"
+    (out / "evaluation.md").write_text(render("evaluation.md.j2", **context))
     for v in figs["figs"].values():
         v.pop("_curves")
     (out / "figures/evaluation.json").write_text(json.dumps({"figs": figs["figs"], "rtl": rtl_data, "llm": llm_data},
