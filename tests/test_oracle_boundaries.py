@@ -255,3 +255,42 @@ def test_lower_bound_by_hand(kind, k, coll, overlapped, bound):
                                        (3, 1, (1, 2)), (4, 1, (7, 10))])
 def test_wrht_steps_at_powers_of_m(n, w, steps):
     assert wrht_steps(n, w) == steps
+
+
+# Lane ids (storage.lane_table numbers (node, port) in node order, ports in canonical order):
+# node 0: E 0, S 1; node 1: S 2, W 3; node 2: N 4, E 5; node 3: N 6, W 7. With K = 2, node v's chunk c
+# sits in its home lane ports[c mod 2]: the lanes 2v (c = 0) and 2v + 1 (c = 1). Every other
+# (node, root, chunk) that the phase does not bring to the node has no lane: -1.
+def _lanes_by_hand(extra):
+    want = np.full((4, 4, 2), -1)
+    for v in range(4):
+        want[v, v] = [2 * v, 2 * v + 1]
+    for (v, root, chunk), lane in extra.items():
+        want[v, root, chunk] = lane
+    return want
+
+
+def test_storage_lane_maps_by_hand():
+    from equimesh.schedules.storage import allgather_lanes, reducescatter_lanes
+
+    empty = Phase("allgather", [])
+    assert (allgather_lanes(T, 2, empty) == _lanes_by_hand({})).all()
+    assert (reducescatter_lanes(T, 2, Phase("reducescatter", [])) == _lanes_by_hand({})).all()
+    # AllGather: root 3's chunk 0 enters node 1 on link 5, in-port S: lane 2.
+    ag = Phase("allgather", [np.array([[5, 3, 0]])])
+    assert (allgather_lanes(T, 2, ag) == _lanes_by_hand({(1, 3, 0): 2})).all()
+    # ReduceScatter: node 3 sends root 1's chunk 1 on link 5, out-port N: it accumulates it in lane 6.
+    rs = Phase("reducescatter", [np.array([[5, 1, 1]])])
+    assert (reducescatter_lanes(T, 2, rs) == _lanes_by_hand({(3, 1, 1): 6})).all()
+
+
+def test_storage_accepts_an_empty_phase():
+    check_storage(Schedule("allreduce", "hand", 2, T, [Phase("reducescatter", []), Phase("allgather", [])]))
+
+
+def test_a_phase_without_steps():
+    """No transfer at all: the first (node, root, chunk) in that order that is missing is node 0's
+    root 1, chunk 0 (node 0 is root 0 and holds that one)."""
+    _bad(_sched([]), "node 0 never receives root 1, chunk 0")
+    _bad(_sched([], "reducescatter"), "node 0 never sends its partial of root 1, chunk 0")
+    _bad(_overlapped([]), "reduce: node 0 never sends its partial of root 1, chunk 0")
