@@ -4,7 +4,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
-.PHONY: demo test bench results setup docs lint clean
+.PHONY: demo test bench results mutate setup docs lint clean
 
 $(STAMP): pyproject.toml
 	@command -v iverilog >/dev/null 2>&1 && command -v ccache >/dev/null 2>&1 && test -f /usr/include/lz4.h || { \
@@ -35,6 +35,13 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -n auto --dist loadfile --durations=15
+
+# Mutation testing of the oracle and the math (docs/testing.md): mutmut, one module at a time against
+# the fast tests aimed at it; MUTATE=verify (storage, bound, topology, optree, supermesh, rom) runs one.
+# mutmut edits the sources in place while it runs: nothing else should import them meanwhile.
+mutate: $(STAMP)
+	tests/mutation/run.sh $(or $(MUTATE),all)
+	@cat out/mutate/scores.txt
 
 # Benchmarks print their tables and save them under bench/ (timings: never in tests).
 bench: $(STAMP)

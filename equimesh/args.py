@@ -4,8 +4,9 @@ the ranges of sizes and counts, the collective's run arguments and the schedule 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
-from .errors import InputError, UsageError
+from .errors import InputError, UsageError, writing
 from .rtl.packet import MAX_PAYLOAD_FLITS
 from .rtl.rom import MAX_CHUNK_FLITS, RomError, compile_schedule
 from .schedules import schedule as schedfile
@@ -29,6 +30,23 @@ def count(lo: int, hi: int):
             raise argparse.ArgumentTypeError(f"must be {lo}..{hi} (got {value})")
         return value
     return integer
+
+
+def seconds(text: str) -> float:
+    """An argparse ``type``: a time limit in seconds, finite and > 0; anything else is the parser's one-line error."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number of seconds: {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be > 0 seconds (got {text})")
+    return value
+
+
+def writable(path: str | Path) -> None:
+    """Make ``path``'s folder, or raise one InputError line, before any long work that ends by writing it."""
+    with writing(path):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
 
 
 def items(text: str, option: str) -> list[str]:

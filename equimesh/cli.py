@@ -74,6 +74,8 @@ def cmd_bench_all(args) -> int:
              f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.machine()}, {os.cpu_count()} cores, "
              f"Python {platform.python_version()}. Every table below was measured in that run; timings are of "
              f"this machine under its load at the time, so compare ratios within a table.\n"]
+    with writing(args.markdown):
+        Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
     failed = 0
     for title, argv in RESULTS:
         print(f"equimesh {' '.join(argv[:2])} ...", file=sys.stderr, flush=True)

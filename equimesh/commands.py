@@ -273,6 +273,8 @@ def cmd_bench_optimal(args) -> int:
     from .schedules.methods.optimal import optimal
     from .schedules.methods.xtree import xtree
     sizes, chunks = size_list(args.sizes), count_list(args.chunks, "--chunks")
+    if not 0 < args.time_limit < float("inf"):
+        raise UsageError(f"--time-limit must be > 0 (got {args.time_limit})")
     lanes = args.storage == "lanes"
     table = _Table(f"equimesh bench optimal: {args.solver}, storage {args.storage}, time limit "
                    f"{args.time_limit:g} s per size",

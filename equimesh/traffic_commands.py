@@ -80,8 +80,8 @@ def cmd_routing(args) -> int:
     out = {"topology": topo.name, "routing": t.algorithm,
            "mean_hops": round(sum(map(sum, hops)) / pairs, 4),
            "shortest_mean_hops": round(float(topo.distances.sum()) / pairs, 4),
-           "max_hops": max(map(max, hops)), "diameter": topo.diameter,
-           "shortest_pairs": sum(hops[s][d] == topo.distances[s, d] for s in range(n) for d in range(n)) - n,
+           "max_hops": int(max(map(max, hops))), "diameter": topo.diameter,
+           "shortest_pairs": int(sum(hops[s][d] == topo.distances[s, d] for s in range(n) for d in range(n))) - n,
            "pairs": pairs, "links_used": len(used), "links": len(topo.links),
            "ring_links_used": len(used & ring), "ring_links": len(ring),
            "cdg_cut_through": "acyclic", "cdg_wormhole_multicast": wormhole}
@@ -150,9 +150,7 @@ def _check_common(args):
 def _run(args, table, traffic, mode):
     if mode == "soak" or args.counters:
         mode = "soak" if traffic.counts is None else "count"
-    if args.build_dir:
-        with writing(args.build_dir):
-            Path(args.build_dir).mkdir(parents=True, exist_ok=True)
+    _make_build_dir(args.build_dir)
     return packet_run(args.backend, table, traffic, args.payload_flits, args.build_dir, mode, vcd=args.vcd,
                       cycles=args.cycles, stall=args.stall, pipeline=args.pipeline)
 
@@ -209,11 +207,19 @@ def cmd_soak(args) -> int:
     return 0 if ok else 1
 
 
+def _make_build_dir(path: str | None) -> None:
+    """Create ``--build-dir`` before any simulation, so a path that cannot be one is one line at once."""
+    if path:
+        with writing(path):
+            Path(path).mkdir(parents=True, exist_ok=True)
+
+
 def cmd_mixed(args) -> int:
     from .sim.mixed import simulate_mixed
     from .sim.verilator import VerilatorError
 
     _check_common(args)
+    _make_build_dir(args.build_dir)
     if not 0 <= args.start_at <= MAX_CYCLES:
         raise UsageError(f"--start-at must be 0..{MAX_CYCLES} (got {args.start_at})")
     topo, sched, image = load_image(args)
@@ -284,6 +290,9 @@ def cmd_bench_modes(args) -> int:
     from .schedules.synth import synthesize
     from .schedules.topology import TopologyError, build
 
+    with writing(args.out_dir):
+        Path(args.out_dir).mkdir(parents=True, exist_ok=True)
+
     lines = [f"# equimesh bench modes ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.machine()}): "
              f"AllGather K={args.chunks}, {args.chunk_flits} flits/chunk; packets of {args.payload_flits} payload "
              f"flits, shortcut routing", "",
@@ -321,6 +330,7 @@ def cmd_bench_relay(args) -> int:
     from .schedules.synth import synthesize
     from .schedules.topology import TopologyError, build
 
+    _make_build_dir(args.build_dir)
     rows = []
     for r, c in size_list(args.sizes):
         for kind in items(args.kinds, "--kinds"):

@@ -19,8 +19,11 @@ from pathlib import Path
 import numpy as np
 
 from . import jsonfile
-from .topology import KINDS, MAX_SIDE, Topology, TopologyError
+from .failures import DegradedTopology
+from .topology import KINDS, MAX_SIDE, Topology, TopologyError, build
 from .topology import from_json as topology_from_json
+
+RING_KINDS = ("equimesh", "mirror-equimesh")   # the kinds with Algorithm 1's edge rings
 
 FORMAT = "equimesh-schedule"
 VERSION = 1
@@ -450,6 +453,7 @@ def from_dict(d, where: str = "schedule") -> Schedule:
     for i, l in enumerate(topo.links):
         if not (0 <= l.src < topo.nodes and 0 <= l.dst < topo.nodes) or l.src == l.dst:
             raise ScheduleFileError(f"{where}: topology link {i} [{l.src}, {l.dst}] does not join two distinct nodes 0..{topo.nodes - 1}")
+    topo = _named_topology(t, topo, where)
     n_links = len(topo.links)
     meta = {k: v for k, v in d.items()
             if k not in ("format", "version", "collective", "algorithm", "chunks", "topology", "steps", "phases")}
@@ -475,6 +479,39 @@ def from_dict(d, where: str = "schedule") -> Schedule:
             raise ScheduleFileError(f"{where}: missing key 'steps'")
         phases = [Phase(collective, _parse_steps(d["steps"], where, n_links, topo.nodes, chunks))]
     return Schedule(collective, str(d["algorithm"]), chunks, topo, phases, meta)
+
+
+def _named_topology(t: dict, topo: Topology, where: str) -> Topology:
+    """The topology the file names: ``build(kind, rows, cols, ring_dirs)`` (seed 000, Algorithm 1 for the
+    rings), less the links listed in ``failed_links`` (:mod:`.failures`). The file's links must equal it
+    exactly -- endpoints, ports and order, the order :func:`.topology.build` gives -- otherwise one
+    :class:`ScheduleFileError` line names the first difference: a schedule is checked against the
+    network it claims to run on, not against whatever links its file lists."""
+    if "ring_dirs" in t and t["kind"] not in RING_KINDS:
+        raise ScheduleFileError(f"{where}: topology 'ring_dirs' is given but a {t['kind']} has no rings")
+    failed = t.get("failed_links", [])
+    if not (isinstance(failed, list) and all(isinstance(f, list) and len(f) == 4 for f in failed)):
+        raise ScheduleFileError(f"{where}: topology 'failed_links' must be a list of [src, dst, src_port, dst_port]")
+    try:
+        named = build(topo.kind, topo.rows, topo.cols, topo.ring_dirs)
+    except TopologyError as e:
+        raise ScheduleFileError(f"{where}: {e}") from None
+    have = {(l.src, l.dst, l.src_port, l.dst_port) for l in named.links}
+    for f in failed:
+        if tuple(f) not in have:
+            raise ScheduleFileError(f"{where}: topology failed link {f} is not a link of the {named.name}")
+    if failed:
+        named = DegradedTopology(named, failed)
+    want, got = named.links, topo.links
+    for i, (a, b) in enumerate(zip(got, want)):
+        if a != b:
+            raise ScheduleFileError(f"{where}: topology link {i} is {a.as_list()} but link {i} of the "
+                                    f"{named.name} is {b.as_list()}")
+    if len(got) != len(want):
+        extra = (f"link {len(want)} {got[len(want)].as_list()} is extra" if len(got) > len(want)
+                 else f"link {len(got)} {want[len(got)].as_list()} is missing")
+        raise ScheduleFileError(f"{where}: topology has {len(got)} links but the {named.name} has {len(want)}: {extra}")
+    return named
 
 
 def lower_bound(topology: Topology, chunks: int, collective: str, overlapped: bool = False) -> int:

@@ -60,7 +60,7 @@ def search(sizes: list[tuple[int, int]] | None, max_side: int = 16, out: Path = 
     Parameters
     ----------
     sizes : list of (rows, cols) or None
-        Only these sizes, kept with the others already in ``out``; None: every size up to
+        Only these sizes, kept with the others already in ``out`` (if it exists); None: every size up to
         ``max_side`` that needs a search (the file is written anew).
     max_side : int
         The largest side searched when ``sizes`` is None.
@@ -71,8 +71,9 @@ def search(sizes: list[tuple[int, int]] | None, max_side: int = 16, out: Path = 
     """
     data = {"format": "equimesh-ring-dirs", "chunks": CHUNKS, "collective": "allgather", "storage": "lanes",
             "best": {}, "steps": {}}
-    if sizes:
-        data = json.loads(out.read_text())
+    if sizes is not None:
+        if out.exists():
+            data = json.loads(out.read_text())
     else:
         sizes = sorted(((r, c) for r in range(2, max_side + 1) for c in range(2, max_side + 1)
                         if needs_search(r, c)), key=lambda rc: rc[0] * rc[1])

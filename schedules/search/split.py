@@ -36,7 +36,7 @@ from ..methods.xtree import xtree
 from ..schedule import Phase, lower_bound
 from ..topology import TopologyError, build, parse_ring_dirs
 
-__all__ = ["search"]
+__all__ = ["check_tiles", "search"]
 
 
 def _splits(topo_sizes, data: dict, time_limit: float, save, log) -> None:
@@ -81,12 +81,18 @@ def _tails(keys: list[str], data: dict, time_limit: float, save, log) -> None:
             save()
 
 
-def _tiles(tiles: list[tuple[int, int]], period: int, data: dict, time_limit: float, save, log) -> None:
+def check_tiles(tiles: list[tuple[int, int]], period: int) -> None:
+    """Raise :class:`TopologyError` unless every tile has one side even and the other in ``TILE_SIDES[period]``."""
     for r, c in tiles:
-        size = f"{r}x{c}"
         if (r + c) % 2 == 0 or (r if r % 2 else c) not in TILE_SIDES[period]:
             sides = " or ".join(map(str, TILE_SIDES[period]))
-            raise TopologyError(f"tile {size} with period {period}: one side must be even and the other {sides}")
+            raise TopologyError(f"tile {r}x{c} with period {period}: one side must be even and the other {sides}")
+
+
+def _tiles(tiles: list[tuple[int, int]], period: int, data: dict, time_limit: float, save, log) -> None:
+    check_tiles(tiles, period)
+    for r, c in tiles:
+        size = f"{r}x{c}"
         for kind in ("equimesh", "mirror-equimesh"):
             data.setdefault("tiles", [])
             if any((t["kind"], t["rows"], t["cols"]) == (kind, r, c) for t in data["tiles"]):
