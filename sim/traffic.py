@@ -151,35 +151,53 @@ class Scoreboard:
         self.latencies: list[int] = []
         self.errors: list[str] = []
         self.last_arrival = 0
-        f = fmt
-        self._src_mask, self._seq_shift = (1 << f.src_bits) - 1, 1 + f.src_bits
-        self._bm_shift = self._seq_shift + SEQ_BITS
+        self.inj_pkt: list[list | None] = [None] * fmt.nodes  # per source: a header whose bitmap is coming
+        self._src_mask, self._seq_shift = (1 << fmt.src_bits) - 1, 1 + fmt.src_bits
+        self._word_mask = (1 << fmt.width) - 1
 
-    def _header(self, body: int) -> tuple[int, int, int, int]:
-        return (body & 1, (body >> 1) & self._src_mask, (body >> self._seq_shift) & ((1 << SEQ_BITS) - 1),
-                body >> self._bm_shift)
+    def _header(self, body: int) -> tuple[int, int, int]:
+        return body & 1, (body >> 1) & self._src_mask, (body >> self._seq_shift) & ((1 << SEQ_BITS) - 1)
 
     def _error(self, msg: str) -> None:
         if len(self.errors) < 10:
             self.errors.append(msg)
 
+    @property
+    def injecting(self) -> bool:
+        """A header has entered the network and its bitmap words have not all followed yet."""
+        return any(p is not None for p in self.inj_pkt)
+
     def inject(self, cycle: int, node: int, flit: int) -> None:
-        if not flit & 1:
+        """One flit the generator of ``node`` handed to its router; a packet counts as sent with its
+        last bitmap word (the header and ``bitmap_flits`` words, :mod:`equimesh.rtl.packet`)."""
+        fmt = self.fmt
+        first, body = flit & 1, flit >> 2
+        if first:
+            _, src, seq = self._header(body)
+            self.inj_pkt[node] = [src, seq, cycle, 0, 0]  # ..., words seen, bitmap
             return
-        opcode, src, seq, bitmap = self._header(flit >> 2)
+        pkt = self.inj_pkt[node]
+        if pkt is None:
+            return
+        src, seq, start, j, bitmap = pkt
+        bitmap |= (body & self._word_mask) << (j * fmt.width)
+        pkt[3], pkt[4] = j + 1, bitmap
+        if j + 1 < fmt.bitmap_flits:
+            return
+        self.inj_pkt[node] = None
         want = self.traffic.bitmap(node, seq)
         if src != node or bitmap != want:
             self._error(f"generator {node} sent seq {seq} to {bitmap:#x}, expected {want:#x}")
-        self.sent[(src, seq)] = (bitmap, cycle)
+        self.sent[(src, seq)] = (bitmap, start)
         self.expected += bin(bitmap).count("1")
 
     def eject(self, cycle: int, lane: int, flit: int) -> None:
+        fmt = self.fmt
         node = self.lane_nodes[lane]
         first, last, body = flit & 1, (flit >> 1) & 1, flit >> 2
         if first:
-            opcode, src, seq, bitmap = self._header(body)
-            ok = bitmap == 1 << node and opcode == Opcode.WRITE.value and not last
-            self.lane_pkt[lane] = [src, seq, 1, ok]
+            opcode, src, seq = self._header(body)
+            self.lane_pkt[lane] = [src, seq, 1, opcode == Opcode.WRITE.value and not last]
             return
         pkt = self.lane_pkt[lane]
         if pkt is None:
@@ -187,7 +205,11 @@ class Scoreboard:
             self.corrupted += 1
             return
         src, seq, idx, ok = pkt
-        ok = ok and body == self.fmt.payload_word(src, seq, idx) and bool(last) == (idx == self.fmt.payload_flits)
+        if idx <= fmt.bitmap_flits:  # a bitmap word: this node's bit alone
+            ok = ok and body == ((1 << node) >> ((idx - 1) * fmt.width)) & self._word_mask and not last
+        else:
+            k = idx - fmt.bitmap_flits
+            ok = ok and body == fmt.payload_word(src, seq, k) and bool(last) == (k == fmt.payload_flits)
         pkt[2], pkt[3] = idx + 1, ok
         if not last:
             return
@@ -274,7 +296,7 @@ class Run:
         done_sending = self.stop if self.total is None else len(sb.sent) == self.total
         self.cycle += 1
         self.idle = 0 if moved else self.idle + (not paused)
-        if done_sending and sb.in_flight == 0 and not any(sb.lane_pkt):
+        if done_sending and sb.in_flight == 0 and not any(sb.lane_pkt) and not sb.injecting:
             return True
         if self.idle >= WATCHDOG:
             self.deadlock = True
