@@ -95,7 +95,7 @@ class Generator(wiring.Component):
         idx8, word = payload_word(fmt, self.node, seq, idx)
         opcode = Mux((bitmap & (bitmap - 1)) != 0, Opcode.MULTIWRITE, Opcode.WRITE)
         header = Cat(opcode, Const(self.node, fmt.src_bits), seq)  # fmt.header's field order
-        bits = Cat(bitmap, Const(0, B * fmt.width - fmt.nodes)).word_select(idx - 1, fmt.width)
+        bits = Cat(bitmap, Const(0, B * fmt.width - fmt.nodes)).word_select((idx - 1).as_unsigned(), fmt.width)
         # One expression for the whole flit: Icarus never evaluates a constant-driven `always @*`.
         m.d.comb += [
             idx8.eq(idx - B),
@@ -206,7 +206,7 @@ class Checker(wiring.Component):
             squares.append((key * key)[:COUNTER_BITS])
             in_bitmap = take & ~flit.first & (idx <= B)
             bad_hdr.append((head & ((hdr.opcode != Opcode.WRITE) | flit.last))
-                           | (in_bitmap & ((flit.body.payload != own.word_select(idx - 1, fmt.width)) | flit.last)))
+                           | (in_bitmap & ((flit.body.payload != own.word_select((idx - 1).as_unsigned(), fmt.width)) | flit.last)))
             bad_payload.append(take & ~flit.first & (idx > B) & ((flit.body.payload != word)
                                                                  | (flit.last != (idx == fmt.packet_flits - 1))))
         m.d.sync += [

@@ -16,7 +16,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..schedules.routing import ForwardingTable, check_deadlock_free
-from .packet import PacketFormat
+from .packet import FLIT_BITS, PacketFormat
 from .instance import router_ports
 from .packet_endpoints import COUNTER_BITS, RATE_BITS, Checker, Generator, Sink
 from .packet_router import PacketConfig, PacketRouter
@@ -25,14 +25,15 @@ from .rom import DEFAULT_PIPELINE
 
 class PacketSetup:
     """Packets on a network: the forwarding table (checked for deadlock freedom here), the packet
-    format, the input buffer depth (``packet_flits + 2`` unless given) and the routers' pipeline depth
+    format (``flit_bits``: a router for schedules and packets takes its :class:`~equimesh.rtl.design.Design`'s),
+    the input buffer depth (``packet_flits + 2`` unless given) and the routers' pipeline depth
     (``rtl/relay.py``)."""
 
     def __init__(self, table: ForwardingTable, payload_flits: int, depth: int | None = None,
-                 pipeline: int = DEFAULT_PIPELINE):
+                 pipeline: int = DEFAULT_PIPELINE, flit_bits: int = FLIT_BITS):
         check_deadlock_free(table)
         self.table = table
-        self.fmt = PacketFormat(table.topology.nodes, payload_flits)
+        self.fmt = PacketFormat(table.topology.nodes, payload_flits, flit_bits)
         self.depth = depth or self.fmt.packet_flits + 2
         self.pipeline = pipeline
         self.config = PacketConfig(self.fmt, self.depth, pipeline)
@@ -107,8 +108,8 @@ class PacketNetwork(wiring.Component):
     """
 
     def __init__(self, table: ForwardingTable, payload_flits: int, depth: int | None = None,
-                 pipeline: int = DEFAULT_PIPELINE, instances: bool = False):
-        self.setup = PacketSetup(table, payload_flits, depth, pipeline)
+                 pipeline: int = DEFAULT_PIPELINE, instances: bool = False, flit_bits: int = FLIT_BITS):
+        self.setup = PacketSetup(table, payload_flits, depth, pipeline, flit_bits)
         self.table, self.fmt, self.instances = table, self.setup.fmt, instances
         topo = table.topology
         self.designs = {}

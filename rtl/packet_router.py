@@ -332,7 +332,7 @@ class PacketPath(wiring.Component):
         # in a link register (cut) is still in the router.
         linked = Signal(outs)
         m.d.comb += self.idle.eq(Cat(*empty).all() & ~Cat(r.active for r in relays).any() & ~alloc.grant.any()
-                                 & ~Cat(r.holding for r in relays[:-1]).any() & ~linked.any())
+                                 & ~Cat(r.holding for r in relays).any() & ~linked.any())
         for j, relay in enumerate(relays):
             m.d.comb += [
                 alloc.pending[j].eq(relay.pending),

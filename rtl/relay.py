@@ -116,7 +116,7 @@ def mask_word(fmt: PacketFormat, mask: Value, j: Value) -> Value:
     if fmt.bitmap_flits == 1:
         return mask
     padded = Cat(mask, Const(0, fmt.bitmap_flits * fmt.width - fmt.nodes))
-    return padded.word_select(j, fmt.width)
+    return padded.word_select(Value.cast(j).as_unsigned(), fmt.width)
 
 
 def position(m: Module, fmt: PacketFormat, flit, took: Value, name: str) -> Value:
@@ -167,15 +167,17 @@ class Relay(wiring.Component):
         network output ``k``, the last bit the local lane. ``valid[k]`` asks that branch to take ``o``.
     req : Out(outputs)  -- the outputs the waiting header needs; meaningful while ``pending``.
     pending : Out(1)  -- a parsed header waits for its grant.
-    hold : In(1)  -- the waiting header does not ask for its grant (a granted packet completes). Only
-        the injection input is held; the hold never reaches the release of a granted packet.
+    hold : In(1)  -- no new header is taken and a parsed one does not ask for its grant (a granted
+        packet, or one whose bitmap is being parsed, completes). Only the injection input is held; the
+        hold never reaches the release of a granted packet.
     grant : In(1)  -- from the allocator: all of ``req`` are this input's from now to the tail.
     held : Out(outputs)  -- outputs owned by this input's packet after its grant cycle.
     active : Out(1)  -- a granted packet is passing (with ``cut``: from the cycle after its grant
         to its tail).
     multi : Out(outputs)  -- per network output, the copy there keeps more than one destination (a
         register, valid from the header's presentation until its tail leaves).
-    holding : Out(1)  -- the relay holds flits of a packet (parsed, or being parsed).
+    holding : Out(1)  -- a network input's relay holds flits of a packet (parsed, or being parsed); the
+        injection input's, a header whose bitmap words are still coming.
     """
 
     def __init__(self, fmt: PacketFormat, outs: int, local: bool, cut: bool = False):
@@ -212,7 +214,7 @@ class Relay(wiring.Component):
         m.submodules.bitmap = buf = Memory(shape=fmt.width, depth=B, init=[])
         wr, rd = buf.write_port(), buf.read_port(domain="comb")
         body = self.i.payload.body.payload
-        taking = parsing & self.i.valid
+        taking = parsing & self.i.valid & ((word != 0) | ~self.hold)  # ``hold``: no new header
         m.d.comb += [wr.addr.eq(word - 1), wr.data.eq(body), wr.en.eq(taking & (word != 0)),
                      rd.addr.eq(word - 1)]
         own_hit = (body & mask_word(fmt, self.own, word - 1)) != 0
@@ -241,7 +243,8 @@ class Relay(wiring.Component):
             self.o.last.eq(passing & self.i.payload.last),
             self.o.body.payload.eq(Mux(word == 0, hdr, Mux(passing, body, rd.data))),
             self.index.eq(word),
-            self.holding.eq(~parsing | (word != 0)),
+            # the injection input's parsed header waits outside the network; its bitmap still coming does not
+            self.holding.eq((~parsing | (word != 0)) if self.local else (parsing & (word != 0))),
         ]
 
         active = Signal()            # a granted packet is passing (set at grant, cleared after the tail)
@@ -265,7 +268,7 @@ class Relay(wiring.Component):
         done = Signal(outs + 1)
         m.d.comb += [self.valid.eq(Mux(go, ~now, 0)), done.eq(now | self.ready)]
         release = go & done.all()
-        m.d.comb += self.i.ready.eq(parsing | (passing & release))
+        m.d.comb += self.i.ready.eq(Mux(parsing, (word != 0) | ~self.hold, passing & release))
 
         with m.If(self.grant):
             m.d.sync += [active.eq(1), branches.eq(latched)]

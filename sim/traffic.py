@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..rtl.packet import SEQ_BITS, Opcode, PacketError, PacketFormat
+from ..rtl.packet import FLIT_BITS, SEQ_BITS, Opcode, PacketError, PacketFormat
 from ..rtl.rom import DEFAULT_PIPELINE
 from ..schedules.routing import ForwardingTable
 
@@ -308,7 +308,8 @@ class Run:
 
 
 def simulate(table: ForwardingTable, traffic: Traffic, payload_flits: int, *, cycles: int = 2000,
-             stall: float = 0.0, vcd: str | None = None, pipeline: int = DEFAULT_PIPELINE) -> dict:
+             stall: float = 0.0, vcd: str | None = None, pipeline: int = DEFAULT_PIPELINE,
+             flit_bits: int = FLIT_BITS) -> dict:
     """Run ``traffic`` on the Amaranth simulator (routers of pipeline depth ``pipeline``, rtl/relay.py);
     returns the scoreboard's results."""
     from amaranth.sim import Simulator
@@ -316,7 +317,8 @@ def simulate(table: ForwardingTable, traffic: Traffic, payload_flits: int, *, cy
     from ..rtl.packet_network import PacketNetwork, TrafficTop
     from .harness import drive
 
-    top = TrafficTop(PacketNetwork(table, payload_flits, pipeline=pipeline), traffic.depth, check=False)
+    top = TrafficTop(PacketNetwork(table, payload_flits, pipeline=pipeline, flit_bits=flit_bits), traffic.depth,
+                     check=False)
     load = traffic_load(top.fmt, traffic, stall)
     sigs = []
     for mon in list(top.inject_mon) + list(top.eject_mon):
@@ -473,7 +475,8 @@ def packet_model(nodes: int) -> str:
 
 
 def run_compiled(table: ForwardingTable, traffic: Traffic, payload_flits: int, workdir, *, cycles: int = 2000,
-                 stall: float = 0.0, log=None, pipeline: int = DEFAULT_PIPELINE, vcd: str | None = None) -> dict:
+                 stall: float = 0.0, log=None, pipeline: int = DEFAULT_PIPELINE, vcd: str | None = None,
+                 flit_bits: int = FLIT_BITS) -> dict:
     """Run ``traffic`` on the compiled Verilator model of the network with its endpoints and checkers
     (cached per design, ``sim/verilator.py``; kind: :func:`packet_model`): the harness clocks it with no Python per cycle and
     Python judges the checkers' counters at the end (:func:`soak_verdict`). Random traffic: as
@@ -488,11 +491,12 @@ def run_compiled(table: ForwardingTable, traffic: Traffic, payload_flits: int, w
     from .verilator import build_top
 
     def make_top():
-        return TrafficTop(PacketNetwork(table, payload_flits, pipeline=pipeline, instances=True), traffic.depth,
-                          check=True)
+        return TrafficTop(PacketNetwork(table, payload_flits, pipeline=pipeline, instances=True, flit_bits=flit_bits),
+                          traffic.depth, check=True)
 
-    fmt, links = PacketFormat(table.topology.nodes, payload_flits), len(table.topology.links)
-    model, widths = build_top(make_top, json.dumps(["traffic", table.to_json(), traffic.depth, payload_flits, pipeline]),
+    fmt, links = PacketFormat(table.topology.nodes, payload_flits, flit_bits), len(table.topology.links)
+    model, widths = build_top(make_top, json.dumps(["traffic", table.to_json(), traffic.depth, payload_flits, pipeline,
+                                                    flit_bits]),
                               log, kind=packet_model(fmt.nodes), trace=trace_kind(vcd))
     load = traffic_load(fmt, traffic, stall)
     t0 = load.frames  # the program's edges count from reset, the load's frames first
@@ -537,7 +541,8 @@ def run_verilog(table: ForwardingTable, traffic: Traffic, payload_flits: int, bu
     target = target_flits(top.fmt, traffic)
     out, build_s, _ = run_bench(top, "equimesh_traffic", build, simulator, "equimesh.sim.traffic_cocotb",
                                 "EQUIMESH_TRAFFIC", {
-        "mode": mode, "nodes": top.fmt.nodes, "payload_flits": payload_flits, "pattern": traffic.pattern,
+        "mode": mode, "nodes": top.fmt.nodes, "payload_flits": payload_flits, "flit_bits": top.fmt.width,
+        "pattern": traffic.pattern,
         "roms": traffic.roms, "counts": traffic.counts, "rate": traffic.rate, "stall": stall, "cycles": cycles,
         "links": len(table.topology.links), "lanes": [v for v, _ in top.net.lanes], "target_flits": target})
     out["simulator"] = simulator

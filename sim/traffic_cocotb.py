@@ -55,7 +55,7 @@ async def _reset(dut) -> None:
 async def traffic(dut):
     with open(os.environ["EQUIMESH_TRAFFIC"]) as f:
         cfg = json.load(f)
-    fmt = PacketFormat(cfg["nodes"], cfg["payload_flits"])
+    fmt = PacketFormat(cfg["nodes"], cfg["payload_flits"], cfg["flit_bits"])
     traffic = Traffic(cfg["pattern"], cfg["roms"], cfg["counts"], cfg["rate"])
     n_links, lanes = cfg["links"], cfg["lanes"]
     await _reset(dut)
