@@ -11,7 +11,7 @@ from pathlib import Path
 from .args import (CHUNK_FLITS, CHUNKS, PAYLOAD_FLITS, add_pipeline_arg, add_run_args, add_topology_args, items,
                    load_image, size_list, table_from_args, topology_from_args)
 from .errors import InputError, UsageError, writing
-from .rtl.packet import PacketError, PacketFormat
+from .rtl.packet import FLIT_BITS, PacketError, PacketFormat
 from .rtl.packet_endpoints import RATE_BITS, probability
 from .schedules.routing import ALGORITHMS, DeadlockError, check_deadlock_free, forwarding_table
 from .sim.traffic import MAX_CYCLES, PATTERNS, make_traffic, run_compiled, run_verilog, simulate
@@ -143,12 +143,13 @@ def _run(args, table, traffic, mode):
         with writing(args.build_dir):
             Path(args.build_dir).mkdir(parents=True, exist_ok=True)
     return packet_run(args.backend, table, traffic, args.payload_flits, args.build_dir, mode, vcd=args.vcd,
-                      cycles=args.cycles, stall=args.stall, pipeline=args.pipeline)
+                      cycles=args.cycles, stall=args.stall, pipeline=args.pipeline, flit_bits=args.flit_bits)
 
 
 def _report(args, topo, table, r, seconds) -> None:
     r = {"topology": topo.name, "routing": table.algorithm, "pattern": args.pattern, "backend": args.backend,
-         "payload_flits": args.payload_flits, "pipeline": args.pipeline, **r, "seconds": round(seconds, 1)}
+         "payload_flits": args.payload_flits, "flit_bits": args.flit_bits, "pipeline": args.pipeline, **r,
+         "seconds": round(seconds, 1)}
     if args.json:
         print(json.dumps(r, indent=2))
         return
@@ -168,11 +169,18 @@ def _ok(r) -> bool:
             and r["delivered"] == r["expected"] and not r.get("sum_mismatch_nodes"))
 
 
+def _format(args, nodes: int) -> PacketFormat:
+    try:
+        return PacketFormat(nodes, args.payload_flits, args.flit_bits)
+    except PacketError as e:
+        raise UsageError(str(e)) from None
+
+
 def cmd_traffic(args) -> int:
     _check_common(args)
     topo = topology_from_args(args)
     table = table_from_args(args, topo)
-    traffic = _traffic(args, PacketFormat(topo.nodes, args.payload_flits))
+    traffic = _traffic(args, _format(args, topo.nodes))
     t0 = time.perf_counter()
     r = _run(args, table, traffic, "trace")
     _report(args, topo, table, r, time.perf_counter() - t0)
@@ -183,7 +191,7 @@ def cmd_soak(args) -> int:
     _check_common(args)
     topo = topology_from_args(args)
     table = table_from_args(args, topo)
-    fmt = PacketFormat(topo.nodes, args.payload_flits)
+    fmt = _format(args, topo.nodes)
     args.pattern = "multicast"
     try:
         traffic = make_traffic(fmt, "multicast", fanout=args.fanout, rate=args.rate, seed=args.seed)
@@ -361,6 +369,8 @@ def _add_run_args(p, cycles, rate) -> None:
     p.add_argument("--routing", default="shortcut",
                    help="forwarding tables: 'shortcut' (XY plus deadlock-free ring/wrap shortcuts), 'xy', "
                         "or a table file from 'equimesh routing --out'")
+    p.add_argument("--flit-bits", type=int, default=FLIT_BITS,
+                   help=f"packet flit width; the bitmap takes ceil(nodes / flit-bits) flits (default {FLIT_BITS})")
     _add_packet_args(p, cycles, rate)
 
 
