@@ -23,6 +23,7 @@ def make_parser() -> argparse.ArgumentParser:
     from .eval_commands import register as register_eval; register_eval(sub)
     from .rtl_commands import register as register_rtl; register_rtl(sub)
     from .traffic_commands import register as register_traffic; register_traffic(sub)
+    from .packet_commands import register as register_packet; register_packet(sub)
     from .optree_commands import register as register_optree; register_optree(sub)
     from .supermesh_commands import register as register_supermesh; register_supermesh(sub)
     from .llm_commands import register as register_llm; register_llm(sub)

@@ -52,3 +52,30 @@ def test_two_bitmap_words_exactly_once(pipeline):
     assert r["errors"] == [] and not r["deadlock"]
     assert (r["duplicates"], r["lost"], r["corrupted"], r["misdelivered"]) == (0, 0, 0, 0)
     assert r["delivered"] == r["expected"] > 100
+
+
+def test_bitmap_overhead_command(capsys):
+    """1,024 nodes, 64-bit flits: 16 bitmap flits. 4,096 B = 512 payload flits: 1024 / 32768 of the payload,
+    16 / (1 + 16 + 512) of the flits; 256 B = 32 flits: 1024 / 2048 and 16 / 49."""
+    import json
+
+    from equimesh.cli import main
+
+    assert main(["bitmap-overhead", "--payloads", "256,4096", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [(r["bitmap_flits"], r["packet_flits"]) for r in rows] == [(16, 49), (16, 529)]
+    assert [r["share_of_payload"] for r in rows] == [0.5, 0.03125]
+    assert [r["share_of_flits"] for r in rows] == [16 / 49, 16 / 529]
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--payloads", "100"], "a 100-byte payload is not a whole number of 64-bit flits"),
+    (["--flit-bits", "8"], "the minimum flit width is 35 bits"),
+    (["--payloads", "x"], "--payloads entries must be integers"),
+])
+def test_bitmap_overhead_bad_input_is_one_line(argv, message, capsys):
+    from equimesh.cli import main
+
+    assert main(["bitmap-overhead", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err
