@@ -9,7 +9,9 @@ never interleaved with another packet on that link:
 * flit 0, the header (``first`` = 1): ``opcode`` (WRITE or MULTIWRITE, seed 004
   Section 4.2: MultiWrite is a write with its own opcode), ``src`` (the
   injecting node) and ``seq`` (the source's sequence number; with ``src`` it
-  names the write, and doubles as its address in the endpoints here);
+  names the write, and doubles as its address in the endpoints here), and
+  ``stamp``, the cycle the source's router took the header, mod ``2**stamp_bits``
+  (the rest of the flit, at most 32 bits; the endpoints measure latency with it);
 * flits 1..``bitmap_flits``: the destination bitmap, ``flit_bits`` nodes per
   flit (flit ``1 + j`` holds bit ``i`` = node ``j * flit_bits + i``), so
   ``bitmap_flits = ceil(nodes / flit_bits)``. Seed 004 Section 6.4: beyond the
@@ -43,9 +45,12 @@ class PacketError(ValueError):
 MAX_PAYLOAD_FLITS = 1 << 12  # every input buffer holds a whole packet
 
 
-def header_layout(nodes: int) -> data.StructLayout:
-    """The header's fields (flit 0 of a packet) on a network of ``nodes`` nodes."""
-    return data.StructLayout({"opcode": Opcode, "src": unsigned(bits_for(nodes - 1)), "seq": unsigned(SEQ_BITS)})
+STAMP_BITS = 32  # at most: a header's injection cycle, for latency (mod 2**stamp_bits)
+
+
+def fixed_fields(nodes: int) -> dict:
+    """The header's fields every flit width must hold (flit 0 of a packet on ``nodes`` nodes)."""
+    return {"opcode": Opcode, "src": unsigned(bits_for(nodes - 1)), "seq": unsigned(SEQ_BITS)}
 
 
 class PacketFormat:
@@ -63,11 +68,12 @@ class PacketFormat:
             raise PacketError(f"a network needs at least 2 nodes (got {nodes})")
         if not 1 <= payload_flits <= MAX_PAYLOAD_FLITS:
             raise PacketError(f"a packet has 1..{MAX_PAYLOAD_FLITS} payload flits (got {payload_flits})")
-        self.header = header_layout(nodes)
-        need = Shape.cast(self.header).width
+        need = Shape.cast(data.StructLayout(fixed_fields(nodes))).width
         if flit_bits < need:
             raise PacketError(f"a {flit_bits}-bit flit cannot hold the header of a {nodes}-node network: "
                               f"the minimum flit width is {need} bits")
+        self.stamp_bits = min(STAMP_BITS, flit_bits - need)
+        self.header = data.StructLayout({**fixed_fields(nodes), "stamp": unsigned(self.stamp_bits)})
         self.nodes = nodes
         self.payload_flits = payload_flits
         self.width = flit_bits
@@ -119,8 +125,9 @@ class PacketFormat:
             shift += unit_bits
         return word & ((1 << self.width) - 1)
 
-    def header_bits(self, opcode: Opcode, src: int, seq: int) -> int:
-        return self.header.const({"opcode": opcode, "src": src, "seq": seq}).as_value().value
+    def header_bits(self, opcode: Opcode, src: int, seq: int, stamp: int = 0) -> int:
+        return self.header.const({"opcode": opcode, "src": src, "seq": seq,
+                                  "stamp": stamp & ((1 << self.stamp_bits) - 1)}).as_value().value
 
     def decode_header(self, word: int) -> dict:
         v = self.header.const(word & ((1 << Shape.cast(self.header).width) - 1))

@@ -63,6 +63,7 @@ class Generator(wiring.Component):
     length : In(range(depth + 1)) -- packet ``seq`` goes to table entry ``seq mod length``.
     we, addr, data : In   -- the host's table write port.
     limit : In(32)        -- packets to send (2**32 - 1: until ``stop``), kept with every table write.
+    now : In(32)          -- the cycle count; a header carries it (``stamp``) for the latency.
     sent : Out(32)        -- packets whose header has been taken (the next ``seq``).
     """
 
@@ -70,7 +71,8 @@ class Generator(wiring.Component):
         self.fmt, self.node, self.depth = fmt, node, depth
         super().__init__({"o": Out(stream.Signature(fmt.flit)), "stop": In(1), "rate": In(RATE_BITS + 1),
                           "length": In(range(depth + 1)), "limit": In(COUNTER_BITS), "we": In(1),
-                          "addr": In(range(depth)), "data": In(fmt.nodes), "sent": Out(COUNTER_BITS)})
+                          "addr": In(range(depth)), "data": In(fmt.nodes), "now": In(COUNTER_BITS),
+                          "sent": Out(COUNTER_BITS)})
 
     def elaborate(self, platform):
         m = Module()
@@ -94,7 +96,7 @@ class Generator(wiring.Component):
         bitmap = rd.data
         idx8, word = payload_word(fmt, self.node, seq, idx)
         opcode = Mux((bitmap & (bitmap - 1)) != 0, Opcode.MULTIWRITE, Opcode.WRITE)
-        header = Cat(opcode, Const(self.node, fmt.src_bits), seq)  # fmt.header's field order
+        header = Cat(opcode, Const(self.node, fmt.src_bits), seq, self.now[:fmt.stamp_bits])  # fmt.header's order
         bits = Cat(bitmap, Const(0, B * fmt.width - fmt.nodes)).word_select((idx - 1).as_unsigned(), fmt.width)
         # One expression for the whole flit: Icarus never evaluates a constant-driven `always @*`.
         m.d.comb += [
@@ -160,6 +162,9 @@ class Checker(wiring.Component):
     i : In(monitor).array(lanes)  -- valid, ready, payload of each lane (all inputs).
     count, key_sum, key_sq_sum : Out(32)
     header_errors, payload_errors : Out(32)
+    done : Out(lanes)  -- lane ``k`` takes the last flit of a copy in this cycle;
+    stamp : Out(32).array(lanes)  -- that copy's header ``stamp`` (its injection cycle; the latency is the
+        cycle count now minus it, mod ``2**stamp_bits``).
     """
 
     def __init__(self, fmt: PacketFormat, node: int, lanes: int):
@@ -172,6 +177,8 @@ class Checker(wiring.Component):
             "key_sq_sum": Out(COUNTER_BITS),
             "header_errors": Out(COUNTER_BITS),
             "payload_errors": Out(COUNTER_BITS),
+            "done": Out(lanes),
+            "stamp": Out(COUNTER_BITS).array(lanes),
         })
 
     def elaborate(self, platform):
@@ -188,6 +195,7 @@ class Checker(wiring.Component):
             src = Signal(fmt.src_bits, name=f"src_{k}")
             seq = Signal(SEQ_BITS, name=f"seq_{k}")
             idx = Signal(range(fmt.packet_flits), name=f"idx_{k}")  # the position of the next flit
+            stamp = Signal(fmt.stamp_bits, name=f"stamp_{k}")
             idx8, word = payload_word(fmt, src, seq, idx)
             key = Signal(COUNTER_BITS, name=f"key_{k}")
             head = Signal(name=f"head_{k}")
@@ -196,9 +204,10 @@ class Checker(wiring.Component):
                 head.eq(take & flit.first),
                 key.eq(Mux(head, (hdr.src << SEQ_BITS) | hdr.seq, 0)),
             ]
+            m.d.comb += [self.done[k].eq(take & ~flit.first & flit.last), self.stamp[k].eq(stamp)]
             with m.If(take):
                 with m.If(flit.first):
-                    m.d.sync += [src.eq(hdr.src), seq.eq(hdr.seq), idx.eq(1)]
+                    m.d.sync += [src.eq(hdr.src), seq.eq(hdr.seq), idx.eq(1), stamp.eq(hdr.stamp)]
                 with m.Else():
                     m.d.sync += idx.eq(idx + 1)
             heads.append(head)

@@ -197,7 +197,9 @@ class TrafficTop(wiring.Component):
     without ``check``: inject_mon : Out(monitor).array(nodes), eject_mon : Out(monitor).array(lanes), for
         a per-flit scoreboard in Python;
     with ``check``: count, key_sum, key_sq_sum : Out(32).array(nodes) (per receiving node),
-        header_errors, payload_errors : Out(32) (summed over nodes).
+        header_errors, payload_errors : Out(32) (summed over nodes), copy_done : Out(lanes) (lane ``k`` takes
+        a copy's last flit) and copy_stamp : Out(lanes x 32) (that copy's injection cycle, ``now`` when the source's
+        router took its header): the compiled model's harness logs the latency of every copy from them.
     """
 
     def __init__(self, net, depth: int, check: bool):
@@ -236,6 +238,8 @@ class TrafficTop(wiring.Component):
                 "key_sq_sum": Out(COUNTER_BITS).array(nodes),
                 "header_errors": Out(COUNTER_BITS),
                 "payload_errors": Out(COUNTER_BITS),
+                "copy_done": Out(len(net.lanes)),
+                "copy_stamp": Out(len(net.lanes) * COUNTER_BITS),
             })
         super().__init__(members)
 
@@ -245,6 +249,8 @@ class TrafficTop(wiring.Component):
         m.submodules.net = net
         nodes = fmt.nodes
         chks = []
+        now = Signal(COUNTER_BITS)  # cycles since reset: the generators stamp their headers with it
+        m.d.sync += now.eq(now + 1)
         m.d.comb += [self.link_flits[i].eq(net.link_flits[i]) for i in range(len(net.link_flits))]
         if self.scheduled:
             m.d.comb += [net.start.eq(self.start), self.done.eq(net.done), self.launch.eq(net.launch),
@@ -261,7 +267,7 @@ class TrafficTop(wiring.Component):
                 gen.stop.eq(self.stop), gen.rate.eq(self.rate), gen.length.eq(self.table_len),
                 gen.we.eq(self.table_we & (self.table_group == v // load.group)), gen.addr.eq(self.table_addr),
                 gen.data.eq(self.table_data[field * load.field_bits:][:nodes]),
-                gen.limit.eq(self.table_limit[field * COUNTER_BITS:][:COUNTER_BITS]),
+                gen.limit.eq(self.table_limit[field * COUNTER_BITS:][:COUNTER_BITS]), gen.now.eq(now),
                 self.sent[v].eq(gen.sent),
             ]
             if not self.check:
@@ -279,7 +285,9 @@ class TrafficTop(wiring.Component):
                 chks.append(chk)
                 for j, k in enumerate(lanes):
                     e, c = net.eject[k], chk.i[j]
-                    m.d.comb += [c.valid.eq(e.valid), c.ready.eq(e.ready), c.payload.eq(e.payload)]
+                    m.d.comb += [c.valid.eq(e.valid), c.ready.eq(e.ready), c.payload.eq(e.payload),
+                                 self.copy_done[k].eq(chk.done[j]),
+                                 self.copy_stamp[k * COUNTER_BITS:][:COUNTER_BITS].eq(chk.stamp[j])]
                 m.d.comb += [self.count[v].eq(chk.count), self.key_sum[v].eq(chk.key_sum),
                              self.key_sq_sum[v].eq(chk.key_sq_sum)]
         took = Signal(range(len(net.lanes) + 1))
