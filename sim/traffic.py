@@ -566,7 +566,7 @@ def run_compiled(table: ForwardingTable, traffic: Traffic, payload_flits: int, w
 
 def run_verilog(table: ForwardingTable, traffic: Traffic, payload_flits: int, build_dir, *, mode: str = "trace",
                 cycles: int = 2000, stall: float = 0.0, simulator: str = "icarus",
-                pipeline: int = DEFAULT_PIPELINE) -> dict:
+                pipeline: int = DEFAULT_PIPELINE, flit_bits: int = FLIT_BITS) -> dict:
     """Export the network with its endpoints to Verilog and run it under cocotb (Icarus or Verilator).
 
     ``mode="trace"`` checks every flit in Python (as :func:`simulate`); ``mode="soak"`` (random
@@ -584,7 +584,8 @@ def run_verilog(table: ForwardingTable, traffic: Traffic, payload_flits: int, bu
         raise PacketError(str(e)) from None
     build = Path(build_dir).resolve()
     build.mkdir(parents=True, exist_ok=True)
-    top = TrafficTop(PacketNetwork(table, payload_flits, pipeline=pipeline), traffic.depth, check=mode != "trace")
+    top = TrafficTop(PacketNetwork(table, payload_flits, pipeline=pipeline, flit_bits=flit_bits), traffic.depth,
+                     check=mode != "trace")
     target = target_flits(top.fmt, traffic)
     out, build_s, _ = run_bench(top, "equimesh_traffic", build, simulator, "equimesh.sim.traffic_cocotb",
                                 "EQUIMESH_TRAFFIC", {
