@@ -22,7 +22,7 @@ from .args import (
     topology_from_args,
 )
 from .errors import InputError, UsageError, writing
-from .rtl.packet import PacketError, PacketFormat
+from .rtl.packet import FLIT_BITS, PacketError, PacketFormat
 from .rtl.packet_endpoints import RATE_BITS, probability
 from .schedules.routing import ALGORITHMS, DeadlockError, check_deadlock_free, forwarding_table
 from .sim.traffic import MAX_CYCLES, PATTERNS, make_traffic, run_compiled, run_verilog, simulate
@@ -118,7 +118,7 @@ def _traffic(args, fmt):
         raise UsageError("--src needs --dests or --bitmap")
     try:
         return make_traffic(fmt, args.pattern, fanout=args.fanout, rate=args.rate, packets=args.packets,
-                            seed=args.seed, bitmap=bitmap, src=args.src)
+                            seed=args.seed, bitmap=bitmap, src=args.src, grid=(args.rows, args.cols))
     except PacketError as e:
         raise UsageError(str(e)) from None
 
@@ -152,12 +152,13 @@ def _run(args, table, traffic, mode):
         mode = "soak" if traffic.counts is None else "count"
     _make_build_dir(args.build_dir)
     return packet_run(args.backend, table, traffic, args.payload_flits, args.build_dir, mode, vcd=args.vcd,
-                      cycles=args.cycles, stall=args.stall, pipeline=args.pipeline)
+                      cycles=args.cycles, stall=args.stall, pipeline=args.pipeline, flit_bits=args.flit_bits)
 
 
 def _report(args, topo, table, r, seconds) -> None:
     r = {"topology": topo.name, "routing": table.algorithm, "pattern": args.pattern, "backend": args.backend,
-         "payload_flits": args.payload_flits, "pipeline": args.pipeline, **r, "seconds": round(seconds, 1)}
+         "payload_flits": args.payload_flits, "flit_bits": args.flit_bits, "pipeline": args.pipeline, **r,
+         "seconds": round(seconds, 1)}
     if args.json:
         print(json.dumps(r, indent=2))
         return
@@ -177,11 +178,104 @@ def _ok(r) -> bool:
             and r["delivered"] == r["expected"] and not r.get("sum_mismatch_nodes"))
 
 
+def _format(args, nodes: int) -> PacketFormat:
+    try:
+        return PacketFormat(nodes, args.payload_flits, args.flit_bits)
+    except PacketError as e:
+        raise UsageError(str(e)) from None
+
+
+def _rates(text: str) -> list[float]:
+    rates = []
+    for x in items(text, "--sweep"):
+        try:
+            rates.append(float(x))
+        except ValueError:
+            raise UsageError(f"--sweep entries must be numbers (got {x!r})") from None
+        if not 0.0 < rates[-1] <= 1.0:
+            raise UsageError(f"--sweep loads must be in (0, 1] flits per node per cycle (got {x})")
+    return rates
+
+
+def cmd_sweep(args) -> int:
+    """``traffic --sweep``: the load-latency curve per topology (:mod:`equimesh.sim.traffic_sweep`)."""
+    from .sim.traffic_sweep import plot, saturation
+
+    rates = _rates(args.sweep)
+    if args.backend != "verilator":
+        raise UsageError("--sweep runs on the compiled model (--backend verilator)")
+    if args.pattern.startswith("allgather") or args.src is not None:
+        raise UsageError("--sweep takes a random pattern (uniform, transpose, bitcomp, hotspot, multicast)")
+    if args.vcd:
+        raise UsageError("--sweep writes no waveform")
+    if not 0 <= args.warmup <= MAX_CYCLES - args.cycles:
+        raise UsageError(f"--warmup must be 0..{MAX_CYCLES - args.cycles} (got {args.warmup})")
+    kinds = items(args.kinds, "--kinds") if args.kinds else [args.kind]
+    if args.plot:
+        with writing(args.plot), open(args.plot, "wb"):
+            pass
+    curves, failed, total, interrupted = {}, [], len(kinds) * len(rates), False
+    try:
+        for kind in kinds:
+            args.kind = kind
+            topo = topology_from_args(args)
+            table = table_from_args(args, topo)
+            fmt = _format(args, topo.nodes)
+            fan = args.fanout if args.pattern == "multicast" else 1
+            rows = curves.setdefault(kind, [])
+            for load in rates:
+                args.rate = load / fmt.packet_flits
+                traffic = _traffic(args, fmt)
+                share = (topo.nodes - len(traffic.silent)) / topo.nodes
+                r = packet_run("verilator", table, traffic, args.payload_flits, args.build_dir, "soak",
+                               cycles=args.warmup + args.cycles, stall=args.stall, pipeline=args.pipeline,
+                               flit_bits=args.flit_bits, phase=(args.warmup, args.cycles))
+                ph = r["phase"]
+                row = {"offered": round(load * share, 5), "accepted": round(ph["accepted"] / fan, 5),
+                       "latency_mean": ph["latency_mean"], "latency_p99": ph["latency_p99"],
+                       "copies": ph["latency_copies"], "checked": _ok(r), "sim_seconds": r["sim_seconds"]}
+                rows.append(row)
+                if not row["checked"]:
+                    failed.append(f"{kind} at {load}")
+                _log(f"sweep {sum(map(len, curves.values()))}/{total}: {kind} offered {row['offered']} accepted "
+                     f"{row['accepted']} latency mean {row['latency_mean']} p99 {row['latency_p99']} "
+                     f"({'every copy checked' if row['checked'] else 'CHECK FAILED'})")
+    except KeyboardInterrupt:
+        interrupted = True
+    done = sum(map(len, curves.values()))
+    out = {"pattern": args.pattern, "fanout": args.fanout if args.pattern == "multicast" else 1,
+           "payload_flits": args.payload_flits, "flit_bits": args.flit_bits, "warmup": args.warmup,
+           "measure": args.cycles, "rates": rates, "interrupted": interrupted, "finished": done, "planned": total,
+           "curves": {k: {"rows": rows, **saturation(rows)} for k, rows in curves.items()}}
+    if args.plot and done:
+        plot(curves, f"{args.rows}x{args.cols}, {args.pattern}, {args.payload_flits + 1 + -(-args.rows * args.cols // args.flit_bits)}-flit packets",
+             args.plot)
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        for k, c in out["curves"].items():
+            print(f"{k} {args.rows}x{args.cols}, {args.pattern}: saturation throughput {c['saturation_throughput']} "
+                  f"flits/node/cycle" + (f", saturated from offered {c['saturated_at']}" if c["saturated_at"] else ""))
+            print(f"  {'offered':>8} {'accepted':>9} {'mean':>8} {'p99':>8}  copies")
+            for r in c["rows"]:
+                print(f"  {r['offered']:>8} {r['accepted']:>9} {r['latency_mean']!s:>8} {r['latency_p99']!s:>8}  "
+                      f"{r['copies']}" + ("" if r["checked"] else "  CHECK FAILED"))
+        if args.plot and done:
+            print(f"plot: {args.plot}")
+    if interrupted:
+        print(f"equimesh: sweep interrupted: kept the {done} of {total} rates it finished", file=sys.stderr)
+        return 130
+    return 1 if failed else 0
+
+
 def cmd_traffic(args) -> int:
+    if args.sweep is not None:
+        _check_common(args)
+        return cmd_sweep(args)
     _check_common(args)
     topo = topology_from_args(args)
     table = table_from_args(args, topo)
-    traffic = _traffic(args, PacketFormat(topo.nodes, args.payload_flits))
+    traffic = _traffic(args, _format(args, topo.nodes))
     t0 = time.perf_counter()
     r = _run(args, table, traffic, "trace")
     _report(args, topo, table, r, time.perf_counter() - t0)
@@ -192,7 +286,7 @@ def cmd_soak(args) -> int:
     _check_common(args)
     topo = topology_from_args(args)
     table = table_from_args(args, topo)
-    fmt = PacketFormat(topo.nodes, args.payload_flits)
+    fmt = _format(args, topo.nodes)
     args.pattern = "multicast"
     try:
         traffic = make_traffic(fmt, "multicast", fanout=args.fanout, rate=args.rate, seed=args.seed)
@@ -382,6 +476,8 @@ def _add_run_args(p, cycles, rate) -> None:
     p.add_argument("--routing", default="shortcut",
                    help="forwarding tables: 'shortcut' (XY plus deadlock-free ring/wrap shortcuts), 'xy', "
                         "or a table file from 'equimesh routing --out'")
+    p.add_argument("--flit-bits", type=int, default=FLIT_BITS,
+                   help=f"packet flit width; the bitmap takes ceil(nodes / flit-bits) flits (default {FLIT_BITS})")
     _add_packet_args(p, cycles, rate)
 
 
@@ -422,6 +518,11 @@ def register(sub, bench) -> None:
     p.add_argument("--counters", action="store_true",
                    help="icarus: check with the hardware checkers' counters instead of every flit in Python "
                         "(much faster; no latency figures; the verilator backend always does)")
+    p.add_argument("--sweep", help="load-latency sweep: injection loads in flits/node/cycle, e.g. 0.05,0.1,0.2 "
+                                   "(compiled model; --cycles is the measurement phase)")
+    p.add_argument("--kinds", help="with --sweep: topology kinds, e.g. mesh,equimesh,overflow,torus (default --kind)")
+    p.add_argument("--warmup", type=int, default=2000, help="with --sweep: warm-up cycles before the measurement")
+    p.add_argument("--plot", help="with --sweep: write latency against offered load here (PNG, SVG or PDF)")
     p.set_defaults(func=cmd_traffic)
 
     p = bench.add_parser("relay", help="AllGather by MultiWrite, by unicasts, and scheduled XTree "

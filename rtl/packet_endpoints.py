@@ -40,7 +40,8 @@ def _seed(*keys: int) -> int:
 
 
 def payload_word(fmt: PacketFormat, src, seq, index) -> Cat:
-    """Hardware twin of :meth:`PacketFormat.payload_word`: index (8 bits), src, seq, repeated."""
+    """Hardware twin of :meth:`PacketFormat.payload_word`: index (8 bits), src, seq, repeated. Returns the
+    index signal (the caller drives it with the payload word's 1-based index) and the word."""
     idx8 = Signal(8)
     unit = Cat(idx8, Const(src, fmt.src_bits) if isinstance(src, int) else src, seq)
     reps = -(-fmt.width // len(unit))
@@ -62,6 +63,7 @@ class Generator(wiring.Component):
     length : In(range(depth + 1)) -- packet ``seq`` goes to table entry ``seq mod length``.
     we, addr, data : In   -- the host's table write port.
     limit : In(32)        -- packets to send (2**32 - 1: until ``stop``), kept with every table write.
+    now : In(32)          -- the cycle count; a header carries it (``stamp``) for the latency.
     sent : Out(32)        -- packets whose header has been taken (the next ``seq``).
     """
 
@@ -69,7 +71,8 @@ class Generator(wiring.Component):
         self.fmt, self.node, self.depth = fmt, node, depth
         super().__init__({"o": Out(stream.Signature(fmt.flit)), "stop": In(1), "rate": In(RATE_BITS + 1),
                           "length": In(range(depth + 1)), "limit": In(COUNTER_BITS), "we": In(1),
-                          "addr": In(range(depth)), "data": In(fmt.nodes), "sent": Out(COUNTER_BITS)})
+                          "addr": In(range(depth)), "data": In(fmt.nodes), "now": In(COUNTER_BITS),
+                          "sent": Out(COUNTER_BITS)})
 
     def elaborate(self, platform):
         m = Module()
@@ -82,8 +85,9 @@ class Generator(wiring.Component):
         with m.If(self.we):
             m.d.sync += limit.eq(self.limit)
 
+        B, last = fmt.bitmap_flits, fmt.packet_flits - 1
         seq = Signal(SEQ_BITS)
-        idx = Signal(range(fmt.payload_flits + 1))  # 0 = header
+        idx = Signal(range(fmt.packet_flits))  # the flit's position: 0 header, 1..B bitmap words, then payload
         sending = Signal()
         lfsr = Signal(RATE_BITS, init=_seed(self.node, 1))
         _lfsr_step(m, lfsr)
@@ -92,12 +96,13 @@ class Generator(wiring.Component):
         bitmap = rd.data
         idx8, word = payload_word(fmt, self.node, seq, idx)
         opcode = Mux((bitmap & (bitmap - 1)) != 0, Opcode.MULTIWRITE, Opcode.WRITE)
-        header = Cat(opcode, Const(self.node, fmt.src_bits), seq, bitmap)  # fmt.header's field order
+        header = Cat(opcode, Const(self.node, fmt.src_bits), seq, self.now[:fmt.stamp_bits])  # fmt.header's order
+        bits = Cat(bitmap, Const(0, B * fmt.width - fmt.nodes)).word_select((idx - 1).as_unsigned(), fmt.width)
         # One expression for the whole flit: Icarus never evaluates a constant-driven `always @*`.
         m.d.comb += [
-            idx8.eq(idx),
+            idx8.eq(idx - B),
             self.o.valid.eq(sending),
-            self.o.payload.eq(Cat(idx == 0, idx == fmt.payload_flits, Mux(idx == 0, header, word))),
+            self.o.payload.eq(Cat(idx == 0, idx == last, Mux(idx == 0, header, Mux(idx <= B, bits, word)))),
         ]
         out = self.o.payload
 
@@ -157,6 +162,9 @@ class Checker(wiring.Component):
     i : In(monitor).array(lanes)  -- valid, ready, payload of each lane (all inputs).
     count, key_sum, key_sq_sum : Out(32)
     header_errors, payload_errors : Out(32)
+    done : Out(lanes)  -- lane ``k`` takes the last flit of a copy in this cycle;
+    stamp : Out(32).array(lanes)  -- that copy's header ``stamp`` (its injection cycle; the latency is the
+        cycle count now minus it, mod ``2**stamp_bits``).
     """
 
     def __init__(self, fmt: PacketFormat, node: int, lanes: int):
@@ -169,11 +177,15 @@ class Checker(wiring.Component):
             "key_sq_sum": Out(COUNTER_BITS),
             "header_errors": Out(COUNTER_BITS),
             "payload_errors": Out(COUNTER_BITS),
+            "done": Out(lanes),
+            "stamp": Out(COUNTER_BITS).array(lanes),
         })
 
     def elaborate(self, platform):
         m = Module()
         fmt = self.fmt
+        B = fmt.bitmap_flits
+        own = Const(1 << self.node, B * fmt.width)  # the bitmap words of a copy for this node alone
         heads, keys, squares, bad_hdr, bad_payload = [], [], [], [], []
         for k in range(self.lanes):
             lane = self.i[k]
@@ -182,26 +194,30 @@ class Checker(wiring.Component):
             hdr = flit.body.header
             src = Signal(fmt.src_bits, name=f"src_{k}")
             seq = Signal(SEQ_BITS, name=f"seq_{k}")
-            idx = Signal(range(fmt.payload_flits + 1), name=f"idx_{k}")
+            idx = Signal(range(fmt.packet_flits), name=f"idx_{k}")  # the position of the next flit
+            stamp = Signal(fmt.stamp_bits, name=f"stamp_{k}")
             idx8, word = payload_word(fmt, src, seq, idx)
             key = Signal(COUNTER_BITS, name=f"key_{k}")
             head = Signal(name=f"head_{k}")
             m.d.comb += [
-                idx8.eq(idx),
+                idx8.eq(idx - B),
                 head.eq(take & flit.first),
                 key.eq(Mux(head, (hdr.src << SEQ_BITS) | hdr.seq, 0)),
             ]
+            m.d.comb += [self.done[k].eq(take & ~flit.first & flit.last), self.stamp[k].eq(stamp)]
             with m.If(take):
                 with m.If(flit.first):
-                    m.d.sync += [src.eq(hdr.src), seq.eq(hdr.seq), idx.eq(1)]
+                    m.d.sync += [src.eq(hdr.src), seq.eq(hdr.seq), idx.eq(1), stamp.eq(hdr.stamp)]
                 with m.Else():
                     m.d.sync += idx.eq(idx + 1)
             heads.append(head)
             keys.append(key)
             squares.append((key * key)[:COUNTER_BITS])
-            bad_hdr.append(head & ((hdr.bitmap != (1 << self.node)) | (hdr.opcode != Opcode.WRITE) | flit.last))
-            bad_payload.append(take & ~flit.first & ((flit.body.payload != word)
-                                                     | (flit.last != (idx == fmt.payload_flits))))
+            in_bitmap = take & ~flit.first & (idx <= B)
+            bad_hdr.append((head & ((hdr.opcode != Opcode.WRITE) | flit.last))
+                           | (in_bitmap & ((flit.body.payload != own.word_select((idx - 1).as_unsigned(), fmt.width)) | flit.last)))
+            bad_payload.append(take & ~flit.first & (idx > B) & ((flit.body.payload != word)
+                                                                 | (flit.last != (idx == fmt.packet_flits - 1))))
         m.d.sync += [
             self.count.eq(self.count + sum(heads)),
             self.key_sum.eq(self.key_sum + sum(keys)),

@@ -17,7 +17,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..schedules.routing import ForwardingTable, check_deadlock_free
 from .instance import router_ports
-from .packet import PacketFormat
+from .packet import FLIT_BITS, PacketFormat
 from .packet_endpoints import COUNTER_BITS, RATE_BITS, Checker, Generator, Sink
 from .packet_router import PacketConfig, PacketRouter
 from .timing import DEFAULT_PIPELINE
@@ -25,14 +25,15 @@ from .timing import DEFAULT_PIPELINE
 
 class PacketSetup:
     """Packets on a network: the forwarding table (checked for deadlock freedom here), the packet
-    format, the input buffer depth (``packet_flits + 2`` unless given) and the routers' pipeline depth
+    format (``flit_bits``: a router for schedules and packets takes its :class:`~equimesh.rtl.design.Design`'s),
+    the input buffer depth (``packet_flits + 2`` unless given) and the routers' pipeline depth
     (``rtl/relay.py``)."""
 
     def __init__(self, table: ForwardingTable, payload_flits: int, depth: int | None = None,
-                 pipeline: int = DEFAULT_PIPELINE):
+                 pipeline: int = DEFAULT_PIPELINE, flit_bits: int = FLIT_BITS):
         check_deadlock_free(table)
         self.table = table
-        self.fmt = PacketFormat(table.topology.nodes, payload_flits)
+        self.fmt = PacketFormat(table.topology.nodes, payload_flits, flit_bits)
         self.depth = depth or self.fmt.packet_flits + 2
         self.pipeline = pipeline
         self.config = PacketConfig(self.fmt, self.depth, pipeline)
@@ -107,8 +108,8 @@ class PacketNetwork(wiring.Component):
     """
 
     def __init__(self, table: ForwardingTable, payload_flits: int, depth: int | None = None,
-                 pipeline: int = DEFAULT_PIPELINE, instances: bool = False):
-        self.setup = PacketSetup(table, payload_flits, depth, pipeline)
+                 pipeline: int = DEFAULT_PIPELINE, instances: bool = False, flit_bits: int = FLIT_BITS):
+        self.setup = PacketSetup(table, payload_flits, depth, pipeline, flit_bits)
         self.table, self.fmt, self.instances = table, self.setup.fmt, instances
         topo = table.topology
         self.designs = {}
@@ -196,7 +197,9 @@ class TrafficTop(wiring.Component):
     without ``check``: inject_mon : Out(monitor).array(nodes), eject_mon : Out(monitor).array(lanes), for
         a per-flit scoreboard in Python;
     with ``check``: count, key_sum, key_sq_sum : Out(32).array(nodes) (per receiving node),
-        header_errors, payload_errors : Out(32) (summed over nodes).
+        header_errors, payload_errors : Out(32) (summed over nodes), copy_done : Out(lanes) (lane ``k`` takes
+        a copy's last flit) and copy_stamp : Out(lanes x 32) (that copy's injection cycle, ``now`` when the source's
+        router took its header): the compiled model's harness logs the latency of every copy from them.
     """
 
     def __init__(self, net, depth: int, check: bool):
@@ -235,6 +238,8 @@ class TrafficTop(wiring.Component):
                 "key_sq_sum": Out(COUNTER_BITS).array(nodes),
                 "header_errors": Out(COUNTER_BITS),
                 "payload_errors": Out(COUNTER_BITS),
+                "copy_done": Out(len(net.lanes)),
+                "copy_stamp": Out(len(net.lanes) * COUNTER_BITS),
             })
         super().__init__(members)
 
@@ -244,6 +249,8 @@ class TrafficTop(wiring.Component):
         m.submodules.net = net
         nodes = fmt.nodes
         chks = []
+        now = Signal(COUNTER_BITS)  # cycles since reset: the generators stamp their headers with it
+        m.d.sync += now.eq(now + 1)
         m.d.comb += [self.link_flits[i].eq(net.link_flits[i]) for i in range(len(net.link_flits))]
         if self.scheduled:
             m.d.comb += [net.start.eq(self.start), self.done.eq(net.done), self.launch.eq(net.launch),
@@ -260,7 +267,7 @@ class TrafficTop(wiring.Component):
                 gen.stop.eq(self.stop), gen.rate.eq(self.rate), gen.length.eq(self.table_len),
                 gen.we.eq(self.table_we & (self.table_group == v // load.group)), gen.addr.eq(self.table_addr),
                 gen.data.eq(self.table_data[field * load.field_bits:][:nodes]),
-                gen.limit.eq(self.table_limit[field * COUNTER_BITS:][:COUNTER_BITS]),
+                gen.limit.eq(self.table_limit[field * COUNTER_BITS:][:COUNTER_BITS]), gen.now.eq(now),
                 self.sent[v].eq(gen.sent),
             ]
             if not self.check:
@@ -278,7 +285,9 @@ class TrafficTop(wiring.Component):
                 chks.append(chk)
                 for j, k in enumerate(lanes):
                     e, c = net.eject[k], chk.i[j]
-                    m.d.comb += [c.valid.eq(e.valid), c.ready.eq(e.ready), c.payload.eq(e.payload)]
+                    m.d.comb += [c.valid.eq(e.valid), c.ready.eq(e.ready), c.payload.eq(e.payload),
+                                 self.copy_done[k].eq(chk.done[j]),
+                                 self.copy_stamp[k * COUNTER_BITS:][:COUNTER_BITS].eq(chk.stamp[j])]
                 m.d.comb += [self.count[v].eq(chk.count), self.key_sum[v].eq(chk.key_sum),
                              self.key_sq_sum[v].eq(chk.key_sq_sum)]
         took = Signal(range(len(net.lanes) + 1))

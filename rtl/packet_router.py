@@ -54,7 +54,7 @@ from amaranth.lib.wiring import In, Out
 from .crossbar import Crossbar, select_layout
 from .flit import WORD_BITS, flit_layout
 from .packet import PacketFormat
-from .relay import Relay, forwarding_ports, rewrite_header
+from .relay import Relay, forwarding_ports, position, rewrite
 from .timing import DEFAULT_PIPELINE
 
 
@@ -332,13 +332,13 @@ class PacketPath(wiring.Component):
         # in a link register (cut) is still in the router.
         linked = Signal(outs)
         m.d.comb += self.idle.eq(Cat(*empty).all() & ~Cat(r.active for r in relays).any() & ~alloc.grant.any()
-                                 & ~linked.any())
+                                 & ~Cat(r.holding for r in relays).any() & ~linked.any())
         for j, relay in enumerate(relays):
             m.d.comb += [
                 alloc.pending[j].eq(relay.pending),
                 alloc.req[j].eq(relay.req),
                 relay.grant.eq(alloc.grant[j]),
-                self.heads[j].as_value().eq(relay.i.payload.as_value()),
+                self.heads[j].as_value().eq(relay.o.as_value()),
             ]
         busy = Signal(outs)
         if not cut:
@@ -377,7 +377,8 @@ class PacketPath(wiring.Component):
                 winner = reduce(operator.or_, [Mux(w, j, 0) for j, w in enumerate(won)])
                 m.d.comb += [nxt.valid.eq(granted | (busy[k] & ~tail_left)),
                              nxt.input.eq(Mux(granted, winner, owner))]
-                rewrite_header(m, out.payload, a_flit, self.reach[k], a_multi)  # behind it
+                pos = position(m, fmt, a_flit, a_valid, f"a_pos_{p}")
+                rewrite(m, fmt, out.payload, a_flit, pos, self.reach[k], a_multi)  # behind it
                 m.d.sync += Assert(~Cat(*drivers).any() | (busy[k] & Cat(*drivers).bit_select(owner, 1)),
                                    f"router: output {p} driven by an input that does not own it")
             else:
@@ -390,7 +391,9 @@ class PacketPath(wiring.Component):
                 for j, d in enumerate(drivers):
                     with m.If(d):
                         m.d.comb += self.sel[k].input.eq(j)
-                rewrite_header(m, out.payload, switched, self.reach[k])
+                multi = Cat(r.multi[k] for r in relays).bit_select(self.sel[k].input, 1)
+                pos = position(m, fmt, switched, out.valid & out.ready, f"pos_{p}")
+                rewrite(m, fmt, out.payload, switched, pos, self.reach[k], multi)
             for relay in relays:
                 m.d.comb += relay.ready[k].eq(take)
             # Constellation's switch assertion: at most one input drives an output.
@@ -402,7 +405,7 @@ class PacketPath(wiring.Component):
             lane = getattr(self, f"eject_{p}")
             relay = relays[j]
             m.d.comb += [lane.valid.eq(relay.valid[outs]), relay.ready[outs].eq(lane.ready)]
-            rewrite_header(m, lane.payload, relay.i.payload, self.own, Const(0, 1))  # one bit: a WRITE
+            rewrite(m, fmt, lane.payload, relay.o, relay.index, self.own, Const(0, 1))  # one bit: a WRITE
         m.d.comb += relays[-1].ready[outs].eq(1)  # the injection relay never delivers locally
         return m
 

@@ -1,15 +1,33 @@
-"""The MultiWrite relay of one router input (seed 004, Section 4.1 and 4.3.3).
+"""The MultiWrite relay of one router input (seed 004, Sections 4.1, 4.3.3 and 6.4).
 
-On a header the relay splits the destination bitmap over the router's outputs:
-``bitmap & reach[port]`` for every network port (``reach``, the router's
-forwarding entries, from the forwarding table, :mod:`equimesh.schedules.routing`)
-and the router's own bit (``own``) for the local delivery. Both are inputs the
-network ties to its node's values, as FlooNoC's routers take their id and route
-map, so every router with the same ports is one Verilog module. Every non-empty
-part is a branch: one copy of the packet leaves on that port. The copy's header is rewritten to its part
-(:func:`rewrite_header`), which is the metadata update that keeps downstream
-relays from delivering twice or looping; a part with one bit becomes a plain
-WRITE (rule 2 of Section 4.3.3).
+Parse stage (the bitmap buffer). A packet's destination bitmap follows its
+header in ``bitmap_flits`` words (:mod:`equimesh.rtl.packet`). The relay takes
+the header and the bitmap words from its input one a cycle, before the packet
+asks for any output: the header into a register, each bitmap word into a small
+buffer (a memory of ``bitmap_flits`` words of ``flit_bits``; one word up to
+``flit_bits`` nodes), and for each word it ANDs the word with every egress
+port's reach-mask word (``reach``, the router's forwarding entries, from the
+forwarding table, :mod:`equimesh.schedules.routing`) and with the node's own
+bit (``own``) and accumulates, per port, whether that part has any destination
+and whether it has several (``pairs``, a log-depth tree per word). After the
+last word the route is known: every non-empty part is a branch (one copy of
+the packet leaves on that port) and its opcode is known (rule 2 of Section
+4.3.3: a part with one destination becomes a plain WRITE). The relay then
+presents the packet again, header and bitmap words from its registers, then
+the payload straight from the input. Each copy's bitmap words are rewritten
+behind the crossbar, word by word, to ``word & reach-mask word`` of its port
+(:func:`rewrite`): the metadata update that keeps downstream relays from
+delivering twice or looping. Both ``own`` and ``reach`` are inputs the
+network ties to its node's values, as FlooNoC's routers take their id and
+route map, so every router with the same ports is one Verilog module.
+
+Why a buffer and not forwarding with empty-word suppression: the header must
+name its copies before it leaves (the allocator grants all of a packet's
+outputs at once, and a copy's opcode, WRITE or MULTIWRITE, is in the header),
+and both depend on every bitmap word; a relay that forwarded the header first
+would have to send copies to ports that turn out empty. The buffer costs
+``1 + bitmap_flits`` cycles per hop (the header and each bitmap word taken one
+a cycle) and ``bitmap_flits * flit_bits`` bits per input.
 
 Flow control (FlooNoC's multicast contract): a flit is released from the input
 only when every branch has accepted it. The branches are asynchronous within
@@ -23,48 +41,44 @@ is first presented; only the local delivery can lag.
 
 Pipeline (``cut``, the router's ``pipeline`` 1; FlooNoC's route computation
 ahead of allocation and its cut between allocation and switch traversal, and
-an output register). The registers of every stage of a header, from
-the cycle ``h`` it is the input buffer's head (a flit written into the buffer
-in cycle ``t`` is its head in ``t + 2``, :class:`~equimesh.rtl.packet_router.InputBuffer`):
+an output register). From the cycle ``h`` a header is the input buffer's head
+(a flit written into the buffer in cycle ``t`` is its head in ``t + 2``,
+:class:`~equimesh.rtl.packet_router.InputBuffer`):
 
-* stage Q (request, cycle ``h``): while the relay is idle, the head's route
-  (``want``, the non-empty parts of the bitmap split) is registered every
-  cycle: ``want_q``, ``pend``. The allocator sees only these registers, never
-  the bitmap. Per network output, whether that copy keeps more than one
-  destination (``multi``, the rewritten opcode) is needed only when the header
-  leaves: its tree is registered half way (``group_any_*``, ``group_sev_*``,
-  about sqrt(nodes) groups) and finished into ``multi_q`` in the next cycle;
-* stage A (allocation, ``h + 1``): the router's allocator chooses and
-  registers its grant (``grant``, ``granting`` and the arbiter's order in
+* parse (cycles ``h`` .. ``h + bitmap_flits``): the header and the bitmap words
+  are taken, the route accumulated (``any_``, ``sev``);
+* stage Q (``p = h + bitmap_flits + 1``): the parsed header is presented; its
+  route (registers) waits for ``pend``, so the allocator sees only registers;
+* stage A (``p + 1``): the router's allocator chooses and registers its grant
+  (``grant``, ``granting`` and the arbiter's order in
   :class:`~equimesh.rtl.packet_router.MatrixAllocator`);
-* stage G (grant, ``h + 2``): the grant sets ``active`` and latches
-  ``branches``, and the router registers each granted output's owner, its
-  crossbar select (``owner_<port>``, ``busy``);
-* switch (``h + 3``): the header leaves the input; every branch ``valid``
-  comes from registers (``active``, ``settled``) and the input
-  buffer's output register. A network branch's ``ready`` is 1: with virtual
-  cut-through its receiver refuses no flit of the packet (below), so the
-  release waits only for the local delivery, one LUT of four register bits;
-* stage L (link, ``h + 4``): the header is on the link, from the output's
-  link register (``a_*`` in the router), its bitmap and opcode rewritten
+* stage G (``p + 2``): the grant sets ``active`` and latches ``branches``, and
+  the router registers each granted output's owner, its crossbar select
+  (``owner_<port>``, ``busy``);
+* switch (``p + 3``): the header leaves the relay; every branch ``valid`` comes
+  from registers (``active``, ``settled``). A network branch's ``ready`` is 1:
+  with virtual cut-through its receiver refuses no flit of the packet (below),
+  so the release waits only for the local delivery;
+* stage L (``p + 4``): the header is on the link, from the output's link
+  register (``a_*`` in the router), its opcode and bitmap words rewritten
   behind the register.
 
-So a header takes 6 cycles per hop against pipeline 0's 2 (buffer 2, Q, A, G,
-L); the flits behind it follow one a cycle. The receivers still have room: an
-output is granted only while no packet holds it, its link register is empty and
-its receiver has room for the whole packet; nothing else can fill that receiver
-before the header arrives, and within a packet a receiver always takes the next
-flit (:class:`~equimesh.rtl.packet_router.InputBuffer`; the router asserts it on
-every output). With ``cut`` off (pipeline 0) the route, the grant
-and the header's departure share one cycle and the outputs are not registered.
+So a header takes ``7 + bitmap_flits`` cycles per hop (buffer 2, parse
+``1 + bitmap_flits``, Q, A, G, L) and ``3 + bitmap_flits`` with pipeline 0
+(buffer 2, parse, then route, grant and departure in one cycle, outputs not
+registered); the flits behind it follow one a cycle. The receivers still have
+room: an output is granted only while no packet holds it, its link register is
+empty and its receiver has room for the whole packet; nothing else can fill
+that receiver before the header arrives, and within a packet a receiver always
+takes the next flit (:class:`~equimesh.rtl.packet_router.InputBuffer`; the
+router asserts it on every output).
 """
 
 from __future__ import annotations
 
-from math import isqrt
-
 from amaranth.hdl import Assert, Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, stream, wiring
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from .packet import Opcode, PacketFormat
@@ -96,23 +110,40 @@ def pairs(m: Module, any_: Value, sev: Value, width: int, name: str) -> tuple[Va
     return any_, sev
 
 
-def rewrite_header(m: Module, out, flit, mask, multi=None) -> None:
-    """Drive ``out`` with ``flit``; on a header, the bitmap becomes ``bitmap & mask`` and the opcode
-    WRITE when one destination is left, MULTIWRITE otherwise (seed 004, Section 4.1 metadata update).
-    ``multi``: that opcode decision made ahead of time (1 = MULTIWRITE); by default it is computed here."""
-    part = Signal.like(flit.body.header.bitmap)
-    m.d.comb += [part.eq(flit.body.header.bitmap & mask), out.eq(flit)]
-    if multi is None:
-        multi = (part & (part - 1)) != 0
+def mask_word(fmt: PacketFormat, mask: Value, j: Value) -> Value:
+    """Word ``j`` of a ``nodes``-wide mask, as a bitmap flit carries it (nodes ``j * flit_bits`` and up)."""
+    mask = Value.cast(mask)
+    if fmt.bitmap_flits == 1:
+        return mask
+    padded = Cat(mask, Const(0, fmt.bitmap_flits * fmt.width - fmt.nodes))
+    return padded.word_select(Value.cast(j).as_unsigned(), fmt.width)
+
+
+def position(m: Module, fmt: PacketFormat, flit, took: Value, name: str) -> Value:
+    """Where ``flit`` stands in its packet: 0 the header, ``1 .. bitmap_flits`` a bitmap word,
+    ``bitmap_flits + 1`` a payload word. A register counts the flits taken (``took``) since the header."""
+    last = fmt.bitmap_flits + 1
+    nxt = Signal(range(last + 1), name=name)
+    pos = Signal(range(last + 1), name=f"{name}_now")
+    m.d.comb += pos.eq(Mux(flit.first, 0, nxt))
+    with m.If(took):
+        m.d.sync += nxt.eq(Mux(pos == last, last, pos + 1))
+    return pos
+
+
+def rewrite(m: Module, fmt: PacketFormat, out, flit, pos: Value, mask: Value, multi: Value) -> None:
+    """Drive ``out`` with ``flit`` (at position ``pos``, :func:`position`) rewritten for one copy: a header's
+    opcode becomes MULTIWRITE if ``multi``, else WRITE (seed 004, Section 4.3.3, rule 2), and bitmap word
+    ``j`` becomes ``word & mask word j`` (Section 4.1, the metadata update)."""
+    m.d.comb += out.eq(flit)
     with m.If(flit.first):
-        m.d.comb += [
-            out.body.header.bitmap.eq(part),
-            out.body.header.opcode.eq(Mux(multi, Opcode.MULTIWRITE, Opcode.WRITE)),
-        ]
+        m.d.comb += out.body.header.opcode.eq(Mux(multi, Opcode.MULTIWRITE, Opcode.WRITE))
+    with m.Elif((pos != 0) & (pos <= fmt.bitmap_flits)):
+        m.d.comb += out.body.payload.eq(flit.body.payload & mask_word(fmt, mask, pos - 1))
 
 
 class Relay(wiring.Component):
-    """Branch control of one input: route computation, the fork and its release.
+    """Parse stage (the bitmap buffer) and branch control of one input: route, fork and release.
 
     Parameters
     ----------
@@ -120,27 +151,33 @@ class Relay(wiring.Component):
     outs : the router's network outputs.
     local : whether this input can deliver locally (False for the injection input:
         a node never addresses itself).
-    cut : stages Q and G (see above): the header leaves two cycles after it reached the head.
+    cut : stages Q and G (see above): the header leaves three cycles after it is presented.
 
     Ports
     -----
     own : In(nodes)  -- the router's own bit (delivered locally).
     reach : In(ArrayLayout(nodes, outs))  -- per network output, in the router's output order, the
         destinations it serves.
-    i : In(stream of flits)  -- the input buffer's head; a header when the relay is idle.
+    i : In(stream of flits)  -- the input buffer's head (or the generator): taken a flit a cycle while
+        the relay parses a header and its bitmap words; then the payload, as the branches take it.
+    o : Out(flit)  -- the flit presented to the branches (the crossbar input): the parsed header, its
+        bitmap words, then the input's payload flits.
+    index : Out(range(bitmap_flits + 2))  -- where ``o`` stands in its packet (:func:`position`).
     valid : Out(outputs + 1), ready : In(outputs + 1)  -- one handshake per branch: bit ``k`` is
-        network output ``k``, the last bit the local lane. ``valid[k]`` asks that branch to take the
-        presented flit; the router copies the flit there through its crossbar.
+        network output ``k``, the last bit the local lane. ``valid[k]`` asks that branch to take ``o``.
     req : Out(outputs)  -- the outputs the waiting header needs; meaningful while ``pending``.
-    pending : Out(1)  -- a header waits for its grant.
-    hold : In(1)  -- the waiting header does not ask for its grant (a granted packet completes). Only
-        the injection input is held; the hold never reaches the release of a granted packet.
+    pending : Out(1)  -- a parsed header waits for its grant.
+    hold : In(1)  -- no new header is taken and a parsed one does not ask for its grant (a granted
+        packet, or one whose bitmap is being parsed, completes). Only the injection input is held; the
+        hold never reaches the release of a granted packet.
     grant : In(1)  -- from the allocator: all of ``req`` are this input's from now to the tail.
     held : Out(outputs)  -- outputs owned by this input's packet after its grant cycle.
     active : Out(1)  -- a granted packet is passing (with ``cut``: from the cycle after its grant
         to its tail).
-    multi : Out(outputs)  -- with ``cut``: per network output, the header's copy there keeps more
-        than one destination (registered in stage Q, valid while the packet passes).
+    multi : Out(outputs)  -- per network output, the copy there keeps more than one destination (a
+        register, valid from the header's presentation until its tail leaves).
+    holding : Out(1)  -- a network input's relay holds flits of a packet (parsed, or being parsed); the
+        injection input's, a header whose bitmap words are still coming.
     """
 
     def __init__(self, fmt: PacketFormat, outs: int, local: bool, cut: bool = False):
@@ -149,6 +186,8 @@ class Relay(wiring.Component):
         super().__init__({
             **forwarding_ports(fmt, outs),
             "i": In(stream.Signature(fmt.flit)),
+            "o": Out(fmt.flit),
+            "index": Out(range(fmt.bitmap_flits + 2)),
             "valid": Out(n),
             "ready": In(n),
             "req": Out(outs),
@@ -158,83 +197,103 @@ class Relay(wiring.Component):
             "held": Out(outs),
             "active": Out(1),
             "multi": Out(outs),
+            "holding": Out(1),
         })
 
     def elaborate(self, platform):
         m = Module()
-        outs = self.outs
-        head = self.i.payload
-        bitmap = head.body.header.bitmap
+        fmt, outs, B = self.fmt, self.outs, self.fmt.bitmap_flits
 
-        active = Signal()          # a granted packet is passing (set at grant, cleared after the tail)
+        # ----- parse: the header and the bitmap words, one a cycle; the route accumulates -----
+        parsing = Signal(init=1)      # taking the next packet's header and bitmap words from ``i``
+        word = Signal(range(B + 2))   # parsing: the next flit's position; else the presented flit's
+        hdr = Signal(fmt.width)       # the parsed header's body
+        any_ = Signal(outs + 1)       # per branch (network outputs, then local): a destination found
+        sev = Signal(outs)            # per network output: several destinations found
+        mine = Signal()               # the node's own bit was set
+        m.submodules.bitmap = buf = Memory(shape=fmt.width, depth=B, init=[])
+        wr, rd = buf.write_port(), buf.read_port(domain="comb")
+        body = self.i.payload.body.payload
+        taking = parsing & self.i.valid & ((word != 0) | ~self.hold)  # ``hold``: no new header
+        m.d.comb += [wr.addr.eq(word - 1), wr.data.eq(body), wr.en.eq(taking & (word != 0)),
+                     rd.addr.eq(word - 1)]
+        own_hit = (body & mask_word(fmt, self.own, word - 1)) != 0
+        with m.If(taking):
+            with m.If(word == 0):
+                m.d.sync += [hdr.eq(body), any_.eq(0), sev.eq(0), mine.eq(0), word.eq(1)]
+            with m.Else():
+                for k in range(outs):
+                    part = Signal(fmt.width, name=f"part_{k}")
+                    m.d.comb += part.eq(body & mask_word(fmt, self.reach[k], word - 1))
+                    w_any, w_sev = pairs(m, part, Const(0, fmt.width), 1, f"word_{k}")
+                    m.d.sync += [any_[k].eq(any_[k] | w_any[0]), sev[k].eq(sev[k] | w_sev[0] | (any_[k] & w_any[0]))]
+                m.d.sync += mine.eq(mine | own_hit)
+                if self.local:
+                    m.d.sync += any_[outs].eq(any_[outs] | own_hit)
+                with m.If(word == B):
+                    m.d.sync += [parsing.eq(0), word.eq(0)]
+                with m.Else():
+                    m.d.sync += word.eq(word + 1)
+
+        # ----- present: the header and bitmap words from the registers, then the input's payload -----
+        passing = word == B + 1
+        h_valid = ~parsing & (~passing | self.i.valid)
+        m.d.comb += [
+            self.o.first.eq(~parsing & (word == 0)),
+            self.o.last.eq(passing & self.i.payload.last),
+            self.o.body.payload.eq(Mux(word == 0, hdr, Mux(passing, body, rd.data))),
+            self.index.eq(word),
+            # the injection input's parsed header waits outside the network; its bitmap still coming does not
+            self.holding.eq((~parsing | (word != 0)) if self.local else (parsing & (word != 0))),
+        ]
+
+        active = Signal()            # a granted packet is passing (set at grant, cleared after the tail)
         branches = Signal(outs + 1)  # its branches, latched at the grant
         settled = Signal(outs + 1)   # for the presented flit: not a branch, or a branch that already took it
-
-        want = Signal(outs + 1)
-        parts = [Signal.like(bitmap, name=f"part_{k}") for k in range(outs)]  # the bitmap split
-        for k, part in enumerate(parts):
-            m.d.comb += [part.eq(bitmap & self.reach[k]), want[k].eq(part != 0)]
-        if self.local:
-            m.d.comb += want[outs].eq((bitmap & self.own) != 0)
+        want = any_
         m.d.comb += [
             self.held.eq(Mux(active, branches[:outs], 0)),
             self.active.eq(active),
+            self.multi.eq(sev),
         ]
 
-        if self.cut:  # stage Q registers the route; the header leaves the cycle after its grant
-            pend, want_q, multi_q = Signal(), Signal(outs + 1), Signal(outs)
-            # The opcode decision is needed only when the header leaves (``h + 3``), so its tree is cut in
-            # two: the (any, several) pairs of about sqrt(nodes) groups per part in stage Q (``group_*``,
-            # loaded in every cycle), the rest in the next cycle (``multi_q``, held while the packet
-            # passes). The head is the waiting header from ``h`` until it leaves, so ``multi_q`` holds its
-            # decision from ``h + 2`` on. (``part & (part - 1) != 0`` would be a carry chain as long as
-            # the bitmap; the tree has log depth.)
-            groups = isqrt(len(bitmap))
-            with m.If(~active):  # the head is the waiting header (or nothing): its route, every cycle
-                m.d.sync += want_q.eq(want)
-            for k, part in enumerate(parts):
-                g_any, g_sev = pairs(m, part, Const(0, len(part)), groups, f"multi_{k}")
-                q_any, q_sev = Signal.like(g_any, name=f"group_any_{k}"), Signal.like(g_sev, name=f"group_sev_{k}")
-                m.d.sync += [q_any.eq(g_any), q_sev.eq(g_sev)]
-                with m.If(~active):
-                    m.d.sync += multi_q[k].eq(pairs(m, q_any, q_sev, 1, f"multi_q_{k}")[1][0])
-            m.d.sync += pend.eq(self.i.valid & ~self.hold & ~active & ~self.grant)
-            m.d.comb += [self.pending.eq(pend & self.i.valid & (~self.hold | self.grant)), self.req.eq(want_q[:outs]),
-                         self.multi.eq(multi_q)]
-            # The header leaves only once active (its grant cycle has no flit to move): ``settled`` is a
-            # register, so the release is an AND of two register bits per branch and the buffer's head.
-            latched, now, go = want_q, settled, self.i.valid & active
+        if self.cut:  # stage Q: ``pending`` waits a cycle for the registered route; the header leaves once active
+            pend = Signal()
+            m.d.sync += pend.eq(h_valid & ~self.hold & ~active & ~self.grant)
+            m.d.comb += [self.pending.eq(pend & h_valid & (~self.hold | self.grant)), self.req.eq(want[:outs])]
+            latched, now, go = want, settled, h_valid & active
         else:  # the header leaves in its grant cycle, to the branches of its route
-            m.d.comb += [self.pending.eq(self.i.valid & ~self.hold & ~active), self.req.eq(want[:outs])]
-            latched, now, go = want, Mux(active, settled, ~want), self.i.valid & (active | self.grant)
+            m.d.comb += [self.pending.eq(h_valid & ~self.hold & ~active), self.req.eq(want[:outs])]
+            latched, now, go = want, Mux(active, settled, ~want), h_valid & (active | self.grant)
         done = Signal(outs + 1)
         m.d.comb += [self.valid.eq(Mux(go, ~now, 0)), done.eq(now | self.ready)]
         release = go & done.all()
-        m.d.comb += self.i.ready.eq(release)
+        m.d.comb += self.i.ready.eq(Mux(parsing, (word != 0) | ~self.hold, passing & release))
 
         with m.If(self.grant):
             m.d.sync += [active.eq(1), branches.eq(latched)]
         with m.If(release):  # the next flit goes to every branch again
             m.d.sync += settled.eq(~Mux(self.grant, latched, branches))
-            with m.If(head.last):
-                m.d.sync += active.eq(0)
+            with m.If(self.o.last):
+                m.d.sync += [active.eq(0), parsing.eq(1), word.eq(0)]
+            with m.Elif(~passing):
+                m.d.sync += word.eq(word + 1)
         with m.Elif(go):
             m.d.sync += settled.eq(now | self.ready)
         with m.Elif(self.grant):
             m.d.sync += settled.eq(~latched)
 
-        # Invariants: an idle relay sees headers only; a grant comes only for a waiting header;
-        # a header addresses somebody and never its own injector; network branches take the
-        # header when it is first presented (the allocator checked room downstream).
+        # Invariants: a packet starts with its header and its header only; a grant comes only for a
+        # waiting header; a header addresses somebody and never its own injector; network branches
+        # take the header when it is first presented (the allocator checked room downstream).
         m.d.sync += [
-            Assert(~self.pending | head.first, "relay: a body flit arrived without its header"),
+            Assert(~taking | (self.i.payload.first == (word == 0)), "relay: a packet without its header"),
+            Assert(~taking | ~self.i.payload.last, "relay: a packet ended inside its bitmap"),
             Assert(~self.grant | self.pending, "relay: grant without a waiting header"),
-            Assert(~self.pending | (bitmap != 0), "relay: header with an empty bitmap"),
-            Assert(~(go & head.first) | ((self.valid[:outs] & ~self.ready[:outs]) == 0),
+            Assert(~self.pending | (any_ != 0), "relay: header with an empty bitmap"),
+            Assert(~(go & self.o.first) | ((self.valid[:outs] & ~self.ready[:outs]) == 0),
                    "relay: a granted output refused the header"),
         ]
-        if self.cut:
-            m.d.sync += Assert(~(self.i.valid & ~active) | head.first, "relay: a body flit arrived without its header")
         if not self.local:
-            m.d.sync += Assert(~self.pending | ((bitmap & self.own) == 0), "relay: a node addressed its own packet")
+            m.d.sync += Assert(~self.pending | ~mine, "relay: a node addressed its own packet")
         return m

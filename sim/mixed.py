@@ -132,7 +132,8 @@ def mixed_top(design: Design, table: ForwardingTable, traffic: Traffic, payload_
     """The network carrying both modes, with a generator and a sink per node (and a checker with ``check``);
     ``instances``: its routers are instances of their Verilog modules (``rtl/network.py``). Of the traffic
     only its table depth is part of the design."""
-    net = Network(design, PacketSetup(table, payload_flits, pipeline=design.pipeline), instances=instances)
+    setup = PacketSetup(table, payload_flits, pipeline=design.pipeline, flit_bits=design.flit_bits)
+    net = Network(design, setup, instances=instances)
     return TrafficTop(net, traffic.depth, check=check)
 
 
@@ -257,7 +258,7 @@ def run_mixed_compiled(image: NetworkImage, table: ForwardingTable, traffic: Tra
     from .verilator import build_top
 
     design = fit(image, pipeline=pipeline)
-    fmt = PacketFormat(table.topology.nodes, payload_flits)
+    fmt = PacketFormat(table.topology.nodes, payload_flits, design.flit_bits)
     model, widths = build_top(lambda: mixed_top(design, table, traffic, payload_flits, check=True, instances=True), json.dumps(
         ["mixed", repr(design), table.to_json(), traffic.depth, payload_flits]), log,
         kind=packet_model(fmt.nodes), trace=trace_kind(vcd))

@@ -57,8 +57,8 @@ async def mixed(dut):
 
     cfg = json.loads(Path(os.environ["EQUIMESH_MIXED"]).read_text())
     image, design, load = pickle.loads(Path(cfg["image"]).read_bytes())
-    fmt = PacketFormat(cfg["nodes"], cfg["payload_flits"])
-    traffic = Traffic(cfg["pattern"], cfg["roms"], cfg["counts"], cfg["rate"])
+    fmt = PacketFormat(cfg["nodes"], cfg["payload_flits"], cfg["flit_bits"])
+    traffic = Traffic(cfg["pattern"], cfg["roms"], cfg["counts"], cfg["rate"], tuple(cfg["silent"]))
     lanes = cfg["lanes"]
     run = MixedRun(image, design, fmt, traffic, lanes, start_at=cfg["start_at"], cycles=cfg["cycles"])
     n_inj = fmt.nodes
@@ -135,8 +135,9 @@ def run_mixed_verilog(image, table, traffic: Traffic, payload_flits: int, build_
     pkl = build / "image.pkl"
     pkl.write_bytes(pickle.dumps((image, design, load)))
     out, build_s, run_s = run_bench(top, NAME, build, simulator, "equimesh.sim.mixed_cocotb", "EQUIMESH_MIXED", {
-        "image": str(pkl), "nodes": top.fmt.nodes, "payload_flits": payload_flits,
+        "image": str(pkl), "nodes": top.fmt.nodes, "payload_flits": payload_flits, "flit_bits": top.fmt.width,
         "pattern": traffic.pattern, "roms": traffic.roms, "counts": traffic.counts, "rate": traffic.rate,
+        "silent": list(traffic.silent),
         "start_at": start_at, "cycles": cycles, "links": len(image.topology.links),
         "lanes": [v for v, _ in top.net.lanes]})
     out.update({"simulator": simulator, "build_seconds": round(build_s, 1), "run_seconds": round(run_s, 1)})

@@ -3,7 +3,11 @@
 Patterns (the generators' table contents, seed 004 Sections 3 and 5.2):
 
 * ``multicast``: every packet goes to ``fanout`` distinct random nodes (not the source);
-* ``unicast``: every packet goes to one uniformly random node;
+* ``unicast`` (or ``uniform``): every packet goes to one uniformly random node;
+* ``transpose``: node (r, c) sends to (c, r) on a square grid, ``bitcomp``: node i to ``nodes - 1 - i``
+  (the bit complement when ``nodes`` is a power of two); a node that would address itself sends nothing;
+* ``hotspot``: a packet goes to the centre node with probability :data:`HOTSPOT_SHARE`, else uniformly
+  (the names of BookSim's synthetic patterns, Dally and Towles, Section 3.2);
 * ``allgather-multiwrite``: each node sends its shard as ``packets`` MultiWrites to all other nodes;
 * ``allgather-unicast``: the same shard as ``packets * (nodes - 1)`` unicasts, destinations staggered
   (node ``s`` sends to ``s+1, s+2, ...``) so no node is every source's first target.
@@ -22,11 +26,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..rtl.packet import SEQ_BITS, Opcode, PacketError, PacketFormat
+from ..rtl.packet import FLIT_BITS, SEQ_BITS, Opcode, PacketError, PacketFormat
 from ..rtl.timing import DEFAULT_PIPELINE
 from ..schedules.routing import ForwardingTable
 
-PATTERNS = ("multicast", "unicast", "allgather-multiwrite", "allgather-unicast")
+PATTERNS = ("multicast", "unicast", "uniform", "transpose", "bitcomp", "hotspot", "allgather-multiwrite",
+            "allgather-unicast")
+HOTSPOT_SHARE = 0.2   # hotspot pattern: the share of packets addressed to the centre node
 ROM_DEPTH = 256       # random patterns loop over this many bitmaps per node
 WATCHDOG = 2000       # cycles without any flit taken, with packets in flight, that count as deadlock
 BLOCK = 10_000        # counters-only soaks: cycles between progress checks while injecting
@@ -38,12 +44,14 @@ MAX_CYCLES = 2**31    # injection cycles: every program deadline, drain included
 
 @dataclass
 class Traffic:
-    """What the generators send: ``roms[v]`` bitmaps, ``counts[v]`` packets (None: until stopped)."""
+    """What the generators send: ``roms[v]`` bitmaps, ``counts[v]`` packets (None: until stopped);
+    ``silent`` nodes send nothing (a permutation's fixed points)."""
 
     pattern: str
     roms: list[list[int]]
     counts: list[int] | None
     rate: float
+    silent: tuple[int, ...] = ()
 
     def bitmap(self, src: int, seq: int) -> int:
         rom = self.roms[src]
@@ -82,6 +90,7 @@ def traffic_load(fmt: PacketFormat, traffic: Traffic, stall: float):
     limits = np.full(groups * g, 2**32 - 1, dtype=np.uint32)          # until stopped
     if traffic.counts is not None:
         limits[:n] = traffic.counts
+    limits[list(traffic.silent)] = 0
     const = np.ones(frames, dtype=np.uint64)
     return Drive(frames, {
         "stop": scalar(const, 1), "rate": scalar(const * probability(traffic.rate), 17),
@@ -93,9 +102,11 @@ def traffic_load(fmt: PacketFormat, traffic: Traffic, stall: float):
 
 
 def make_traffic(fmt: PacketFormat, pattern: str, *, fanout: int = 4, rate: float = 1.0, packets: int = 4,
-                 seed: int = 1, bitmap: int | None = None, src: int | None = None) -> Traffic:
+                 seed: int = 1, bitmap: int | None = None, src: int | None = None,
+                 grid: tuple[int, int] | None = None) -> Traffic:
     """Build the generators' tables. ``bitmap`` (with ``src``) replaces the random choice: only node ``src``
-    sends, always to ``bitmap`` (the others' tables hold one entry and ``count`` stops them)."""
+    sends, always to ``bitmap`` (the others' tables hold one entry and ``count`` stops them). ``grid``:
+    (rows, cols) of the network, node ``r * cols + c`` at (r, c), for ``transpose`` and ``hotspot``."""
     n = fmt.nodes
     if pattern not in PATTERNS:
         raise PacketError(f"unknown pattern {pattern!r}; expected one of {', '.join(PATTERNS)}")
@@ -129,9 +140,22 @@ def make_traffic(fmt: PacketFormat, pattern: str, *, fanout: int = 4, rate: floa
             raise PacketError(f"--fanout must be 1..{n - 1} on {n} nodes (got {fanout})")
         roms = [[fmt.bitmap(rng.sample(others[s], fanout), s) for _ in range(ROM_DEPTH)] for s in range(n)]
         return Traffic(pattern, roms, None, rate)
-    if pattern == "unicast":
+    if pattern in ("unicast", "uniform"):
         roms = [[fmt.bitmap([rng.choice(others[s])], s) for _ in range(ROM_DEPTH)] for s in range(n)]
         return Traffic(pattern, roms, None, rate)
+    if pattern in ("transpose", "bitcomp", "hotspot"):
+        rows, cols = grid if grid is not None else (1, n)
+        if pattern == "transpose" and rows != cols:
+            raise PacketError(f"--pattern transpose needs a square network (got {rows}x{cols})")
+        if pattern == "hotspot":
+            hot = rows // 2 * cols + cols // 2
+            roms = [[fmt.bitmap([hot if s != hot and rng.random() < HOTSPOT_SHARE else rng.choice(others[s])], s)
+                     for _ in range(ROM_DEPTH)] for s in range(n)]
+            return Traffic(pattern, roms, None, rate)
+        dest = [(s % cols) * cols + s // cols if pattern == "transpose" else n - 1 - s for s in range(n)]
+        silent = tuple(s for s in range(n) if dest[s] == s)
+        roms = [[1 << (others[s][0] if s in silent else dest[s])] for s in range(n)]
+        return Traffic(pattern, roms, None, rate, silent)
     if pattern == "allgather-multiwrite":
         roms = [[fmt.bitmap(others[s], s)] * packets for s in range(n)]
         return Traffic(pattern, roms, [packets] * n, 1.0)
@@ -151,35 +175,53 @@ class Scoreboard:
         self.latencies: list[int] = []
         self.errors: list[str] = []
         self.last_arrival = 0
-        f = fmt
-        self._src_mask, self._seq_shift = (1 << f.src_bits) - 1, 1 + f.src_bits
-        self._bm_shift = self._seq_shift + SEQ_BITS
+        self.inj_pkt: list[list | None] = [None] * fmt.nodes  # per source: a header whose bitmap is coming
+        self._src_mask, self._seq_shift = (1 << fmt.src_bits) - 1, 1 + fmt.src_bits
+        self._word_mask = (1 << fmt.width) - 1
 
-    def _header(self, body: int) -> tuple[int, int, int, int]:
-        return (body & 1, (body >> 1) & self._src_mask, (body >> self._seq_shift) & ((1 << SEQ_BITS) - 1),
-                body >> self._bm_shift)
+    def _header(self, body: int) -> tuple[int, int, int]:
+        return body & 1, (body >> 1) & self._src_mask, (body >> self._seq_shift) & ((1 << SEQ_BITS) - 1)
 
     def _error(self, msg: str) -> None:
         if len(self.errors) < 10:
             self.errors.append(msg)
 
+    @property
+    def injecting(self) -> bool:
+        """A header has entered the network and its bitmap words have not all followed yet."""
+        return any(p is not None for p in self.inj_pkt)
+
     def inject(self, cycle: int, node: int, flit: int) -> None:
-        if not flit & 1:
+        """One flit the generator of ``node`` handed to its router; a packet counts as sent with its
+        last bitmap word (the header and ``bitmap_flits`` words, :mod:`equimesh.rtl.packet`)."""
+        fmt = self.fmt
+        first, body = flit & 1, flit >> 2
+        if first:
+            _, src, seq = self._header(body)
+            self.inj_pkt[node] = [src, seq, cycle, 0, 0]  # ..., words seen, bitmap
             return
-        opcode, src, seq, bitmap = self._header(flit >> 2)
+        pkt = self.inj_pkt[node]
+        if pkt is None:
+            return
+        src, seq, start, j, bitmap = pkt
+        bitmap |= (body & self._word_mask) << (j * fmt.width)
+        pkt[3], pkt[4] = j + 1, bitmap
+        if j + 1 < fmt.bitmap_flits:
+            return
+        self.inj_pkt[node] = None
         want = self.traffic.bitmap(node, seq)
         if src != node or bitmap != want:
             self._error(f"generator {node} sent seq {seq} to {bitmap:#x}, expected {want:#x}")
-        self.sent[(src, seq)] = (bitmap, cycle)
+        self.sent[(src, seq)] = (bitmap, start)
         self.expected += bin(bitmap).count("1")
 
     def eject(self, cycle: int, lane: int, flit: int) -> None:
+        fmt = self.fmt
         node = self.lane_nodes[lane]
         first, last, body = flit & 1, (flit >> 1) & 1, flit >> 2
         if first:
-            opcode, src, seq, bitmap = self._header(body)
-            ok = bitmap == 1 << node and opcode == Opcode.WRITE.value and not last
-            self.lane_pkt[lane] = [src, seq, 1, ok]
+            opcode, src, seq = self._header(body)
+            self.lane_pkt[lane] = [src, seq, 1, opcode == Opcode.WRITE.value and not last]
             return
         pkt = self.lane_pkt[lane]
         if pkt is None:
@@ -187,7 +229,11 @@ class Scoreboard:
             self.corrupted += 1
             return
         src, seq, idx, ok = pkt
-        ok = ok and body == self.fmt.payload_word(src, seq, idx) and bool(last) == (idx == self.fmt.payload_flits)
+        if idx <= fmt.bitmap_flits:  # a bitmap word: this node's bit alone
+            ok = ok and body == ((1 << node) >> ((idx - 1) * fmt.width)) & self._word_mask and not last
+        else:
+            k = idx - fmt.bitmap_flits
+            ok = ok and body == fmt.payload_word(src, seq, k) and bool(last) == (k == fmt.payload_flits)
         pkt[2], pkt[3] = idx + 1, ok
         if not last:
             return
@@ -274,7 +320,7 @@ class Run:
         done_sending = self.stop if self.total is None else len(sb.sent) == self.total
         self.cycle += 1
         self.idle = 0 if moved else self.idle + (not paused)
-        if done_sending and sb.in_flight == 0 and not any(sb.lane_pkt):
+        if done_sending and sb.in_flight == 0 and not any(sb.lane_pkt) and not sb.injecting:
             return True
         if self.idle >= WATCHDOG:
             self.deadlock = True
@@ -286,7 +332,8 @@ class Run:
 
 
 def simulate(table: ForwardingTable, traffic: Traffic, payload_flits: int, *, cycles: int = 2000,
-             stall: float = 0.0, vcd: str | None = None, pipeline: int = DEFAULT_PIPELINE) -> dict:
+             stall: float = 0.0, vcd: str | None = None, pipeline: int = DEFAULT_PIPELINE,
+             flit_bits: int = FLIT_BITS) -> dict:
     """Run ``traffic`` on the Amaranth simulator (routers of pipeline depth ``pipeline``, rtl/relay.py);
     returns the scoreboard's results."""
     from amaranth.sim import Simulator
@@ -294,7 +341,8 @@ def simulate(table: ForwardingTable, traffic: Traffic, payload_flits: int, *, cy
     from ..rtl.packet_network import PacketNetwork, TrafficTop
     from .harness import drive
 
-    top = TrafficTop(PacketNetwork(table, payload_flits, pipeline=pipeline), traffic.depth, check=False)
+    top = TrafficTop(PacketNetwork(table, payload_flits, pipeline=pipeline, flit_bits=flit_bits), traffic.depth,
+                     check=False)
     load = traffic_load(top.fmt, traffic, stall)
     sigs = []
     for mon in list(top.inject_mon) + list(top.eject_mon):
@@ -385,6 +433,23 @@ def soak_verdict(fmt: PacketFormat, traffic: Traffic, *, sent, count, key_sum, k
     }
 
 
+def copy_latency(fmt: PacketFormat, copies: np.ndarray, start: int, window: tuple[int, int] | None = None) -> dict:
+    """Latency of the copies the compiled model's harness logged (``copies``: a ``(stamp, cycle)`` row per copy,
+    the cycle its lane took the last flit; ``stamp`` the cycle its source's router took the header, mod
+    ``2**stamp_bits``), in cycles from injection to the last flit's delivery, as the scoreboard measures it
+    (:class:`Scoreboard`). ``window``: only the copies injected in those cycles (from the traffic's start,
+    edge ``start``): a sweep's measurement phase. Returns the mean, the 99th percentile and the count."""
+    mask = (1 << fmt.stamp_bits) - 1
+    lat = (copies[:, 1] - copies[:, 0]) & mask
+    if window is not None:
+        injected = copies[:, 1] - lat - start
+        lat = lat[(injected >= window[0]) & (injected < window[1])]
+    if not len(lat):
+        return {"latency_mean": None, "latency_p99": None, "latency_copies": 0}
+    return {"latency_mean": round(float(lat.mean()), 2), "latency_p99": float(np.percentile(lat, 99)),
+            "latency_copies": int(len(lat))}
+
+
 def read_counters(get, nodes: int, links: int) -> dict:
     """The endpoints' and checkers' counters of a :class:`~equimesh.rtl.packet_network.TrafficTop` built
     with ``check``, read through ``get(port name)`` (flattened Verilog names): :func:`soak_verdict`'s inputs."""
@@ -451,13 +516,16 @@ def packet_model(nodes: int) -> str:
 
 
 def run_compiled(table: ForwardingTable, traffic: Traffic, payload_flits: int, workdir, *, cycles: int = 2000,
-                 stall: float = 0.0, log=None, pipeline: int = DEFAULT_PIPELINE, vcd: str | None = None) -> dict:
+                 stall: float = 0.0, log=None, pipeline: int = DEFAULT_PIPELINE, vcd: str | None = None,
+                 flit_bits: int = FLIT_BITS, phase: tuple[int, int] | None = None) -> dict:
     """Run ``traffic`` on the compiled Verilator model of the network with its endpoints and checkers
     (cached per design, ``sim/verilator.py``; kind: :func:`packet_model`): the harness clocks it with no Python per cycle and
     Python judges the checkers' counters at the end (:func:`soak_verdict`). Random traffic: as
     ``run_verilog(mode="soak")``; finite traffic: as ``mode="count"``. ``cycles`` and ``completion``
     are the edge that took the last flit, as in :func:`simulate`. ``vcd``: a waveform of the whole run,
-    the load included (FST for a ``.fst`` name), from a model built with tracing (cached apart)."""
+    the load included (FST for a ``.fst`` name), from a model built with tracing (cached apart). Latency
+    (every copy's, from the harness's copy log: :func:`copy_latency`); ``phase`` = (warm-up, measurement)
+    cycles adds the measurement phase's figures (:func:`~equimesh.sim.traffic_sweep.phase_figures`)."""
     from pathlib import Path
 
     from ..rtl.packet_network import PacketNetwork, TrafficTop
@@ -466,11 +534,12 @@ def run_compiled(table: ForwardingTable, traffic: Traffic, payload_flits: int, w
     from .verilator import build_top
 
     def make_top():
-        return TrafficTop(PacketNetwork(table, payload_flits, pipeline=pipeline, instances=True), traffic.depth,
-                          check=True)
+        return TrafficTop(PacketNetwork(table, payload_flits, pipeline=pipeline, instances=True, flit_bits=flit_bits),
+                          traffic.depth, check=True)
 
-    fmt, links = PacketFormat(table.topology.nodes, payload_flits), len(table.topology.links)
-    model, widths = build_top(make_top, json.dumps(["traffic", table.to_json(), traffic.depth, payload_flits, pipeline]),
+    fmt, links = PacketFormat(table.topology.nodes, payload_flits, flit_bits), len(table.topology.links)
+    model, widths = build_top(make_top, json.dumps(["traffic", table.to_json(), traffic.depth, payload_flits, pipeline,
+                                                    flit_bits]),
                               log, kind=packet_model(fmt.nodes), trace=trace_kind(vcd))
     load = traffic_load(fmt, traffic, stall)
     t0 = load.frames  # the program's edges count from reset, the load's frames first
@@ -486,6 +555,10 @@ def run_compiled(table: ForwardingTable, traffic: Traffic, payload_flits: int, w
     deadlock = not finished(end, finite) or (not finite and marks[2].reached)  # or a silent injection block
     last = completion(end, finite) - t0
     r = soak_verdict(fmt, traffic, cycles=last, deadlock=deadlock, **counters)
+    r.update(copy_latency(fmt, rec["copies"], t0))
+    if phase is not None:  # a sweep's warm-up and measurement cycles (sim/traffic_sweep.py)
+        from .traffic_sweep import phase_figures
+        r["phase"] = phase_figures(fmt, rec["copies"], t0, *phase)
     r.update({"completion": last, "simulator": "verilator", "build_seconds": round(model.build_seconds, 1),
               "cached": model.cached, "sim_seconds": round(sum(m.seconds for m in marks.values()), 3)})
     return r
@@ -493,7 +566,7 @@ def run_compiled(table: ForwardingTable, traffic: Traffic, payload_flits: int, w
 
 def run_verilog(table: ForwardingTable, traffic: Traffic, payload_flits: int, build_dir, *, mode: str = "trace",
                 cycles: int = 2000, stall: float = 0.0, simulator: str = "icarus",
-                pipeline: int = DEFAULT_PIPELINE) -> dict:
+                pipeline: int = DEFAULT_PIPELINE, flit_bits: int = FLIT_BITS) -> dict:
     """Export the network with its endpoints to Verilog and run it under cocotb (Icarus or Verilator).
 
     ``mode="trace"`` checks every flit in Python (as :func:`simulate`); ``mode="soak"`` (random
@@ -511,12 +584,15 @@ def run_verilog(table: ForwardingTable, traffic: Traffic, payload_flits: int, bu
         raise PacketError(str(e)) from None
     build = Path(build_dir).resolve()
     build.mkdir(parents=True, exist_ok=True)
-    top = TrafficTop(PacketNetwork(table, payload_flits, pipeline=pipeline), traffic.depth, check=mode != "trace")
+    top = TrafficTop(PacketNetwork(table, payload_flits, pipeline=pipeline, flit_bits=flit_bits), traffic.depth,
+                     check=mode != "trace")
     target = target_flits(top.fmt, traffic)
     out, build_s, _ = run_bench(top, "equimesh_traffic", build, simulator, "equimesh.sim.traffic_cocotb",
                                 "EQUIMESH_TRAFFIC", {
-        "mode": mode, "nodes": top.fmt.nodes, "payload_flits": payload_flits, "pattern": traffic.pattern,
-        "roms": traffic.roms, "counts": traffic.counts, "rate": traffic.rate, "stall": stall, "cycles": cycles,
+        "mode": mode, "nodes": top.fmt.nodes, "payload_flits": payload_flits, "flit_bits": top.fmt.width,
+        "pattern": traffic.pattern,
+        "roms": traffic.roms, "counts": traffic.counts, "rate": traffic.rate, "silent": list(traffic.silent),
+        "stall": stall, "cycles": cycles,
         "links": len(table.topology.links), "lanes": [v for v, _ in top.net.lanes], "target_flits": target})
     out["simulator"] = simulator
     out["build_seconds"] = round(build_s, 1)

@@ -98,6 +98,26 @@ def _member(port: str) -> str:
     return port.replace("__", "___05F")
 
 
+COPY_LOG = ("copy_done", "copy_stamp")  # a packet top's per-lane copy completions (rtl/packet_network.py)
+
+
+def _copy_log(outs: list[str], widths: dict[str, int]) -> list[str]:
+    """The harness's ``edge``; for a top with :data:`COPY_LOG` ports it first logs, in the cycle a lane takes
+    a copy's last flit, that copy's stamp and the cycle (the packet latency, in C++ and only in such cycles)."""
+    if COPY_LOG[0] not in outs:
+        return ["    auto edge = [&]() { half(1); half(0); now++; };"]
+    d, st = outs.index(COPY_LOG[0]), outs.index(COPY_LOG[1])
+    return [
+        f"    std::vector<uint32_t> copies, dw({words_of(widths[COPY_LOG[0]])}), sw({words_of(widths[COPY_LOG[1]])});",
+        "    auto edge = [&]() {",
+        f"        get_out(t, {d}, dw.data()); bool any = false; for (auto x : dw) any |= x != 0;",
+        f"        if (any) {{ get_out(t, {st}, sw.data()); for (size_t i = 0; i < dw.size(); i++) "
+        "for (uint32_t x = dw[i]; x; x &= x - 1) { copies.push_back(sw[i * 32 + __builtin_ctz(x)]); "
+        "copies.push_back(now); } }",
+        "        half(1); half(0); now++; };",
+    ]
+
+
 def harness_cpp(ins: list[str], outs: list[str], widths: dict[str, int], trace: str | None) -> str:
     """The C++ driver of one design (see module docstring and :func:`write_program`)."""
     v = f"V{TOP}"
@@ -146,7 +166,7 @@ def harness_cpp(ins: list[str], outs: list[str], widths: dict[str, int], trace: 
     lines += [
         f"    auto half = [&](int clk) {{ t->clk = clk; t->eval(); {dump} ctx->timeInc(5); }};",
         "    std::vector<uint32_t> out; std::vector<uint32_t> w(1 << 16); uint32_t now = 0;",
-        "    auto edge = [&]() { half(1); half(0); now++; };",
+        *_copy_log(outs, widths),
         "    auto watch = [&](uint32_t c) { get_out(t, c, w.data()); uint64_t x = w[0];"
         " if (OUT_WORDS[c] > 1) x |= uint64_t(w[1]) << 32; return x; };",
         "    auto elapsed = [&](std::chrono::steady_clock::time_point t0) { return uint64_t("
@@ -217,6 +237,8 @@ def harness_cpp(ins: list[str], outs: list[str], widths: dict[str, int], trace: 
         "            half(0); now++;",
         "        }",
         "    }",
+        *(["    out.push_back(uint32_t(copies.size() / 2)); out.insert(out.end(), copies.begin(), copies.end());"]
+          if COPY_LOG[0] in outs else []),
         "    FILE* o = std::fopen(argv[2], \"wb\"); if (!o) { std::perror(argv[2]); return 2; }",
         "    std::fwrite(out.data(), 4, out.size(), o); std::fclose(o);",
     ]
@@ -312,6 +334,9 @@ def read_result(program: Program, path: Path) -> dict:
         for n, w in zip(seg.capture, per):
             out[n] = block[:, col:col + w]
             col += w
+    if pos < len(data):  # the copy log of a packet top (:func:`_copy_log`): (stamp, cycle) per copy
+        n = int(data[pos])
+        out["copies"] = data[pos + 1:pos + 1 + 2 * n].reshape(n, 2).astype(np.int64)
     return out
 
 

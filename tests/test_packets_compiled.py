@@ -23,6 +23,7 @@ icarus = pytest.mark.skipif(shutil.which("iverilog") is None, reason="Icarus Ver
 TIMING = ("simulator", "build_seconds", "sim_seconds", "cached")
 COPIES = ("packets", "expected", "delivered", "duplicates", "lost", "corrupted", "misdelivered", "flit_hops")
 EDGES = ("completion", "cycles")  # the edge that took the last flit; the run's length
+LATENCY = ("latency_mean", "latency_p99")  # per copy, injection to the last flit's delivery
 # The soak of tests/cocotb_relay (2x3 EquiMesh, saturation, backpressure); the `soak` command below
 # builds the same design, so the compiled model is built once.
 SOAK = dict(fanout=3, rate=1.0, seed=5)
@@ -47,10 +48,12 @@ def test_compiled_soak_equals_icarus_and_amaranth(tmp_path):
     _clean(got)
     assert got["packets"] > 120
     cocotb = run_verilog(table, traffic, 2, tmp_path / "i", mode="soak", cycles=600, stall=0.2)
-    assert {k: v for k, v in got.items() if k not in TIMING} == {k: v for k, v in cocotb.items() if k not in TIMING}
+    assert {k: v for k, v in got.items() if k not in TIMING + LATENCY + ("latency_copies",)} == \
+        {k: v for k, v in cocotb.items() if k not in TIMING + LATENCY}
     ref = simulate(table, traffic, 2, cycles=600, stall=0.2)  # every flit checked in Python
     _clean(ref)
-    assert {k: got[k] for k in COPIES + EDGES} == {k: ref[k] for k in COPIES + EDGES}
+    assert {k: got[k] for k in COPIES + EDGES + LATENCY} == {k: ref[k] for k in COPIES + EDGES + LATENCY}
+    assert got["latency_copies"] == ref["delivered"]
 
 
 def test_other_traffic_on_the_same_network_reuses_the_compiled_model(tmp_path):
@@ -67,7 +70,7 @@ def test_other_traffic_on_the_same_network_reuses_the_compiled_model(tmp_path):
     assert again["cached"] and again["build_seconds"] == 0
     _clean(again)
     ref = simulate(table, other, 2, cycles=400)
-    assert {k: again[k] for k in COPIES + EDGES} == {k: ref[k] for k in COPIES + EDGES}
+    assert {k: again[k] for k in COPIES + EDGES + LATENCY} == {k: ref[k] for k in COPIES + EDGES + LATENCY}
 
 
 @icarus
@@ -81,9 +84,10 @@ def test_compiled_count_equals_icarus_and_amaranth(tmp_path):
     assert got["expected"] == topo.nodes * (topo.nodes - 1) * 2
     ref = simulate(table, traffic, 2)
     _clean(ref)
-    assert {k: got[k] for k in COPIES + EDGES} == {k: ref[k] for k in COPIES + EDGES}
+    assert {k: got[k] for k in COPIES + EDGES + LATENCY} == {k: ref[k] for k in COPIES + EDGES + LATENCY}
     cocotb = run_verilog(table, traffic, 2, tmp_path / "i", mode="count")
-    assert {k: v for k, v in got.items() if k not in TIMING} == {k: v for k, v in cocotb.items() if k not in TIMING}
+    assert {k: v for k, v in got.items() if k not in TIMING + LATENCY + ("latency_copies",)} == \
+        {k: v for k, v in cocotb.items() if k not in TIMING + LATENCY}
 
 
 def test_a_hierarchical_packet_model_gives_the_same_records(tmp_path, monkeypatch):

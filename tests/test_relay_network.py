@@ -80,10 +80,12 @@ def test_scoreboard_catches_duplicates_losses_and_corruption():
     def flit(first, last, body):
         return first | last << 1 | body << 2
 
-    sb.inject(0, 0, flit(1, 0, fmt.header_bits(1, 0, 0, 0b001010)))
+    sb.inject(0, 0, flit(1, 0, fmt.header_bits(1, 0, 0)))
+    sb.inject(1, 0, flit(0, 0, 0b001010))  # the bitmap word (6 nodes: one word)
 
     def copy(lane, node, cycle, word2=None):
-        sb.eject(cycle, lane, flit(1, 0, fmt.header_bits(0, 0, 0, 1 << node)))
+        sb.eject(cycle, lane, flit(1, 0, fmt.header_bits(0, 0, 0)))
+        sb.eject(cycle, lane, flit(0, 0, 1 << node))
         sb.eject(cycle + 1, lane, flit(0, 0, fmt.payload_word(0, 0, 1)))
         sb.eject(cycle + 2, lane, flit(0, 1, word2 if word2 is not None else fmt.payload_word(0, 0, 2)))
 
@@ -95,6 +97,14 @@ def test_scoreboard_catches_duplicates_losses_and_corruption():
     copy(1, 3, 12, word2=123)     # node 3's copy arrives corrupted
     r = sb.results(20, [0], False)
     assert (r["corrupted"], r["lost"]) == (1, 0)
+    sb = Scoreboard(fmt, tr, lane_nodes=[1, 3, 2])  # a fresh run: node 1's copy names node 3 in its bitmap word
+    sb.inject(0, 0, flit(1, 0, fmt.header_bits(1, 0, 0)))
+    sb.inject(1, 0, flit(0, 0, 0b001010))
+    sb.eject(5, 0, flit(1, 0, fmt.header_bits(0, 0, 0)))
+    sb.eject(6, 0, flit(0, 0, 1 << 3))
+    sb.eject(7, 0, flit(0, 0, fmt.payload_word(0, 0, 1)))
+    sb.eject(8, 0, flit(0, 1, fmt.payload_word(0, 0, 2)))
+    assert (sb.results(10, [0], False)["corrupted"], sb.delivered) == (1, 0)
 
 
 def test_tree_sum_of_hundreds_of_terms_simulates():

@@ -23,9 +23,10 @@ def _router(pipeline=1):
 
 
 def _flits(fmt, src, seq, bitmap):
-    head = {"first": 1, "last": 0, "body": {"header": {"opcode": Opcode.MULTIWRITE, "src": src, "seq": seq,
-                                                      "bitmap": bitmap}}}
-    out = [head]
+    """The packet's flits: header, bitmap words (bit i of word j = node j * width + i), payload."""
+    words = [bitmap >> (j * fmt.width) & ((1 << fmt.width) - 1) for j in range(fmt.bitmap_flits)]
+    head = {"first": 1, "last": 0, "body": {"header": {"opcode": Opcode.MULTIWRITE, "src": src, "seq": seq}}}
+    out = [head] + [{"first": 0, "last": 0, "body": {"payload": w}} for w in words]
     for i in range(1, fmt.payload_flits + 1):
         out.append({"first": 0, "last": int(i == fmt.payload_flits),
                     "body": {"payload": fmt.payload_word(src, seq, i)}})
@@ -96,50 +97,58 @@ def test_mask_split_and_header_rewrite(pipeline):
         assert len(flits) == fmt.packet_flits
         h = flits[0].body.header
         assert flits[0].first and not flits[0].last
-        assert h.bitmap == parts[p], f"port {p}: bitmap {h.bitmap:#x}, want {parts[p]:#x}"
+        assert fmt.bitmap_flits == 1  # 16 nodes: one 64-bit bitmap word
+        assert flits[1].body.payload == parts[p], f"port {p}: bitmap {flits[1].body.payload:#x}, want {parts[p]:#x}"
         single = parts[p] & (parts[p] - 1) == 0
         assert h.opcode == (Opcode.WRITE if single else Opcode.MULTIWRITE)
         assert (h.src, h.seq) == (5, 7)
-        for i, f in enumerate(flits[1:], start=1):
+        for i, f in enumerate(flits[2:], start=1):
             assert f.body.payload == fmt.payload_word(5, 7, i)
         assert flits[-1].last
 
 
 def test_input_released_only_when_every_branch_took_the_flit():
-    """Pipeline 0: S refuses payload flits in cycles 2..5: the other branches take each flit once and wait."""
-    fmt, table, bitmap, got, released = _run(stall=("S", 2, 6), pipeline=0)
-    assert released[0] == got["S"][0][0] == got["N"][0][0] == 0  # header: all branches together
+    """Pipeline 0: the relay takes the header and the bitmap word in cycles 0 and 1 (its parse stage) and
+    presents the header in 2, where it leaves to every branch at once; the bitmap word follows in 3 and
+    payload flit 1 in 4. S refuses in cycles 5..8: the other branches take payload flit 2 in 5 and wait,
+    S takes it in 9, and flit 3 goes everywhere in 10."""
+    fmt, table, bitmap, got, released = _run(stall=("S", 5, 9), pipeline=0)
+    assert released[:2] == [0, 1]  # the parse stage: header and bitmap word
+    assert got["S"][0][0] == got["N"][0][0] == 2  # header: all branches together
     for p in PORTS:
         assert [f.as_value().value for _, f in got[p]] == [f.as_value().value for _, f in _run(pipeline=0)[3][p]]
-    for i, (cycle, _) in enumerate(got["S"]):
-        # flit i leaves the input in the cycle its last branch (here always S) takes it
+    for i, (cycle, _) in enumerate(got["S"][2:], start=2):
+        # payload flit i leaves the input in the cycle its last branch (here always S) takes it
         assert released[i] == cycle
         for p in ("N", "E", "W"):
             assert got[p][i][0] <= cycle
-    assert got["S"][2][0] == 6 and got["N"][2][0] == 2  # the other branches ran ahead by one flit
-    assert got["N"][3][0] == 7  # and waited there: flit 3 only after S took flit 2
+    assert got["S"][3][0] == 9 and got["N"][3][0] == 5  # the other branches ran ahead by one flit
+    assert got["N"][4][0] == 10  # and waited there: flit 4 only after S took flit 3
 
 
 def test_input_released_only_when_every_branch_took_the_flit_pipelined():
-    """Pipeline 1, by hand (rtl/relay.py, rtl/packet_router.py): the header waits in stages Q, A and G
-    and leaves the input in cycle 3; each output's link register presents it a cycle later, in 4.
-    Without a stall flit i leaves the input in 3 + i and reaches every port in 4 + i.
+    """Pipeline 1, by hand (rtl/relay.py, rtl/packet_router.py): the relay takes the header and the
+    bitmap word from ``inject`` in cycles 0 and 1 (parse) and presents the header in 2 (p); it waits
+    in stages Q, A and G (2, 3, 4) and leaves the relay in p + 3 = 5; each output's link register
+    presents it a cycle later, in 6. The bitmap word follows in 6 (link 7) and payload flit i leaves
+    the input in 6 + i (link 7 + i).
     With virtual cut-through no network output refuses a flit of a granted packet, so only the local
     delivery can hold the input. A packet from node 6 arriving on E for nodes 1, 4, 5 and 9 (XY:
-    1 -> N, 4 -> W, 9 -> S, 5 local): written into E's buffer in cycles 0..3, its header is the head
-    in 2 and leaves in 5 (Q, A, G: 2, 3, 4), on N, W and S in 6 and into lane E in 5; flit i leaves
-    in 5 + i. Lane E refuses in cycles 6..8: N, W and S take flit 1 in 6 (on the links in 7) and
-    wait, the lane takes it in 9, and flits 2 and 3 follow in 10 and 11 (on the links in 11 and 12)."""
+    1 -> N, 4 -> W, 9 -> S, 5 local): written into E's buffer in cycles 0..4, its header is the head
+    in 2 and the bitmap word in 3 (parse), presented in 4, leaves in 7 (Q, A, G: 4, 5, 6), on N, W
+    and S in 8 and into lane E in 7; flit i leaves in 7 + i. Lane E refuses in cycles 9..11: N, W and
+    S take payload flit 1 in 9 (on the links in 10) and wait, the lane takes it in 12, and flits 2
+    and 3 follow in 13 and 14 (on the links in 14 and 15)."""
     fmt, table, bitmap, got, released = _run(pipeline=1)
-    assert released == [3, 4, 5, 6] and all([c for c, _ in got[p]] == [4, 5, 6, 7] for p in PORTS)
+    assert released == [0, 1, 7, 8, 9] and all([c for c, _ in got[p]] == [6, 7, 8, 9, 10] for p in PORTS)
     arrival = dict(source="i_E", src=6, dests=(1, 4, 5, 9))
     fmt, table, bitmap, free, local = _run(pipeline=1, **arrival)
-    assert local == [5, 6, 7, 8]
-    assert all([c for c, _ in free[p]] == [6, 7, 8, 9] for p in ("N", "W", "S")) and free["E"] == []
-    fmt, table, bitmap, got, local = _run(pipeline=1, eject_stall=("E", 6, 9), **arrival)
-    assert local == [5, 9, 10, 11]
+    assert local == [7, 8, 9, 10, 11]
+    assert all([c for c, _ in free[p]] == [8, 9, 10, 11, 12] for p in ("N", "W", "S")) and free["E"] == []
+    fmt, table, bitmap, got, local = _run(pipeline=1, eject_stall=("E", 9, 12), **arrival)
+    assert local == [7, 8, 12, 13, 14]
     for p in ("N", "W", "S"):
-        assert [c for c, _ in got[p]] == [6, 7, 11, 12]
+        assert [c for c, _ in got[p]] == [8, 9, 10, 14, 15]
         assert [f.as_value().value for _, f in got[p]] == [f.as_value().value for _, f in free[p]]
 
 
@@ -147,7 +156,7 @@ def test_network_output_that_refuses_a_granted_packet_trips_the_assertion():
     """Pipeline 1 relies on virtual cut-through (a receiver refuses no flit of a packet it took the
     header of); an output that refuses a body flit breaks that contract, and the simulation says so."""
     with pytest.raises(AssertionError, match="output S refused a flit of a granted packet"):
-        _run(stall=("S", 5, 9), pipeline=1)
+        _run(stall=("S", 7, 11), pipeline=1)
 
 
 def test_invariant_assertions_fire():
@@ -165,7 +174,7 @@ def test_invariant_assertions_fire():
     sim = Simulator(dut)
     sim.add_clock(1e-6)
     sim.add_testbench(bench)
-    with pytest.raises(AssertionError, match="body flit arrived without its header"):
+    with pytest.raises(AssertionError, match="a packet without its header"):
         sim.run()
 
 
@@ -237,12 +246,12 @@ def test_matrix_allocator_by_hand_and_its_invariants():
 
 @pytest.mark.parametrize("registered, b_taken", [(False, [4, 5, 6]), (True, [5, 6, 7])])
 def test_input_buffer_by_hand(registered, b_taken):
-    """A 5-flit buffer, 3-flit packets (room for a header: at most 2 flits buffered). Packet A is written
+    """A 5-flit buffer, 3-flit packets (header, bitmap word, payload; room for a header: at most 2 flits buffered). Packet A is written
     in cycles 0..2 and is the head from cycle 2 (a memory with a registered read). A's header leaves
     in 3; then B's header waits: 3 flits buffered. The buffer takes it once 2 are left: in 4 (the
     combinational ready) or in 5 (the registered one, computed a cycle ahead, counting no read), and
     its body in the next two cycles: 5 flits, full. From 8 on the head leaves every cycle, in order."""
-    fmt = PacketFormat(4, payload_flits=2)
+    fmt = PacketFormat(4, payload_flits=1)
     dut = InputBuffer(fmt, depth=5, registered=registered)
     a, b = _flits(fmt, 1, 1, 0b0100), _flits(fmt, 2, 2, 0b1000)
     words = lambda flits: [fmt.flit.const(f).as_value().value for f in flits]  # noqa: E731

@@ -26,15 +26,18 @@ def test_explicit_multicast_json(capsys):
 def test_pipeline_latency_model(capsys):
     """One packet, no contention, XY on the 2x3 mesh from node 0 to node 5: 3 hops (0 -> 1 -> 2 -> 5).
     Latency counts from the cycle the source router takes the header to the cycle node 5 takes the last
-    flit. Per hop, by hand: the input buffer (a memory with a registered read) presents a flit written in cycle t at
-    t + 2 and with pipeline 0 the header leaves in that cycle. With pipeline 1 the relay registers the
-    route (stage Q), the allocator its grant (stage A), the router the output's owner (stage G), and the
-    header leaves through the output's link register (stage L) (rtl/relay.py). From the header's
-    departure at node 0: node 0's link register (1), Q, A, G and the link register at nodes 1 and 2
-    (4 each), Q, A and G before node 5's local lane (3). The 2 payload flits follow one a cycle.
-    So 2 x 3 + 2 = 8 cycles with pipeline 0, and 8 + 1 + 4 + 4 + 3 = 20 with pipeline 1. Pipeline 2
-    deepens only the schedule path: its packets take pipeline 1's 20."""
-    for pipeline, latency in ((0, 8), (1, 20), (2, 20)):
+    flit. The packet is the header, one bitmap word (6 nodes) and 2 payload flits. Per relay, by hand:
+    the relay takes the header and the bitmap word one a cycle (its parse stage) and presents the
+    header in the cycle after the word (rtl/relay.py); at a network input the input buffer (a memory
+    with a registered read) presents a flit written in cycle t at t + 2. With pipeline 0 the header
+    leaves in the cycle it is presented: the source's relay presents it in 2, and each hop adds
+    2 + 2 = 4 (buffer, parse), so node 5's lane takes the header in 2 + 3 x 4 = 14 and the last of the
+    3 flits behind it in 17. With pipeline 1 the header waits in stages Q, A and G (3 cycles) after
+    it is presented and leaves through the output's link register (1): 2 + 3 + 1 = 6 to the link at
+    the source, 2 + 2 + 3 + 1 = 8 per hop at nodes 1 and 2, 2 + 2 + 3 = 7 at node 5 into its lane:
+    6 + 16 + 7 = 29, the last flit in 32. Pipeline 2 deepens only the schedule path: its packets take
+    pipeline 1's 32."""
+    for pipeline, latency in ((0, 17), (1, 32), (2, 32)):
         argv = ["traffic", "--kind", "mesh", "--rows", "2", "--cols", "3", "--routing", "xy", "--src", "0",
                 "--dests", "5", "--packets", "1", "--payload-flits", "2", "--backend", "amaranth",
                 "--pipeline", str(pipeline), "--json"]

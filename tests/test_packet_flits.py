@@ -1,0 +1,81 @@
+"""Fixed-width packet flits (seed 004, Section 6.4): the destination bitmap follows the header in
+``ceil(nodes / flit_bits)`` words, at every network size. Hand-computed sizes, the header's minimum
+width, and networks whose bitmap spans two words, checked flit by flit by the Python scoreboard."""
+
+import pytest
+
+from equimesh.rtl.packet import PacketError, PacketFormat, bitmap_overhead
+from equimesh.schedules.routing import forwarding_table
+from equimesh.schedules.topology import build
+from equimesh.sim.traffic import make_traffic, simulate
+
+
+@pytest.mark.parametrize("nodes,flit_bits,words", [(16, 64, 1), (64, 64, 1), (65, 64, 2), (256, 64, 4),
+                                                   (1024, 64, 16), (36, 32, 2)])
+def test_bitmap_words_are_nodes_over_flit_bits_rounded_up(nodes, flit_bits, words):
+    fmt = PacketFormat(nodes, 8, flit_bits)
+    assert (fmt.bitmap_flits, fmt.packet_flits, fmt.flit.size) == (words, 1 + words + 8, flit_bits + 2)
+
+
+def test_bitmap_words_split_a_wide_bitmap_in_node_order():
+    fmt = PacketFormat(100, 1)
+    assert fmt.bitmap_words((1 << 3) | (1 << 64) | (1 << 99)) == [1 << 3, 1 | 1 << 35]
+
+
+def test_a_flit_too_narrow_for_the_header_names_the_minimum():
+    # header: opcode 1 bit + src 4 bits (16 nodes) + seq 24 bits = 29 bits
+    with pytest.raises(PacketError, match="minimum flit width is 29 bits"):
+        PacketFormat(16, 2, flit_bits=28)
+    assert PacketFormat(16, 2, flit_bits=29).bitmap_flits == 1
+
+
+def test_bitmap_overhead_beside_seed_004():
+    """Seed 004 Section 6.4: 1,024 bits of a 4,096-byte payload, 3.13 %."""
+    assert bitmap_overhead(1024, 4096) == 1024 / 32768 == 0.03125
+    assert bitmap_overhead(1024, 256) == 0.5
+
+
+@pytest.mark.parametrize("pipeline", [0, 1])
+def test_two_bitmap_words_exactly_once(pipeline):
+    """6x6 EquiMesh with 32-bit flits: 36 nodes, two bitmap words (the second holds nodes 32..35).
+    Random fan-out 1..35 per packet, sinks stalling: every destination gets one intact copy."""
+    import random
+
+    topo = build("equimesh", 6, 6)
+    fmt = PacketFormat(topo.nodes, 2, flit_bits=32)
+    assert fmt.bitmap_flits == 2
+    rng = random.Random(4)
+    tr = make_traffic(fmt, "multicast", fanout=1, rate=0.1, seed=4)
+    tr.roms = [[fmt.bitmap(rng.sample([d for d in range(36) if d != s], rng.randint(1, 35)), s) for _ in range(16)]
+               for s in range(36)]
+    r = simulate(forwarding_table(topo), tr, 2, cycles=150, stall=0.3, flit_bits=32, pipeline=pipeline)
+    assert r["errors"] == [] and not r["deadlock"]
+    assert (r["duplicates"], r["lost"], r["corrupted"], r["misdelivered"]) == (0, 0, 0, 0)
+    assert r["delivered"] == r["expected"] > 100
+
+
+def test_bitmap_overhead_command(capsys):
+    """1,024 nodes, 64-bit flits: 16 bitmap flits. 4,096 B = 512 payload flits: 1024 / 32768 of the payload,
+    16 / (1 + 16 + 512) of the flits; 256 B = 32 flits: 1024 / 2048 and 16 / 49."""
+    import json
+
+    from equimesh.cli import main
+
+    assert main(["bitmap-overhead", "--payloads", "256,4096", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [(r["bitmap_flits"], r["packet_flits"]) for r in rows] == [(16, 49), (16, 529)]
+    assert [r["share_of_payload"] for r in rows] == [0.5, 0.03125]
+    assert [r["share_of_flits"] for r in rows] == [16 / 49, 16 / 529]
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--payloads", "100"], "a 100-byte payload is not a whole number of 64-bit flits"),
+    (["--flit-bits", "8"], "the minimum flit width is 35 bits"),
+    (["--payloads", "x"], "--payloads entries must be integers"),
+])
+def test_bitmap_overhead_bad_input_is_one_line(argv, message, capsys):
+    from equimesh.cli import main
+
+    assert main(["bitmap-overhead", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err

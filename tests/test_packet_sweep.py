@@ -1,0 +1,96 @@
+"""The BookSim-style synthetic patterns (hand-computed destinations) and ``traffic --sweep``: its load
+bookkeeping, its interruption (the finished rates kept), and one small sweep on the compiled model
+(the 2x3 EquiMesh model the compiled packet tests build)."""
+
+import json
+
+import pytest
+
+from equimesh.cli import main
+from equimesh.rtl.packet import PacketError, PacketFormat
+from equimesh.sim.traffic import HOTSPOT_SHARE, make_traffic
+
+
+def test_transpose_and_bitcomp_destinations():
+    fmt = PacketFormat(16, 2)
+    tr = make_traffic(fmt, "transpose", rate=0.1, grid=(4, 4))
+    assert tr.silent == (0, 5, 10, 15)  # the diagonal would address itself
+    assert tr.roms[6] == [1 << 9] and tr.roms[1] == [1 << 4] and tr.roms[14] == [1 << 11]  # (r, c) -> (c, r)
+    bc = make_traffic(PacketFormat(6, 2), "bitcomp", rate=0.1)
+    assert [r[0].bit_length() - 1 for r in bc.roms] == [5, 4, 3, 2, 1, 0] and bc.silent == ()
+    assert make_traffic(PacketFormat(5, 2), "bitcomp", rate=0.1).silent == (2,)
+    with pytest.raises(PacketError, match="transpose needs a square network"):
+        make_traffic(PacketFormat(8, 2), "transpose", rate=0.1, grid=(2, 4))
+
+
+def test_hotspot_goes_to_the_centre_or_uniformly():
+    fmt = PacketFormat(16, 2)
+    tr = make_traffic(fmt, "hotspot", rate=0.1, grid=(4, 4))
+    hot = 2 * 4 + 2
+    for s, rom in enumerate(tr.roms):
+        assert all(b & (b - 1) == 0 and b != 1 << s for b in rom)  # one destination, never the source
+    share = sum(b == 1 << hot for s, rom in enumerate(tr.roms) if s != hot for b in rom) / (15 * len(tr.roms[0]))
+    # HOTSPOT_SHARE directly, plus the uniform draws that land on the centre (1 in 15)
+    assert abs(share - (HOTSPOT_SHARE + (1 - HOTSPOT_SHARE) / 15)) < 0.03
+
+
+def _fake_run(results):
+    calls = []
+
+    def run(backend, table, traffic, payload_flits, build_dir, mode, **kw):
+        calls.append((traffic.rate, kw["cycles"], kw["phase"]))
+        if len(calls) > len(results):
+            raise KeyboardInterrupt
+        accepted, mean, p99 = results[len(calls) - 1]
+        return {"deadlock": False, "duplicates": 0, "lost": 0, "corrupted": 0, "misdelivered": 0,
+                "delivered": 10, "expected": 10, "sim_seconds": 0.1,
+                "phase": {"accepted": accepted, "latency_mean": mean, "latency_p99": p99, "latency_copies": 10}}
+    return run, calls
+
+
+def test_sweep_bookkeeping_and_interruption(monkeypatch, capsys, tmp_path):
+    """Two rates finish, the third is interrupted: the two rows are kept, the output says so (exit 130).
+    Loads are flits/node/cycle; the generators' rate is load / packet_flits (2 payload + header + bitmap
+    word = 4 flits); the run injects for warm-up + measurement cycles."""
+    from equimesh import traffic_commands
+
+    run, calls = _fake_run([(0.05, 20.0, 30.0), (0.08, 60.0, 200.0)])
+    monkeypatch.setattr(traffic_commands, "packet_run", run)
+    plot = tmp_path / "curve.png"
+    argv = ["traffic", "--kind", "mesh", "--rows", "2", "--cols", "3", "--pattern", "uniform", "--payload-flits", "2",
+            "--sweep", "0.05,0.1,0.2", "--warmup", "100", "--cycles", "300", "--json", "--plot", str(plot)]
+    assert main(argv) == 130
+    cap = capsys.readouterr()
+    out = json.loads(cap.out)
+    assert [c[0] for c in calls] == [0.05 / 4, 0.1 / 4, 0.2 / 4] and calls[0][1:] == (400, (100, 300))
+    assert out["interrupted"] and (out["finished"], out["planned"]) == (2, 3)
+    c = out["curves"]["mesh"]
+    assert [r["offered"] for r in c["rows"]] == [0.05, 0.1]
+    assert c["saturation_throughput"] == 0.08 and c["saturated_at"] == 0.1  # 0.08 < 0.95 x 0.1
+    assert "sweep interrupted: kept the 2 of 3 rates it finished" in cap.err
+    assert plot.stat().st_size > 1000
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--sweep", "0.1,x"], "--sweep entries must be numbers"),
+    (["--sweep", "1.5"], "--sweep loads must be in (0, 1]"),
+    (["--sweep", "0.1", "--backend", "amaranth"], "--sweep runs on the compiled model"),
+    (["--sweep", "0.1", "--pattern", "allgather-unicast"], "--sweep takes a random pattern"),
+])
+def test_sweep_bad_input_is_one_line(argv, message, capsys):
+    assert main(["traffic", "--rows", "2", "--cols", "3", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err
+
+
+def test_sweep_on_the_compiled_model(capsys):
+    """Every copy checked at every rate; at a load far below saturation the network accepts what is offered
+    (within the randomness of 400 measured cycles) and the latency is at least the zero-load latency of one
+    hop (the header, a bitmap word and 2 payload flits: more than 8 cycles, test_traffic_cli)."""
+    argv = ["traffic", "--kind", "equimesh", "--rows", "2", "--cols", "3", "--pattern", "uniform",
+            "--payload-flits", "2", "--sweep", "0.02,0.3", "--warmup", "200", "--cycles", "400", "--json"]
+    assert main(argv) == 0
+    c = json.loads(capsys.readouterr().out)["curves"]["equimesh"]
+    assert all(r["checked"] for r in c["rows"])
+    low = c["rows"][0]
+    assert abs(low["accepted"] - 0.02) < 0.01 and low["latency_mean"] > 8
