@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from amaranth.hdl import Assume, Module, ResetSignal, Signal
+from amaranth.hdl import Assume, Module, ResetSignal, Signal, Value
 from amaranth.hdl._ast import AnyConst  # public in amaranth.hdl from 0.6 on; the RTLIL backend writes $anyconst
 
 
@@ -63,9 +63,10 @@ def stream_contract(m: Module, valid, ready, payload, name: str):
     ``valid`` is up it stays up, with the same payload, until the cycle ``ready`` takes it.
     Returns the register that remembers a pending offer (for covers and invariants)."""
     waiting = Signal(name=f"{name}_waiting")
-    held = Signal.like(payload, name=f"{name}_held")
+    payload = Value.cast(payload)
+    held = Signal(len(payload), name=f"{name}_held")
     m.d.sync += [waiting.eq(valid & ~ready), held.eq(payload)]
-    m.d.comb += Assume(~waiting | (valid & (payload.as_value() == held.as_value())))
+    m.d.comb += Assume(~waiting | (valid & (payload == held)))
     return waiting
 
 

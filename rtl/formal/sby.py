@@ -65,16 +65,20 @@ def tools() -> dict[str, str]:
     return out
 
 
-_CELL = re.compile(r"  cell \$check \S+\n(?:    .*\n)*?  end\n")
+_CELL = re.compile(r'(?:  attribute \\src "[^"]*"\n)?  cell \$check \S+\n(?:    .*\n)*?  end\n')
 _FORMAT = re.compile(r'parameter \\FORMAT "((?:[^"\\]|\\.)*)"')
 _FLAVOR = re.compile(r'parameter \\FLAVOR "(\w+)"')
 _EN = re.compile(r"    connect \\EN .*\n")
+_SRC = re.compile(r'  attribute \\src "[^"]*"\n')
 
 
-def select_checks(text: str, prefixes: tuple[str, ...]) -> tuple[str, dict[str, int]]:
+def select_checks(text: str, prefixes: tuple[str, ...]) -> tuple[str, dict[str, int], dict[str, str]]:
     """``text`` (RTLIL) with every assertion and cover whose message starts with none of ``prefixes``
-    disabled; assumptions stay. Returns the text and the number of kept checks per flavor."""
+    disabled; assumptions stay. Each kept check's source location becomes ``check#<n>``, so that the
+    solver's report names it. Returns the text, the number of kept checks per flavor and the
+    messages by location."""
     kept = {"assert": 0, "cover": 0, "assume": 0}
+    names: dict[str, str] = {}
 
     def one(match):
         cell = match.group(0)
@@ -83,10 +87,14 @@ def select_checks(text: str, prefixes: tuple[str, ...]) -> tuple[str, dict[str, 
         message = fmt.group(1) if fmt else ""
         if flavor == "assume" or message.startswith(prefixes):
             kept[flavor] = kept.get(flavor, 0) + 1
-            return cell
+            if flavor == "assume":
+                return cell
+            src = f"check#{len(names)}"
+            names[src] = message
+            return f'  attribute \\src "{src}"\n' + _SRC.sub("", cell)
         return _EN.sub("    connect \\\\EN 1'0\n", cell)
 
-    return _CELL.sub(one, text), kept
+    return _CELL.sub(one, text), kept, names
 
 
 @dataclass
@@ -175,7 +183,7 @@ def run_property(top, ports, block: str, prop: str, prefixes: tuple[str, ...], d
     with one of ``prefixes``, then reach its covers. ``top`` is converted once; its other checks are off."""
     tools()
     start = time.monotonic()
-    il, kept = select_checks(rtlil.convert(top, name="top", ports=ports), prefixes)
+    il, kept, names = select_checks(rtlil.convert(top, name="top", ports=ports), prefixes)
     own = workdir is None
     workdir = Path(tempfile.mkdtemp(prefix=f"formal-{block}-{prop}-")) if own else Path(workdir)
     try:
@@ -193,7 +201,7 @@ def run_property(top, ports, block: str, prop: str, prefixes: tuple[str, ...], d
                 shutil.copyfile(traces[0], vcd)
                 gtkw = vcd.with_suffix(".gtkw")
                 _gtkw(vcd, gtkw)
-            return Verdict("FAIL", False, depth, None, seconds, vcd=vcd, gtkw=gtkw, note=_failed(log, il))
+            return Verdict("FAIL", False, depth, None, seconds, vcd=vcd, gtkw=gtkw, note=_failed(log, names))
         if status in ("TIMEOUT", "ERROR"):
             return Verdict("UNKNOWN", False, depth, None, seconds,
                            note="timeout" if status == "TIMEOUT" else _error_line(log))
@@ -211,7 +219,8 @@ def run_property(top, ports, block: str, prop: str, prefixes: tuple[str, ...], d
             if cstatus == "TIMEOUT":
                 return Verdict("UNKNOWN", False, depth, None, time.monotonic() - start, covers,
                                note="cover timeout")
-        verdict = Verdict("PASS", closed, depth, k, time.monotonic() - start, covers)
+        verdict = Verdict("PASS", closed, depth, k, time.monotonic() - start, covers,
+                          note="" if closed or not unbounded else "induction fails at: " + _failed(log, names).split(" at step")[0])
         if covers[0] < covers[1]:
             verdict.status, verdict.note = "UNKNOWN", f"vacuous? only {covers[0]}/{covers[1]} covers reached"
         return verdict
@@ -220,16 +229,14 @@ def run_property(top, ports, block: str, prop: str, prefixes: tuple[str, ...], d
             shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _failed(log: str, il: str) -> str:
-    """The messages of the assertions that failed (smtbmc names their source lines) and the step."""
+def _failed(log: str, names: dict[str, str]) -> str:
+    """The messages of the assertions that failed, and the step of a base-case failure."""
     steps = re.findall(r"Checking assertions in step (\d+)", log.split("BMC failed")[0])
     messages = []
-    for src in re.findall(r"Assert failed in \S+: (\S+)", log):
-        for cell in re.finditer(r'attribute \\src "' + re.escape(src) + r'"\n  cell \$check \S+\n(?:    .*\n)*?  end', il):
-            fmt = _FORMAT.search(cell.group(0))
-            if fmt and "\\EN 1'0" not in cell.group(0) and fmt.group(1) not in messages:
-                messages.append(fmt.group(1))
-    where = f" at step {steps[-1]}" if steps else ""
+    for src in re.findall(r"(?:Assert failed in \S+:|failed assertion \S+ at) (check#\d+)", log):
+        if names.get(src) and names[src] not in messages:
+            messages.append(names[src])
+    where = f" at step {steps[-1]}" if steps and "BMC failed" in log else ""
     return "; ".join(messages or ["?"]) + where
 
 
