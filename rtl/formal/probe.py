@@ -18,9 +18,11 @@ from amaranth.hdl import Assume, Module, ResetSignal, Signal, Value
 from amaranth.hdl._ast import AnyConst  # public in amaranth.hdl from 0.6 on; the RTLIL backend writes $anyconst
 
 
-def anyconst(shape, name: str):
+def anyconst(m: Module, shape, name: str):
     """A signal holding one value the solver picks for the whole trace."""
-    return AnyConst(shape, name=name)
+    sig = Signal(shape, name=name)
+    m.d.comb += sig.eq(AnyConst(shape))
+    return sig
 
 
 def internals(module: Module) -> dict[str, Signal]:
