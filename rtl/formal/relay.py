@@ -57,6 +57,12 @@ PROPERTIES = {
     "release_after_all": Prop(
         "release_after_all",
         "a flit is released from the input only after every branch of its packet took it", _ENV),
+    "relay_latency": Prop(
+        "relay_latency",
+        "bounded liveness: with every branch always ready and no other input competing for the outputs (the "
+        "allocator grants as soon as it can), a header leaves 3 cycles after it reached the input's head "
+        "(pipeline 0: in that cycle) and every other flit in the cycle it arrives",
+        _ENV + "; for this property also: every ready is 1 and the grant comes as soon as the allocator allows"),
     "branch_once": Prop(
         "branch_once",
         "each branch takes each flit of its packet exactly once, in input order, and nothing else (no "
@@ -217,6 +223,18 @@ def build(p: Params, prop: str):
                            "plain_write cover: a multicast leaves one branch as a WRITE"),
                      Cover(took[0] & head.first & ~_single(copies[0].body.header.bitmap),
                            "plain_write cover: a branch keeps a MULTIWRITE")]
+    elif prop == "relay_latency":
+        bound = 3 if cut else 0  # rtl/relay.py: stages Q, A, G, then the switch (h + 3)
+        wait = Signal(range(bound + 2))
+        m.d.sync += wait.eq(Mux(dut.i.valid & ~release, Mux(wait == bound + 1, wait, wait + 1), 0))
+        m.d.comb += [
+            Assume(dut.ready == (1 << n) - 1),
+            Assume(dut.grant == (dut.pending & (pending_q if cut else 1))),
+            Assert(~dut.i.valid | (wait <= bound), "relay_latency: no flit waits longer than the bound"),
+            Assert(~dut.i.valid | head.first | release, "relay_latency: a body flit leaves when it arrives"),
+            Assert(~dut.i.valid | ~head.first | (wait < bound) | release, "relay_latency: a header leaves at the bound"),
+            Cover(release & head.first & (wait == bound), "relay_latency cover: a header leaves at the bound"),
+        ]
     elif prop == "release_after_all":
         m.d.comb += [
             Assert(~release | ((finished & wanted) == wanted), "release_after_all: every branch took the flit"),
