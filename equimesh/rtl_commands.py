@@ -264,6 +264,11 @@ def cmd_verilog(args) -> int:
         with writing(args.tables_dir):
             images = write_tables(image, design, lane_words, args.tables_dir)
         paths += images
+    if args.formal:
+        from .rtl.verilog import write_proofs
+
+        with writing(out / "formal"):
+            paths += write_proofs(design, out / "formal", args.payload_flits if packets else None)
     core = out / f"{core_name(design)}.core"
     with writing(core):
         core.write_text(fusesoc_core(design, out, paths[0], paths[1], images))
@@ -294,6 +299,9 @@ def register_verilog(sub) -> None:
                    help="routers that also carry MultiWrite packets (inject/eject streams, links with ready)")
     p.add_argument("--routing", default="shortcut", help="with --packets: forwarding tables (default shortcut)")
     p.add_argument("--payload-flits", type=PAYLOAD_FLITS, default=8, help="with --packets: payload flits per packet (default 8)")
+    p.add_argument("--formal", action="store_true",
+                   help="also write the formal property wrappers and a SymbiYosys .sby file per property under "
+                        "OUT/formal (docs/formal.md)")
     p.set_defaults(func=cmd_verilog)
 
 

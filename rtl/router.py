@@ -146,8 +146,8 @@ class Router(wiring.Component):
 
         # Timestep counter: `flit` counts the cycles of a step, `step` the table address.
         # From pipeline 1 on, `start` first takes one fill cycle, which reads table entry 0.
-        run, over, fill = Signal(), Signal(), Signal()
-        step, flit = Signal(range(self.depth)), Signal(range(P))
+        run, over, fill = Signal(name="run"), Signal(name="over"), Signal(name="fill")
+        step, flit = Signal(range(self.depth), name="step"), Signal(range(P), name="flit")
         last = Signal(range(self.depth))
         boundary = Signal()
         m.d.comb += boundary.eq(run & (flit == P - 1))

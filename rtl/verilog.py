@@ -165,6 +165,26 @@ def write_tables(image: NetworkImage, design: Design, lane_words, out_dir: str |
     return paths
 
 
+def write_proofs(design: Design, out: Path, payload_flits: int | None = None) -> list[Path]:
+    """The formal wrappers of the design's blocks (``docs/formal.md``), one ``.il`` and one ``.sby`` per
+    property, so that a user reruns the proofs in their own flow (node 0's router; with
+    ``payload_flits`` also the packet blocks)."""
+    from .formal import BLOCKS, Params, block, prefixes
+    from .formal.sby import write_task
+
+    t = design.topology
+    p = Params(kind=t.kind, rows=t.rows, cols=t.cols, pipeline=design.pipeline, chunk_flits=design.chunk_flits,
+               slots=design.slots, table_depth=design.depth, flit_bits=design.flit_bits, reduce=design.reduce,
+               payload_flits=payload_flits or 1)
+    paths = []
+    for name in BLOCKS if payload_flits else ("crossbar", "router"):
+        mod = block(name)
+        for prop, spec in mod.PROPERTIES.items():
+            w = mod.build(p, prop)
+            paths += write_task(w.top, w.ports, prefixes(mod, prop), w.depth, spec.unbounded, out, f"{name}_{prop}")
+    return paths
+
+
 def core_name(design: Design) -> str:
     """The FuseSoC core's name part (and file stem): ``equimesh_<kind>_<R>x<C>``."""
     t = design.topology

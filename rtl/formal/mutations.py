@@ -1,0 +1,152 @@
+"""Deliberate bugs, each of which a named property must catch with a counterexample (issue 40: a
+property that cannot fail proves nothing).
+
+A mutation is a context manager that changes the design while the wrapper is built and converted,
+and restores it afterwards: it replaces a block's ``elaborate`` (the crossbar), a function the
+block calls (the relay's header rewrite), or a ``tap_*`` hook of a formal wrapper, the point where
+the wrapper hands a block's output to its properties (and, for the relay's release, back to the
+block's input buffer). No design file is edited.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Callable
+from unittest import mock
+
+from amaranth.hdl import Signal
+from amaranth.lib import data
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    block: str
+    caught_by: str
+    what: str
+    patch: Callable
+
+
+@contextmanager
+def _swap_selects():
+    """The crossbar's outputs 0 and 1 take each other's select."""
+    from ..crossbar import Crossbar
+
+    original = Crossbar.elaborate
+
+    def elaborate(self, platform):
+        real = self.sel
+        swapped_sel = data.View(real.shape(), Signal(real.shape().size, name="sel_swapped"))
+        self.sel = swapped_sel  # the original elaboration reads the swapped selects
+        try:
+            m = original(self, platform)
+        finally:
+            self.sel = real
+        order = [1, 0] + list(range(2, self.outputs))
+        m.d.comb += [swapped_sel[o].eq(real[k]) for o, k in enumerate(order)]
+        return m
+
+    with mock.patch.object(Crossbar, "elaborate", elaborate):
+        yield
+
+
+@contextmanager
+def _done_late():
+    """``done`` one cycle after the timing model's cycle."""
+    from . import router
+
+    def tap_done(m, done):
+        late = Signal(name="done_late")
+        m.d.sync += late.eq(done)
+        return late
+
+    with mock.patch.object(router, "tap_done", tap_done):
+        yield
+
+
+@contextmanager
+def _addr_plus_one():
+    """Every lane reads one flit past its slot's flit."""
+    from . import router
+
+    with mock.patch.object(router, "tap_rd_addr", lambda m, addr: addr + 1):
+        yield
+
+
+@contextmanager
+def _drop_bit():
+    """The split drops node 0 from every network copy: ``bitmap & reach[k] & ~1``."""
+    from .. import relay
+
+    original = relay.rewrite_header
+
+    def rewrite_header(m, out, flit, mask, multi=None):
+        return original(m, out, flit, mask & ~1, multi)
+
+    with mock.patch.object(relay, "rewrite_header", rewrite_header):
+        yield
+
+
+@contextmanager
+def _early_release():
+    """The relay releases a flit without waiting for the local delivery: it sees the local ready always up."""
+    from ..relay import Relay
+
+    original = Relay.elaborate
+
+    def elaborate(self, platform):
+        real = self.ready
+        self.ready = Signal(len(real), name="ready_local_ignored")
+        try:
+            m = original(self, platform)
+        finally:
+            fake, self.ready = self.ready, real
+        m.d.comb += fake.eq(real | (1 << self.outs))
+        return m
+
+    with mock.patch.object(Relay, "elaborate", elaborate):
+        yield
+
+
+@contextmanager
+def _small_room():
+    """The input buffer reserves room for a packet one flit shorter than it is."""
+    from ..packet_router import InputBuffer
+
+    original = InputBuffer.elaborate
+
+    class Shorter:
+        def __init__(self, fmt):
+            self._fmt = fmt
+
+        def __getattr__(self, name):
+            return getattr(self._fmt, name)
+
+        @property
+        def packet_flits(self):
+            return self._fmt.packet_flits - 1
+
+    def elaborate(self, platform):
+        real = self.fmt
+        self.fmt = Shorter(real)
+        try:
+            return original(self, platform)
+        finally:
+            self.fmt = real
+
+    with mock.patch.object(InputBuffer, "elaborate", elaborate):
+        yield
+
+
+MUTATIONS = {mu.name: mu for mu in [
+    Mutation("swap_selects", "crossbar", "xbar_select", "outputs 0 and 1 swap their crossbar selects", _swap_selects),
+    Mutation("done_late", "router", "done_timing", "done rises one cycle late", _done_late),
+    Mutation("addr_off_by_one", "router", "lane_addr", "a lane's read address is one flit too far", _addr_plus_one),
+    Mutation("drop_bitmap_bit", "relay", "split_cover", "the split drops node 0's bit from every network copy",
+             _drop_bit),
+    Mutation("early_release", "relay", "release_after_all",
+             "the input is released before the local delivery took the flit", _early_release),
+    Mutation("small_room", "input_buffer", "buffer_room",
+             "the input buffer reserves room for one flit less than a packet", _small_room),
+]}

@@ -1,0 +1,78 @@
+"""What the formal wrappers need besides Amaranth's public API.
+
+* :func:`internals`: a block's registers by name, to state the strengthening invariants that
+  k-induction needs (an unreachable state of the block that the wrapper's own counters cannot rule
+  out otherwise). The wrapper elaborates the block itself and reads its ``Module``'s statements.
+* :func:`made`: the instances of a class made while a block elaborates (its lanes, its crossbar), so
+  that a wrapper can watch their ports.
+* :func:`anyconst`: a value the solver chooses once (Yosys ``$anyconst``), for a symbolic
+  configuration such as a router's forwarding entries.
+* :func:`stream_contract`: the ``Assume`` of the valid/ready stream contract.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+from amaranth.hdl import Assume, Module, ResetSignal, Signal, Value
+from amaranth.hdl._ast import AnyConst  # public in amaranth.hdl from 0.6 on; the RTLIL backend writes $anyconst
+
+
+def anyconst(m: Module, shape, name: str):
+    """A signal holding one value the solver picks for the whole trace."""
+    sig = Signal(shape, name=name)
+    m.d.comb += sig.eq(AnyConst(shape))
+    return sig
+
+
+def internals(module: Module) -> dict[str, Signal]:
+    """The signals ``module`` (an elaborated block, not yet a submodule) drives, by name."""
+    module._flush()
+    found = {}
+    for statements in module._statements.values():
+        for stmt in statements:
+            for sig in stmt._lhs_signals():
+                found.setdefault(sig.name, sig)
+    return found
+
+
+@contextmanager
+def made(*classes):
+    """Record, per class, the instances created inside the ``with`` block (in creation order)."""
+    seen = {cls: [] for cls in classes}
+    saved = {cls: cls.__init__ for cls in classes}
+
+    def patch(cls):
+        original = saved[cls]
+
+        def init(self, *args, **kwargs):
+            original(self, *args, **kwargs)
+            if type(self) is cls or isinstance(self, cls):
+                seen[cls].append(self)
+        return init
+
+    for cls in classes:
+        cls.__init__ = patch(cls)
+    try:
+        yield seen
+    finally:
+        for cls, init in saved.items():
+            cls.__init__ = init
+
+
+def stream_contract(m: Module, valid, ready, payload, name: str):
+    """Assume the valid/ready contract of a stream source (``amaranth.lib.stream``, AXI-Stream): once
+    ``valid`` is up it stays up, with the same payload, until the cycle ``ready`` takes it.
+    Returns the register that remembers a pending offer (for covers and invariants)."""
+    waiting = Signal(name=f"{name}_waiting")
+    payload = Value.cast(payload)
+    held = Signal(len(payload), name=f"{name}_held")
+    m.d.sync += [waiting.eq(valid & ~ready), held.eq(payload)]
+    m.d.comb += Assume(~waiting | (valid & (payload == held)))
+    return waiting
+
+
+def no_reset(m: Module) -> None:
+    """Assume the sync domain's reset stays low: the proofs start from the initial state (the base case),
+    which is what a reset gives, and the properties speak of one run of the design after it."""
+    m.d.comb += Assume(~ResetSignal())
