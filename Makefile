@@ -12,8 +12,8 @@ $(STAMP): pyproject.toml
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq iverilog ccache liblz4-dev; \
 	  else sudo apt-get update -qq && sudo apt-get install -y -qq iverilog ccache liblz4-dev; fi; }
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -qq --upgrade pip
+	$(BIN)/pip install -qq -e '.[test]'
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -66,7 +66,7 @@ results: $(STAMP)
 # The documentation site (MkDocs + mkdocstrings: the API reference from the docstrings) into site/.
 # build/api-src/equimesh is the import tree (equimesh.rtl -> rtl/, ...) for mkdocstrings to read.
 docs: $(STAMP) build/api-src
-	$(BIN)/pip install -q -e '.[docs]'
+	$(BIN)/pip install -qq -e '.[docs]'
 	$(BIN)/mkdocs build --strict -d site
 
 # The import tree (equimesh.rtl -> rtl/, ...) that static tools read: pyproject maps the subpackages

@@ -66,6 +66,8 @@ whenever the schedule's link registers are idle.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from amaranth.hdl import Assert, Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
@@ -141,9 +143,28 @@ class Router(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         F, P, n = self.chunk_flits, period(self.chunk_flits, self.pipeline), len(self.lanes)
-        piped = int(self.pipeline > 0)  # stages T and R
-        entry_lay = entry_layout(n, self.slots)
+        s = SimpleNamespace(F=F, P=P, n=n, piped=int(self.pipeline > 0),  # stages T and R
+                            entry_lay=entry_layout(n, self.slots))
+        self._timestep(m, s)
+        self._table(m, s)
+        self._stage_a(m, s)
+        self._stages_r_b(m, s)
+        self._crossbar(m, s)
+        self._stage_c(m, s)
+        if self.packets is None:
+            for i, out in enumerate(s.lane_out):
+                m.d.comb += s.xbar.i[i].eq(out)
+            for o, port in enumerate(self.lanes):
+                link = getattr(self, f"o_{port}")
+                m.d.comb += [s.xbar.sel[o].eq(s.sched_sel[o]), link.valid.eq(s.sched_valid[o]),
+                             link.flit.eq(s.sched_flit[o])]
+            return m
+        self._packets(m, s)
+        return m
 
+    def _timestep(self, m: Module, s: SimpleNamespace) -> None:
+        """The step counter and ``done``; sets ``s.run, over, fill, step, flit, last, boundary``."""
+        P, piped = s.P, s.piped
         # Timestep counter: `flit` counts the cycles of a step, `step` the table address.
         # From pipeline 1 on, `start` first takes one fill cycle, which reads table entry 0.
         run, over, fill = Signal(name="run"), Signal(name="over"), Signal(name="fill")
@@ -173,7 +194,12 @@ class Router(wiring.Component):
             m.d.sync += nxt_drain.eq(drained & ~self.start)
             drained = nxt_drain
         m.d.sync += self.done.eq(drained & ~self.start)
+        s.run, s.over, s.fill, s.step, s.flit, s.last, s.boundary = run, over, fill, step, flit, last, boundary
 
+    def _table(self, m: Module, s: SimpleNamespace) -> None:
+        """The schedule table; sets ``s.entry`` (the current step's entry) and ``s.tab_q``."""
+        piped, entry_lay, fill, step, last, boundary = s.piped, s.entry_lay, s.fill, s.step, s.last, s.boundary
+        tab_q = None
         # Schedule table: written by the host; read combinationally at the current step (pipeline 0)
         # or one step ahead into `entry` (stage T).
         m.submodules.table = table = Memory(shape=unsigned(entry_lay.size), depth=self.depth, init=[])
@@ -200,7 +226,12 @@ class Router(wiring.Component):
             tab_rd = table.read_port(domain="comb")
             m.d.comb += tab_rd.addr.eq(step)
             entry = data.View(entry_lay, tab_rd.data)
+        s.entry, s.tab_q = entry, tab_q
 
+    def _stage_a(self, m: Module, s: SimpleNamespace) -> None:
+        """Stage A: the lanes and their read addresses; sets ``s.lanes`` and ``s.a_live``."""
+        F, piped, entry_lay, run, fill, flit, boundary, entry, tab_q = (s.F, s.piped, s.entry_lay, s.run, s.fill,
+                                                                       s.flit, s.boundary, s.entry, s.tab_q)
         # Stage A: address the lanes.
         a_live = run & (flit < F)
         lanes = [Lane(self.slots * F, self.flit_bits, self.reduce, transparent=not piped) for _ in self.lanes]
@@ -221,7 +252,12 @@ class Router(wiring.Component):
                 m.d.comb += lane.rd_addr.eq(rd_addr)
             else:
                 m.d.comb += lane.rd_addr.eq(Mux(run, entry.lane[i].rd_slot * F + flit, self.host_addr))
+        s.lanes, s.a_live = lanes, a_live
 
+    def _stages_r_b(self, m: Module, s: SimpleNamespace) -> None:
+        """Stages R and B carry the entry along with its flits; the lanes' read data reaches stage B."""
+        F, P, piped, entry_lay, flit, entry, lanes, a_live = s.F, s.P, s.piped, s.entry_lay, s.flit, s.entry, s.lanes, s.a_live
+        acc_live = acc_ops = None
         # Stage R (pipeline 1 and 2), then stage B: the entry follows its flits.
         live, fl, ops = a_live, flit, entry
         staged = {}
@@ -247,8 +283,13 @@ class Router(wiring.Component):
         else:
             lane_out = [lane.rd_data for lane in lanes]
         m.d.comb += [self.host_data[i].eq(out) for i, out in enumerate(lane_out)]
+        s.staged, s.acc_live, s.acc_ops, s.lane_out = staged, acc_live, acc_ops, lane_out
+        s.b_live, s.b_flit, s.b_ops = b_live, b_flit, b_ops
 
-        # Stage B: crossbar onto the link registers.
+    def _crossbar(self, m: Module, s: SimpleNamespace) -> None:
+        """Stage B: the crossbar onto the link registers; sets ``s.xbar`` and the schedule's selects and flits."""
+        n, piped, lanes, b_live, b_ops = s.n, s.piped, s.lanes, s.b_live, s.b_ops
+        acc_data = None
         inputs = n if self.packets is None else n + 1  # with packets: the lanes or the packet inputs, and inject
         m.submodules.xbar = xbar = Crossbar(inputs, n, self.link_bits)
         sched_sel = [Signal(select_layout(inputs), name=f"sched_sel_{p}") for p in self.lanes]
@@ -262,7 +303,13 @@ class Router(wiring.Component):
             m.d.sync += [q.eq(lane.acc_data) for q, lane in zip(acc_data, lanes)]
         elif self.reduce:
             acc_data = [lane.acc_data for lane in lanes]
+        s.inputs, s.xbar, s.acc_data = inputs, xbar, acc_data
+        s.sched_sel, s.sched_valid, s.sched_flit = sched_sel, sched_valid, sched_flit
 
+    def _stage_c(self, m: Module, s: SimpleNamespace) -> None:
+        """Stage C: the flits on the links are written (and reduced) into the lanes."""
+        F, P, n, piped, entry_lay, entry, lanes, a_live = s.F, s.P, s.n, s.piped, s.entry_lay, s.entry, s.lanes, s.a_live
+        b_live, b_flit, b_ops, acc_live, acc_ops, acc_data = s.b_live, s.b_flit, s.b_ops, s.acc_live, s.acc_ops, s.acc_data
         # Stage C: the flits are on the links; write (and reduce) them into the lanes.
         c_live, c_flit = Signal(), Signal(range(P))
         c_ops = Signal(data.ArrayLayout(entry_lay["lane"].shape.elem_shape, n))
@@ -302,14 +349,10 @@ class Router(wiring.Component):
                 m.d.sync += Assert(~sched_we | ~Cat(used & (a == lane.wr_addr) for used, a in reads).any(),
                                    f"lane {self.lanes[i]} reads a flit in the cycle it is written")
 
-        if self.packets is None:
-            for i, out in enumerate(lane_out):
-                m.d.comb += xbar.i[i].eq(out)
-            for o, port in enumerate(self.lanes):
-                link = getattr(self, f"o_{port}")
-                m.d.comb += [xbar.sel[o].eq(sched_sel[o]), link.valid.eq(sched_valid[o]), link.flit.eq(sched_flit[o])]
-            return m
-
+    def _packets(self, m: Module, s: SimpleNamespace) -> None:
+        """The packet path on the same crossbar and links, whenever no schedule uses them."""
+        n, piped, run, fill, over, xbar, b_live, lane_out = s.n, s.piped, s.run, s.fill, s.over, s.xbar, s.b_live, s.lane_out
+        inputs, staged, sched_sel, sched_valid, sched_flit = s.inputs, s.staged, s.sched_sel, s.sched_valid, s.sched_flit
         # Packets share the crossbar in every cycle but a schedule's stage B, and the links while
         # no schedule runs (from ``start`` to ``done``).
         schedule, arriving = Signal(), Signal()
@@ -357,4 +400,3 @@ class Router(wiring.Component):
             ]
             wiring.connect(m, getattr(pkt, f"eject_{port}"), wiring.flipped(getattr(self, f"eject_{port}")))
         m.d.sync += Assert(~run | pkt.idle, "a packet in the router while the schedule runs")
-        return m
