@@ -39,8 +39,33 @@ from .topology import Topology
 
 
 def overlap(topo: Topology, chunks: int, collective: str = "allreduce", trees: str = "mirrorxtree") -> Schedule:
-    """The overlapped AllReduce (format version 2, :mod:`.methods.overlap`) of the trees of ``trees``'s
-    phased AllReduce; it schedules AllReduce only."""
+    """The overlapped AllReduce (format version 2, :mod:`.methods.overlap`).
+
+    It is built from the trees of ``trees``'s phased AllReduce (seed 000, Algorithm 3 for
+    ``mirrorxtree``); it schedules AllReduce only.
+
+    Parameters
+    ----------
+    topo : Topology
+        The network.
+    chunks : int
+        K, the chunks per shard (>= 1).
+    collective : str
+        Must be ``"allreduce"``.
+    trees : str
+        The algorithm of the phased AllReduce whose trees are overlapped (one of :data:`ALGORITHMS`),
+        synthesized with ``lanes=False``.
+
+    Returns
+    -------
+    Schedule
+        An AllReduce of one phase whose step arrays have shape (n, 4): ``[link, root, chunk, op]``.
+
+    Raises
+    ------
+    SynthesisError
+        If ``collective`` is not ``"allreduce"``, or the phased AllReduce cannot be built.
+    """
     if collective != "allreduce":
         raise SynthesisError(f"the overlapped schedule is an AllReduce (got {collective})")
     return overlapped_allreduce(topo, chunks, synthesize(topo, chunks, "allreduce", trees, lanes=False))
@@ -58,11 +83,33 @@ REPAIR_SEEDS = 4         # XTree tie-break orders that repair tries
 
 
 class SynthesisError(RuntimeError):
-    """The algorithm could not produce a schedule (e.g. the exact solver ran out of time)."""
+    """The algorithm could not produce a schedule (e.g. the exact solver ran out of time).
+
+    The message is one line saying why, and usually which ``--algorithm`` applies instead.
+    """
 
 
 def ring(topo: Topology, chunks: int) -> Phase:
-    """The ring-pipelined AllGather, or a SynthesisError saying why it does not apply and what does."""
+    """The ring-pipelined AllGather (:mod:`.methods.ringpipe`) on a Hamiltonian decomposition.
+
+    Parameters
+    ----------
+    topo : Topology
+        An EquiMesh or mirror EquiMesh (seed 000, Algorithm 1).
+    chunks : int
+        K, the chunks per shard; must be a multiple of 4 (then the schedule meets the bound).
+
+    Returns
+    -------
+    Phase
+        The AllGather phase; it meets the bound and the lane rule by construction.
+
+    Raises
+    ------
+    SynthesisError
+        Saying why it does not apply and what does: another kind of topology, K not a multiple
+        of 4, or no known Hamiltonian decomposition of ``topo``.
+    """
     if topo.kind not in ("equimesh", "mirror-equimesh"):
         raise SynthesisError(f"ring needs an EquiMesh (got {topo.kind}); use --algorithm auto or xtree")
     if chunks % 4:
@@ -80,7 +127,26 @@ def ring(topo: Topology, chunks: int) -> Phase:
 
 
 def split(topo: Topology, chunks: int) -> Phase:
-    """The split schedule (:mod:`.split`), or a SynthesisError saying why it does not apply and what does."""
+    """The split AllGather (:mod:`.methods.split`).
+
+    Parameters
+    ----------
+    topo : Topology
+        The network; a split exists for the EquiMesh and its mirror only.
+    chunks : int
+        K, the chunks per shard; must be a multiple of 4.
+
+    Returns
+    -------
+    Phase
+        The AllGather phase: per round of 4 chunks N - 1 steps (the bound) where a tail is stored, else N.
+
+    Raises
+    ------
+    SynthesisError
+        Saying why it does not apply and what does: K not a multiple of 4, another kind of
+        topology, a 2 x C EquiMesh with C odd from 5 on (none exists), or no stored split and no tile.
+    """
     if chunks % 4:
         raise SynthesisError(f"split needs K a multiple of 4 (got K={chunks}); use --algorithm auto or xtree")
     phase = split_allgather(topo, chunks)
@@ -98,7 +164,34 @@ def split(topo: Topology, chunks: int) -> Phase:
 
 
 def best_allgather(topo: Topology, chunks: int, lanes: bool, time_limit: float, progress) -> tuple[Phase, str]:
-    """``auto``: the best valid AllGather and the name of its method (module docstring)."""
+    """``auto``: the best valid AllGather and the name of its method (module docstring).
+
+    In order: ``ring`` where K is a multiple of 4 and a Hamiltonian decomposition is known; a
+    ``stored`` schedule at the bound; a ``split`` one at most one step over the bound (with
+    ``lanes`` only); else XTree (seed 000, Algorithm 2), replaced by a stored or split schedule
+    where shorter; and where XTree misses the bound on small networks, the CP-SAT exact model
+    (nodes x K <= :data:`EXACT_AUTO_MAX`, at most :data:`EXACT_AUTO_SECONDS`) and XTree with repair
+    (nodes x K <= :data:`REPAIR_AUTO_MAX`, at most :data:`REPAIR_AUTO_SECONDS`) if they find fewer steps.
+
+    Parameters
+    ----------
+    topo : Topology
+        The network.
+    chunks : int
+        K, the chunks per shard.
+    lanes : bool
+        Honour the RTL's node storage rule (:mod:`.storage`).
+    time_limit : float
+        Seconds; caps the exact and repair solvers (each also capped by its own limit above).
+    progress : callable or None
+        ``progress(done, total)``, called by XTree as it goes.
+
+    Returns
+    -------
+    tuple of (Phase, str)
+        The AllGather phase and its method: ``"ring"``, ``"stored"``, ``"split"``, ``"xtree"``,
+        ``"cpsat"`` or ``"repair"``.
+    """
     bound = lower_bound(topo, chunks, "allgather")
     if chunks % 4 == 0 and decompose(topo) is not None:
         return ring(topo, chunks), "ring"
@@ -126,9 +219,31 @@ def best_allgather(topo: Topology, chunks: int, lanes: bool, time_limit: float, 
 
 
 def cpsat(topo: Topology, chunks: int, lanes: bool, time_limit: float, progress) -> tuple[Phase, dict]:
-    """The CP-SAT exact model for half of ``time_limit``, started from XTree's step count (so there
-    is always a schedule); if it finds nothing shorter, CP-SAT windows on XTree's last steps for the
-    other half. The dict says whether the step count is proven optimal, and the proven lower limit."""
+    """The CP-SAT exact model for half of ``time_limit``, started from XTree's step count.
+
+    Starting from XTree (seed 000, Algorithm 2) there is always a schedule; if the exact model
+    finds nothing shorter, CP-SAT windows on XTree's last steps (:func:`.cpsat.improve_tail`) for
+    the other half.
+
+    Parameters
+    ----------
+    topo : Topology
+        The network.
+    chunks : int
+        K, the chunks per shard.
+    lanes : bool
+        Honour the RTL's node storage rule (:mod:`.storage`).
+    time_limit : float
+        Seconds in all, split in two halves.
+    progress : callable or None
+        ``progress(done, total)``, passed to XTree.
+
+    Returns
+    -------
+    tuple of (Phase, dict)
+        The AllGather phase, and ``{"proven": bool, "lower": int}``: whether its step count is
+        proven optimal, and the proven lower limit on the step count.
+    """
     start = xtree(topo, chunks, lanes=lanes, progress=progress)
     res = exact(topo, chunks, start.num_steps - 1, lanes=lanes, time_limit=time_limit / 2)
     if res.phase is not None:
@@ -140,6 +255,35 @@ def cpsat(topo: Topology, chunks: int, lanes: bool, time_limit: float, progress)
 
 
 def allgather(topo: Topology, chunks: int, algorithm: str, lanes: bool, time_limit: float, progress) -> Phase:
+    """The AllGather of one named method (every one of :data:`ALGORITHMS` but ``auto`` and ``cpsat``).
+
+    Parameters
+    ----------
+    topo : Topology
+        The network.
+    chunks : int
+        K, the chunks per shard.
+    algorithm : str
+        ``"ring"``, ``"split"``, ``"xtree"`` or ``"mirrorxtree"`` (both XTree, seed 000, Algorithm 2),
+        ``"repair"``, ``"multitree"``, ``"ring2d"`` or ``"optimal"``.
+    lanes : bool
+        Honour the RTL's node storage rule (:mod:`.storage`).
+    time_limit : float
+        Seconds for the ``repair`` and ``optimal`` solvers.
+    progress : callable or None
+        ``progress(done, total)``, passed to XTree.
+
+    Returns
+    -------
+    Phase
+        The AllGather phase.
+
+    Raises
+    ------
+    SynthesisError
+        If the method does not apply, the exact solver decides nothing within ``time_limit``,
+        or ``algorithm`` is unknown.
+    """
     if algorithm == "ring":
         return ring(topo, chunks)
     if algorithm == "split":
@@ -167,9 +311,39 @@ def synthesize(topo: Topology, chunks: int, collective: str, algorithm: str = "a
                time_limit: float = 60.0, progress=None) -> Schedule:
     """Build the schedule.
 
-    ``lanes=True`` (the default) makes it honour the RTL's node storage rule
-    (``storage.py``), so the hardware can run it; ``lanes=False`` gives the
-    pure collective schedule, limited only by the links.
+    ReduceScatter is MirrorXTree's construction (seed 000, Algorithm 3): an AllGather on the mirror
+    topology reversed in time and direction onto ``topo`` (:func:`.reverse.reverse_onto`); AllReduce
+    is that ReduceScatter followed by the AllGather, as two phases.
+
+    Parameters
+    ----------
+    topo : Topology
+        The network.
+    chunks : int
+        K, the chunks per shard.
+    collective : str
+        ``"allgather"``, ``"reducescatter"`` or ``"allreduce"``.
+    algorithm : str
+        One of :data:`ALGORITHMS`; ``"auto"`` (the default) picks the best valid method per phase.
+    lanes : bool
+        ``True`` (the default) makes it honour the RTL's node storage rule (``storage.py``), so the
+        hardware can run it; ``False`` gives the pure collective schedule, limited only by the links.
+    time_limit : float
+        Seconds for the solvers (``optimal``, ``cpsat``, ``repair``, and ``auto``'s capped tries).
+    progress : callable or None
+        ``progress(done, total)``, passed to XTree.
+
+    Returns
+    -------
+    Schedule
+        Its ``meta`` holds ``method`` (the methods used, joined by ``+``), ``storage: "lanes"``
+        with ``lanes``, and for ``cpsat`` ``proven_optimal`` and ``proven_lower`` (steps).
+
+    Raises
+    ------
+    SynthesisError
+        If ``multitree`` or ``ring2d`` is asked for with ``lanes``, the collective is unknown,
+        or the method cannot produce a schedule.
     """
     if algorithm in ("multitree", "ring2d") and lanes:
         raise SynthesisError(f"{algorithm} does not model the node storage lanes; pass lanes=False "
