@@ -50,7 +50,10 @@ MAX_SIDE = 64  # rows and cols of any topology: 4096 nodes (32x32 is the largest
 
 
 class TopologyError(ValueError):
-    """A topology that cannot be built (bad size, unknown kind or option)."""
+    """A topology that cannot be built (bad size, unknown kind or option).
+
+    The message is one line naming the bad value and what is accepted.
+    """
 
 
 def edge_ring(n: int, anticlockwise: bool) -> list[int]:
@@ -59,6 +62,24 @@ def edge_ring(n: int, anticlockwise: bool) -> list[int]:
     ``odds`` and ``evens`` are *all* odd and even indices of the edge (the
     paper's ``range[1, n-2, 2]`` means this: for n = 5 the top ring of Fig. 5a
     is 0->1->3->4->2->0). The ring visits ``L`` in order and wraps around.
+
+    Parameters
+    ----------
+    n : int
+        The edge length in nodes (>= 2).
+    anticlockwise : bool
+        Algorithm 1's flag: ``evens`` ascending then ``odds`` descending; otherwise
+        ``odds`` ascending then ``evens`` descending.
+
+    Returns
+    -------
+    list of int
+        The n indices 0..n-1 along the edge, in ring order.
+
+    Raises
+    ------
+    TopologyError
+        If ``n < 2``.
     """
     if n < 2:
         raise TopologyError(f"edge length must be >= 2, got {n}")
@@ -70,7 +91,25 @@ def edge_ring(n: int, anticlockwise: bool) -> list[int]:
 
 
 def edge_nodes(edge: str, rows: int, cols: int) -> list[int]:
-    """Node ids along an edge, indexed left to right (top, bottom) or top to bottom (left, right)."""
+    """Node ids along an edge, indexed left to right (top, bottom) or top to bottom (left, right).
+
+    Parameters
+    ----------
+    edge : str
+        ``"top"``, ``"bottom"``, ``"left"`` or ``"right"``.
+    rows, cols : int
+        The grid size R x C.
+
+    Returns
+    -------
+    list of int
+        ``cols`` node ids for top and bottom, ``rows`` for left and right (id = ``row * cols + col``).
+
+    Raises
+    ------
+    TopologyError
+        If ``edge`` is not one of :data:`EDGES`.
+    """
     if edge == "top":
         return [c for c in range(cols)]
     if edge == "bottom":
@@ -83,7 +122,22 @@ def edge_nodes(edge: str, rows: int, cols: int) -> list[int]:
 
 
 def ring_links(edge: str, rows: int, cols: int, anticlockwise: bool) -> list[tuple[int, int]]:
-    """The directed links ``(src, dst)`` of one edge's ring (Algorithm 1 mapped onto node ids)."""
+    """The directed links ``(src, dst)`` of one edge's ring (seed 000, Algorithm 1 mapped onto node ids).
+
+    Parameters
+    ----------
+    edge : str
+        One of :data:`EDGES`.
+    rows, cols : int
+        The grid size R x C.
+    anticlockwise : bool
+        Algorithm 1's flag for this edge (:func:`edge_ring`).
+
+    Returns
+    -------
+    list of tuple of (int, int)
+        One link per node of the edge, in ring order; the last wraps around to the first node.
+    """
     nodes = edge_nodes(edge, rows, cols)
     order = [nodes[i] for i in edge_ring(len(nodes), anticlockwise)]
     return [(order[i], order[(i + 1) % len(order)]) for i in range(len(order))]
@@ -107,9 +161,22 @@ def _size_ring_dirs() -> dict[str, str]:
 
 
 def default_ring_dirs(rows: int, cols: int) -> dict[str, bool]:
-    """The ring directions an R x C EquiMesh gets when none are given: ``cccc``, except at the sizes
-    where another of the 16 choices gives a shorter lane-rule K = 4 AllGather (measured offline by
-    ``equimesh search ringdirs`` and stored in ``data/ring_dirs.json``)."""
+    """The ring directions an R x C EquiMesh gets when none are given.
+
+    That is ``cccc``, except at the sizes where another of the 16 choices gives a shorter
+    lane-rule K = 4 AllGather (measured offline by ``equimesh search ringdirs`` and stored in
+    ``data/ring_dirs.json``).
+
+    Parameters
+    ----------
+    rows, cols : int
+        The grid size R x C.
+
+    Returns
+    -------
+    dict of str to bool
+        Algorithm 1's ``anticlockwise`` flag (seed 000) for each of :data:`EDGES`; a new dict.
+    """
     text = _size_ring_dirs().get(f"{rows}x{cols}")
     return dict(DEFAULT_RING_DIRS) if text is None else parse_ring_dirs(text)
 
@@ -119,6 +186,21 @@ def parse_ring_dirs(text: str | None) -> dict[str, bool] | None:
 
     ``None`` or ``"default"`` gives None: the size's default (:func:`default_ring_dirs`, applied by
     :func:`build`). (``auto`` is handled by the scheduler.)
+
+    Parameters
+    ----------
+    text : str or None
+        Four letters ``a``/``c`` in :data:`EDGES` order, ``"default"`` or None.
+
+    Returns
+    -------
+    dict of str to bool or None
+        Each edge's ``anticlockwise`` flag (seed 000, Algorithm 1), or None for the default.
+
+    Raises
+    ------
+    TopologyError
+        If ``text`` is anything else (``"auto"`` included).
     """
     if text is None or text == "default":
         return None
@@ -129,8 +211,25 @@ def parse_ring_dirs(text: str | None) -> dict[str, bool] | None:
 
 
 def parse_sizes(text: str, option: str = "--sizes") -> list[tuple[int, int]]:
-    """Parse an offline tool's comma-separated ``RxC`` sizes (``3x9,13x3``; empty: none), each side
-    2..MAX_SIDE; :class:`TopologyError` naming the entry otherwise."""
+    """Parse an offline tool's comma-separated ``RxC`` sizes (``3x9,13x3``; empty: none).
+
+    Parameters
+    ----------
+    text : str
+        The option value; an empty string gives no sizes.
+    option : str
+        The option's name, for the error message.
+
+    Returns
+    -------
+    list of tuple of (int, int)
+        ``(rows, cols)`` per entry, in order; each side is 2..:data:`MAX_SIDE`.
+
+    Raises
+    ------
+    TopologyError
+        Naming the first entry that is not ``RxC`` with sides 2..MAX_SIDE.
+    """
     out = []
     for item in filter(None, text.split(",")):
         try:
@@ -144,12 +243,33 @@ def parse_sizes(text: str, option: str = "--sizes") -> list[tuple[int, int]]:
 
 
 def format_ring_dirs(dirs: dict[str, bool]) -> str:
+    """The ``--ring-dirs`` text of ring directions; the inverse of :func:`parse_ring_dirs`.
+
+    Parameters
+    ----------
+    dirs : dict of str to bool
+        Each of :data:`EDGES` to Algorithm 1's ``anticlockwise`` flag (seed 000).
+
+    Returns
+    -------
+    str
+        Four letters in :data:`EDGES` order: ``a`` anticlockwise, ``c`` clockwise.
+    """
     return "".join("a" if dirs[e] else "c" for e in EDGES)
 
 
 @dataclass(frozen=True)
 class Link:
-    """One directed link; ``src_port`` / ``dst_port`` name the router ports at each end."""
+    """One directed link; ``src_port`` / ``dst_port`` name the router ports at each end.
+
+    Attributes
+    ----------
+    src, dst : int
+        The node ids the link leaves and enters.
+    src_port, dst_port : str
+        The router ports at each end: ``N``, ``E``, ``S``, ``W``; ``X0``, ``X1``, ... (overflow);
+        ``R<j>`` and ``C<i>`` (supermesh).
+    """
 
     src: int
     dst: int
@@ -157,6 +277,7 @@ class Link:
     dst_port: str
 
     def as_list(self) -> list:
+        """The link as a schedule file writes it: ``[src, dst, src_port, dst_port]``."""
         return [self.src, self.dst, self.src_port, self.dst_port]
 
 
@@ -168,7 +289,35 @@ def _port_key(port: str) -> tuple[int, int]:
 
 @dataclass
 class Topology:
-    """A directed multigraph of routers. ``links[i]`` has link id ``i``."""
+    """A directed multigraph of routers. ``links[i]`` has link id ``i``.
+
+    Attributes
+    ----------
+    kind : str
+        One of :data:`KINDS`.
+    rows, cols : int
+        The grid size R x C; node id = ``row * cols + col``.
+    links : list of Link
+        The directed links; the index is the link id.
+    ring_dirs : dict of str to bool or None
+        Algorithm 1's ``anticlockwise`` flag per edge (seed 000) for the EquiMesh kinds, else None.
+    extra : dict
+        Further settings a kind may carry.
+    nodes : int
+        R x C.
+    link_src, link_dst : numpy.ndarray
+        int64, shape (L,): each link's source and destination node.
+    in_degree, out_degree : numpy.ndarray
+        int64, shape (N,): links entering and leaving each node.
+    in_links, out_links : list of list of int
+        Per node, the ids of the links entering or leaving it, in link id order.
+    strongly_connected : bool
+        Every node reaches every other.
+    diameter : int
+        The largest hop distance (:class:`TopologyError` if not strongly connected).
+    name : str
+        ``"<rows>x<cols> <kind>"``.
+    """
 
     kind: str
     rows: int
@@ -179,27 +328,33 @@ class Topology:
 
     @property
     def nodes(self) -> int:
+        """Node count N = rows x cols."""
         return self.rows * self.cols
 
     # ----- structure --------------------------------------------------------
     @cached_property
     def link_src(self) -> np.ndarray:
+        """Source node of each link: int64, shape (L,)."""
         return np.array([l.src for l in self.links], dtype=np.int64)
 
     @cached_property
     def link_dst(self) -> np.ndarray:
+        """Destination node of each link: int64, shape (L,)."""
         return np.array([l.dst for l in self.links], dtype=np.int64)
 
     @cached_property
     def in_degree(self) -> np.ndarray:
+        """Links entering each node: int64, shape (N,)."""
         return np.bincount(self.link_dst, minlength=self.nodes)
 
     @cached_property
     def out_degree(self) -> np.ndarray:
+        """Links leaving each node: int64, shape (N,)."""
         return np.bincount(self.link_src, minlength=self.nodes)
 
     @cached_property
     def in_links(self) -> list[list[int]]:
+        """Per node, the ids of the links entering it, in link id order."""
         res: list[list[int]] = [[] for _ in range(self.nodes)]
         for i, l in enumerate(self.links):
             res[l.dst].append(i)
@@ -207,6 +362,7 @@ class Topology:
 
     @cached_property
     def out_links(self) -> list[list[int]]:
+        """Per node, the ids of the links leaving it, in link id order."""
         res: list[list[int]] = [[] for _ in range(self.nodes)]
         for i, l in enumerate(self.links):
             res[l.src].append(i)
@@ -221,12 +377,24 @@ class Topology:
         return [sorted(u, key=_port_key) for u in used]
 
     def ports(self, node: int) -> list[str]:
-        """Network ports of a router that carry at least one link, in canonical order."""
+        """Network ports of a router that carry at least one link, in canonical order.
+
+        Parameters
+        ----------
+        node : int
+            The node id, 0..N-1.
+
+        Returns
+        -------
+        list of str
+            ``N``, ``E``, ``S``, ``W`` in that order, then ``X``, ``R`` and ``C`` ports by number;
+            the local port ``L`` is not listed. A new list.
+        """
         return list(self._ports[node])
 
     @cached_property
     def router_ports(self) -> np.ndarray:
-        """Port count P of every router, counting the local port ``L``."""
+        """Port count P of every router, counting the local port ``L``: int64, shape (N,)."""
         return np.array([len(p) + 1 for p in self._ports], dtype=np.int64)
 
     @property
@@ -236,7 +404,7 @@ class Topology:
 
     @cached_property
     def distances(self) -> np.ndarray:
-        """All-pairs hop distances ``d[u, v]`` (BFS; -1 when unreachable)."""
+        """All-pairs hop distances ``d[u, v]`` (BFS; -1 when unreachable): int64, shape (N, N)."""
         n = self.nodes
         adj = csr_matrix((np.ones(len(self.links)), (self.link_src, self.link_dst)), shape=(n, n))
         d = shortest_path(adj, method="D", unweighted=True)
@@ -245,10 +413,12 @@ class Topology:
 
     @property
     def strongly_connected(self) -> bool:
+        """Whether every node reaches every other."""
         return bool((self.distances >= 0).all())
 
     @property
     def diameter(self) -> int:
+        """The largest hop distance D (seed 000, Section III-A); :class:`TopologyError` if not strongly connected."""
         d = self.distances
         if (d < 0).any():
             raise TopologyError(f"{self.name} is not strongly connected")
@@ -256,6 +426,7 @@ class Topology:
 
     @property
     def name(self) -> str:
+        """``"<rows>x<cols> <kind>"``, e.g. ``"4x4 equimesh"``."""
         return f"{self.rows}x{self.cols} {self.kind}"
 
     def mirror(self) -> "Topology":
@@ -263,6 +434,12 @@ class Topology:
 
         For kinds without rings (bidirectional links everywhere) the mirror is
         the topology itself.
+
+        Returns
+        -------
+        Topology
+            A ``mirror-equimesh`` for an ``equimesh`` and the other way round, with the same
+            ``ring_dirs``; ``self`` for the other kinds.
         """
         if self.kind not in ("equimesh", "mirror-equimesh"):
             return self
@@ -271,6 +448,14 @@ class Topology:
 
     # ----- interchange ------------------------------------------------------
     def to_json(self) -> dict:
+        """The schedule file's ``topology`` object.
+
+        Returns
+        -------
+        dict
+            ``kind``, ``rows``, ``cols``, ``nodes``, ``links`` (``[src, dst, src_port, dst_port]``
+            per link, in link id order) and, for the EquiMesh kinds, ``ring_dirs`` (four letters).
+        """
         d = {"kind": self.kind, "rows": self.rows, "cols": self.cols, "nodes": self.nodes,
              "links": [l.as_list() for l in self.links]}
         if self.ring_dirs is not None:
@@ -278,7 +463,15 @@ class Topology:
         return d
 
     def summary(self) -> dict:
-        """The figures `equimesh topology` reports."""
+        """The figures `equimesh topology` reports.
+
+        Returns
+        -------
+        dict
+            ``kind``, ``rows``, ``cols``, ``nodes``, ``links`` (count), ``in_degree`` and
+            ``out_degree`` (``{"min", "max"}``), ``routers_by_ports`` (port count P to router
+            count), ``crosspoints``, ``diameter`` (hops) and, with rings, ``ring_dirs``.
+        """
         ports = self.router_ports
         by_ports = {int(p): int((ports == p).sum()) for p in np.unique(ports)}
         out = {
@@ -333,6 +526,26 @@ def build(kind: str, rows: int, cols: int, ring_dirs: dict[str, bool] | None = N
     ``ring_dirs`` maps each EquiMesh edge (top, bottom, left, right) to
     Algorithm 1's ``anticlockwise`` flag (None: :func:`default_ring_dirs`);
     ``mirror-equimesh`` reverses every ring of the EquiMesh with those flags.
+
+    Parameters
+    ----------
+    kind : str
+        One of :data:`KINDS` (module docstring).
+    rows, cols : int
+        The grid size R x C, each 2..:data:`MAX_SIDE`.
+    ring_dirs : dict of str to bool or None
+        For the EquiMesh kinds only: exactly the four :data:`EDGES`.
+
+    Returns
+    -------
+    Topology
+        Mesh links first (per node in id order: east pair, then south pair), then the ring,
+        duplicate or wrap-around links of the kind; supermesh links per node, row then column.
+
+    Raises
+    ------
+    TopologyError
+        On an unknown kind, a side outside 2..MAX_SIDE, or ``ring_dirs`` not naming the four edges.
     """
     if kind not in KINDS:
         raise TopologyError(f"unknown topology kind {kind!r}; expected one of {', '.join(KINDS)}")
@@ -383,7 +596,25 @@ def build(kind: str, rows: int, cols: int, ring_dirs: dict[str, bool] | None = N
 
 
 def from_json(d: dict) -> Topology:
-    """Rebuild a topology from a schedule file's ``topology`` object, exactly as written there."""
+    """Rebuild a topology from a schedule file's ``topology`` object, exactly as written there.
+
+    Parameters
+    ----------
+    d : dict
+        ``kind``, ``rows``, ``cols``, ``links`` (``[src, dst, src_port, dst_port]`` each) and
+        optionally ``ring_dirs``; no check against the named kind is made here.
+
+    Returns
+    -------
+    Topology
+
+    Raises
+    ------
+    KeyError, TypeError, ValueError
+        On missing keys or links that are not four values.
+    TopologyError
+        On bad ``ring_dirs``.
+    """
     links = [Link(int(a), int(b), str(p), str(q)) for a, b, p, q in d["links"]]
     dirs = None
     if "ring_dirs" in d:
@@ -397,7 +628,20 @@ def grid_maps(src: Topology, dst: Topology):
     each node and link of ``src``, and of each chunk index below 4 (docs/schedules.md "Symmetry").
 
     Ports turn with the grid, so each chunk moves to the chunk index whose home lane is the turned
-    home lane (the same relabelling at every node: every EquiMesh router has the 4 ports N E S W)."""
+    home lane (the same relabelling at every node: every EquiMesh router has the 4 ports N E S W).
+
+    Parameters
+    ----------
+    src, dst : Topology
+        Both must have the ports N E S W at every router, else nothing is yielded.
+
+    Yields
+    ------
+    tuple of (numpy.ndarray, numpy.ndarray, numpy.ndarray)
+        ``node`` (shape (N,), the ``dst`` node of each ``src`` node), ``link`` (int64, shape (L,),
+        the ``dst`` link id of each ``src`` link) and ``chunk`` (int64, shape (4,), the image of
+        each chunk index 0..3).
+    """
     if any(t.ports(v) != list(PORT_ORDER) for t in (src, dst) for v in range(t.nodes)):
         return
     index = {(l.src, l.dst, l.src_port, l.dst_port): i for i, l in enumerate(dst.links)}
