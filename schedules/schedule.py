@@ -35,7 +35,10 @@ COLLECTIVES = ("allgather", "reducescatter", "allreduce")
 
 
 class ScheduleFileError(ValueError):
-    """A schedule file that is missing, unreadable, malformed or self-inconsistent."""
+    """A schedule file that is missing, unreadable, malformed or self-inconsistent.
+
+    The message is one line starting with the file (or ``where``) it is about.
+    """
 
 
 @dataclass
@@ -44,6 +47,19 @@ class Phase:
 
     An overlapped AllReduce is one phase of collective ``allreduce`` with arrays of shape
     (n, 4): ``[link, root, chunk, op]``.
+
+    Attributes
+    ----------
+    collective : str
+        ``"allgather"``, ``"reducescatter"`` or (overlapped) ``"allreduce"``.
+    steps : list of numpy.ndarray
+        Per timestep, its n transfers as rows ``[link_id, root, chunk]`` (shape (n, 3)) or
+        ``[link_id, root, chunk, op]`` with op :data:`OP_REDUCE` or :data:`OP_GATHER` (shape (n, 4)).
+        ``root`` is the node whose shard the chunk belongs to; ``chunk`` is 0..K-1.
+    num_steps : int
+        The timesteps in the phase.
+    transfers : int
+        The chunk transfers over all timesteps.
     """
 
     collective: str
@@ -51,15 +67,42 @@ class Phase:
 
     @property
     def num_steps(self) -> int:
+        """The timesteps in the phase."""
         return len(self.steps)
 
     @property
     def transfers(self) -> int:
+        """The chunk transfers (rows of ``steps``) over all timesteps."""
         return int(sum(len(s) for s in self.steps))
 
 
 @dataclass
 class Schedule:
+    """A collective schedule on a topology: one phase, or ReduceScatter then AllGather for an AllReduce.
+
+    Attributes
+    ----------
+    collective : str
+        One of :data:`COLLECTIVES`.
+    algorithm : str
+        The ``--algorithm`` asked for (e.g. ``"auto"``); ``meta["method"]`` says what was used.
+    chunks : int
+        K, the chunks per shard, 1..:data:`MAX_CHUNKS`.
+    topology : Topology
+        The network; link ids in the steps index ``topology.links``.
+    phases : list of Phase
+        One phase; or, for an AllReduce, ``[reducescatter, allgather]`` (version 1) or one
+        ``allreduce`` phase of typed transfers (version 2, overlapped).
+    meta : dict
+        Further keys written at the top level of the file (e.g. ``method``, ``storage``).
+    num_steps : int
+        The timesteps summed over the phases.
+    overlapped : bool
+        An AllReduce of one phase (format version 2).
+    version : int
+        The file format version: :data:`VERSION_OVERLAP` if overlapped, else :data:`VERSION`.
+    """
+
     collective: str
     algorithm: str
     chunks: int
@@ -69,6 +112,7 @@ class Schedule:
 
     @property
     def num_steps(self) -> int:
+        """The timesteps summed over the phases."""
         return sum(p.num_steps for p in self.phases)
 
     @property
@@ -78,10 +122,21 @@ class Schedule:
 
     @property
     def version(self) -> int:
+        """The file format version: 2 for an overlapped AllReduce, else 1."""
         return VERSION_OVERLAP if self.overlapped else VERSION
 
     # ----- interchange ------------------------------------------------------
     def to_json(self) -> dict:
+        """The schedule file as a JSON-ready dict (``docs/architecture.md``, "Schedule file").
+
+        Returns
+        -------
+        dict
+            ``format``, ``version``, ``collective``, ``algorithm``, ``chunks``, ``topology``, then
+            ``steps`` (lists of ``[link, root, chunk]``, or ``[link, root, chunk, "r"|"g"]`` when
+            overlapped) or, for a phased AllReduce, ``phases``; transfers are sorted inside each
+            step. The ``meta`` keys are added last and may override the others.
+        """
         d = {
             "format": FORMAT,
             "version": self.version,
@@ -104,6 +159,11 @@ class Schedule:
 
         The step lines are formatted with numpy (:func:`_format_steps`) rather than through
         ``to_json()``'s Python lists; the text is the same as ``json.dumps`` of those lists.
+
+        Returns
+        -------
+        str
+            The file text, ending in a newline; ASCII only.
         """
         meta = dict(self.meta)
         if {"steps", "phases", "topology"} & meta.keys():
@@ -119,6 +179,13 @@ class Schedule:
         return _render(d, _format_steps)
 
     def save(self, path: str | Path) -> None:
+        """Write :meth:`dumps` to ``path``.
+
+        Parameters
+        ----------
+        path : str or Path
+            The file to write (replaced if it exists).
+        """
         Path(path).write_text(self.dumps())
 
 
@@ -405,7 +472,26 @@ def _typed(d: dict) -> bool:
 
 
 def load(path: str | Path) -> Schedule:
-    """Read and structurally check a schedule file; every problem is one ScheduleFileError line."""
+    """Read and structurally check a schedule file; every problem is one ScheduleFileError line.
+
+    A file laid out exactly as :meth:`Schedule.dumps` writes it is read without ``json.loads``
+    of its steps; any other text goes through :func:`from_dict`.
+
+    Parameters
+    ----------
+    path : str or Path
+        The schedule file.
+
+    Returns
+    -------
+    Schedule
+        Its topology is the one the file names (:func:`.topology.build`, less any failed links).
+
+    Raises
+    ------
+    ScheduleFileError
+        If the file is missing, unreadable, not JSON, or fails a check of :func:`from_dict`.
+    """
     try:
         text = jsonfile.read_text(path)
         sched = _load_canonical(text, str(path))
@@ -415,6 +501,29 @@ def load(path: str | Path) -> Schedule:
 
 
 def from_dict(d, where: str = "schedule") -> Schedule:
+    """Check a parsed schedule file and build the Schedule it describes.
+
+    The checks: format and version, the required keys, the collective, ``chunks`` 1..MAX_CHUNKS,
+    the topology (kind, sides 1..MAX_SIDE, links equal to the named topology's), and every
+    transfer's link, root and chunk in range.
+
+    Parameters
+    ----------
+    d : object
+        The file's top-level JSON value (a dict when valid).
+    where : str
+        Prefix of the error messages, usually the file name.
+
+    Returns
+    -------
+    Schedule
+        Keys other than the structural ones go into ``meta``.
+
+    Raises
+    ------
+    ScheduleFileError
+        On the first failed check, one line.
+    """
     if not isinstance(d, dict):
         raise ScheduleFileError(f"{where}: top level must be a JSON object")
     if d.get("format") != FORMAT:
@@ -522,6 +631,27 @@ def lower_bound(topology: Topology, chunks: int, collective: str, overlapped: bo
     version 2): its 2 K N (N-1) chunk transfers share all L links, and every node
     still sends K (N-1) partials and receives K (N-1) sums, so
     max(ceil(2 K N (N-1) / L), ceil(K (N-1) / min out-degree), ceil(K (N-1) / min in-degree)).
+
+    Parameters
+    ----------
+    topology : Topology
+        The network (N nodes, L links, diameter D); must be strongly connected.
+    chunks : int
+        K, the chunks per shard.
+    collective : str
+        ``"allgather"``, ``"reducescatter"`` or ``"allreduce"``.
+    overlapped : bool
+        For ``"allreduce"``: the bound of the overlapped (version 2) AllReduce.
+
+    Returns
+    -------
+    int
+        The least number of timesteps any schedule can take.
+
+    Raises
+    ------
+    TopologyError
+        If the topology is not strongly connected (no diameter).
     """
     n = topology.nodes
     if collective == "allreduce" and overlapped:
@@ -535,7 +665,17 @@ def lower_bound(topology: Topology, chunks: int, collective: str, overlapped: bo
 
 
 def schedule_bound(sched: Schedule) -> int:
-    """The bound for the whole of ``sched``: per phase, summed; an overlapped AllReduce has its own."""
+    """The bound for the whole of ``sched``: per phase, summed; an overlapped AllReduce has its own.
+
+    Parameters
+    ----------
+    sched : Schedule
+
+    Returns
+    -------
+    int
+        Timesteps (:func:`lower_bound`, seed 000, Section III-A).
+    """
     if sched.overlapped:
         return lower_bound(sched.topology, sched.chunks, "allreduce", overlapped=True)
     return sum(lower_bound(sched.topology, sched.chunks, p.collective) for p in sched.phases)
