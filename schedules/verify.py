@@ -24,7 +24,11 @@ from .schedule import OP_GATHER, OP_REDUCE, Phase, Schedule
 
 
 class ScheduleInvalid(ValueError):
-    """The schedule breaks the collective's semantics; the message is one line."""
+    """The schedule breaks the collective's semantics; the message is one line.
+
+    The line names the phase (or ``reduce:`` / ``gather:``), step, link with its endpoints,
+    root and chunk, then what is wrong.
+    """
 
 
 def _flatten(phase: Phase, width: int = 3) -> tuple[np.ndarray, ...]:
@@ -69,6 +73,24 @@ def _check_ranges(label, step, link, root, chunk, n_links, n, k):
 
 
 def verify_allgather(sched: Schedule, phase: Phase, label: str = "") -> None:
+    """Check one AllGather phase: ranges, link capacity, causality, every chunk everywhere once.
+
+    Parameters
+    ----------
+    sched : Schedule
+        Gives the topology and K.
+    phase : Phase
+        Steps of ``[link, root, chunk]`` rows.
+    label : str
+        Prefix of the error message, e.g. ``"phase 1 (allgather): "``.
+
+    Raises
+    ------
+    ScheduleInvalid
+        At the first broken rule: an id out of range, a link carrying two chunks in a step, a
+        transfer into the root, a second receipt, a sender not holding the chunk before the step,
+        or a ``(root, chunk)`` some node never receives.
+    """
     _allgather(sched, *_flatten(phase), label)
 
 
@@ -107,6 +129,26 @@ def _allgather(sched: Schedule, step, link, root, chunk, label: str, held: np.nd
 
 
 def verify_reducescatter(sched: Schedule, phase: Phase, label: str = "") -> None:
+    """Check one ReduceScatter phase: every non-root node sends each partial once, after its inputs.
+
+    Together the rules make a spanning in-tree towards each root.
+
+    Parameters
+    ----------
+    sched : Schedule
+        Gives the topology and K.
+    phase : Phase
+        Steps of ``[link, root, chunk]`` rows.
+    label : str
+        Prefix of the error message.
+
+    Raises
+    ------
+    ScheduleInvalid
+        At the first broken rule: an id out of range, a link carrying two chunks in a step, the
+        root sending, a second send, a node never sending its partial, or a node sending before
+        a partial it receives has arrived.
+    """
     _reducescatter(sched, *_flatten(phase), label)
 
 
@@ -146,7 +188,22 @@ def _reducescatter(sched: Schedule, step, link, root, chunk, label: str) -> None
 
 
 def verify_overlapped(sched: Schedule) -> None:
-    """The overlapped AllReduce (docs/architecture.md, "Schedule file", format version 2): typed transfers in one step list."""
+    """Check the overlapped AllReduce (docs/architecture.md, "Schedule file", format version 2).
+
+    Its typed transfers share one step list: the reduce (``"r"``) ones obey the ReduceScatter
+    rules, the gather (``"g"``) ones the AllGather rules, a root gathers a chunk only at a step
+    after its last partial has arrived, and a link carries one transfer per step across both ops.
+
+    Parameters
+    ----------
+    sched : Schedule
+        An overlapped schedule: one phase with step arrays of shape (n, 4).
+
+    Raises
+    ------
+    ScheduleInvalid
+        At the first broken rule, prefixed ``reduce:`` or ``gather:`` where it is one op's.
+    """
     topo, n, k = sched.topology, sched.topology.nodes, sched.chunks
     step, link, root, chunk, op = _flatten(sched.phases[0], 4)
     src, dst = topo.link_src[link], topo.link_dst[link]
@@ -167,7 +224,18 @@ def verify_overlapped(sched: Schedule) -> None:
 
 
 def verify(sched: Schedule) -> None:
-    """Raise :class:`ScheduleInvalid` unless the schedule is a correct collective on its topology."""
+    """Raise :class:`ScheduleInvalid` unless the schedule is a correct collective on its topology.
+
+    Parameters
+    ----------
+    sched : Schedule
+        Any collective; each phase is checked by its collective's rules (module docstring).
+
+    Raises
+    ------
+    ScheduleInvalid
+        One line naming step, link, node and chunk of the first broken rule.
+    """
     if sched.overlapped:
         verify_overlapped(sched)
         return
