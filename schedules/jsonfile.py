@@ -12,10 +12,25 @@ from pathlib import Path
 
 
 class JsonFileError(ValueError):
-    """A file that cannot be read as JSON; the message names the file."""
+    """A file that cannot be read as JSON; the message is one line naming the file."""
 
 
 def read_text(path: str | Path) -> str:
+    """The text of a user's file.
+
+    Parameters
+    ----------
+    path : str or Path
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    JsonFileError
+        If the file is missing, unreadable or not UTF-8.
+    """
     p = Path(path)
     try:
         return p.read_text()
@@ -26,6 +41,24 @@ def read_text(path: str | Path) -> str:
 
 
 def parse(text: str, where: str):
+    """Parse JSON text.
+
+    Parameters
+    ----------
+    text : str
+    where : str
+        The file name (or other label) the error message starts with.
+
+    Returns
+    -------
+    object
+        The JSON value.
+
+    Raises
+    ------
+    JsonFileError
+        If the text is malformed, nested too deep or holds a number too long to convert.
+    """
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
@@ -35,4 +68,20 @@ def parse(text: str, where: str):
 
 
 def read_json(path: str | Path):
+    """Read and parse a user's JSON file: :func:`read_text`, then :func:`parse`.
+
+    Parameters
+    ----------
+    path : str or Path
+
+    Returns
+    -------
+    object
+        The JSON value; what it must contain is the caller's check.
+
+    Raises
+    ------
+    JsonFileError
+        On any of the failures of :func:`read_text` and :func:`parse`.
+    """
     return parse(read_text(path), str(path))

@@ -28,11 +28,27 @@ from .topology import Topology
 
 
 class StorageConflict(ValueError):
-    """A schedule the node storage cannot execute; the message is one line."""
+    """A schedule the node storage cannot execute; the message is one line.
+
+    The line names the phase, step, link, node, root and chunk, and the lane (by port) that
+    would read or accumulate two different chunks in one step.
+    """
 
 
 def lane_table(topo: Topology) -> tuple[dict[tuple[int, str], int], np.ndarray]:
-    """Number every (node, port) lane; return the map and the lane count per node."""
+    """Number every (node, port) lane; return the map and the lane count per node.
+
+    Parameters
+    ----------
+    topo : Topology
+        One lane per network port of each router (:meth:`.Topology.ports`).
+
+    Returns
+    -------
+    tuple of (dict, numpy.ndarray)
+        ``(node, port) -> global lane id``, numbered node by node in canonical port order; and the
+        lanes per node, int64 of shape (N,).
+    """
     index: dict[tuple[int, str], int] = {}
     counts = np.zeros(topo.nodes, dtype=np.int64)
     for v in range(topo.nodes):
@@ -43,7 +59,21 @@ def lane_table(topo: Topology) -> tuple[dict[tuple[int, str], int], np.ndarray]:
 
 
 def home_lanes(topo: Topology, chunks: int) -> np.ndarray:
-    """``home[v, c]`` = global lane id of the lane that holds node v's own chunk c."""
+    """``home[v, c]`` = global lane id of the lane that holds node v's own chunk c.
+
+    The home lane of chunk c is that of port ``ports[c mod len(ports)]``.
+
+    Parameters
+    ----------
+    topo : Topology
+    chunks : int
+        K, the chunks per shard.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64, shape (N, K).
+    """
     index, _ = lane_table(topo)
     home = np.zeros((topo.nodes, chunks), dtype=np.int64)
     for v in range(topo.nodes):
@@ -54,7 +84,17 @@ def home_lanes(topo: Topology, chunks: int) -> np.ndarray:
 
 
 def link_lanes(topo: Topology) -> tuple[np.ndarray, np.ndarray]:
-    """Global lane ids of each link's source port and destination port."""
+    """Global lane ids of each link's source port and destination port.
+
+    Parameters
+    ----------
+    topo : Topology
+
+    Returns
+    -------
+    tuple of (numpy.ndarray, numpy.ndarray)
+        ``(src, dst)``, each int64 of shape (L,), indexed by link id.
+    """
     index, _ = lane_table(topo)
     src = np.array([index[(l.src, l.src_port)] for l in topo.links], dtype=np.int64)
     dst = np.array([index[(l.dst, l.dst_port)] for l in topo.links], dtype=np.int64)
@@ -71,7 +111,24 @@ def _flat(phase: Phase):
 
 
 def allgather_lanes(topo: Topology, chunks: int, phase: Phase) -> np.ndarray:
-    """``lane[v, root, chunk]``: the lane where node v keeps (root, chunk) after an AllGather."""
+    """``lane[v, root, chunk]``: the lane where node v keeps (root, chunk) after an AllGather.
+
+    A received chunk is written into the lane of the in-port it arrives on; a node's own
+    chunks sit in their home lanes.
+
+    Parameters
+    ----------
+    topo : Topology
+    chunks : int
+        K, the chunks per shard.
+    phase : Phase
+        An AllGather phase of ``[link, root, chunk]`` rows.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64, shape (N, N, K): global lane ids; -1 where v never receives the chunk.
+    """
     n = topo.nodes
     lane = np.full((n, n, chunks), -1, dtype=np.int64)
     home = home_lanes(topo, chunks)
@@ -83,7 +140,23 @@ def allgather_lanes(topo: Topology, chunks: int, phase: Phase) -> np.ndarray:
 
 
 def reducescatter_lanes(topo: Topology, chunks: int, phase: Phase) -> np.ndarray:
-    """``lane[v, root, chunk]``: where node v accumulates (root, chunk) in a ReduceScatter."""
+    """``lane[v, root, chunk]``: where node v accumulates (root, chunk) in a ReduceScatter.
+
+    That is the lane of the out-port v later sends the chunk on; the root's is the chunk's home lane.
+
+    Parameters
+    ----------
+    topo : Topology
+    chunks : int
+        K, the chunks per shard.
+    phase : Phase
+        A ReduceScatter phase of ``[link, root, chunk]`` rows.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64, shape (N, N, K): global lane ids; -1 where v never sends the chunk.
+    """
     n = topo.nodes
     lane = np.full((n, n, chunks), -1, dtype=np.int64)
     lane[np.arange(n), np.arange(n), :] = home_lanes(topo, chunks)
@@ -108,7 +181,21 @@ def _first_conflict(step, lane_id, root, chunk, chunks):
 
 
 def check_storage(sched: Schedule) -> None:
-    """Raise :class:`StorageConflict` if a phase breaks the one-chunk-per-lane-per-step rule."""
+    """Raise :class:`StorageConflict` if a phase breaks the one-chunk-per-lane-per-step rule.
+
+    AllGather phases are checked on the lanes read, other phases on the lanes accumulated into
+    (module docstring).
+
+    Parameters
+    ----------
+    sched : Schedule
+        A phased schedule of ``[link, root, chunk]`` rows (not an overlapped one).
+
+    Raises
+    ------
+    StorageConflict
+        At the first lane serving two different chunks in one step.
+    """
     topo, k = sched.topology, sched.chunks
     index, _ = lane_table(topo)
     names = {v: key for key, v in index.items()}
