@@ -68,16 +68,38 @@ FORMAT = "equimesh-routing"
 
 
 class RoutingError(ValueError):
-    """A forwarding table that cannot be used: malformed, a routing loop, or a wrong port."""
+    """A forwarding table that cannot be used: malformed, a routing loop, or a wrong port.
+
+    The message is one line naming the entry or file at fault.
+    """
 
 
 class DeadlockError(RoutingError):
-    """A forwarding table whose channel dependency graph has a cycle."""
+    """A forwarding table whose channel dependency graph has a cycle.
+
+    The message names the routing, topology, flow control and one cycle of links ``src->dst(port)``.
+    """
 
 
 @dataclass
 class ForwardingTable:
-    """``ports[v][d]``: the egress port of router ``v`` towards node ``d`` (``"L"`` when ``d == v``)."""
+    """``ports[v][d]``: the egress port of router ``v`` towards node ``d`` (``"L"`` when ``d == v``).
+
+    The unicast table a MultiWrite relay reuses (seed 004, Section 4.1).
+
+    Attributes
+    ----------
+    topology : Topology
+        The network the ports belong to.
+    ports : list of list of str
+        N x N port names; ``ports[v][v]`` is :data:`LOCAL`.
+    algorithm : str
+        ``"xy"``, ``"shortcut"``, or the name a loaded file gives (``"file"`` if none).
+    out_link : list of dict of str to int
+        Per router, the link id leaving it through each port.
+    reach : list of dict of str to int
+        Per router, the destination bitmap of each port (bit i = node i), ``"L"`` included.
+    """
 
     topology: Topology
     ports: list[list[str]]
@@ -85,17 +107,45 @@ class ForwardingTable:
 
     @cached_property
     def out_link(self) -> list[dict[str, int]]:
-        """``out_link[v][port]`` = id of the link leaving router ``v`` through ``port``."""
+        """``out_link[v][port]`` = id of the link leaving router ``v`` through ``port``; one dict per node."""
         res: list[dict[str, int]] = [{} for _ in range(self.topology.nodes)]
         for i, l in enumerate(self.topology.links):
             res[l.src][l.src_port] = i
         return res
 
     def next_link(self, v: int, d: int) -> int:
+        """The id of the link router ``v`` sends a packet for node ``d`` on (``d != v``).
+
+        Parameters
+        ----------
+        v, d : int
+            Router and destination node ids, 0..N-1.
+
+        Returns
+        -------
+        int
+            A link id; :class:`KeyError` if ``v`` has no link on the table's port.
+        """
         return self.out_link[v][self.ports[v][d]]
 
     def route(self, s: int, d: int) -> list[int]:
-        """Link ids from ``s`` to ``d``; raises RoutingError on a loop."""
+        """Link ids from ``s`` to ``d``; raises RoutingError on a loop.
+
+        Parameters
+        ----------
+        s, d : int
+            Source and destination node ids, 0..N-1.
+
+        Returns
+        -------
+        list of int
+            The links in order; empty when ``s == d``.
+
+        Raises
+        ------
+        RoutingError
+            If the route takes more than N links.
+        """
         links, v = [], s
         while v != d:
             if len(links) > self.topology.nodes:
@@ -107,7 +157,11 @@ class ForwardingTable:
 
     @cached_property
     def reach(self) -> list[dict[str, int]]:
-        """``reach[v][port]``: bitmap of the destinations router ``v`` sends through ``port`` (bit i = node i)."""
+        """``reach[v][port]``: bitmap of the destinations router ``v`` sends through ``port`` (bit i = node i).
+
+        Seed 004, Section 4.1: one constant per port, derived from the table; every network port
+        of ``v`` and ``"L"`` (bit v only) has an entry, possibly 0.
+        """
         res: list[dict[str, int]] = []
         for v in range(self.topology.nodes):
             masks = {p: 0 for p in self.topology.ports(v)}
@@ -122,14 +176,41 @@ class ForwardingTable:
 
         Each copy leaving on ``port`` carries exactly that mask (the metadata update).
         ``"L"`` is the local delivery (the router's own bit).
+
+        Parameters
+        ----------
+        v : int
+            The router.
+        bitmap : int
+            The packet's destination bitmap, bit i = node i.
+
+        Returns
+        -------
+        dict of str to int
+            Port to mask, only the ports with a non-empty mask; the masks partition ``bitmap``.
         """
         return {p: bitmap & m for p, m in self.reach[v].items() if bitmap & m}
 
     def hops(self) -> list[list[int]]:
+        """Route lengths: ``hops[s][d]`` links from ``s`` to ``d`` (0 on the diagonal), N x N.
+
+        Raises
+        ------
+        RoutingError
+            On a routing loop.
+        """
         n = self.topology.nodes
         return [[len(self.route(s, d)) for d in range(n)] for s in range(n)]
 
     def to_json(self) -> dict:
+        """The routing file ``equimesh routing --out`` writes and :func:`load` reads.
+
+        Returns
+        -------
+        dict
+            ``format`` (:data:`FORMAT`), ``version`` 1, ``algorithm``, ``topology``
+            (:meth:`.Topology.to_json`) and ``ports`` (the N x N table).
+        """
         return {"format": FORMAT, "version": 1, "algorithm": self.algorithm,
                 "topology": self.topology.to_json(), "ports": self.ports}
 
@@ -145,6 +226,24 @@ def _step_towards(topo: Topology, v: int, d: int) -> str:
 
 
 def xy_table(topo: Topology) -> ForwardingTable:
+    """The ``xy`` table: dimension order on the mesh links only, columns first.
+
+    Parameters
+    ----------
+    topo : Topology
+        A network with mesh ports N, E, S, W.
+
+    Returns
+    -------
+    ForwardingTable
+        Not checked for deadlock here (:func:`forwarding_table` does that).
+
+    Raises
+    ------
+    RoutingError
+        If a router lacks the mesh port XY names (e.g. the supermesh), or the port's link does
+        not reach the mesh neighbour.
+    """
     n = topo.nodes
     ports = [[LOCAL if v == d else _step_towards(topo, v, d) for d in range(n)] for v in range(n)]
     t = ForwardingTable(topo, ports, "xy")
@@ -195,7 +294,17 @@ class _CDG:
 def link_loads(t: ForwardingTable) -> tuple[list[int], list[int]]:
     """Per link id: the number of (source, destination) routes through it (all-to-all unicast), and
     the number of sources whose MultiWrite tree (the union of the source's routes) uses it (AllGather).
-    Times the flits per packet, each is a lower bound on the cycles that traffic needs."""
+    Times the flits per packet, each is a lower bound on the cycles that traffic needs.
+
+    Parameters
+    ----------
+    t : ForwardingTable
+
+    Returns
+    -------
+    tuple of (list of int, list of int)
+        ``(pairs, trees)``, each of length L, indexed by link id.
+    """
     topo = t.topology
     pairs, trees = [0] * len(topo.links), [0] * len(topo.links)
     for s in range(topo.nodes):
@@ -309,7 +418,28 @@ def _guarded(topo: Topology, want: list[list[int]]) -> ForwardingTable:
 
 
 def shortcut_table(topo: Topology) -> ForwardingTable:
-    """Dimension order with in-line shortcuts (see module docstring)."""
+    """Dimension order with in-line shortcuts (see module docstring).
+
+    Each leg is the unique shortest path inside its row or column, ties going to the links XY
+    loads least; if the whole table's CDG has a cycle (torus wraps), the table is instead built
+    from XY entry by entry, keeping only changes that do not lengthen a route and keep the CDG
+    acyclic.
+
+    Parameters
+    ----------
+    topo : Topology
+        A network with mesh ports N, E, S, W.
+
+    Returns
+    -------
+    ForwardingTable
+        Algorithm ``"shortcut"``.
+
+    Raises
+    ------
+    RoutingError
+        As :func:`xy_table`, which it starts from.
+    """
     links = topo.links
     want = _in_line_paths(topo, link_loads(xy_table(topo))[0])
     ports = [[LOCAL if v == d else links[want[d][v]].src_port for d in range(topo.nodes)]
@@ -322,6 +452,25 @@ def shortcut_table(topo: Topology) -> ForwardingTable:
 
 
 def forwarding_table(topo: Topology, algorithm: str = "shortcut") -> ForwardingTable:
+    """Build a forwarding table and check it is deadlock-free (cut-through flow).
+
+    Parameters
+    ----------
+    topo : Topology
+    algorithm : str
+        One of :data:`ALGORITHMS`: ``"shortcut"`` (the default) or ``"xy"``.
+
+    Returns
+    -------
+    ForwardingTable
+
+    Raises
+    ------
+    RoutingError
+        On an unknown algorithm or a topology without mesh ports.
+    DeadlockError
+        If the table's channel dependency graph has a cycle.
+    """
     if algorithm == "xy":
         t = xy_table(topo)
     elif algorithm == "shortcut":
@@ -335,7 +484,18 @@ def forwarding_table(topo: Topology, algorithm: str = "shortcut") -> ForwardingT
 # ----- checking -------------------------------------------------------------
 
 def validate(t: ForwardingTable) -> None:
-    """Shape, ports and loop-freedom of a table; raises RoutingError with the first problem."""
+    """Shape, ports and loop-freedom of a table; raises RoutingError with the first problem.
+
+    Parameters
+    ----------
+    t : ForwardingTable
+
+    Raises
+    ------
+    RoutingError
+        If the table is not N x N, ``"L"`` is not exactly on the diagonal, a port has no outgoing
+        link at its router, or a route loops.
+    """
     topo = t.topology
     n = topo.nodes
     if len(t.ports) != n or any(len(row) != n for row in t.ports):
@@ -353,7 +513,26 @@ def validate(t: ForwardingTable) -> None:
 
 
 def channel_dependencies(t: ForwardingTable, flow: str = "cut-through") -> set[tuple[int, int]]:
-    """The CDG edges ``(link_a, link_b)`` of multicast traffic from every source to any destination set."""
+    """The CDG edges ``(link_a, link_b)`` of multicast traffic from every source to any destination set.
+
+    Parameters
+    ----------
+    t : ForwardingTable
+    flow : str
+        ``"cut-through"`` (the default; the unicast CDG: consecutive links of every route) or
+        ``"wormhole"`` (adds, at each fork, every link of one branch's sub-tree -> every other
+        branch's first link).
+
+    Returns
+    -------
+    set of tuple of (int, int)
+        Link id pairs ``a -> b``: a packet holding ``a`` can wait for ``b``.
+
+    Raises
+    ------
+    RoutingError
+        On an unknown ``flow`` or a routing loop.
+    """
     topo = t.topology
     n = topo.nodes
     edges = set()
@@ -386,6 +565,20 @@ def channel_dependencies(t: ForwardingTable, flow: str = "cut-through") -> set[t
 
 
 def find_cycle(n_links: int, edges: set[tuple[int, int]]) -> list[int] | None:
+    """One cycle of a directed graph on link ids (depth-first search), or None if it is acyclic.
+
+    Parameters
+    ----------
+    n_links : int
+        The vertices are 0..n_links-1.
+    edges : set of tuple of (int, int)
+        The directed edges, e.g. from :func:`channel_dependencies`.
+
+    Returns
+    -------
+    list of int or None
+        The cycle's vertices in edge order (the last leads back to the first).
+    """
     succ: list[list[int]] = [[] for _ in range(n_links)]
     for a, b in edges:
         succ[a].append(b)
@@ -415,12 +608,39 @@ def find_cycle(n_links: int, edges: set[tuple[int, int]]) -> list[int] | None:
 
 
 def describe_link(topo: Topology, i: int) -> str:
+    """Link ``i`` as ``"src->dst(src_port)"``, for messages.
+
+    Parameters
+    ----------
+    topo : Topology
+    i : int
+        A link id.
+
+    Returns
+    -------
+    str
+    """
     l = topo.links[i]
     return f"{l.src}->{l.dst}({l.src_port})"
 
 
 def check_deadlock_free(t: ForwardingTable, flow: str = "cut-through") -> None:
-    """Raise DeadlockError naming one CDG cycle if the table can deadlock under ``flow``."""
+    """Raise DeadlockError naming one CDG cycle if the table can deadlock under ``flow``.
+
+    Parameters
+    ----------
+    t : ForwardingTable
+        Validated first (:func:`validate`).
+    flow : str
+        ``"cut-through"`` (the default, what ``rtl/packet_router.py`` implements) or ``"wormhole"``.
+
+    Raises
+    ------
+    RoutingError
+        If the table is invalid.
+    DeadlockError
+        If the channel dependency graph has a cycle.
+    """
     validate(t)
     cyc = find_cycle(len(t.topology.links), channel_dependencies(t, flow))
     if cyc is not None:
@@ -430,7 +650,25 @@ def check_deadlock_free(t: ForwardingTable, flow: str = "cut-through") -> None:
 
 
 def load(path: str | Path) -> ForwardingTable:
-    """Read a table written by ``equimesh routing --out``; validated and deadlock-checked."""
+    """Read a table written by ``equimesh routing --out``; validated and deadlock-checked.
+
+    Parameters
+    ----------
+    path : str or Path
+        A JSON file of format :data:`FORMAT`, version 1; its topology is rebuilt from kind,
+        rows, cols and ``ring_dirs``.
+
+    Returns
+    -------
+    ForwardingTable
+
+    Raises
+    ------
+    RoutingError
+        If the file cannot be read, is not a version-1 routing file, is malformed or invalid.
+    DeadlockError
+        If the table can deadlock (cut-through flow).
+    """
     try:
         d = read_json(path)
     except JsonFileError as e:
