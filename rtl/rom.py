@@ -42,7 +42,11 @@ MAX_CHUNK_FLITS = 1 << 16  # flits per chunk: a lane holds slots x F flits
 
 
 class RomError(ValueError):
-    """A schedule the hardware cannot execute; the message is one line."""
+    """A schedule the hardware cannot execute; the message is one line.
+
+    Raised for a bad ``chunk_flits``, a schedule for another topology, a schedule that fails
+    verification or the lane rule, or a design with fewer slots per lane than the schedule needs.
+    """
 
 
 def _bits(n: int) -> int:
@@ -50,7 +54,24 @@ def _bits(n: int) -> int:
 
 
 def lane_op_layout(lanes: int, slots: int) -> data.StructLayout:
-    """What one lane does in one timestep."""
+    """What one lane does in one timestep.
+
+    Parameters
+    ----------
+    lanes : int
+        Lanes of the router (one per network port).
+    slots : int
+        Chunk slots per lane.
+
+    Returns
+    -------
+    amaranth.lib.data.StructLayout
+        ``rd_en`` (1 bit: the send read port streams a slot out), ``rd_slot`` (which one),
+        ``wr_en`` (1 bit: the write port fills a slot), ``wr_slot`` (which one), ``wr_acc``
+        (1 bit: add the slot's old value, ReduceScatter) and ``wr_mask`` (``lanes`` bits: the
+        in-ports summed into it, bit i the in-port of lane i). Slot fields are
+        max(1, ceil(log2 slots)) bits wide.
+    """
     return data.StructLayout({
         "rd_en":   1,                       # the send read port streams a slot out
         "rd_slot": unsigned(_bits(slots)),  # ... this one
@@ -62,12 +83,37 @@ def lane_op_layout(lanes: int, slots: int) -> data.StructLayout:
 
 
 def out_sel_layout(lanes: int) -> data.StructLayout:
-    """What one out-port sends in one timestep: a lane, or idle."""
+    """What one out-port sends in one timestep: a lane, or idle.
+
+    Parameters
+    ----------
+    lanes : int
+        Lanes of the router.
+
+    Returns
+    -------
+    amaranth.lib.data.StructLayout
+        ``valid`` (1 bit) and ``lane`` (max(1, ceil(log2 lanes)) bits).
+    """
     return data.StructLayout({"valid": 1, "lane": unsigned(_bits(lanes))})
 
 
 def entry_layout(lanes: int, slots: int) -> data.StructLayout:
-    """One schedule-table ROM entry (one timestep of one router)."""
+    """One schedule-table ROM entry (one timestep of one router).
+
+    Parameters
+    ----------
+    lanes : int
+        Lanes (and out-ports) of the router.
+    slots : int
+        Chunk slots per lane.
+
+    Returns
+    -------
+    amaranth.lib.data.StructLayout
+        ``lane``: an array of ``lanes`` :func:`lane_op_layout` entries; ``out``: an array of
+        ``lanes`` :func:`out_sel_layout` entries.
+    """
     return data.StructLayout({
         "lane": data.ArrayLayout(lane_op_layout(lanes, slots), lanes),
         "out": data.ArrayLayout(out_sel_layout(lanes), lanes),
@@ -78,6 +124,17 @@ def design_ports(topo: Topology, node: int) -> tuple[str, ...]:
     """The ports of a node's router design: N E S W, plus the node's extra ports X0, X1, ...
 
     Ports with no link stay in the design and are tied off (mesh edges).
+
+    Parameters
+    ----------
+    topo : Topology
+    node : int
+        The node id.
+
+    Returns
+    -------
+    tuple of str
+        ``("N", "E", "S", "W", ...)`` with the node's extra ports in canonical order.
     """
     extra = [p for p in topo.ports(node) if p not in PORT_ORDER]
     return tuple(PORT_ORDER) + tuple(extra)
@@ -85,7 +142,28 @@ def design_ports(topo: Topology, node: int) -> tuple[str, ...]:
 
 @dataclass
 class RouterImage:
-    """One router's share of the schedule: its lanes and its ROM table (arrays indexed [step, lane])."""
+    """One router's share of the schedule: its lanes and its ROM table (arrays indexed [step, lane]).
+
+    Every table array is int64 of shape (steps, len(lanes)); the fields are those of
+    :func:`lane_op_layout` and :func:`out_sel_layout`, indexed by lane for the lane ops and by
+    out-port (the port of the same index) for ``out_*``.
+
+    Attributes
+    ----------
+    node : int
+        The node id.
+    ports : tuple of str
+        The router design's ports (:func:`design_ports`).
+    lanes : tuple of str
+        The ports that carry a link, one lane each, in canonical order.
+    rd_en, rd_slot : numpy.ndarray
+        The send read port streams slot ``rd_slot`` out.
+    wr_en, wr_slot, wr_acc, wr_mask : numpy.ndarray
+        The write port fills slot ``wr_slot``, adding its old value if ``wr_acc``, from the
+        in-ports in the bitmask ``wr_mask`` (bit i: in-port of lane i).
+    out_valid, out_lane : numpy.ndarray
+        The out-port sends, from lane ``out_lane``.
+    """
 
     node: int
     ports: tuple[str, ...]
@@ -100,6 +178,18 @@ class RouterImage:
     out_lane: np.ndarray
 
     def entry(self, s: int) -> dict:
+        """Timestep ``s`` of the table as the nested dict of :func:`entry_layout`.
+
+        Parameters
+        ----------
+        s : int
+            The timestep, 0..steps-1.
+
+        Returns
+        -------
+        dict
+            ``{"lane": [per-lane field dicts], "out": [{"valid", "lane"} per out-port]}`` of ints.
+        """
         n = len(self.lanes)
         return {
             "lane": [{"rd_en": int(self.rd_en[s, i]), "rd_slot": int(self.rd_slot[s, i]),
@@ -116,6 +206,31 @@ class NetworkImage:
     ``initial[v]`` and ``final[v]`` map ``(root, chunk)`` to ``(lane index, slot)``
     at node ``v``. AllGather starts with a node's own shard; ReduceScatter and
     AllReduce start with the node's whole input vector.
+
+    Attributes
+    ----------
+    topology : Topology
+        The network.
+    collective : str
+        The schedule's collective.
+    chunks : int
+        K, the chunks per shard.
+    chunk_flits : int
+        F, flits per chunk (1..:data:`MAX_CHUNK_FLITS`).
+    steps : int
+        Timesteps of the whole schedule (all phases).
+    slots : int
+        Chunk slots per lane the schedule needs (>= 1).
+    reduce : bool
+        A phase is a ReduceScatter (the lanes need adders).
+    routers : list of RouterImage
+        One per node, by node id.
+    initial, final : list of dict
+        Per node, ``(root, chunk) -> (lane index, slot)`` before and after the schedule.
+    link_transfers : numpy.ndarray
+        int64, shape (L,): chunk transfers per link id over the schedule.
+    lane_flits : int
+        Flits a lane holds: slots x F.
     """
 
     topology: Topology
@@ -132,10 +247,22 @@ class NetworkImage:
 
     @property
     def lane_flits(self) -> int:
+        """Flits a lane holds: slots x chunk_flits."""
         return self.slots * self.chunk_flits
 
     def layout(self, node: int, slots: int | None = None) -> data.StructLayout:
-        """The table entry of ``node``'s router in a design with ``slots`` slots per lane (default: the image's)."""
+        """The table entry of ``node``'s router in a design with ``slots`` slots per lane (default: the image's).
+
+        Parameters
+        ----------
+        node : int
+        slots : int or None
+
+        Returns
+        -------
+        amaranth.lib.data.StructLayout
+            :func:`entry_layout` for the router's lane count.
+        """
         return entry_layout(len(self.routers[node].lanes), slots or self.slots)
 
     def table_bits(self, slots: int | None = None, width: int | None = None) -> np.ndarray:
@@ -143,6 +270,23 @@ class NetworkImage:
 
         Entry ``s`` of node ``v`` is the bit image of :func:`entry_layout` for a design with ``slots``
         slots per lane; ``width`` (default: the widest entry) pads every entry with zeros.
+
+        Parameters
+        ----------
+        slots : int or None
+            Slots per lane of the design; at least the image's :attr:`slots`.
+        width : int or None
+            Bits per entry.
+
+        Returns
+        -------
+        numpy.ndarray
+            uint8 of shape (nodes, steps, width), each 0 or 1.
+
+        Raises
+        ------
+        RomError
+            If ``slots`` is below what the schedule needs.
         """
         slots = slots or self.slots
         if slots < self.slots:
@@ -169,13 +313,40 @@ class NetworkImage:
         return out
 
     def rom_words(self, node: int, slots: int | None = None) -> list[int]:
-        """The table of a router as integers: the bit image of :func:`entry_layout`, step 0 first."""
+        """The table of a router as integers: the bit image of :func:`entry_layout`, step 0 first.
+
+        Parameters
+        ----------
+        node : int
+        slots : int or None
+            Slots per lane of the design (default: the image's).
+
+        Returns
+        -------
+        list of int
+            One word per timestep, bit 0 the entry's bit 0.
+
+        Raises
+        ------
+        RomError
+            If ``slots`` is below what the schedule needs.
+        """
         bits = self.table_bits(slots)[node, :, :self.layout(node, slots).size]
         packed = np.packbits(bits, axis=1, bitorder="little")
         return [int.from_bytes(row.tobytes(), "little") for row in packed]
 
 
 def same_topology(a: Topology, b: Topology) -> bool:
+    """Whether two topologies have the same kind, size and links (endpoints, ports, order).
+
+    Parameters
+    ----------
+    a, b : Topology
+
+    Returns
+    -------
+    bool
+    """
     return (a.kind, a.rows, a.cols) == (b.kind, b.rows, b.cols) and a.links == b.links
 
 
@@ -201,7 +372,29 @@ class _Lanes:
 
 
 def compile_schedule(sched: Schedule, chunk_flits: int, topo: Topology | None = None) -> NetworkImage:
-    """Compile a schedule into ROM images; raise :class:`RomError` if the hardware cannot run it."""
+    """Compile a schedule into ROM images; raise :class:`RomError` if the hardware cannot run it.
+
+    The schedule is verified and checked against the lane rule first; then every chunk gets a
+    ``(lane, slot)``, the lowest free slot of its lane first (module docstring).
+
+    Parameters
+    ----------
+    sched : Schedule
+        A phased schedule (AllGather, ReduceScatter, or AllReduce as two phases).
+    chunk_flits : int
+        F, flits per chunk, 1..:data:`MAX_CHUNK_FLITS`.
+    topo : Topology or None
+        The network the hardware is built for; if given, it must equal the schedule's.
+
+    Returns
+    -------
+    NetworkImage
+
+    Raises
+    ------
+    RomError
+        On a bad ``chunk_flits``, another topology, an invalid schedule or a storage conflict.
+    """
     if not 1 <= chunk_flits <= MAX_CHUNK_FLITS:
         raise RomError(f"chunk_flits must be 1..{MAX_CHUNK_FLITS} (got {chunk_flits})")
     t = sched.topology
