@@ -30,7 +30,20 @@ from .stats import Stats
 
 def router_name(design: Design, node: int, packets: PacketSetup | None = None) -> str:
     """The Verilog module name of a node's router: its port count (ports with a link, plus L), and the
-    ports that carry lanes where some of N E S W ... are tied off."""
+    ports that carry lanes where some of N E S W ... are tied off.
+
+    Parameters
+    ----------
+    design : Design
+    node : int
+    packets : PacketSetup or None
+        With packets the name ends in ``_pkt``.
+
+    Returns
+    -------
+    str
+        E.g. ``"router_5port"``, ``"router_4port_ESW"`` or ``"router_5port_pkt"``.
+    """
     ports, lanes = design.ports(node), design.lanes(node)
     name = f"router_{len(lanes) + 1}port"
     if lanes != ports:
@@ -39,6 +52,20 @@ def router_name(design: Design, node: int, packets: PacketSetup | None = None) -
 
 
 def make_router(design: Design, node: int, packets: PacketSetup | None = None) -> Router:
+    """The :class:`Router` of one node of ``design``.
+
+    Parameters
+    ----------
+    design : Design
+        Gives ports, lanes, slots, chunk flits, table depth, adders, flit width and pipeline depth.
+    node : int
+    packets : PacketSetup or None
+        With packets, the router also carries MultiWrite packets (``packets.config``).
+
+    Returns
+    -------
+    Router
+    """
     return Router(design.ports(node), design.lanes(node), design.slots, design.chunk_flits, design.depth,
                   design.reduce, design.flit_bits, None if packets is None else packets.config, design.pipeline)
 
@@ -49,7 +76,19 @@ PORT_BITS = 16384  # the widest top-level port (Amaranth's netlist caps one valu
 @dataclass(frozen=True)
 class Bus:
     """A top-level bus of equal fields (one per node, lane slot or link; field 0 in the low bits of the
-    first port), split into ports of at most :data:`PORT_BITS` bits: ``name``, or ``name_0``, ``name_1``..."""
+    first port), split into ports of at most :data:`PORT_BITS` bits: ``name``, or ``name_0``, ``name_1``...
+
+    Attributes
+    ----------
+    name : str
+        The port name, or the stem of the numbered ports.
+    field_bits : int
+        Bits per field, a multiple of 32, so that every port starts on a 32-bit word.
+    fields : int
+        The number of fields.
+    per_port : int
+        Fields per port: max(1, PORT_BITS // field_bits).
+    """
 
     name: str
     field_bits: int  # a multiple of 32, so that every port starts on a 32-bit word
@@ -57,10 +96,18 @@ class Bus:
 
     @property
     def per_port(self) -> int:
+        """Fields per port: max(1, PORT_BITS // field_bits)."""
         return max(1, PORT_BITS // self.field_bits)
 
     def ports(self) -> list[tuple[str, int]]:
-        """Port names and the number of fields each carries."""
+        """Port names and the number of fields each carries.
+
+        Returns
+        -------
+        list of tuple of (str, int)
+            ``[(name, fields)]`` if one port holds them all, else ``name_0``, ``name_1``, ... with
+            :attr:`per_port` fields each (the last one the rest).
+        """
         per = self.per_port
         if self.fields <= per:
             return [(self.name, self.fields)]
@@ -68,7 +115,19 @@ class Bus:
         return [(f"{self.name}_{k}", min(per, self.fields - k * per)) for k in range(-(-self.fields // per))]
 
     def field(self, net, i: int):
-        """Field ``i`` of this bus on network top ``net``."""
+        """Field ``i`` of this bus on network top ``net``.
+
+        Parameters
+        ----------
+        net : Network
+        i : int
+            The field index, 0..fields-1.
+
+        Returns
+        -------
+        amaranth.hdl.Value
+            The ``field_bits`` slice of the port holding the field.
+        """
         name, _ = self.ports()[i // self.per_port]
         lo = (i % self.per_port) * self.field_bits
         return getattr(net, name)[lo:lo + self.field_bits]
@@ -76,7 +135,19 @@ class Bus:
     def drive(self, net, values: list) -> list:
         """Assignments of ``values`` (one per field, field 0 first; ``None``: zero) to this output bus on
         ``net``: one per port. (One per field would cost Amaranth's driver check the whole port's width
-        each time: seconds at 16x16.)"""
+        each time: seconds at 16x16.)
+
+        Parameters
+        ----------
+        net : Network
+        values : list
+            One Amaranth value or None per field.
+
+        Returns
+        -------
+        list
+            One ``Assign`` per port.
+        """
         values = [Const(0, self.field_bits) if v is None else v for v in values]
         per = self.per_port
         return [getattr(net, name).eq(Cat(values[k * per:k * per + count])) for k, (name, count) in enumerate(self.ports())]
@@ -90,17 +161,49 @@ LOAD_BITS = 16384  # the widest load bus: Amaranth's netlist caps all top-level 
 
 
 def entry_bits(design: Design) -> int:
-    """The widest table entry of the design's routers, padded to 32-bit words."""
+    """The widest table entry of the design's routers, padded to 32-bit words.
+
+    Parameters
+    ----------
+    design : Design
+
+    Returns
+    -------
+    int
+        Bits, a multiple of 32 (:func:`.rom.entry_layout`).
+    """
     return _words32(max(entry_layout(len(design.lanes(v)), design.slots).size for v in range(design.nodes)))
 
 
 def load_group(design: Design) -> int:
-    """Nodes loaded in parallel: the load buses carry one group of nodes at a time (``group`` selects it)."""
+    """Nodes loaded in parallel: the load buses carry one group of nodes at a time (``group`` selects it).
+
+    Parameters
+    ----------
+    design : Design
+
+    Returns
+    -------
+    int
+        1..N: as many nodes as fit :data:`LOAD_BITS` with a table entry or ``max_lanes`` flits each.
+    """
     return max(1, min(design.nodes, LOAD_BITS // max(entry_bits(design), design.max_lanes * design.flit_bits)))
 
 
 def buses(design: Design) -> dict[str, Bus]:
-    """The load, read-back and statistics buses of a design's network top."""
+    """The load, read-back and statistics buses of a design's network top.
+
+    Parameters
+    ----------
+    design : Design
+
+    Returns
+    -------
+    dict of str to Bus
+        ``tab_data`` (an entry per node of a group), ``load_we`` (a 32-bit-padded lane mask per
+        node of a group), ``load_data`` (a flit per lane slot of a group), ``host_data`` (a flit
+        per lane slot of every node) and ``busy`` (a counter per link).
+    """
     t, ml, g = design.topology, design.max_lanes, load_group(design)
     return {b.name: b for b in (
         Bus("tab_data", entry_bits(design), g), Bus("load_we", _words32(ml), g),
@@ -109,7 +212,17 @@ def buses(design: Design) -> dict[str, Bus]:
 
 
 def top_ports(net) -> tuple[list[str], list[str], dict[str, int]]:
-    """The plain ports of a network top: input names, output names, and every port's bit width."""
+    """The plain ports of a network top: input names, output names, and every port's bit width.
+
+    Parameters
+    ----------
+    net : Network
+
+    Returns
+    -------
+    tuple of (list of str, list of str, dict of str to int)
+        Signature members that are ports, in signature order; stream arrays are not included.
+    """
     ins, outs, widths = [], [], {}
     for name, member in net.signature.members.items():
         if member.is_port:
@@ -129,6 +242,20 @@ class Network(wiring.Component):
     32 bits per node), ``load_data`` a flit per lane slot. ``host_data`` (a flit per lane slot of every
     node) and ``busy`` (32 bits per link) cover the whole network. A bus wider than :data:`PORT_BITS`
     is split into numbered ports (``host_data_0``, ...).
+
+    Parameters
+    ----------
+    design : Design
+        The network design.
+    packets : PacketSetup or None
+        With a setup, the routers also carry MultiWrite packets over its forwarding table.
+    instances : bool
+        Routers as Verilog instances (for :mod:`~equimesh.rtl.verilog`) rather than submodules.
+
+    Raises
+    ------
+    ValueError
+        If the forwarding table is for another topology.
 
     Ports
     -----
