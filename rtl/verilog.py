@@ -58,7 +58,18 @@ def without_zero_init(text: str) -> str:
     against 19 s without them, for the same 2631 cells. Synthesis reads this text, and so does the
     Verilator model, built with ``--x-initial 0`` (every variable starts at zero, the state the blocks
     describe; Verilator copies initial blocks into every instance: 21 GB at 32x32). Icarus and the
-    Amaranth simulator keep the zeros, so every backend starts from the same state."""
+    Amaranth simulator keep the zeros, so every backend starts from the same state.
+
+    Parameters
+    ----------
+    text : str
+        Verilog as Amaranth writes it.
+
+    Returns
+    -------
+    str
+        The same text with every ``initial begin ... end`` block of only zero words removed.
+    """
     return _ZERO_INIT.sub("\n", text)
 
 
@@ -72,7 +83,19 @@ def _source_digest() -> str:
 
 @dataclass
 class NetworkVerilog:
-    """The Verilog of a whole network, its router module names, and the top's plain ports."""
+    """The Verilog of a whole network, its router module names, and the top's plain ports.
+
+    Attributes
+    ----------
+    text : str
+        The Verilog: the router modules, then the top :data:`TOP`.
+    modules : list of str
+        The router module names (:func:`.network.router_name`).
+    ins, outs : list of str
+        The top's plain input and output port names.
+    widths : dict of str to int
+        Every port's bit width.
+    """
 
     text: str
     modules: list[str]
@@ -83,7 +106,18 @@ class NetworkVerilog:
 
 def top_verilog(top) -> str:
     """The Verilog of ``top`` as module :data:`TOP`, after the module of each of its router instances
-    (``top.designs``: module name -> router, empty for a top whose routers are submodules)."""
+    (``top.designs``: module name -> router, empty for a top whose routers are submodules).
+
+    Parameters
+    ----------
+    top : amaranth.lib.wiring.Component
+        Usually a :class:`.network.Network` built with ``instances=True``.
+
+    Returns
+    -------
+    str
+        The converted modules joined by newlines, without source locations.
+    """
     parts = [verilog.convert(r, name=name, emit_src=False) for name, r in getattr(top, "designs", {}).items()]
     return "\n".join(parts + [verilog.convert(top, name=TOP, emit_src=False)])
 
@@ -91,7 +125,20 @@ def top_verilog(top) -> str:
 def network_verilog(design: Design, packets: PacketSetup | None = None, cache: Path | None = None) -> NetworkVerilog:
     """Every distinct router module, then the top ``equimesh_top``.
 
-    With ``cache`` (a directory) the result is kept there, keyed by the design and the source."""
+    With ``cache`` (a directory) the result is kept there, keyed by the design and the source.
+
+    Parameters
+    ----------
+    design : Design
+    packets : PacketSetup or None
+        With packets the routers carry MultiWrite packets; such results are not cached.
+    cache : Path or None
+        A directory for ``<design key>-<source digest>.v`` and ``.json``, written atomically.
+
+    Returns
+    -------
+    NetworkVerilog
+    """
     path = None
     if cache is not None and packets is None:
         path = Path(cache) / f"{design.key()}-{_source_digest()}"
@@ -115,7 +162,21 @@ def network_verilog(design: Design, packets: PacketSetup | None = None, cache: P
 
 
 def load_sequence(design: Design, image: NetworkImage, widths: dict[str, int]) -> str:
-    """The host's load sequence for this design, as Markdown (written beside the Verilog)."""
+    """The host's load sequence for this design, as Markdown (written beside the Verilog).
+
+    Parameters
+    ----------
+    design : Design
+    image : NetworkImage
+        The schedule written with it (its step count and run cycles are quoted).
+    widths : dict of str to int
+        The top's port widths (:class:`NetworkVerilog` ``widths``); ``tab_data`` must be present.
+
+    Returns
+    -------
+    str
+        The text of ``load.md``: tables, lanes, start, ``done`` timing in cycles, read-back.
+    """
     t, ml = design.topology, design.max_lanes
     eb = widths["tab_data"] // t.nodes
     return f"""# Loading and running `{TOP}`
@@ -149,7 +210,23 @@ Lane order of node `v` is the order of its ports that carry links (N E S W X0 ..
 
 def write_tables(image: NetworkImage, design: Design, lane_words, out_dir: str | Path) -> list[Path]:
     """Each router's schedule table and initial lanes as ``$readmemh`` files (one entry per line): the
-    memories ``equimesh_top.r<v>.\\table`` and ``equimesh_top.r<v>.lane_<port>.mem``."""
+    memories ``equimesh_top.r<v>.\\table`` and ``equimesh_top.r<v>.lane_<port>.mem``.
+
+    Parameters
+    ----------
+    image : NetworkImage
+    design : Design
+        Gives the slots per lane of the table entries and the flit width.
+    lane_words : callable
+        ``lane_words(node, lane_index)``: the lane's initial flits as ints, flit 0 first.
+    out_dir : str or Path
+        Created if missing.
+
+    Returns
+    -------
+    list of Path
+        Per router ``table_r<v>.hex``, then ``lane_r<v>_<port>.hex`` per lane.
+    """
     d = Path(out_dir)
     d.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -168,7 +245,21 @@ def write_tables(image: NetworkImage, design: Design, lane_words, out_dir: str |
 def write_proofs(design: Design, out: Path, payload_flits: int | None = None) -> list[Path]:
     """The formal wrappers of the design's blocks (``docs/formal.md``), one ``.il`` and one ``.sby`` per
     property, so that a user reruns the proofs in their own flow (node 0's router; with
-    ``payload_flits`` also the packet blocks)."""
+    ``payload_flits`` also the packet blocks).
+
+    Parameters
+    ----------
+    design : Design
+    out : Path
+        The directory the files go to.
+    payload_flits : int or None
+        Flits per packet payload; if given, every formal block, else only ``crossbar`` and ``router``.
+
+    Returns
+    -------
+    list of Path
+        The written files.
+    """
     from .formal import BLOCKS, Params, block, prefixes
     from .formal.sby import write_task
 
@@ -186,7 +277,17 @@ def write_proofs(design: Design, out: Path, payload_flits: int | None = None) ->
 
 
 def core_name(design: Design) -> str:
-    """The FuseSoC core's name part (and file stem): ``equimesh_<kind>_<R>x<C>``."""
+    """The FuseSoC core's name part (and file stem): ``equimesh_<kind>_<R>x<C>``.
+
+    Parameters
+    ----------
+    design : Design
+
+    Returns
+    -------
+    str
+        Dashes of the kind become underscores, e.g. ``equimesh_mirror_equimesh_4x4``.
+    """
     t = design.topology
     return f"equimesh_{t.kind.replace('-', '_')}_{t.rows}x{t.cols}"
 
@@ -195,7 +296,23 @@ def fusesoc_core(design: Design, core_dir: Path, verilog_file: Path, lint_file: 
                  images: list[Path] = ()) -> str:
     """A FuseSoC CAPI2 core (``fusesoc.readthedocs.io``, "CAPI2") of a generated network: the Verilog
     with ``equimesh_top`` as top level, the Verilator waivers for lint targets, and the ``$readmemh``
-    images as data files. Paths are relative to ``core_dir``, where the core file goes."""
+    images as data files. Paths are relative to ``core_dir``, where the core file goes.
+
+    Parameters
+    ----------
+    design : Design
+    core_dir : Path
+        Where the core file goes.
+    verilog_file, lint_file : Path
+        The Verilog and the Verilator waiver file.
+    images : list of Path
+        ``$readmemh`` images (fileset ``tables``), if any.
+
+    Returns
+    -------
+    str
+        The core file's YAML text, with targets ``default`` and ``lint`` (Verilator, lint-only).
+    """
     def rel(p: Path) -> str:
         return Path(os.path.relpath(p, core_dir)).as_posix()
 
@@ -215,7 +332,17 @@ def fusesoc_core(design: Design, core_dir: Path, verilog_file: Path, lint_file: 
 def flat_ports(top) -> tuple[list[str], list[str], dict[str, int]]:
     """Every port of an Amaranth top, arrays and nested signatures flattened the way its Verilog names
     them (``sent__0``, ``inject_mon__0__valid``): input names, output names, every port's bit width.
-    For tops whose ports are all plain this is ``rtl/network.py``'s ``top_ports``."""
+    For tops whose ports are all plain this is ``rtl/network.py``'s ``top_ports``.
+
+    Parameters
+    ----------
+    top : amaranth.lib.wiring.Component
+
+    Returns
+    -------
+    tuple of (list of str, list of str, dict of str to int)
+        Input names, output names, and every port's bit width, in signature order.
+    """
     from amaranth.hdl import Shape
     from amaranth.lib.wiring import In
 
