@@ -13,11 +13,34 @@ from .flit import flit_layout
 
 
 def select_layout(inputs: int) -> data.StructLayout:
+    """One output's select: ``valid`` (1 bit) and ``input`` (max(1, ceil(log2 inputs)) bits).
+
+    Parameters
+    ----------
+    inputs : int
+        The crossbar's inputs.
+
+    Returns
+    -------
+    amaranth.lib.data.StructLayout
+    """
     return data.StructLayout({"valid": 1, "input": unsigned(max(1, (inputs - 1).bit_length()))})
 
 
 class Crossbar(wiring.Component):
     """``inputs`` x ``outputs`` crossbar of ``flit_bits``-wide flits.
+
+    Parameters
+    ----------
+    inputs, outputs : int
+        The number of inputs and outputs.
+    flit_bits : int
+        The flit width, a positive multiple of 32 (default 64).
+
+    Attributes
+    ----------
+    inputs, outputs : int
+        As given.
 
     Ports
     -----

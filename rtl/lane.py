@@ -30,6 +30,26 @@ class Lane(wiring.Component):
     (only with ``reduce``); ``wr_en``, ``wr_addr``, ``wr_data`` write at the clock edge.
 
     The router multiplexes the host's load port onto the write port while it is not running.
+
+    Parameters
+    ----------
+    depth : int
+        Flits the lane holds: slots x chunk_flits.
+    flit_bits : int
+        The flit width, a positive multiple of 32.
+    reduce : bool
+        Add the ``acc`` read port of ReduceScatter (the lane is then 2R1W).
+    transparent : bool
+        Read ports transparent for the write port (the unpipelined router, ``pipeline=0``).
+
+    Attributes
+    ----------
+    depth : int
+    reduce : bool
+    transparent : bool
+        As given.
+    mem : amaranth.lib.memory.Memory
+        ``depth`` words of ``flit_bits`` bits, initially zero.
     """
 
     def __init__(self, depth: int, flit_bits: int, reduce: bool, transparent: bool = True):

@@ -18,6 +18,16 @@ COUNTER_BITS = 32
 class Stats(wiring.Component):
     """Counts from the cycle that takes ``start`` until ``done``.
 
+    Parameters
+    ----------
+    links : int
+        The number of links (width of ``link_valid``, length of ``busy``).
+
+    Attributes
+    ----------
+    links : int
+        The number of links.
+
     Ports
     -----
     start : In(1) -- the routers take ``start`` at this clock edge; the counters restart.
