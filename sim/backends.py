@@ -26,7 +26,20 @@ FLAT_NODES = 64  # measured: docs/rtl.md, "Compiled model"
 def model_kind(model: str, nodes: int) -> str:
     """The Verilator model kind ``auto`` stands for, for a network of ``nodes`` nodes: flat up to
     :data:`FLAT_NODES` nodes, modules above (hierarchical only when asked for: its build does not
-    grow with the network, but it runs far slower: 32x32, 50 cycles/s under load against 835)."""
+    grow with the network, but it runs far slower: 32x32, 50 cycles/s under load against 835).
+
+    Parameters
+    ----------
+    model : str
+        One of :data:`MODELS`.
+    nodes : int
+        The network's node count.
+
+    Returns
+    -------
+    str
+        ``model`` itself unless it is ``"auto"``; then ``"flat"`` or ``"modules"``.
+    """
     if model != "auto":
         return model
     return "flat" if nodes <= FLAT_NODES else "modules"
@@ -34,6 +47,34 @@ def model_kind(model: str, nodes: int) -> str:
 
 @dataclass
 class RunResult:
+    """One checked run of a backend.
+
+    Attributes
+    ----------
+    backend : str
+        One of :data:`BACKENDS`.
+    design : Design
+        The design the image ran on.
+    outcome : Outcome
+        What the backend measured, checked against the schedule.
+    stats : LinkStats
+        Link metrics from the statistics block's counters.
+    run_seconds : float
+        Wall-clock seconds of the run phase (start to done) only.
+    build_seconds : float
+        Seconds of Verilog export and compile; 0 for a cached model.
+    cached : bool
+        The compiled model came from the cache.
+    bit_exact : bool
+        Every node's final memory matched the collective, bit for bit.
+    cycles : int
+        Clock edges the backend counted, start to done.
+    cycles_per_second : float
+        ``cycles / run_seconds`` (0 if no run time was measured).
+    counters_agree : bool
+        The statistics block counted the same cycles as the backend.
+    """
+
     backend: str
     design: Design
     outcome: Outcome
@@ -44,14 +85,17 @@ class RunResult:
 
     @property
     def bit_exact(self) -> bool:
+        """Every node's final memory matched the collective, bit for bit."""
         return self.outcome.bit_exact
 
     @property
     def cycles(self) -> int:
+        """Clock edges the backend counted, start to done."""
         return self.outcome.cycles
 
     @property
     def cycles_per_second(self) -> float:
+        """Simulated cycles per wall-clock second of the run phase (0.0 without a run time)."""
         return self.cycles / self.run_seconds if self.run_seconds else 0.0
 
     @property
@@ -61,6 +105,17 @@ class RunResult:
 
 
 def trace_kind(path: str | None) -> str | None:
+    """The waveform format a path asks for.
+
+    Parameters
+    ----------
+    path : str or None
+
+    Returns
+    -------
+    str or None
+        ``"fst"`` for a name ending in ``.fst``, ``"vcd"`` for any other, None without a path.
+    """
     if path is None:
         return None
     return "fst" if str(path).endswith(".fst") else "vcd"
@@ -76,6 +131,36 @@ def run_image(image: NetworkImage, backend: str = "verilator", design: Design | 
     ``modules`` keeps every router an instance of its module's C++ class (faster to build, somewhat
     slower to run), ``hierarchical`` compiles each distinct router once (its build does not grow with
     the node count, its run is much slower; docs/rtl.md); ``auto``: :func:`model_kind`.
+
+    Parameters
+    ----------
+    image : NetworkImage
+        The compiled schedule.
+    backend : str
+        One of :data:`BACKENDS`.
+    design : Design or None
+        Default: :func:`~equimesh.rtl.design.fit` of the image.
+    vcd : str or None
+        Waveform path.
+    workdir : str or Path or None
+        Build and run directory (default: a temporary one).
+    log : callable or None
+        ``log(line)`` for build steps.
+    progress : callable or None
+        Passed to the Amaranth simulator harness.
+    model : str
+        One of :data:`MODELS` (Verilator only).
+
+    Returns
+    -------
+    RunResult
+
+    Raises
+    ------
+    RomError
+        If the image does not run on the design.
+    ValueError
+        On an unknown backend.
     """
     design = design or fit(image)
     design.check(image)
@@ -119,7 +204,20 @@ def run_image(image: NetworkImage, backend: str = "verilator", design: Design | 
 
 
 def judge(image: NetworkImage, design: Design, out: dict) -> tuple[Outcome, LinkStats]:
-    """Check a backend's records of one program (:func:`~equimesh.sim.program.check`) and measure its links."""
+    """Check a backend's records of one program (:func:`~equimesh.sim.program.check`) and measure its links.
+
+    Parameters
+    ----------
+    image : NetworkImage
+    design : Design
+    out : dict
+        The backend's records: ``run_cycles``, the captured ``cycles``, ``busy`` and ``host_data``
+        ports (uint32 ``[frames, words]``).
+
+    Returns
+    -------
+    tuple of (Outcome, LinkStats)
+    """
     busy = join(design, out, "busy")[0].astype("int64")[:len(image.topology.links)]
     outcome = check(image, design, out["run_cycles"], int(out["cycles"][0, 0]), busy, read_back(design, out))
     return outcome, link_stats(image, outcome.busy, outcome.cycles, design.period)

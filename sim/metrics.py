@@ -17,6 +17,32 @@ from ..rtl.rom import NetworkImage
 
 @dataclass
 class LinkStats:
+    """Link metrics of one run.
+
+    Attributes
+    ----------
+    busy : numpy.ndarray
+        int64, shape (L,): busy cycles per link.
+    expected_busy : numpy.ndarray
+        int64, shape (L,): transfers x chunk_flits per link, from the schedule.
+    utilization : numpy.ndarray
+        float, shape (L,): per link busy / cycles.
+    per_step : numpy.ndarray
+        float, shape (steps,): per timestep transfers x chunk_flits / (links x period).
+    mean, min : float
+        Mean and least of ``utilization``.
+    cycles : int
+        The run's cycles.
+    steps : int
+        Timesteps of the schedule.
+    chunk_flits : int
+        F, flits per chunk.
+    busy_matches_schedule : bool
+        Every link's busy counter equals the schedule's.
+    ratio_to_steps_x_flits : float
+        cycles / (steps x chunk_flits).
+    """
+
     busy: np.ndarray             # busy cycles per link
     expected_busy: np.ndarray    # transfers x chunk_flits per link, from the schedule
     utilization: np.ndarray      # per link: busy / cycles
@@ -29,6 +55,7 @@ class LinkStats:
 
     @property
     def busy_matches_schedule(self) -> bool:
+        """Every link's busy counter equals transfers x chunk_flits from the schedule."""
         return bool((self.busy == self.expected_busy).all())
 
     @property
@@ -39,7 +66,23 @@ class LinkStats:
 
 def link_stats(image: NetworkImage, busy: np.ndarray, cycles: int, period: int) -> LinkStats:
     """``busy[link]``: the busy counter of each link after a run of ``cycles`` cycles of a design with
-    ``period`` cycles per timestep."""
+    ``period`` cycles per timestep.
+
+    Parameters
+    ----------
+    image : NetworkImage
+        The compiled schedule.
+    busy : array_like of int
+        Shape (L,): busy cycles per link.
+    cycles : int
+        The run's cycles (> 0).
+    period : int
+        Cycles per timestep.
+
+    Returns
+    -------
+    LinkStats
+    """
     busy = np.asarray(busy, dtype=np.int64)
     util = busy / cycles
     transfers = sum(r.out_valid.sum(axis=1) for r in image.routers)  # per step

@@ -24,7 +24,24 @@ def _mix(x: np.ndarray) -> np.ndarray:
 
 
 def input_chunks(node, root, chunk, chunk_flits: int, flit_bits: int) -> np.ndarray:
-    """uint32 array [len(node), chunk_flits, words] of many input chunks (arrays of equal length)."""
+    """uint32 array [len(node), chunk_flits, words] of many input chunks (arrays of equal length).
+
+    Word ``j`` of flit ``f`` is the low 32 bits of splitmix64 of (node, root, chunk, f, j).
+
+    Parameters
+    ----------
+    node, root, chunk : array_like of int
+        Equal lengths: the input node, and the ``(root, chunk)`` of each chunk.
+    chunk_flits : int
+        F, flits per chunk.
+    flit_bits : int
+        Bits per flit; words = flit_bits / 32.
+
+    Returns
+    -------
+    numpy.ndarray
+        uint32, shape (len(node), F, flit_bits / 32).
+    """
     w = flit_bits // WORD_BITS
     node, root, chunk = (np.asarray(a, dtype=np.uint64).reshape(-1, 1, 1) for a in (node, root, chunk))
     f = np.arange(chunk_flits, dtype=np.uint64)[None, :, None]
@@ -36,7 +53,26 @@ def input_chunks(node, root, chunk, chunk_flits: int, flit_bits: int) -> np.ndar
 
 
 def expected_chunks(collective: str, nodes: int, root, chunk, chunk_flits: int, flit_bits: int) -> np.ndarray:
-    """uint32 [len(root), chunk_flits, words]: what every holder of each ``(root, chunk)`` must hold."""
+    """uint32 [len(root), chunk_flits, words]: what every holder of each ``(root, chunk)`` must hold.
+
+    Parameters
+    ----------
+    collective : str
+        ``"allgather"``: the root's own chunk; otherwise the wrapping 32-bit sum over all nodes' inputs.
+    nodes : int
+        N.
+    root, chunk : array_like of int
+        Equal lengths.
+    chunk_flits : int
+        F, flits per chunk.
+    flit_bits : int
+        Bits per flit.
+
+    Returns
+    -------
+    numpy.ndarray
+        uint32, shape (len(root), F, flit_bits / 32).
+    """
     root, chunk = np.asarray(root), np.asarray(chunk)
     if collective == "allgather":
         return input_chunks(root, root, chunk, chunk_flits, flit_bits)
