@@ -47,11 +47,34 @@ from .pattern import expected_chunks, input_chunks
 
 
 def words_of(width: int) -> int:
+    """uint32 words that hold a port of ``width`` bits (at least 1).
+
+    Parameters
+    ----------
+    width : int
+        Bits.
+
+    Returns
+    -------
+    int
+        ceil(width / 32), at least 1.
+    """
     return max(1, -(-width // 32))
 
 
 def pack_bits(bits: np.ndarray) -> np.ndarray:
-    """uint8 bits ``[frames, width]`` (bit 0 first) -> uint32 words ``[frames, words]``."""
+    """uint8 bits ``[frames, width]`` (bit 0 first) -> uint32 words ``[frames, words]``.
+
+    Parameters
+    ----------
+    bits : numpy.ndarray
+        uint8 of 0/1, shape (frames, width).
+
+    Returns
+    -------
+    numpy.ndarray
+        uint32, shape (frames, :func:`words_of` (width)), little-endian, zero-padded.
+    """
     frames, width = bits.shape
     padded = np.zeros((frames, words_of(width) * 32), dtype=np.uint8)
     padded[:, :width] = bits
@@ -59,7 +82,20 @@ def pack_bits(bits: np.ndarray) -> np.ndarray:
 
 
 def scalar(values, width: int) -> np.ndarray:
-    """A column of integers (< 2**64) as uint32 words ``[frames, words]``."""
+    """A column of integers (< 2**64) as uint32 words ``[frames, words]``.
+
+    Parameters
+    ----------
+    values : array_like of int
+        One value per frame, each below 2**64.
+    width : int
+        The port's bits; gives the word count.
+
+    Returns
+    -------
+    numpy.ndarray
+        uint32, shape (len(values), :func:`words_of` (width)); words past the second are zero.
+    """
     v = np.asarray(values, dtype=np.uint64)
     out = np.zeros((len(v), words_of(width)), dtype=np.uint32)
     out[:, 0] = (v & np.uint64(0xFFFFFFFF)).astype(np.uint32)
@@ -70,13 +106,36 @@ def scalar(values, width: int) -> np.ndarray:
 
 @dataclass
 class Drive:
+    """``frames`` clock cycles: per frame set the inputs, take one edge, record the outputs.
+
+    Attributes
+    ----------
+    frames : int
+        Clock cycles.
+    values : dict of str to numpy.ndarray
+        Input port -> uint32 words, shape (frames, words).
+    capture : list of str
+        Output ports recorded after each edge.
+    """
+
     frames: int
     values: dict[str, np.ndarray]
     capture: list[str] = field(default_factory=list)
 
 
 def merged(*drives: Drive) -> Drive:
-    """Drives of different ports side by side, as long as the longest: a shorter one holds its last frame."""
+    """Drives of different ports side by side, as long as the longest: a shorter one holds its last frame.
+
+    Parameters
+    ----------
+    *drives : Drive
+        At least one; their captures are dropped.
+
+    Returns
+    -------
+    Drive
+        Without captures.
+    """
     frames = max(d.frames for d in drives)
     values = {}
     for d in drives:
@@ -87,21 +146,61 @@ def merged(*drives: Drive) -> Drive:
 
 @dataclass
 class Run:
+    """Pulse ``start`` for one edge and clock until ``done``.
+
+    Attributes
+    ----------
+    limit : int
+        The most clock edges to wait for ``done``.
+    """
+
     limit: int
 
 
 @dataclass
 class Set:
+    """Set input ports, no clock edge.
+
+    Attributes
+    ----------
+    values : dict of str to numpy.ndarray
+        Port -> one frame: uint32 words ``[1, words]``.
+    """
+
     values: dict[str, np.ndarray]  # one frame: uint32 words ``[1, words]``
 
 
 @dataclass
 class ClockTo:
+    """Clock until ``edge`` edges have passed since reset (none if already past).
+
+    Attributes
+    ----------
+    edge : int
+        The absolute edge count.
+    """
+
     edge: int
 
 
 @dataclass
 class Until:
+    """Clock until output ``port`` is >= ``target``, until ``deadline``, or until the watchdog fires.
+
+    The port is checked before each edge (the value the edge samples). Records the edge count,
+    whether it got there, and the edge count at which ``port`` last changed.
+
+    Attributes
+    ----------
+    port : str
+        An output of at most 64 bits.
+    target : int
+    deadline : int
+        Absolute edge count.
+    watchdog : int
+        Stop when ``port`` has not changed for this many edges; 0: no watchdog.
+    """
+
     port: str
     target: int
     deadline: int
@@ -110,6 +209,20 @@ class Until:
 
 @dataclass
 class Settle:
+    """Clock in windows of ``window`` edges until a window in which ``port`` did not change.
+
+    Records the edge count, whether it settled, and the end of the last window that changed ``port``.
+
+    Attributes
+    ----------
+    port : str
+        An output port.
+    window : int
+        Edges per window.
+    deadline : int
+        Absolute edge count to give up at.
+    """
+
     port: str
     window: int
     deadline: int
@@ -117,12 +230,29 @@ class Settle:
 
 @dataclass
 class Capture:
+    """Record the named outputs now, no clock edge.
+
+    Attributes
+    ----------
+    names : list of str
+        Output ports.
+    """
+
     names: list[str]
 
 
 @dataclass
 class Program:
-    """The segments, and the bit width of every port they name."""
+    """The segments, and the bit width of every port they name.
+
+    Attributes
+    ----------
+    segments : list
+        :class:`Drive`, :class:`Run`, :class:`Set`, :class:`ClockTo`, :class:`Until`,
+        :class:`Settle` and :class:`Capture` segments, in order.
+    widths : dict of str to int
+        Bit width of every port.
+    """
 
     segments: list
     widths: dict[str, int]
@@ -130,7 +260,21 @@ class Program:
 
 def lane_images(image: NetworkImage, design: Design) -> tuple[np.ndarray, int]:
     """The initial lane contents: uint32 ``[addresses, nodes * max_lanes, words per flit]`` and the
-    number of addresses to load (the highest initial flit + 1)."""
+    number of addresses to load (the highest initial flit + 1).
+
+    Parameters
+    ----------
+    image : NetworkImage
+        Its ``initial`` placement gives the chunks (:mod:`.pattern` data).
+    design : Design
+        Gives ``max_lanes`` and the flit width.
+
+    Returns
+    -------
+    tuple of (numpy.ndarray, int)
+        uint32 of shape (addresses, N x max_lanes, flit_bits / 32), lane ``i`` of node ``v`` at
+        column ``v * max_lanes + i``; and the address count.
+    """
     F, ml, W = image.chunk_flits, design.max_lanes, design.flit_bits // WORD_BITS
     entries = [(v, lane, slot, root, c) for v in range(image.topology.nodes)
                for (root, c), (lane, slot) in image.initial[v].items()]
@@ -144,7 +288,20 @@ def lane_images(image: NetworkImage, design: Design) -> tuple[np.ndarray, int]:
 
 
 def split(design: Design, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Bus values (uint32 ``[frames, words]``, field 0 first) -> the values of the bus's ports."""
+    """Bus values (uint32 ``[frames, words]``, field 0 first) -> the values of the bus's ports.
+
+    Parameters
+    ----------
+    design : Design
+        Gives the buses (:func:`~equimesh.rtl.network.buses`).
+    values : dict of str to numpy.ndarray
+        Name -> uint32 ``[frames, words]``; names that are not buses pass through unchanged.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        Port name -> its share of the words.
+    """
     out = {}
     for name, vals in values.items():
         bus = buses(design).get(name)
@@ -160,14 +317,49 @@ def split(design: Design, values: dict[str, np.ndarray]) -> dict[str, np.ndarray
 
 
 def join(design: Design, out: dict, name: str) -> np.ndarray:
-    """A captured bus (uint32 ``[frames, words]``) from the records of its ports."""
+    """A captured bus (uint32 ``[frames, words]``) from the records of its ports.
+
+    Parameters
+    ----------
+    design : Design
+    out : dict
+        A backend's records: port name -> uint32 ``[frames, words]``.
+    name : str
+        The bus, e.g. ``"host_data"`` or ``"busy"``.
+
+    Returns
+    -------
+    numpy.ndarray
+        uint32 ``[frames, words]``, the ports' words concatenated in port order.
+    """
     return np.concatenate([out[port] for port, _ in buses(design)[name].ports()], axis=-1)
 
 
 def make_program(image: NetworkImage, design: Design, widths: dict[str, int]) -> Program:
     """Load every table and lane of ``design`` with ``image``, run it, read the counters and lanes.
 
-    ``widths``: the bit width of every port of the network top (:func:`~equimesh.rtl.network.top_ports`)."""
+    ``widths``: the bit width of every port of the network top (:func:`~equimesh.rtl.network.top_ports`).
+
+    The loads go group by group (:func:`~equimesh.rtl.network.load_group`); then a :class:`Run`
+    limited to the timing model's cycles + 16, idle frames that capture ``cycles`` and ``busy``,
+    and read frames that capture ``host_data``.
+
+    Parameters
+    ----------
+    image : NetworkImage
+    design : Design
+    widths : dict of str to int
+
+    Returns
+    -------
+    Program
+        Segments ``[load Drive, Run, idle Drive, read Drive]``.
+
+    Raises
+    ------
+    RomError
+        If the image does not run on the design.
+    """
     design.check(image)
     n, ml, S = image.topology.nodes, design.max_lanes, image.steps
     bus, size = buses(design), load_group(design)
@@ -219,18 +411,50 @@ def make_program(image: NetworkImage, design: Design, widths: dict[str, int]) ->
 
 
 def read_back(design: Design, out: dict) -> np.ndarray:
-    """The lanes read back, one row per address, from the captures of a program's read frames."""
+    """The lanes read back, one row per address, from the captures of a program's read frames.
+
+    Parameters
+    ----------
+    design : Design
+    out : dict
+        A backend's records.
+
+    Returns
+    -------
+    numpy.ndarray
+        uint32 ``[reads, words]``: the ``host_data`` captures less the first host_latency - 1 frames.
+    """
     return join(design, out, "host_data")[design.host_latency - 1:]
 
 
 def final_reads(image: NetworkImage) -> int:
-    """Addresses to read back: up to the highest flit of the collective's result."""
+    """Addresses to read back: up to the highest flit of the collective's result.
+
+    Parameters
+    ----------
+    image : NetworkImage
+
+    Returns
+    -------
+    int
+        (highest final slot + 1) x chunk_flits; 0 if there is no result.
+    """
     top = max((slot for d in image.final for _, slot in d.values()), default=-1)
     return (top + 1) * image.chunk_flits
 
 
 def final_entries(image: NetworkImage) -> np.ndarray:
-    """int64 ``[entries, 5]``: node, lane, slot, root, chunk of every result chunk."""
+    """int64 ``[entries, 5]``: node, lane, slot, root, chunk of every result chunk.
+
+    Parameters
+    ----------
+    image : NetworkImage
+        Its ``final`` placement.
+
+    Returns
+    -------
+    numpy.ndarray
+    """
     e = [(v, lane, slot, root, c) for v in range(image.topology.nodes)
          for (root, c), (lane, slot) in image.final[v].items()]
     return np.array(e, dtype=np.int64).reshape(-1, 5)
@@ -238,7 +462,23 @@ def final_entries(image: NetworkImage) -> np.ndarray:
 
 @dataclass
 class Outcome:
-    """What a backend measured, checked against the schedule."""
+    """What a backend measured, checked against the schedule.
+
+    Attributes
+    ----------
+    cycles : int
+        Edges counted by the backend, start to done.
+    rtl_cycles : int
+        The statistics block's cycle counter.
+    busy : numpy.ndarray
+        int64, shape (L,): the statistics block's busy counter per link.
+    mismatches : int
+        Result flits that differ from what the collective defines.
+    first_mismatch : str or None
+        The first of them: node, lane, flit, got and expected values.
+    bit_exact : bool
+        No mismatches.
+    """
 
     cycles: int            # edges counted by the backend, start to done
     rtl_cycles: int        # the statistics block's cycle counter
@@ -248,13 +488,32 @@ class Outcome:
 
     @property
     def bit_exact(self) -> bool:
+        """No result flit differs from what the collective defines."""
         return self.mismatches == 0
 
 
 def check(image: NetworkImage, design: Design, cycles: int, rtl_cycles: int, busy: np.ndarray,
           host_data: np.ndarray) -> Outcome:
     """Compare the lanes read back (``host_data``: uint32 ``[reads, nodes * max_lanes * words]``) with
-    what the collective defines at every node (sim/pattern.py)."""
+    what the collective defines at every node (sim/pattern.py).
+
+    Parameters
+    ----------
+    image : NetworkImage
+    design : Design
+    cycles : int
+        Edges counted by the backend, start to done.
+    rtl_cycles : int
+        The statistics block's cycle counter.
+    busy : numpy.ndarray
+        Busy cycles per link.
+    host_data : numpy.ndarray
+        uint32 ``[reads, nodes * max_lanes * words]``.
+
+    Returns
+    -------
+    Outcome
+    """
     F, ml, W = image.chunk_flits, design.max_lanes, design.flit_bits // WORD_BITS
     n = image.topology.nodes
     got = host_data.reshape(host_data.shape[0], n * ml, W)
