@@ -34,13 +34,44 @@ KINDS = ("mesh", "equimesh", "overflow", "torus", "supermesh")
 
 
 class CompareError(ValueError):
-    """A ``--fmax-from`` file that does not describe the designs compared (one line)."""
+    """A ``--fmax-from`` file that does not describe the designs compared (one line).
+
+    Also raised when a compared router design has no measured Fmax.
+    """
 
 
 def compare(rows: int, cols: int, chunks: int, chunk_flits: int, collective: str, out_dir: str | Path,
             run, kinds=KINDS) -> dict[str, dict]:
-    """``run(image, label)`` runs a compiled image on a backend and returns its
-    :class:`~equimesh.sim.backends.RunResult`."""
+    """Run one collective on each kind (seed 000, Section II-A; seed 001 for the Supermesh) and compare.
+
+    ``run(image, label)`` runs a compiled image on a backend and returns its
+    :class:`~equimesh.sim.backends.RunResult`.
+
+    Parameters
+    ----------
+    rows, cols : int
+        The size R x C of every topology.
+    chunks : int
+        K, the chunks per shard.
+    chunk_flits : int
+        F, flits per chunk.
+    collective : str
+        ``"allgather"``, ``"reducescatter"`` or ``"allreduce"``, synthesized with ``auto``.
+    out_dir : str or Path
+        Where the heat maps and the synthesis runs go.
+    run : callable
+        ``run(image, label) -> RunResult``.
+    kinds : sequence of str
+        Default :data:`KINDS`.
+
+    Returns
+    -------
+    dict of str to dict
+        Per kind: ``bit_exact``, ``steps``, ``cycles``, ``link_utilization`` and its ``_min``,
+        ``links``, ``routers_by_ports``, ``crosspoints``, ``router_cells``, ``table_bits``,
+        ``routers`` (module names), ``heatmap`` (PNG path) and ``cycles_vs_equimesh`` (None
+        without an EquiMesh).
+    """
     out_dir = Path(out_dir)
     result = {}
     for kind in kinds:
@@ -79,7 +110,30 @@ def read_fpga(paths, kinds, rows: int, cols: int, chunk_flits: int,
               pipeline: int = DEFAULT_PIPELINE) -> dict[str, dict[str, float]]:
     """The median Fmax (MHz) of each router, by kind, from the JSON files of ``equimesh fpga --json``
     (one per kind), checked against the comparison before it runs: a file for another design raises
-    :class:`CompareError`."""
+    :class:`CompareError`.
+
+    Parameters
+    ----------
+    paths : iterable of str or Path
+        One file per kind.
+    kinds : sequence of str
+        The compared kinds.
+    rows, cols, chunk_flits : int
+        The compared size and flits per chunk; the flit width must be :data:`FLIT_BITS`.
+    pipeline : int
+        The compared routers' pipeline depth.
+
+    Returns
+    -------
+    dict of str to dict of str to float
+        Kind -> router module name -> Fmax in MHz.
+
+    Raises
+    ------
+    CompareError
+        If a file is unreadable, not of that form, for another kind, size, flit width or pipeline
+        depth, or a second file for one kind.
+    """
     fmax = {}
     for path in paths:
         try:
@@ -110,7 +164,25 @@ def read_fpga(paths, kinds, rows: int, cols: int, chunk_flits: int,
 
 def clocks(fmax: dict[str, dict[str, float]], result: dict[str, dict]) -> dict[str, float]:
     """The clock of each kind with measured routers: its slowest router's Fmax (a network runs on one
-    clock). Every router design the comparison instantiated must have been measured."""
+    clock). Every router design the comparison instantiated must have been measured.
+
+    Parameters
+    ----------
+    fmax : dict of str to dict of str to float
+        From :func:`read_fpga`.
+    result : dict of str to dict
+        From :func:`compare`; each measured kind's ``routers`` are looked up.
+
+    Returns
+    -------
+    dict of str to float
+        Kind -> clock in MHz.
+
+    Raises
+    ------
+    CompareError
+        If a router design of a measured kind has no Fmax.
+    """
     out = {}
     for kind, routers in fmax.items():
         missing = sorted(set(result[kind]["routers"]) - set(routers))
@@ -123,7 +195,16 @@ def clocks(fmax: dict[str, dict[str, float]], result: dict[str, dict]) -> dict[s
 
 def add_time(result: dict[str, dict], clocks: dict[str, float]) -> None:
     """Add ``clock_mhz`` and ``time_ns`` (cycles / clock) to each kind with a clock, and
-    ``time_vs_equimesh``; kinds without one get None."""
+    ``time_vs_equimesh``; kinds without one get None.
+
+    Parameters
+    ----------
+    result : dict of str to dict
+        From :func:`compare`; changed in place. ``time_ns`` is rounded to 0.1 ns,
+        ``time_vs_equimesh`` to 4 places (None without an EquiMesh time).
+    clocks : dict of str to float
+        Kind -> MHz, from :func:`clocks`.
+    """
     for kind, r in result.items():
         mhz = clocks.get(kind)
         r["clock_mhz"] = mhz
@@ -134,7 +215,17 @@ def add_time(result: dict[str, dict], clocks: dict[str, float]) -> None:
 
 
 def heatmap(topo, utilization: np.ndarray, path: Path, title: str) -> None:
-    """One R x C panel per out-port (N E S W, X0 ...): the utilization of each router's link on that port."""
+    """One R x C panel per out-port (N E S W, X0 ...): the utilization of each router's link on that port.
+
+    Parameters
+    ----------
+    topo : Topology
+    utilization : numpy.ndarray
+        Shape (L,): per link, 0..1.
+    path : Path
+        The PNG to write (its directory is created).
+    title : str
+    """
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -32,7 +32,15 @@ def _port(top, name):
 
 
 async def drive(ctx, top, seg: Drive) -> None:
-    """Set ``top``'s inputs frame by frame as ``seg`` says, one clock edge per frame (no captures)."""
+    """Set ``top``'s inputs frame by frame as ``seg`` says, one clock edge per frame (no captures).
+
+    Parameters
+    ----------
+    ctx : amaranth.sim.SimulatorContext
+        The testbench context.
+    top : amaranth.lib.wiring.Component
+    seg : Drive
+    """
     for f in range(seg.frames):
         for name, vals in seg.values.items():
             ctx.set(_port(top, name), _int(vals[f]))
@@ -44,6 +52,28 @@ def execute(net: Network, *programs: Program, vcd: str | None = None, progress=N
     ``{"run_cycles", "run_seconds", <captured port>: uint32 [frames, words]}``.
 
     ``progress(cycle, limit)`` is called now and then during a run segment.
+
+    Parameters
+    ----------
+    net : Network
+        Built with routers as submodules.
+    *programs : Program
+        Their :class:`Drive` and :class:`Run` segments are executed.
+    vcd : str or None
+        Write a VCD of ``start``, ``done`` and ``link_valid`` there.
+    progress : callable or None
+        ``progress(cycle, limit)``, every 64 cycles of a run.
+
+    Returns
+    -------
+    list of dict
+        Per program: ``run_cycles`` (edges, start to done), ``run_seconds`` (wall clock) and
+        each captured port's uint32 ``[frames, words]``.
+
+    Raises
+    ------
+    RuntimeError
+        If ``done`` does not rise within a run segment's ``limit`` cycles.
     """
     outs: list[dict] = [{} for _ in programs]
 
