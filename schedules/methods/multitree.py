@@ -18,7 +18,25 @@ from ..topology import Topology
 
 
 def build_trees(topo: Topology) -> list[list[tuple[int, int]]]:
-    """Per root, the tree edges as ``(link, tree_step)`` in the order they were added."""
+    """Per root, the tree edges as ``(link, tree_step)`` in the order they were added.
+
+    Each tree step, the trees take turns (fewest nodes first) adding one free link from a node
+    in the tree since an earlier step to a node not yet in it, until no tree can grow.
+
+    Parameters
+    ----------
+    topo : Topology
+
+    Returns
+    -------
+    list of list of tuple of (int, int)
+        N lists, one per root: ``(link id, tree step)``, tree steps counted from 0.
+
+    Raises
+    ------
+    RuntimeError
+        If the trees stall: the topology is not strongly connected.
+    """
     n = topo.nodes
     src, dst = topo.link_src, topo.link_dst
     in_tree = np.eye(n, dtype=bool)                 # in_tree[root, node]
@@ -46,6 +64,27 @@ def build_trees(topo: Topology) -> list[list[tuple[int, int]]]:
 
 
 def multitree(topo: Topology, chunks: int) -> Phase:
+    """The MultiTree AllGather baseline (seed 000, ref. [26]; module docstring).
+
+    Every (tree edge, chunk) transfer is list-scheduled at the earliest step after its parent
+    edge delivered the chunk in which the link is free. The node storage lanes are not modelled.
+
+    Parameters
+    ----------
+    topo : Topology
+    chunks : int
+        K, the chunks per shard (>= 1).
+
+    Returns
+    -------
+    Phase
+        An AllGather phase of ``[link, root, chunk]`` rows, sorted in each step.
+
+    Raises
+    ------
+    RuntimeError
+        If the topology is not strongly connected.
+    """
     src, dst = topo.link_src, topo.link_dst
     trees = build_trees(topo)
     jobs = []                                       # (tree_step, chunk, root, link)

@@ -23,6 +23,24 @@ from ..topology import Topology
 
 
 def ring2d(topo: Topology, chunks: int) -> Phase:
+    """The dimension-decomposed 2D ring AllGather: along columns (Y), then rows (X) (module docstring).
+
+    Seed 000's "2DMesh" baseline (refs. [13], [32]); seed 003 for the torus. Each chunk is
+    forwarded store and forward, one chunk per link per step, each link a FIFO; a chunk starts
+    its X phase at a node as soon as it has arrived there. The node storage lanes are not modelled.
+
+    Parameters
+    ----------
+    topo : Topology
+        Mesh or torus links are used only (ports N E S W, no EquiMesh rings or overflow duplicates).
+    chunks : int
+        K, the chunks per shard.
+
+    Returns
+    -------
+    Phase
+        An AllGather phase of ``[link, root, chunk]`` rows, sorted in each step.
+    """
     R, C = topo.rows, topo.cols
     link = {}
     for i, l in enumerate(topo.links):

@@ -29,7 +29,25 @@ from .hamiltonian import Decomposition
 
 
 def ring_allgather(topo: Topology, chunks: int, dec: Decomposition) -> Phase:
-    """The ring-pipelined AllGather of ``chunks`` chunks per shard on the cycles of ``dec``."""
+    """The ring-pipelined AllGather of ``chunks`` chunks per shard on the cycles of ``dec``.
+
+    Chunk k travels cycle ``k mod 4`` in round ``k // 4``; each round takes N - 1 steps, so
+    K = 4m takes m (N - 1) steps, the bound of seed 000, Section III-A.
+
+    Parameters
+    ----------
+    topo : Topology
+    chunks : int
+        K, the chunks per shard.
+    dec : Decomposition
+        Arc-disjoint directed Hamiltonian cycles of ``topo`` (:mod:`.hamiltonian`).
+
+    Returns
+    -------
+    Phase
+        An AllGather of ceil(K / 4) (N - 1) steps, each step's rows ordered by link id; it
+        honours the node storage rule.
+    """
     n = topo.nodes
     src = topo.link_src
     rounds = -(-chunks // len(dec.cycles))
