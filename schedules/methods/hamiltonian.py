@@ -50,17 +50,39 @@ EXACT_MAX = 11        # sides up to this are tiles without a band; longer sides 
 
 def cccc(rows: int, cols: int) -> Topology:
     """The R x C EquiMesh with every ring clockwise, the directions the tiles are solved for (not
-    ``build``'s default at the sizes where another choice gives a shorter XTree schedule)."""
+    ``build``'s default at the sizes where another choice gives a shorter XTree schedule).
+
+    Parameters
+    ----------
+    rows, cols : int
+        The size R x C.
+
+    Returns
+    -------
+    Topology
+        ``build("equimesh", rows, cols)`` with ring directions ``cccc`` (seed 000, Algorithm 1).
+    """
     return build("equimesh", rows, cols, ring_dirs=dict(DEFAULT_RING_DIRS))
 
 
 class DecompositionError(ValueError):
-    """A claimed decomposition that is not 4 arc-disjoint Hamiltonian cycles; the message is one line."""
+    """A claimed decomposition that is not 4 arc-disjoint Hamiltonian cycles; the message is one line.
+
+    Also raised when a tile does not extend to the asked size.
+    """
 
 
 @dataclass
 class Decomposition:
-    """``cycles[c]`` = link ids of cycle ``c`` in travel order (``dst`` of one = ``src`` of the next)."""
+    """``cycles[c]`` = link ids of cycle ``c`` in travel order (``dst`` of one = ``src`` of the next).
+
+    Attributes
+    ----------
+    cycles : list of numpy.ndarray
+        4 int64 arrays of N link ids each; together every link exactly once.
+    method : str
+        ``"cp-sat"`` (searched now) or ``"tile"`` (stored tile, extended).
+    """
 
     cycles: list[np.ndarray]
     method: str               # "cp-sat" (searched now) or "tile" (stored tile, extended)
@@ -68,13 +90,38 @@ class Decomposition:
 
 @dataclass
 class SearchResult:
+    """The outcome of one exact search (:func:`solve`).
+
+    Attributes
+    ----------
+    decomposition : Decomposition or None
+        The decomposition found, if any.
+    status : str
+        ``"found"``, ``"none"`` (proven: no decomposition) or ``"timeout"``.
+    seconds : float
+        Wall-clock time of the search.
+    """
+
     decomposition: Decomposition | None
     status: str               # "found", "none" (proven: no decomposition) or "timeout"
     seconds: float
 
 
 def check(topo: Topology, cycles: list[np.ndarray]) -> None:
-    """Raise :class:`DecompositionError` unless ``cycles`` are 4 Hamiltonian cycles using every link once."""
+    """Raise :class:`DecompositionError` unless ``cycles`` are 4 Hamiltonian cycles using every link once.
+
+    Parameters
+    ----------
+    topo : Topology
+    cycles : list of array_like of int
+        Link ids per cycle, in travel order.
+
+    Raises
+    ------
+    DecompositionError
+        Naming the first failure: the cycle count, the link cover, a cycle's length, a walk
+        that does not close, or a node visited twice.
+    """
     n, L = topo.nodes, len(topo.links)
     if len(cycles) != COLOURS:
         raise DecompositionError(f"{len(cycles)} cycles, need {COLOURS}")
@@ -93,7 +140,19 @@ def check(topo: Topology, cycles: list[np.ndarray]) -> None:
 
 
 def order(topo: Topology, links: np.ndarray) -> np.ndarray:
-    """The links of one colour (a 1-in-1-out subgraph) in travel order from node 0's out-link."""
+    """The links of one colour (a 1-in-1-out subgraph) in travel order from node 0's out-link.
+
+    Parameters
+    ----------
+    topo : Topology
+    links : numpy.ndarray
+        Link ids with one out-link per node they touch; node 0 must have one.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64, the same number of link ids, following ``dst`` to the next ``src``.
+    """
     nxt = np.full(topo.nodes, -1, dtype=np.int64)
     nxt[topo.link_src[links]] = links
     out = np.empty(len(links), dtype=np.int64)
@@ -155,7 +214,22 @@ def _key(topo: Topology, l) -> tuple[int, int, int, int, str]:
 def band_pairs(topo: Topology, row_band: int | None, col_band: int | None,
                period: int = PERIOD) -> list[tuple[int, int]]:
     """Pairs of links whose colours a tile must share: a link whose nearer end lies in the ``period``
-    band rows from ``row_band`` on (or columns) and the same link ``period`` rows (columns) further on."""
+    band rows from ``row_band`` on (or columns) and the same link ``period`` rows (columns) further on.
+
+    Parameters
+    ----------
+    topo : Topology
+        The tile.
+    row_band, col_band : int or None
+        First band row and column; None: no band in that dimension.
+    period : int
+        Rows (columns) in the band.
+
+    Returns
+    -------
+    list of tuple of (int, int)
+        Link id pairs.
+    """
     index = {_key(topo, l): i for i, l in enumerate(topo.links)}
     pairs = []
     for i, l in enumerate(topo.links):
@@ -173,6 +247,20 @@ def solve(topo: Topology, time_limit: float = 60.0, row_band: int | None = None,
 
     With ``row_band`` / ``col_band`` the decomposition is also a *tile*: rows (columns)
     ``band, band + 1`` are coloured like the two after them, so :func:`extend` can repeat them.
+
+    Parameters
+    ----------
+    topo : Topology
+    time_limit : float
+        Seconds for CP-SAT (one worker).
+    row_band, col_band : int or None
+        Band starts for a tile; None: no band.
+    seed : int
+        CP-SAT's random seed.
+
+    Returns
+    -------
+    SearchResult
     """
     t0 = time.perf_counter()
     links = np.arange(len(topo.links))
@@ -192,7 +280,25 @@ def solve(topo: Topology, time_limit: float = 60.0, row_band: int | None = None,
 
 
 def from_colours(topo: Topology, colour: np.ndarray, method: str) -> Decomposition:
-    """The decomposition given each link's colour; checked (:class:`DecompositionError` if it is none)."""
+    """The decomposition given each link's colour; checked (:class:`DecompositionError` if it is none).
+
+    Parameters
+    ----------
+    topo : Topology
+    colour : numpy.ndarray
+        Shape (L,): each link's colour, 0..3.
+    method : str
+        Recorded in the result (``"cp-sat"`` or ``"tile"``).
+
+    Returns
+    -------
+    Decomposition
+
+    Raises
+    ------
+    DecompositionError
+        If a colour class is not a Hamiltonian cycle.
+    """
     colour = np.asarray(colour)
     cycles = []
     for c in range(COLOURS):
@@ -205,6 +311,19 @@ def from_colours(topo: Topology, colour: np.ndarray, method: str) -> Decompositi
 
 
 def colours_of(dec: Decomposition, links: int) -> np.ndarray:
+    """Each link's colour (the index of its cycle); the inverse of :func:`from_colours`.
+
+    Parameters
+    ----------
+    dec : Decomposition
+    links : int
+        L, the topology's link count.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64, shape (L,).
+    """
     colour = np.empty(links, dtype=np.int64)
     for c, cyc in enumerate(dec.cycles):
         colour[cyc] = c
@@ -229,7 +348,31 @@ def extend(tile: Topology, colour: np.ndarray, row_band: int | None, col_band: i
     repeated (sides longer by multiples of ``period``), or with one band period cut out (a side
     shorter by exactly ``period``). Every link of ``topo`` takes the colour of the tile link it
     shifts onto; by the band's translation symmetry every node then sees the colours of some tile
-    node, one in- and one out-link per colour, but the result still has to pass :func:`check`."""
+    node, one in- and one out-link per colour, but the result still has to pass :func:`check`.
+
+    Parameters
+    ----------
+    tile : Topology
+    colour : numpy.ndarray
+        Shape (tile links,): the tile's colours.
+    row_band, col_band : int or None
+        The tile's band starts.
+    topo : Topology
+        The network to colour.
+    period : int
+        Rows (columns) per band period.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64, shape (L,) of ``topo``: the colours, not yet checked.
+
+    Raises
+    ------
+    DecompositionError
+        If a side differs from the tile's by other than a multiple of ``period`` (at least
+        ``-period``), or differs in a dimension without a band.
+    """
     er, ec = topo.rows - tile.rows, topo.cols - tile.cols
     if any(e < -period or e % period or (e and band is None)
            for e, band in ((er, row_band), (ec, col_band))):
@@ -250,7 +393,19 @@ TILES = DATA / "hamiltonian_tiles.json"
 
 
 def tile_side(n: int) -> tuple[int, int | None]:
-    """The tile side that covers a network side ``n``, and its band start (None: no band)."""
+    """The tile side that covers a network side ``n``, and its band start (None: no band).
+
+    Parameters
+    ----------
+    n : int
+        A network side.
+
+    Returns
+    -------
+    tuple of (int, int or None)
+        ``(n, None)`` up to :data:`EXACT_MAX`; above it a side 12..15 congruent to ``n`` modulo
+        :data:`PERIOD`, with band start :data:`BAND`.
+    """
     if n <= EXACT_MAX:
         return n, None
     base = EXACT_MAX + 1 + (n - EXACT_MAX - 1) % PERIOD     # 12..15: n - base is a multiple of PERIOD
@@ -259,7 +414,26 @@ def tile_side(n: int) -> tuple[int, int | None]:
 
 def make_tile(rows: int, cols: int, time_limit: float, seeds: int, reach: int = 32) -> tuple[dict | None, str]:
     """Solve the tile for ``rows x cols`` (default ring directions) whose extensions up to ``reach``
-    per side all pass :func:`check`; try ``seeds`` CP-SAT seeds. Returns (tile record, status)."""
+    per side all pass :func:`check`; try ``seeds`` CP-SAT seeds. Returns (tile record, status).
+
+    Parameters
+    ----------
+    rows, cols : int
+        The network size; the tile is :func:`tile_side` of each.
+    time_limit : float
+        Seconds per CP-SAT run.
+    seeds : int
+        CP-SAT seeds to try.
+    reach : int
+        The longest banded side the extensions are checked up to.
+
+    Returns
+    -------
+    tuple of (dict or None, str)
+        The record (``rows``, ``cols``, ``ring_dirs``, ``row_band``, ``col_band``, ``colours``:
+        one digit per link) and ``"found"``; or None and ``"none"``, ``"no tile"``,
+        ``"timeout"`` or ``"does not extend"``.
+    """
     R0, rb = tile_side(rows)
     C0, cb = tile_side(cols)
     tile = cccc(R0, C0)
@@ -307,7 +481,17 @@ def from_tile(topo: Topology) -> Decomposition | None:
 
     A side of 8-11 without a stored tile of its own is cut from the banded tile one period longer
     (this gives every odd size the exact search timed out on: 9x11, 11x11, 9x13, 11x13, 9x15, 11x15
-    and transposes; each result is checked)."""
+    and transposes; each result is checked).
+
+    Parameters
+    ----------
+    topo : Topology
+
+    Returns
+    -------
+    Decomposition or None
+        Method ``"tile"``; None for other kinds or ring directions, or when no tile applies.
+    """
     if topo.kind != "equimesh" or any(topo.ring_dirs.values()):
         return None
     for R0, rb in _tile_options(topo.rows):
@@ -330,20 +514,62 @@ def from_tile(topo: Topology) -> Decomposition | None:
 def transpose(other: Topology, colour: np.ndarray, topo: Topology) -> np.ndarray:
     """Link colours of ``topo`` (R x C) from those of ``other`` (C x R): mirroring the grid at its
     diagonal maps the top ring onto the left ring and the bottom onto the right, each indexed the
-    same way (Algorithm 1), so with the default ring directions it is an isomorphism."""
+    same way (Algorithm 1), so with the default ring directions it is an isomorphism.
+
+    Parameters
+    ----------
+    other : Topology
+        The C x R network.
+    colour : numpy.ndarray
+        Shape (links of ``other``,).
+    topo : Topology
+        The R x C network.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64, shape (L,) of ``topo``.
+    """
     index = {_key(other, l): i for i, l in enumerate(other.links)}
     return np.array([colour[index[(b, a, d, c, TRANSPOSED_PORT[p])]]
                      for a, b, c, d, p in (_key(topo, l) for l in topo.links)], dtype=np.int64)
 
 
 def reversal(topo: Topology, mirror: Topology) -> np.ndarray:
-    """For each link of ``topo``, the id of the same link reversed in its ``mirror`` (Section III-B)."""
+    """For each link of ``topo``, the id of the same link reversed in its ``mirror`` (Section III-B).
+
+    Parameters
+    ----------
+    topo, mirror : Topology
+
+    Returns
+    -------
+    numpy.ndarray
+        int64, shape (L,).
+    """
     index = {(l.src, l.dst, l.src_port, l.dst_port): i for i, l in enumerate(mirror.links)}
     return np.array([index[(l.dst, l.src, l.dst_port, l.src_port)] for l in topo.links], dtype=np.int64)
 
 
 def reverse(dec: Decomposition, topo: Topology, mirror: Topology) -> Decomposition:
-    """The decomposition of the mirror topology (every link reversed; Section III-B) from ``topo``'s."""
+    """The decomposition of the mirror topology (every link reversed; Section III-B) from ``topo``'s.
+
+    Parameters
+    ----------
+    dec : Decomposition
+        A decomposition of ``topo``.
+    topo, mirror : Topology
+
+    Returns
+    -------
+    Decomposition
+        Each cycle reversed onto ``mirror``'s links; same method.
+
+    Raises
+    ------
+    DecompositionError
+        If the result is not a decomposition of ``mirror``.
+    """
     remap = reversal(topo, mirror)
     cycles = [remap[c[::-1]] for c in dec.cycles]
     check(mirror, cycles)
@@ -356,7 +582,16 @@ SEARCH_MAX = 64       # networks up to this many nodes without a tile are search
 def may_decompose(topo: Topology) -> bool:
     """Worth a run-time search: the sign argument of :mod:`.parity` does not rule a decomposition
     out. It does at every size whose sides have different parity (for every ring direction), so a
-    search there would only spend its time limit (10 s at 6x7 and 5x8 before the argument)."""
+    search there would only spend its time limit (10 s at 6x7 and 5x8 before the argument).
+
+    Parameters
+    ----------
+    topo : Topology
+
+    Returns
+    -------
+    bool
+    """
     return no_decomposition(topo) is None
 
 
@@ -373,7 +608,19 @@ def _decompose_equimesh(rows: int, cols: int, dirs: str, time_limit: float) -> D
 def decompose(topo: Topology, time_limit: float = 10.0) -> Decomposition | None:
     """A decomposition of an EquiMesh (or its mirror, by reversal): from the stored tiles, else (up
     to ``SEARCH_MAX`` nodes, where :func:`may_decompose`) by the exact search within ``time_limit``
-    seconds; None otherwise."""
+    seconds; None otherwise.
+
+    Parameters
+    ----------
+    topo : Topology
+        An EquiMesh or mirror EquiMesh with the links :func:`.topology.build` gives (not degraded).
+    time_limit : float
+        Seconds for the exact search.
+
+    Returns
+    -------
+    Decomposition or None
+    """
     from ..topology import format_ring_dirs
     if topo.kind not in ("equimesh", "mirror-equimesh"):
         return None
