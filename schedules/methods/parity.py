@@ -53,7 +53,18 @@ def _check_regular(topo: Topology) -> None:
 
 
 def permutation_sign(perm: np.ndarray) -> int:
-    """``(-1)^(n - cycles)`` of a permutation given as an array ``i -> perm[i]``."""
+    """``(-1)^(n - cycles)`` of a permutation given as an array ``i -> perm[i]``.
+
+    Parameters
+    ----------
+    perm : numpy.ndarray
+        Shape (n,): a permutation of 0..n-1.
+
+    Returns
+    -------
+    int
+        +1 or -1.
+    """
     seen = np.zeros(len(perm), dtype=bool)
     cycles = 0
     for i in range(len(perm)):
@@ -69,7 +80,23 @@ def permutation_sign(perm: np.ndarray) -> int:
 def one_factorization(topo: Topology) -> list[np.ndarray]:
     """4 cycle covers of a 4-regular topology, as link-index arrays ``cover[c][u]`` = the link of
     colour ``c`` leaving ``u``: perfect matchings peeled off the tail/head graph one at a time
-    (a regular bipartite multigraph always has one, by Koenig's theorem)."""
+    (a regular bipartite multigraph always has one, by Koenig's theorem).
+
+    Parameters
+    ----------
+    topo : Topology
+        In- and out-degree 4 at every node.
+
+    Returns
+    -------
+    list of numpy.ndarray
+        4 int64 arrays of shape (N,); together every link once.
+
+    Raises
+    ------
+    ValueError
+        If the topology is not 4-regular.
+    """
     _check_regular(topo)
     n = topo.nodes
     left = [list(range(len(topo.links)))]          # links not yet coloured
@@ -93,7 +120,23 @@ def one_factorization(topo: Topology) -> list[np.ndarray]:
 
 
 def factorization_sign(topo: Topology) -> int:
-    """The sign ``prod_c sgn(tau_c)`` of one 1-factorization of the tail/head graph (module docstring)."""
+    """The sign ``prod_c sgn(tau_c)`` of one 1-factorization of the tail/head graph (module docstring).
+
+    Parameters
+    ----------
+    topo : Topology
+        A 4-regular topology.
+
+    Returns
+    -------
+    int
+        +1 or -1; -1 (with a planar tail/head graph) rules out a Hamiltonian decomposition.
+
+    Raises
+    ------
+    ValueError
+        If the topology is not 4-regular.
+    """
     sign = 1
     for cover in one_factorization(topo):
         sign *= permutation_sign(topo.link_dst[cover])
@@ -101,7 +144,17 @@ def factorization_sign(topo: Topology) -> int:
 
 
 def tail_head_planar(topo: Topology) -> bool:
-    """Whether the tail/head graph is planar (parallel links do not change planarity)."""
+    """Whether the tail/head graph is planar (parallel links do not change planarity).
+
+    Parameters
+    ----------
+    topo : Topology
+
+    Returns
+    -------
+    bool
+        By ``networkx.check_planarity``.
+    """
     import networkx as nx
     graph = nx.Graph()
     graph.add_edges_from(((0, int(u)), (1, int(w))) for u, w in zip(topo.link_src, topo.link_dst))
@@ -119,7 +172,18 @@ def _proof(rows: int, cols: int, dirs: str) -> str | None:
 
 def no_decomposition(topo: Topology) -> str | None:
     """One line proving that the EquiMesh (or its mirror) ``topo`` has no Hamiltonian decomposition,
-    or None if the sign argument does not rule one out."""
+    or None if the sign argument does not rule one out.
+
+    Parameters
+    ----------
+    topo : Topology
+        Other kinds give None.
+
+    Returns
+    -------
+    str or None
+        The line (it cites docs/schedules.md), computed once per size and ring directions.
+    """
     from ..topology import format_ring_dirs
     if topo.kind not in ("equimesh", "mirror-equimesh"):
         return None
