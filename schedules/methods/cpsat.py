@@ -44,6 +44,22 @@ from ..topology import Topology, grid_maps
 
 @dataclass
 class ExactResult:
+    """The outcome of a CP-SAT run.
+
+    Attributes
+    ----------
+    phase : Phase or None
+        The best schedule found (None if none within the limit).
+    steps : int or None
+        Its step count.
+    lower : int
+        Proven: no schedule has fewer steps.
+    seconds : float
+        Wall-clock time.
+    proven : bool
+        ``steps == lower``: the step count is optimal.
+    """
+
     phase: Phase | None        # the best schedule found (None if none within the limit)
     steps: int | None          # its step count
     lower: int                 # proven: no schedule has fewer steps
@@ -51,12 +67,27 @@ class ExactResult:
 
     @property
     def proven(self) -> bool:
+        """A schedule was found and its step count equals the proven lower limit."""
         return self.steps is not None and self.steps == self.lower
 
 
 def start_lanes(topo: Topology, chunks: int, prefix: list[np.ndarray] = ()) -> np.ndarray:
     """``lane[v, x]``: the lane where node v keeps chunk x after the steps ``prefix``, -1 if it lacks it
-    (before any step: every root holds its chunks in their home lanes)."""
+    (before any step: every root holds its chunks in their home lanes).
+
+    Parameters
+    ----------
+    topo : Topology
+    chunks : int
+        K, the chunks per shard.
+    prefix : list of numpy.ndarray
+        Steps of ``[link, root, chunk]`` rows already taken.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64, shape (N, N x K), chunk ``x = root * K + chunk``: global lane ids or -1.
+    """
     n, K = topo.nodes, chunks
     lane = np.full((n, n * K), -1, dtype=np.int64)
     lane[np.repeat(np.arange(n), K), np.arange(n * K)] = home_lanes(topo, K).reshape(-1)
@@ -160,6 +191,30 @@ def exact(topo: Topology, chunks: int, horizon: int, lanes: bool = True, time_li
     completion of that state, and ``lower`` bounds the completion's steps. ``symmetry``, the images
     ``(link, chunk)`` of a symmetry of ``topo`` (:func:`invariant_under`), admits only schedules it
     maps onto themselves: then ``lower`` holds for those only.
+
+    Parameters
+    ----------
+    topo : Topology
+    chunks : int
+        K, the chunks per shard.
+    horizon : int
+        T, the most steps allowed.
+    lanes : bool
+        Impose the node storage rule (:mod:`..storage`).
+    time_limit : float
+        Seconds for CP-SAT.
+    workers : int
+        CP-SAT workers.
+    start : numpy.ndarray or None
+        A state from :func:`start_lanes`; None: the start of the collective.
+    symmetry : tuple of (numpy.ndarray, numpy.ndarray) or None
+        ``(link, chunk)`` images for :func:`invariant_under`.
+
+    Returns
+    -------
+    ExactResult
+        Below the bound (seed 000, Section III-A) ``lower`` is the bound; on a timeout without a
+        solution ``lower`` is the bound (1 from a ``start``).
     """
     from ortools.sat.python import cp_model
     t0 = time.perf_counter()
@@ -197,7 +252,19 @@ def grid_automorphism(topo: Topology, chunks: int) -> tuple[np.ndarray, np.ndarr
     """The first symmetry of the grid other than the identity that maps ``topo``'s links onto
     themselves (:func:`.topology.grid_maps`; at 2 x C with ``cccc`` the row flip, v <-> v +- C, ports
     N <-> S), as ``(node, link, chunk)`` images, with ``chunk`` over all ``chunks`` indices (chunk c
-    keeps its round c // 4); None if there is none or it does not permute the chunk indices."""
+    keeps its round c // 4); None if there is none or it does not permute the chunk indices.
+
+    Parameters
+    ----------
+    topo : Topology
+    chunks : int
+        K, the chunks per shard.
+
+    Returns
+    -------
+    tuple of (numpy.ndarray, numpy.ndarray, numpy.ndarray) or None
+        ``node`` (shape (N,)), ``link`` (int64, shape (L,)) and ``chunk`` (shape (K,)) images.
+    """
     c = np.arange(chunks)
     for node, link, chunk4 in grid_maps(topo, topo):
         chunk = c - c % 4 + chunk4[c % 4]
@@ -209,7 +276,19 @@ def grid_automorphism(topo: Topology, chunks: int) -> tuple[np.ndarray, np.ndarr
 def invariant_under(m, y: dict, link: np.ndarray, chunk: np.ndarray) -> None:
     """Keep only the schedules that a symmetry maps onto themselves: ``y[l, x, t] = y[link[l], chunk[x],
     t]``, with ``chunk`` the image of every chunk ``x = root * K + index`` (a symmetry of the grid has
-    order 1, 2 or 4; one equality per variable outside its orbit's first)."""
+    order 1, 2 or 4; one equality per variable outside its orbit's first).
+
+    Parameters
+    ----------
+    m : ortools.sat.python.cp_model.CpModel
+        The model; constraints are added to it.
+    y : dict
+        ``(l, x, t) -> BoolVar`` of :func:`exact`'s model.
+    link : numpy.ndarray
+        Image of each link id.
+    chunk : numpy.ndarray
+        Image of each chunk ``x`` (shape (N x K,)).
+    """
     for k, v in y.items():
         orbit, (l, x, t) = [k], k
         for _ in range(3):
@@ -237,7 +316,24 @@ def at_bound(topo: Topology, chunks: int, time_limit: float = 600.0, invariant: 
     ``invariant`` (breaking a group and its image as well can exclude every invariant schedule).
 
     The result has the schedule if the excess reads reach 0; ``lower`` is the bound plus one if the
-    solver proved that no lane-rule schedule meets the bound (only without the invariance)."""
+    solver proved that no lane-rule schedule meets the bound (only without the invariance).
+
+    Parameters
+    ----------
+    topo : Topology
+    chunks : int
+        K, the chunks per shard.
+    time_limit : float
+        Seconds for CP-SAT.
+    invariant : bool
+        Admit only schedules invariant under :func:`grid_automorphism`.
+
+    Returns
+    -------
+    ExactResult
+        ``phase`` and ``steps`` (the bound) when found; else ``lower`` is the bound, or the bound
+        plus one when proven.
+    """
     from ortools.sat.python import cp_model
     t0 = time.perf_counter()
     K, T = chunks, lower_bound(topo, chunks, "allgather")
@@ -296,7 +392,27 @@ def improve_tail(topo: Topology, chunks: int, phase: Phase, lanes: bool = True, 
                  windows: tuple[int, ...] = (4, 6, 8)) -> Phase:
     """CP-SAT windows: keep the first steps of ``phase``, re-solve its last ``w`` steps exactly in
     fewer; repeat while that shortens it, trying the windows in order, within ``time_limit``, and
-    stop at the step bound (no window can prove anything below it faster than the bound does)."""
+    stop at the step bound (no window can prove anything below it faster than the bound does).
+
+    Parameters
+    ----------
+    topo : Topology
+    chunks : int
+        K, the chunks per shard.
+    phase : Phase
+        An AllGather, e.g. XTree's.
+    lanes : bool
+        Impose the node storage rule.
+    time_limit : float
+        Seconds in all.
+    windows : tuple of int
+        The window sizes w (steps) to try, in order; a window that finds nothing moves to the next.
+
+    Returns
+    -------
+    Phase
+        ``phase`` or a shorter AllGather with the same first steps.
+    """
     t0 = time.perf_counter()
     best = phase
     bound = lower_bound(topo, chunks, "allgather")
@@ -322,7 +438,27 @@ def repair(topo: Topology, chunks: int, seeds: int, lanes: bool = True, window_s
     ``window_seconds``; the shortest result, as soon as one meets the step bound or ``time_limit``
     is spent. Different orders leave different tails, and a tail one step over the bound is often
     repairable when XTree's own is not (K = 4, lane rule: 3x6 and 4x5 at the bound from a few
-    orders, none from the first)."""
+    orders, none from the first).
+
+    Parameters
+    ----------
+    topo : Topology
+    chunks : int
+        K, the chunks per shard.
+    seeds : int
+        Tie-break orders to try.
+    lanes : bool
+        Impose the node storage rule.
+    window_seconds : float
+        Seconds for each tail's :func:`improve_tail`.
+    time_limit : float
+        Seconds in all.
+
+    Returns
+    -------
+    Phase
+        The shortest AllGather found (XTree, seed 000, Algorithm 2, with its tail re-solved).
+    """
     from .xtree import tie_break_orders
     t0 = time.perf_counter()
     bound = lower_bound(topo, chunks, "allgather")
