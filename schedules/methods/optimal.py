@@ -37,6 +37,22 @@ class SolverLimit(RuntimeError):
 
 @dataclass
 class OptimalResult:
+    """The outcome of :func:`optimal`.
+
+    Attributes
+    ----------
+    phase : Phase or None
+        The optimal AllGather, when decided.
+    steps : int or None
+        Its step count, the proven optimum.
+    infeasible_below : int
+        Every step count below this is proven infeasible.
+    seconds : float
+        Wall-clock time.
+    status : str
+        ``"optimal"`` or ``"timeout"``.
+    """
+
     phase: Phase | None
     steps: int | None          # proven optimum, when decided
     infeasible_below: int      # every step count below this is proven infeasible
@@ -159,7 +175,28 @@ def _solve(topo: Topology, chunks: int, steps: int, lanes: bool, time_limit: flo
 
 def optimal(topo: Topology, chunks: int, lanes: bool = False, time_limit: float = 60.0,
             start: int | None = None) -> OptimalResult:
-    """Search step counts upward from the bound; return the first feasible schedule (the optimum)."""
+    """Search step counts upward from the bound; return the first feasible schedule (the optimum).
+
+    The bound is that of seed 000, Section III-A; each step count is one integer program
+    (module docstring) solved with HiGHS within the time left.
+
+    Parameters
+    ----------
+    topo : Topology
+    chunks : int
+        K, the chunks per shard.
+    lanes : bool
+        Encode the node storage rule (:mod:`..storage`).
+    time_limit : float
+        Seconds in all.
+    start : int or None
+        The first step count to try; None: the bound.
+
+    Returns
+    -------
+    OptimalResult
+        With ``status == "timeout"`` no schedule, and ``infeasible_below`` the first undecided count.
+    """
     t0 = time.perf_counter()
     T = start if start is not None else lower_bound(topo, chunks, "allgather")
     lo = T
