@@ -41,7 +41,20 @@ TAIL_WINDOWS = (10, 12, 14)
 
 
 def rounds(phase: Phase, chunks: int) -> Phase:
-    """``chunks // BASE`` rounds of the ``BASE``-chunk AllGather ``phase`` (module docstring)."""
+    """``chunks // BASE`` rounds of the ``BASE``-chunk AllGather ``phase`` (module docstring).
+
+    Parameters
+    ----------
+    phase : Phase
+        An AllGather of K = 4 chunks per shard.
+    chunks : int
+        K = 4m; round j moves chunks 4j .. 4j+3 in its own steps.
+
+    Returns
+    -------
+    Phase
+        m x ``phase.num_steps`` steps.
+    """
     steps = []
     for j in range(chunks // BASE):
         for s in phase.steps:
@@ -52,7 +65,17 @@ def rounds(phase: Phase, chunks: int) -> Phase:
 
 
 def key(topo: Topology) -> str:
-    """The library's key of ``topo``: kind, size and ring directions, e.g. ``equimesh 2x3 cccc``."""
+    """The library's key of ``topo``: kind, size and ring directions, e.g. ``equimesh 2x3 cccc``.
+
+    Parameters
+    ----------
+    topo : Topology
+        An EquiMesh or mirror EquiMesh (it needs ring directions).
+
+    Returns
+    -------
+    str
+    """
     return f"{topo.kind} {topo.rows}x{topo.cols} {format_ring_dirs(topo.ring_dirs)}"
 
 
@@ -64,7 +87,21 @@ def _library() -> dict[str, list]:
 
 
 def image(src: Topology, phase: Phase, dst: Topology) -> Phase | None:
-    """``phase`` carried onto ``dst`` by the first of :func:`grid_maps`, or None if none maps the links."""
+    """``phase`` carried onto ``dst`` by the first of :func:`grid_maps`, or None if none maps the links.
+
+    Parameters
+    ----------
+    src : Topology
+        The topology ``phase`` is for.
+    phase : Phase
+        An AllGather with chunk indices below 4.
+    dst : Topology
+
+    Returns
+    -------
+    Phase or None
+        Links, roots and chunks relabelled (not checked here).
+    """
     for node, remap, chunk in grid_maps(src, dst):
         steps = []
         for s in phase.steps:
@@ -76,7 +113,18 @@ def image(src: Topology, phase: Phase, dst: Topology) -> Phase | None:
 
 def applies(topo: Topology, chunks: int) -> bool:
     """Whether link ids stored for ``topo``'s key can be used: an EquiMesh (or mirror) with its links
-    as ``build`` numbers them (not renumbered or removed) and K a multiple of 4 (rounds)."""
+    as ``build`` numbers them (not renumbered or removed) and K a multiple of 4 (rounds).
+
+    Parameters
+    ----------
+    topo : Topology
+    chunks : int
+        K, the chunks per shard.
+
+    Returns
+    -------
+    bool
+    """
     return (topo.kind in ("equimesh", "mirror-equimesh") and chunks % BASE == 0
             and [l.as_list() for l in topo.links] == [l.as_list() for l in build(
                 topo.kind, topo.rows, topo.cols, ring_dirs=topo.ring_dirs).links])
@@ -84,7 +132,24 @@ def applies(topo: Topology, chunks: int) -> bool:
 
 def stored(topo: Topology, chunks: int) -> Phase | None:
     """The stored K = 4 AllGather of ``topo``, or of a network that a symmetry of the grid maps onto
-    it, in ``chunks // 4`` rounds (checked); None if there is none or K is not a multiple of 4."""
+    it, in ``chunks // 4`` rounds (checked); None if there is none or K is not a multiple of 4.
+
+    Parameters
+    ----------
+    topo : Topology
+    chunks : int
+        K, the chunks per shard.
+
+    Returns
+    -------
+    Phase or None
+        A lane-rule AllGather, at the bound or best known.
+
+    Raises
+    ------
+    ScheduleInvalid, StorageConflict
+        If a stored schedule fails its check.
+    """
     if not applies(topo, chunks):
         return None
     base = lookup(topo, _library())
@@ -93,7 +158,23 @@ def stored(topo: Topology, chunks: int) -> Phase | None:
 
 def lookup(topo: Topology, entries: dict[str, list]) -> Phase | None:
     """The shortest K = 4 AllGather of ``topo`` in ``entries`` (key -> steps), directly or by a
-    symmetry, checked."""
+    symmetry, checked.
+
+    Parameters
+    ----------
+    topo : Topology
+    entries : dict of str to list
+        Library key (:func:`key`) -> steps as lists of ``[link, root, chunk]``.
+
+    Returns
+    -------
+    Phase or None
+
+    Raises
+    ------
+    ScheduleInvalid, StorageConflict
+        If a mapped schedule fails its check.
+    """
     best = None
     for name, steps in entries.items():
         kind, size, dirs = name.split()
@@ -110,7 +191,20 @@ def lookup(topo: Topology, entries: dict[str, list]) -> Phase | None:
 
 
 def check(topo: Topology, phase: Phase) -> None:
-    """Raise unless ``phase`` is a valid K = 4 AllGather of ``topo`` that keeps the lane rule."""
+    """Raise unless ``phase`` is a valid K = 4 AllGather of ``topo`` that keeps the lane rule.
+
+    Parameters
+    ----------
+    topo : Topology
+    phase : Phase
+
+    Raises
+    ------
+    ScheduleInvalid
+        If it is not a valid AllGather (:func:`..verify.verify`).
+    StorageConflict
+        If it breaks the lane rule (:func:`..storage.check_storage`).
+    """
     sched = Schedule("allgather", "stored", BASE, topo, [phase], {"storage": "lanes"})
     verify(sched)
     check_storage(sched)
