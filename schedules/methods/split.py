@@ -78,14 +78,35 @@ TAIL_SIDE = 16         # tails are stored for networks up to this many rows and 
 
 
 class SplitFailed(ValueError):
-    """The simulation of a split with one set of choices left a chunk undelivered or a lane read twice."""
+    """The simulation of a split with one set of choices left a chunk undelivered or a lane read twice.
+
+    The message names the lane (B or ring) and node and step, or the count of undelivered chunks.
+    """
 
 
 def find(topo: Topology, pairs: list[tuple[int, int]], time_limit: float, seed: int = 0,
          same: list[tuple[int, int]] = ()) -> tuple[np.ndarray | None, str]:
     """CP-SAT: colours 0-2 Hamiltonian circuits, colour 3 the 2-cycles ``u <-> w`` of ``pairs`` plus
     a circuit through every other node. Returns each link's colour (or None) and "found", "none"
-    (proven: no such split with the 2-cycles there) or "timeout"."""
+    (proven: no such split with the 2-cycles there) or "timeout".
+
+    Parameters
+    ----------
+    topo : Topology
+    pairs : list of tuple of (int, int)
+        The 2-cycles: mesh-neighbour node pairs with a link each way, pairwise disjoint.
+    time_limit : float
+        Seconds for CP-SAT (one worker).
+    seed : int
+        CP-SAT's random seed.
+    same : list of tuple of (int, int)
+        Link pairs that must share a colour (a tile's band).
+
+    Returns
+    -------
+    tuple of (numpy.ndarray or None, str)
+        int64 colours 0..3 of shape (L,), and the status.
+    """
     src, dst = topo.link_src.tolist(), topo.link_dst.tolist()
     ends = {v for p in pairs for v in p}
     two = {(u, w) for u, w in pairs} | {(w, u) for u, w in pairs}
@@ -111,7 +132,19 @@ def find(topo: Topology, pairs: list[tuple[int, int]], time_limit: float, seed: 
 def two_cycles(topo: Topology, time_limit: float) -> str:
     """CP-SAT: is there any split into 4 cycle covers with 5 cycles, three Hamiltonian cycles and a
     cover of two cycles of any lengths (the shape of every split with one 2-cycle)? "found", "none"
-    (proven) or "timeout". None exists at 2 x C for odd C from 5 on, for any ring directions."""
+    (proven) or "timeout". None exists at 2 x C for odd C from 5 on, for any ring directions.
+
+    Parameters
+    ----------
+    topo : Topology
+    time_limit : float
+        Seconds for CP-SAT.
+
+    Returns
+    -------
+    str
+        ``"found"``, ``"none"`` or ``"timeout"``.
+    """
     m, x = _colouring(topo)
     for c in range(3):
         m.AddCircuit(arcs(m, topo, [row[c] for row in x], range(len(topo.links))))
@@ -143,7 +176,23 @@ def _colouring(topo: Topology):
 
 def arcs(m, topo: Topology, lits: list, links) -> list[tuple[int, int, object]]:
     """The arcs of ``AddCircuit`` for the links given (each link's literal in ``lits``); parallel
-    links share one arc literal."""
+    links share one arc literal.
+
+    Parameters
+    ----------
+    m : ortools.sat.python.cp_model.CpModel
+        Gets one new literal per arc, equal to the sum of its links' literals.
+    topo : Topology
+    lits : list
+        A literal per link id.
+    links : iterable of int
+        The link ids to use.
+
+    Returns
+    -------
+    list of tuple of (int, int, object)
+        ``(src node, dst node, literal)`` per distinct node pair.
+    """
     groups: dict[tuple[int, int], list[int]] = {}
     for l in links:
         groups.setdefault((int(topo.link_src[l]), int(topo.link_dst[l])), []).append(l)
@@ -180,7 +229,34 @@ def construct(topo: Topology, colour: np.ndarray, pairs: list[tuple[int, int]], 
     that carries each pair node's class-3 chunk (u, w of the first pair, then of the next),
     ``chunk_of[c]`` = the chunk index of class c, ``first`` = the queue position (0 or 1) of each
     pair node's extra chunk. :class:`SplitFailed` if it would read a lane for two chunks in one
-    step, or (run to the end) does not deliver every chunk."""
+    step, or (run to the end) does not deliver every chunk.
+
+    Parameters
+    ----------
+    topo : Topology
+    colour : numpy.ndarray
+        Shape (L,): a split's link colours, 0..3 (3: the 2-cycles and B).
+    pairs : list of tuple of (int, int)
+        The 2-cycles ``(u, w)``.
+    inject : tuple of int
+        Ring 0..2 per pair node.
+    chunk_of : tuple of int
+        A permutation of 0..3: class -> chunk index.
+    first : tuple of int
+        0 or 1 per pair node.
+    until : int or None
+        Stop after this many steps; None: run to :func:`length` (or until all is delivered).
+
+    Returns
+    -------
+    Phase
+        An AllGather of K = 4 (not checked here).
+
+    Raises
+    ------
+    SplitFailed
+        As above.
+    """
     n = topo.nodes
     src = topo.link_src
     home = home_lanes(topo, K)
@@ -293,20 +369,56 @@ def construct(topo: Topology, colour: np.ndarray, pairs: list[tuple[int, int]], 
 
 def length(topo: Topology, pairs: list) -> int:
     """Steps of the split schedule without a tail: N with one 2-cycle (its two extra chunks ride two
-    rings, one each), N + 2 with two (their four extra chunks share rings)."""
+    rings, one each), N + 2 with two (their four extra chunks share rings).
+
+    Parameters
+    ----------
+    topo : Topology
+    pairs : list
+        The 2-cycles (one or two).
+
+    Returns
+    -------
+    int
+        N + 2 (len(pairs) - 1) steps.
+    """
     return topo.nodes + 2 * (len(pairs) - 1)
 
 
 def tail_start(topo: Topology, pairs: list) -> int:
     """The step from which a tail of N - 1 - that many steps completes the split schedule (the
-    construction has kept every link busy until then): N - 4 with one 2-cycle, N - 5 with two."""
+    construction has kept every link busy until then): N - 4 with one 2-cycle, N - 5 with two.
+
+    Parameters
+    ----------
+    topo : Topology
+    pairs : list
+        The 2-cycles.
+
+    Returns
+    -------
+    int
+        N - 3 - len(pairs).
+    """
     return topo.nodes - 3 - len(pairs)
 
 
 def choices(pairs: int = 1) -> list[tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]]:
     """Every (inject, chunk_of, first) that :func:`construct` can be run with on a split with that many
     2-cycles: with one, the two extra chunks ride different rings; with two, the four share them
-    (fewest rings first)."""
+    (fewest rings first).
+
+    Parameters
+    ----------
+    pairs : int
+        The number of 2-cycles, 1 or 2.
+
+    Returns
+    -------
+    list of tuple
+        ``(inject, chunk_of, first)``: ring per pair node, a permutation of the 4 chunk indices,
+        and 0/1 per pair node.
+    """
     if pairs == 1:
         inject = list(itertools.permutations(range(3), 2))
     else:
@@ -319,7 +431,20 @@ def solve(topo: Topology, time_limit: float) -> dict | None:
     """Search 2-cycles on mesh-neighbour pairs, nearest the corner node 0 first (where the splits
     found so far lie), for a split whose schedule works with some choices (either node of a pair as
     ``u``), within ``time_limit``; the record for ``data/splits.json``, or None. One 2-cycle where
-    every cover split has an odd number of cycles (sign -1, :mod:`.parity`), else two."""
+    every cover split has an odd number of cycles (sign -1, :mod:`.parity`), else two.
+
+    Parameters
+    ----------
+    topo : Topology
+    time_limit : float
+        Seconds in all; each choice of 2-cycles gets at most max(5, N / 4) s of CP-SAT.
+
+    Returns
+    -------
+    dict or None
+        ``key``, ``colours`` (one digit per link), ``pairs``, ``inject``, ``chunk_of``, ``first``
+        and, with two 2-cycles, ``tail`` (steps as text).
+    """
     from .parity import factorization_sign
     t0 = time.perf_counter()
     per_pair = max(5.0, topo.nodes / 4)       # seconds of CP-SAT per choice of 2-cycles
@@ -354,7 +479,28 @@ def choose(topo: Topology, colour: np.ndarray, pairs: list[tuple[int, int]],
     split ``colour`` with the 2-cycles ``pairs``, checked; None if there are none (or it is no
     split). With ``tail_seconds`` instead the first whose steps up to :func:`tail_start` run and
     whose last steps :func:`finish` completes (the record then has the ``tail``: N - 1 steps, the
-    bound), so a construction that fails near its end serves too."""
+    bound), so a construction that fails near its end serves too.
+
+    Parameters
+    ----------
+    topo : Topology
+    colour : numpy.ndarray
+        Shape (L,): link colours.
+    pairs : list of tuple of (int, int)
+        The 2-cycles.
+    tail_seconds : float
+        Seconds for the tail search; 0: whole constructions only.
+
+    Returns
+    -------
+    dict or None
+        ``pairs`` (as turned), ``inject``, ``chunk_of``, ``first`` and maybe ``tail``.
+
+    Raises
+    ------
+    ScheduleInvalid, StorageConflict
+        If a schedule the construction produced fails its check.
+    """
     if not is_split(topo, colour, pairs):
         return None
     turns = itertools.product(*[((u, w), (w, u)) for u, w in pairs])
@@ -392,7 +538,19 @@ def _choice(pairs: list[tuple[int, int]], inject, chunk_of, first) -> dict:
 
 def is_split(topo: Topology, colour: np.ndarray, pairs: list[tuple[int, int]]) -> bool:
     """Whether ``colour`` is a split (module docstring) with the 2-cycles ``pairs``: colours 0-2
-    Hamiltonian cycles, colour 3 those 2-cycles and one cycle through the other nodes."""
+    Hamiltonian cycles, colour 3 those 2-cycles and one cycle through the other nodes.
+
+    Parameters
+    ----------
+    topo : Topology
+    colour : numpy.ndarray
+        Shape (L,): link colours 0..3.
+    pairs : list of tuple of (int, int)
+
+    Returns
+    -------
+    bool
+    """
     for c in range(4):
         mine = np.nonzero(colour == c)[0]
         nxt = dict(zip(topo.link_src[mine].tolist(), topo.link_dst[mine].tolist()))
@@ -415,6 +573,17 @@ def _text(colour: np.ndarray) -> str:
 
 
 def parse_colours(text: str) -> np.ndarray:
+    """Link colours from their stored text, one digit per link.
+
+    Parameters
+    ----------
+    text : str
+
+    Returns
+    -------
+    numpy.ndarray
+        int64, shape (len(text),).
+    """
     return np.array([int(ch) for ch in text], dtype=np.int64)
 
 
@@ -431,7 +600,18 @@ TILE_SIDES = {4: (13, 15), 2: (9,)}     # band period -> the odd sides a tile ma
 
 
 def default(kind: str, rows: int, cols: int) -> Topology:
-    """``kind`` at rows x cols with every ring clockwise (``cccc``), the directions tiles are made for."""
+    """``kind`` at rows x cols with every ring clockwise (``cccc``), the directions tiles are made for.
+
+    Parameters
+    ----------
+    kind : str
+        ``"equimesh"`` or ``"mirror-equimesh"``.
+    rows, cols : int
+
+    Returns
+    -------
+    Topology
+    """
     return build(kind, rows, cols, ring_dirs=dict(DEFAULT_RING_DIRS))
 
 
@@ -443,7 +623,28 @@ def _bands(rows: int, cols: int) -> tuple[int | None, int | None]:
 def tile_colours(tile: Topology, colour: np.ndarray, topo: Topology, period: int) -> np.ndarray:
     """``topo``'s link colours from a tile's (band of ``period``): the band repeated or cut to the
     length of ``topo``'s odd side, then transposed if ``topo`` lies the other way round
-    (:func:`.hamiltonian.transpose`)."""
+    (:func:`.hamiltonian.transpose`).
+
+    Parameters
+    ----------
+    tile : Topology
+    colour : numpy.ndarray
+        The tile's link colours.
+    topo : Topology
+        A size the tile covers (ring directions ``cccc``).
+    period : int
+        The band's period, 2 or 4.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64, shape (L,) of ``topo``.
+
+    Raises
+    ------
+    DecompositionError
+        If the tile does not extend to that size.
+    """
     flip = tile.rows % 2 != topo.rows % 2
     rows, cols = (topo.cols, topo.rows) if flip else (topo.rows, topo.cols)
     same = default(tile.kind, rows, cols)
@@ -453,7 +654,22 @@ def tile_colours(tile: Topology, colour: np.ndarray, topo: Topology, period: int
 
 def tile_sizes(rows: int, cols: int, period: int, reach: int = 32) -> list[str]:
     """The sizes a tile may cover: its odd side from one ``period`` shorter up to ``reach`` in steps
-    of ``period``, both ways round."""
+    of ``period``, both ways round.
+
+    Parameters
+    ----------
+    rows, cols : int
+        The tile's size; one side odd.
+    period : int
+        The band's period.
+    reach : int
+        The longest odd side.
+
+    Returns
+    -------
+    list of str
+        ``"RxC"`` sizes, the tile's own orientation first for each length.
+    """
     odd, even = (rows, cols) if rows % 2 else (cols, rows)
     row_band = rows % 2 == 1
     return [size for n in range(odd - period, reach + 1, period)
@@ -470,7 +686,30 @@ def make_tile(kind: str, rows: int, cols: int, time_limit: float, reach: int = 3
     tile is first tried as ``known``, the EquiMesh tile with every link reversed (a split of the
     mirror with the same 2-cycle; only the choices can fail) and kept if it covers as much. With
     ``tail_seconds``, sizes up to :data:`TAIL_SIDE` per side whose construction fails near its end
-    count too, with a tail (:func:`choose`)."""
+    count too, with a tail (:func:`choose`).
+
+    Parameters
+    ----------
+    kind : str
+    rows, cols : int
+        The tile's size.
+    time_limit : float
+        Seconds for the search over 2-cycles.
+    reach : int
+        The longest odd side to cover.
+    known : dict or None
+        The EquiMesh tile's record, for a mirror tile.
+    tail_seconds : float
+    period : int
+        The band's period, 2 or 4.
+    skip : frozenset of str
+        Sizes served otherwise.
+
+    Returns
+    -------
+    dict or None
+        ``kind``, ``rows``, ``cols``, ``period``, ``colours`` and ``sizes`` (size -> choices).
+    """
     t0 = time.perf_counter()
     tile = default(kind, rows, cols)
     want = [size for size in tile_sizes(rows, cols, period, reach) if size not in skip]
@@ -501,7 +740,18 @@ def make_tile(kind: str, rows: int, cols: int, time_limit: float, reach: int = 3
 
 def tile_pair(rec: dict) -> tuple[int, int]:
     """The 2-cycle of a stored tile, read from a size it covers: its nodes lie before the band, so
-    they keep their row and column (swapped where the size lies the other way round)."""
+    they keep their row and column (swapped where the size lies the other way round).
+
+    Parameters
+    ----------
+    rec : dict
+        A tile record.
+
+    Returns
+    -------
+    tuple of (int, int)
+        Node ids in the tile.
+    """
     size, choice = next(iter(rec["sizes"].items()))
     rows, cols = (int(v) for v in size.split("x"))
     u, w = (_carry(v, rows, cols, rec["rows"], rec["cols"]) for v in choice["pairs"][0])
@@ -546,7 +796,17 @@ def _data() -> dict:
 
 def stored_split(topo: Topology) -> tuple[np.ndarray, dict] | None:
     """``topo``'s split colours and choices: stored for its key, else from a tile (ring directions
-    ``cccc``) whose record lists its size; None if neither."""
+    ``cccc``) whose record lists its size; None if neither.
+
+    Parameters
+    ----------
+    topo : Topology
+
+    Returns
+    -------
+    tuple of (numpy.ndarray, dict) or None
+        Colours (shape (L,)) and the record of choices.
+    """
     for rec in _data().get("splits", []):
         if rec["key"] == key(topo):
             return parse_colours(rec["colours"]), rec
@@ -579,7 +839,22 @@ def solve_tail(topo: Topology, colour: np.ndarray, rec: dict, time_limit: float)
     :data:`EARLIER` steps before :func:`tail_start` where it works within what is left of
     ``time_limit``; None if none. The split keeps every link busy until its tail start and leaves
     its idle link-steps (one step's worth per 2-cycle) after it; the solver moves chunks onto them,
-    so the schedule meets the bound."""
+    so the schedule meets the bound.
+
+    Parameters
+    ----------
+    topo : Topology
+    colour : numpy.ndarray
+    rec : dict
+        The split's choices.
+    time_limit : float
+        Seconds in all.
+
+    Returns
+    -------
+    list of numpy.ndarray or None
+        The tail steps, ``[link, root, chunk]`` rows.
+    """
     t0 = time.perf_counter()
     for back in EARLIER:
         left = time_limit - (time.perf_counter() - t0)
@@ -594,7 +869,21 @@ def solve_tail(topo: Topology, colour: np.ndarray, rec: dict, time_limit: float)
 
 def finish(topo: Topology, prefix: list[np.ndarray], time_limit: float) -> list[np.ndarray] | None:
     """CP-SAT (:func:`.cpsat.exact`, lane rule): the steps that complete the AllGather from the state
-    ``prefix`` leaves so that it takes N - 1 steps in all, the bound; None if not found in time."""
+    ``prefix`` leaves so that it takes N - 1 steps in all, the bound; None if not found in time.
+
+    Parameters
+    ----------
+    topo : Topology
+    prefix : list of numpy.ndarray
+        The steps taken.
+    time_limit : float
+        Seconds for CP-SAT.
+
+    Returns
+    -------
+    list of numpy.ndarray or None
+        N - 1 - len(prefix) steps at most.
+    """
     from .cpsat import exact, start_lanes
     res = exact(topo, K, topo.nodes - 1 - len(prefix), lanes=True, time_limit=time_limit,
                 start=start_lanes(topo, K, prefix))
@@ -602,6 +891,27 @@ def finish(topo: Topology, prefix: list[np.ndarray], time_limit: float) -> list[
 
 
 def construct_record(topo: Topology, colour: np.ndarray, rec: dict, until: int | None = None) -> Phase:
+    """:func:`construct` with the choices of a stored record.
+
+    Parameters
+    ----------
+    topo : Topology
+    colour : numpy.ndarray
+        Shape (L,).
+    rec : dict
+        ``pairs``, ``inject``, ``chunk_of`` and ``first``.
+    until : int or None
+        As :func:`construct`.
+
+    Returns
+    -------
+    Phase
+
+    Raises
+    ------
+    SplitFailed
+        If the choices do not work.
+    """
     return construct(topo, colour, [tuple(p) for p in rec["pairs"]], tuple(rec["inject"]), tuple(rec["chunk_of"]),
                      tuple(rec["first"]), until=until)
 
@@ -609,7 +919,23 @@ def construct_record(topo: Topology, colour: np.ndarray, rec: dict, until: int |
 def tail_keys(text: str) -> list[str]:
     """The keys whose tails ``--tails`` asks for: those sizes (EquiMesh and mirror, default ring
     directions) that have a split of their own, or with ``all`` every stored split and every size up
-    to 16x16 that a tile covers."""
+    to 16x16 that a tile covers.
+
+    Parameters
+    ----------
+    text : str
+        ``"all"`` or comma-separated ``RxC`` sizes.
+
+    Returns
+    -------
+    list of str
+        Library keys (:func:`.library.key`).
+
+    Raises
+    ------
+    TopologyError
+        On a malformed size, or a size without a split of its own.
+    """
     if text == "all":
         keys = [rec["key"] for rec in _data().get("splits", [])]
         keys += [tile_key(t["kind"], size) for t in _data().get("tiles", [])
@@ -627,15 +953,49 @@ def tail_keys(text: str) -> list[str]:
 
 def tile_key(kind: str, size: str) -> str:
     """The key (as :func:`.library.key` writes it) of a network of ``size`` that a tile serves: tiles
-    are made for ring directions ``cccc``."""
+    are made for ring directions ``cccc``.
+
+    Parameters
+    ----------
+    kind : str
+    size : str
+        ``"RxC"``.
+
+    Returns
+    -------
+    str
+        E.g. ``"equimesh 9x4 cccc"``.
+    """
     return f"{kind} {size} {format_ring_dirs(DEFAULT_RING_DIRS)}"
 
 
 def format_step(step: np.ndarray) -> str:
+    """A step's transfers as stored text: link, root, chunk of each, space-separated.
+
+    Parameters
+    ----------
+    step : numpy.ndarray
+        Shape (n, 3).
+
+    Returns
+    -------
+    str
+    """
     return " ".join(map(str, np.asarray(step, dtype=np.int64).reshape(-1).tolist()))
 
 
 def parse_transfers(text: str) -> np.ndarray:
+    """The inverse of :func:`format_step`.
+
+    Parameters
+    ----------
+    text : str
+
+    Returns
+    -------
+    numpy.ndarray
+        int64, shape (n, 3).
+    """
     return np.array(text.split(), dtype=np.int64).reshape(-1, 3)
 
 
@@ -664,7 +1024,25 @@ def split_allgather(topo: Topology, chunks: int) -> Phase | None:
     """The split schedule for ``topo`` (stored, or from a tile, or the image of one under a symmetry
     of the grid) in ``chunks // 4`` rounds (each N - 1 steps with a stored tail, else :func:`length`),
     checked; None if there is none for it (its kind, size and ring directions) or K is not a multiple
-    of 4."""
+    of 4.
+
+    Parameters
+    ----------
+    topo : Topology
+        An EquiMesh or mirror EquiMesh with its links as ``build`` numbers them.
+    chunks : int
+        K, the chunks per shard.
+
+    Returns
+    -------
+    Phase or None
+        A lane-rule AllGather.
+
+    Raises
+    ------
+    ScheduleInvalid, StorageConflict, SplitFailed
+        If stored data do not give a valid schedule.
+    """
     if not applies(topo, chunks):
         return None
     phase = _own(topo) or _symmetric(topo)
