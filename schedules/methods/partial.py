@@ -42,7 +42,24 @@ def cycles(topo: Topology, time_limit: float, seed: int, link: np.ndarray | None
     the sign argument rules that out, so the best D is such a ring with one small defect, and its
     AllGather at the bound is found much faster (docs/schedules.md: 2x13 in 28 s, where D with
     fewer pairs took 254 s or more than 300). ``seed`` draws among the best. With ``link``, the link
-    images of a symmetry of the grid, the symmetry maps H0 onto H1 and D onto itself."""
+    images of a symmetry of the grid, the symmetry maps H0 onto H1 and D onto itself.
+
+    Parameters
+    ----------
+    topo : Topology
+        A 4-regular EquiMesh.
+    time_limit : float
+        Seconds for CP-SAT (one worker, randomized search).
+    seed : int
+        CP-SAT's random seed.
+    link : numpy.ndarray or None
+        Shape (L,): link images of a symmetry.
+
+    Returns
+    -------
+    numpy.ndarray or None
+        int64, shape (L,), values 0, 1, 2.
+    """
     from ortools.sat.python import cp_model
 
     from .split import arcs
@@ -82,7 +99,19 @@ def cycles(topo: Topology, time_limit: float, seed: int, link: np.ndarray | None
 def rest(topo: Topology, colour: np.ndarray) -> tuple[Topology, np.ndarray]:
     """D as a topology of its own, and the ids in ``topo`` of its links. Its lanes are D's in-ports:
     each link keeps its destination port and leaves through one of its source's D in-ports (a
-    source port has no lane, so this only names the ports each router of D has)."""
+    source port has no lane, so this only names the ports each router of D has).
+
+    Parameters
+    ----------
+    topo : Topology
+    colour : numpy.ndarray
+        From :func:`cycles`.
+
+    Returns
+    -------
+    tuple of (Topology, numpy.ndarray)
+        D (same kind and size, 2N links) and the int64 ids in ``topo`` of its links, in order.
+    """
     ids = np.nonzero(colour == RINGS)[0]
     inports: dict[int, list[str]] = {}
     for l in ids.tolist():
@@ -95,7 +124,25 @@ def rest(topo: Topology, colour: np.ndarray) -> tuple[Topology, np.ndarray]:
 def merge(topo: Topology, colour: np.ndarray, sub: Topology, ids: np.ndarray, rest_phase: Phase) -> Phase:
     """The K = 4 AllGather: the ring pipeline on H0 and H1 (module docstring) and ``rest_phase``, the
     K = 2 AllGather of D at its bound N - 1, step by step, each chunk renamed to the index of its
-    home lane."""
+    home lane.
+
+    Parameters
+    ----------
+    topo : Topology
+    colour : numpy.ndarray
+        From :func:`cycles`.
+    sub : Topology
+        D, from :func:`rest`.
+    ids : numpy.ndarray
+        D's link ids in ``topo``.
+    rest_phase : Phase
+        D's K = 2 AllGather in N - 1 steps.
+
+    Returns
+    -------
+    Phase
+        The K = 4 AllGather in N - 1 steps (not checked here).
+    """
     from .hamiltonian import order
     n = topo.nodes
     chunk_at = {(v, p): k for v in range(n) for k, p in enumerate(topo.ports(v))}
@@ -120,7 +167,23 @@ def rest_symmetry(topo: Topology, sym: tuple, sub: Topology, ids: np.ndarray) ->
     """A symmetry ``(node, link, chunk)`` of ``topo`` (:func:`.cpsat.grid_automorphism`, chunk images
     by home port) that maps D onto itself, as images ``(link, chunk)`` on ``sub`` (for
     :func:`.cpsat.exact`): D's chunk j at r, kept in D's port ``sub.ports(r)[j]``, goes to the chunk
-    of the node r maps to that is kept in the port that port turns into."""
+    of the node r maps to that is kept in the port that port turns into.
+
+    Parameters
+    ----------
+    topo : Topology
+    sym : tuple
+        ``(node, link, chunk)`` from :func:`.cpsat.grid_automorphism` with K = 4.
+    sub : Topology
+        D.
+    ids : numpy.ndarray
+        D's link ids in ``topo``.
+
+    Returns
+    -------
+    tuple of (numpy.ndarray, numpy.ndarray)
+        int64 link images (shape (2N,)) and chunk images (shape (2N,), ``x = root * 2 + j``).
+    """
     node, link, chunk4 = sym
     at = {int(l): i for i, l in enumerate(ids.tolist())}
     sub_link = np.array([at[int(link[l])] for l in ids.tolist()], dtype=np.int64)
@@ -140,7 +203,23 @@ def solve(topo: Topology, seeds: int, time_limit: float, log=print) -> Phase | N
 
     Where the grid has a symmetry (:func:`.cpsat.grid_automorphism`; at 2 x C the row flip), the
     cycles are drawn so that it maps H0 onto H1 and D onto itself, and D's schedule is one that it
-    maps onto itself: half the variables, and at 2x9 about 10 times faster (docs/schedules.md)."""
+    maps onto itself: half the variables, and at 2x9 about 10 times faster (docs/schedules.md).
+
+    Parameters
+    ----------
+    topo : Topology
+    seeds : int
+        Pairs of cycles to draw.
+    time_limit : float
+        Seconds of CP-SAT per D (drawing the cycles: at most :data:`DRAW_SECONDS`).
+    log : callable
+        ``log(line)``, one line per seed.
+
+    Returns
+    -------
+    Phase or None
+        A lane-rule K = 4 AllGather in N - 1 steps (not checked here).
+    """
     from .cpsat import grid_automorphism
     n = topo.nodes
     sym = grid_automorphism(topo, 4)
