@@ -46,6 +46,19 @@ def balanced_trees(topo: Topology, chunks: int, seed: int = 0) -> tuple[np.ndarr
     neighbour at d - 1 (reduce) and receives the sum from one at d - 1 (gather), so every
     chain is at most the diameter long. Among those neighbours it takes the link with the
     least load so far; trees are placed in random order and re-placed ``ROUNDS`` times.
+
+    Parameters
+    ----------
+    topo : Topology
+    chunks : int
+        K, the chunks per shard.
+    seed : int
+        Seed of the random placement order and tie-breaks.
+
+    Returns
+    -------
+    tuple of (numpy.ndarray, numpy.ndarray)
+        ``reduce`` and ``gather``, each int64 of shape (N x K, N): link ids, -1 at the root.
     """
     n, x_count = topo.nodes, topo.nodes * chunks
     dist, src, dst = topo.distances, topo.link_src, topo.link_dst
@@ -116,7 +129,27 @@ def _list_schedule(link: np.ndarray, before: np.ndarray, after: np.ndarray, key:
 
 
 def schedule_overlapped(topo: Topology, chunks: int, reduce: np.ndarray, gather: np.ndarray) -> Phase:
-    """List-schedule the reduce in-trees and gather out-trees into typed timesteps (see module docstring)."""
+    """List-schedule the reduce in-trees and gather out-trees into typed timesteps (see module docstring).
+
+    Parameters
+    ----------
+    topo : Topology
+    chunks : int
+        K, the chunks per shard.
+    reduce, gather : numpy.ndarray
+        int64, shape (N x K, N), as :func:`balanced_trees` gives them.
+
+    Returns
+    -------
+    Phase
+        Collective ``allreduce``; each step an int64 array of shape (n, 4):
+        ``[link, root, chunk, op]`` with op :data:`OP_REDUCE` or :data:`OP_GATHER`.
+
+    Raises
+    ------
+    RuntimeError
+        If the trees are inconsistent (no transfer is ever ready).
+    """
     n, x_count = topo.nodes, topo.nodes * chunks
     src, dst = topo.link_src, topo.link_dst
     xr, ur = np.nonzero(reduce >= 0)          # reduce edge: node ur sends its partial of x
@@ -175,7 +208,19 @@ def schedule_overlapped(topo: Topology, chunks: int, reduce: np.ndarray, gather:
 
 
 def phased_trees(sched: Schedule) -> tuple[np.ndarray, np.ndarray]:
-    """The reduce and gather trees of a phased AllReduce (ReduceScatter, then AllGather), as :func:`balanced_trees`."""
+    """The reduce and gather trees of a phased AllReduce (ReduceScatter, then AllGather), as :func:`balanced_trees`.
+
+    Parameters
+    ----------
+    sched : Schedule
+        A phased AllReduce: two phases of ``[link, root, chunk]`` rows.
+
+    Returns
+    -------
+    tuple of (numpy.ndarray, numpy.ndarray)
+        ``reduce`` (link each node sends its partial on) and ``gather`` (link each node receives
+        the sum on), each int64 of shape (N x K, N), -1 where none.
+    """
     n, k = sched.topology.nodes, sched.chunks
     trees = np.full((2, n * k, n), -1, dtype=np.int64)
     ends = (sched.topology.link_src, sched.topology.link_dst)
@@ -208,6 +253,11 @@ def overlapped_allreduce(topo: Topology, chunks: int, phased: Schedule) -> Sched
     -------
     Schedule
         The overlapped AllReduce (format version 2), method ``overlap``.
+
+    Raises
+    ------
+    ValueError
+        If ``phased.algorithm`` is not one of ``TREE_ALGORITHMS``.
     """
     if phased.algorithm not in TREE_ALGORITHMS:
         raise ValueError(f"the overlapped AllReduce takes the trees of {', '.join(TREE_ALGORITHMS)} "
