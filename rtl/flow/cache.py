@@ -24,7 +24,13 @@ class CacheError(RuntimeError):
 
 
 def cache_root() -> Path:
-    """The cache's root directory (see the module docstring)."""
+    """The cache's root directory (see the module docstring).
+
+    Returns
+    -------
+    Path
+        ``$EQUIMESH_CACHE``, else ``$XDG_CACHE_HOME/equimesh``, else ``~/.cache/equimesh``; not created here.
+    """
     env = os.environ.get("EQUIMESH_CACHE")
     if env:
         return Path(env)
@@ -41,12 +47,39 @@ def _digest_file(path: Path) -> str:
 
 
 def seal(tmp: Path, key: str, payload: str = "model", **info) -> None:
-    """Record the finished build in ``tmp``: its key, its ``payload`` file's digest and ``info``."""
+    """Record the finished build in ``tmp``: its key, its ``payload`` file's digest and ``info``.
+
+    Parameters
+    ----------
+    tmp : Path
+        The private build directory; ``entry.json`` is written there.
+    key : str
+        The cache key.
+    payload : str
+        The payload file's name in ``tmp``; its SHA-256 is recorded as ``<payload>_sha256``.
+    **info
+        Further JSON-ready fields of the record.
+    """
     (tmp / "entry.json").write_text(json.dumps({"key": key, **info,
                                                 f"{payload}_sha256": _digest_file(tmp / payload)}))
 
 
 def valid_entry(entry: Path, key: str, payload: str = "model") -> bool:
+    """Whether ``entry`` is a sealed build of ``key`` whose payload matches its recorded digest.
+
+    Parameters
+    ----------
+    entry : Path
+        The entry directory.
+    key : str
+    payload : str
+        The payload file's name.
+
+    Returns
+    -------
+    bool
+        False for a missing, unreadable or mismatching entry.
+    """
     try:
         rec = json.loads((entry / "entry.json").read_text())
         return rec["key"] == key and _digest_file(entry / payload) == rec[f"{payload}_sha256"]
@@ -57,7 +90,23 @@ def valid_entry(entry: Path, key: str, payload: str = "model") -> bool:
 def publish(tmp: Path, entry: Path, key: str, payload: str = "model") -> None:
     """Make the finished build in ``tmp`` (sealed by :func:`seal`) the cache entry ``entry`` with one atomic
     rename. A damaged entry in the way is removed first; if another process published a valid one first,
-    ours is dropped."""
+    ours is dropped.
+
+    Parameters
+    ----------
+    tmp : Path
+        The sealed build directory (consumed).
+    entry : Path
+        The entry directory.
+    key : str
+    payload : str
+        The payload file's name.
+
+    Raises
+    ------
+    CacheError
+        If the rename fails and the entry found there is not valid.
+    """
     if entry.exists():
         if valid_entry(entry, key, payload):
             shutil.rmtree(tmp, ignore_errors=True)
