@@ -51,7 +51,15 @@ _STATE_BUDGET = 1 << 23
 
 @dataclass(frozen=True)
 class LinkModel:
-    """``alpha`` in time units per transfer; ``bandwidth`` in bytes (or flits) per time unit."""
+    """``alpha`` in time units per transfer; ``bandwidth`` in bytes (or flits) per time unit.
+
+    Attributes
+    ----------
+    alpha : float
+        Per-hop latency of a transfer (default seed 000, Table I: 20 ns, in seconds).
+    bandwidth : float
+        Link bandwidth (default seed 000, Table I: 128 GB/s, in bytes per second).
+    """
 
     alpha: float = TABLE_I_ALPHA
     bandwidth: float = TABLE_I_BANDWIDTH
@@ -68,6 +76,23 @@ class Transfers:
     keeps the latest arrival written to it); ``units[i]`` is its payload in
     chunks. Key ``n_keys`` pads rows of ``src_keys`` (always time 0) and key
     ``n_keys + 1`` pads rows of ``dst_keys`` (never read).
+
+    Attributes
+    ----------
+    step : numpy.ndarray
+        int64, shape (T,), non-decreasing.
+    link : numpy.ndarray
+        int64, shape (T,): link ids.
+    src_keys, dst_keys : numpy.ndarray
+        int64, shape (T, k): state keys each transfer waits for and completes.
+    units : numpy.ndarray
+        int64, shape (T,): payload in chunks.
+    n_keys : int
+        State keys 0..n_keys-1 (plus the two padding keys).
+    n_links : int
+        Links of the topology.
+    bounds : numpy.ndarray
+        int64: row offsets where each step starts, then the row count (set after construction).
     """
 
     step: np.ndarray
@@ -86,7 +111,23 @@ class Transfers:
 
 @dataclass
 class Result:
-    """Times in the model's time unit, one entry per message size."""
+    """Times in the model's time unit, one entry per message size.
+
+    Attributes
+    ----------
+    sizes : numpy.ndarray
+        float64, shape (S,): message sizes per node (bytes, or flits in RTL units).
+    completion : numpy.ndarray
+        float64, shape (S,): completion times.
+    unit_bytes : numpy.ndarray
+        float64, shape (S,): bytes per chunk (:func:`chunk_bytes`).
+    link_transfers : numpy.ndarray
+        float64, shape (L,): transfers per link.
+    link_units : numpy.ndarray
+        float64, shape (L,): chunks carried per link.
+    effective_bandwidth : numpy.ndarray
+        sizes / completion (seed 000, Section V-B).
+    """
 
     sizes: np.ndarray
     completion: np.ndarray
@@ -100,16 +141,58 @@ class Result:
         return self.sizes / self.completion
 
     def link_busy(self, model: LinkModel, i: int = -1) -> np.ndarray:
-        """Busy time of every link for size index ``i``."""
+        """Busy time of every link for size index ``i``.
+
+        Parameters
+        ----------
+        model : LinkModel
+            The model the result was computed with.
+        i : int
+            Index into ``sizes`` (default: the last).
+
+        Returns
+        -------
+        numpy.ndarray
+            float64, shape (L,): transfers x alpha + chunks x chunk bytes / bandwidth.
+        """
         return self.link_transfers * model.alpha + self.link_units * self.unit_bytes[i] / model.bandwidth
 
     def link_utilization(self, model: LinkModel, i: int = -1) -> np.ndarray:
-        """Busy time / completion time per link for size index ``i``."""
+        """Busy time / completion time per link for size index ``i``.
+
+        Parameters
+        ----------
+        model : LinkModel
+        i : int
+            Index into ``sizes`` (default: the last).
+
+        Returns
+        -------
+        numpy.ndarray
+            float64, shape (L,), in 0..1.
+        """
         return self.link_busy(model, i) / self.completion[i]
 
 
 def chunk_bytes(collective: str, nodes: int, chunks: int, message: np.ndarray) -> np.ndarray:
-    """Bytes in one chunk for a message of ``message`` bytes per node (see module docstring)."""
+    """Bytes in one chunk for a message of ``message`` bytes per node (see module docstring).
+
+    Parameters
+    ----------
+    collective : str
+        ``"allgather"``: M / K; otherwise M / (N K) (seed 000, Section V-B).
+    nodes : int
+        N.
+    chunks : int
+        K.
+    message : array_like of float
+        M, bytes per node.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64, the shape of ``message``.
+    """
     message = np.asarray(message, dtype=np.float64)
     if collective == "allgather":
         return message / chunks
@@ -123,6 +206,16 @@ def flatten(sched: Schedule) -> Transfers:
     its partials (ReduceScatter) in phase ``p``. The AllGather phase of an AllReduce
     sends a root's own chunk once the root's ReduceScatter key is complete. In an
     overlapped AllReduce ``p`` is the transfer's op (0 reduce, 1 gather).
+
+    Parameters
+    ----------
+    sched : Schedule
+        A verified schedule (any collective, overlapped included).
+
+    Returns
+    -------
+    Transfers
+        One src and one dst key per transfer, one unit (chunk) each.
     """
     topo, n, k = sched.topology, sched.topology.nodes, sched.chunks
     per_phase = n * n * k
@@ -161,6 +254,19 @@ def run(tr: Transfers, unit_time, alpha: float) -> np.ndarray:
 
     Exact event-driven times: per step, ``start = max(link free, latest src key)``,
     ``finish = start + alpha + units * unit_time``; every dst key keeps its latest finish.
+
+    Parameters
+    ----------
+    tr : Transfers
+    unit_time : array_like of float
+        Time to send one unit, per case.
+    alpha : float
+        Per-transfer latency.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64, one completion time (the last link's finish) per entry of ``unit_time``.
     """
     unit_time = np.atleast_1d(np.asarray(unit_time, dtype=np.float64))
     out = np.zeros(len(unit_time))
@@ -204,6 +310,24 @@ def run_ready_order(tr: Transfers, unit_time: float, alpha: float) -> float:
     a ReduceScatter chunk of one root may overtake the AllGather of another on a link:
     this is the overlap of the two phases across chunks that TidalMesh schedules
     explicitly (seed 000, Section V-A). Discrete-event loop with heaps, one size at a time.
+
+    Parameters
+    ----------
+    tr : Transfers
+    unit_time : float
+        Time to send one unit.
+    alpha : float
+        Per-transfer latency.
+
+    Returns
+    -------
+    float
+        The last transfer's finish.
+
+    Raises
+    ------
+    ValueError
+        If some transfers never get their data (the dependencies are not met).
     """
     import heapq
 
@@ -269,6 +393,25 @@ def simulate(sched: Schedule, sizes, model: LinkModel = LinkModel(), link_order:
     ``link_order``: ``schedule`` (each link serves its transfers in schedule order, as the
     schedule ROM does; :func:`run`) or ``ready`` (in the order their data becomes ready;
     :func:`run_ready_order`).
+
+    Parameters
+    ----------
+    sched : Schedule
+        A verified schedule.
+    sizes : array_like of float
+        Message sizes per node, each > 0.
+    model : LinkModel
+    link_order : str
+        One of :data:`LINK_ORDERS`.
+
+    Returns
+    -------
+    Result
+
+    Raises
+    ------
+    ValueError
+        On a size <= 0 or an unknown link order.
     """
     sizes = np.atleast_1d(np.asarray(sizes, dtype=np.float64))
     if (sizes <= 0).any():
@@ -293,6 +436,19 @@ def dim_decomposed_allreduce_time(rows: int, cols: int, message: float, model: L
 
     The same formula holds on the torus (unidirectional ring per dimension) and on the
     mesh (bucket-brigade open line per dimension).
+
+    Parameters
+    ----------
+    rows, cols : int
+        The dimension sizes d_i.
+    message : float
+        M, bytes per node.
+    model : LinkModel
+
+    Returns
+    -------
+    float
+        Time in the model's unit.
     """
     n = rows * cols
     return 2 * ((rows - 1) + (cols - 1)) * model.alpha + 2 * (n - 1) / n * message / model.bandwidth
@@ -331,6 +487,18 @@ def dim_decomposed_allreduce(rows: int, cols: int, wrap: bool) -> Transfers:
     line each direction's arrivals come in order over one link) and one "phase done" key
     (the latest arrival of the phase at the node). Every transfer of a phase also waits
     for the previous phase to be done at its sender.
+
+    Parameters
+    ----------
+    rows, cols : int
+        The network size.
+    wrap : bool
+        Torus (unidirectional rings) rather than mesh (open lines).
+
+    Returns
+    -------
+    Transfers
+        Two src and two dst keys per transfer; ``units`` in shards.
     """
     from ...schedules.topology import build
 
