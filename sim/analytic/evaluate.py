@@ -36,7 +36,27 @@ def _lead(name: str) -> Callable[[Topology, int, str], Schedule]:
 
 @dataclass(frozen=True)
 class Algorithm:
-    """One curve of Figs. 7/8: a schedule generator on a topology kind."""
+    """One curve of Figs. 7/8: a schedule generator on a topology kind.
+
+    Attributes
+    ----------
+    name : str
+        The key in :data:`ALGORITHMS`, e.g. ``"equimesh-xtree"``.
+    kind : str
+        The topology kind it runs on.
+    role : str
+        ``"proposed"``, ``"baseline"`` (seed 000, Section V-A) or ``"reference"``.
+    source : str
+        What it implements, citing the seed.
+    make : callable
+        ``make(topology, chunks, collective) -> Schedule``.
+    chunk_counts : tuple of int
+        The chunk counts K it is tried at.
+    topology_agnostic : bool
+        It can be resynthesized on a degraded topology.
+    collectives : tuple of str
+        The collectives it schedules.
+    """
 
     name: str
     kind: str
@@ -90,7 +110,13 @@ ALGORITHMS = {a.name: a for a in [
 
 
 def machine() -> str:
-    """Host, CPU model and core count, Python version: the header of every measured table."""
+    """Host, CPU model and core count, Python version: the header of every measured table.
+
+    Returns
+    -------
+    str
+        One line, with the numpy version too.
+    """
     import os
     import platform
 
@@ -105,12 +131,34 @@ def machine() -> str:
 
 
 def default_sizes() -> np.ndarray:
-    """1 KB to 1 GB per node in powers of two (Figs. 7/8)."""
+    """1 KB to 1 GB per node in powers of two (Figs. 7/8).
+
+    Returns
+    -------
+    numpy.ndarray
+        float64, shape (21,): 2**10 .. 2**30 bytes.
+    """
     return 2.0 ** np.arange(10, 31)
 
 
 def parse_size(text: str) -> float:
-    """``4096``, ``4K``, ``16M``, ``1G`` (binary multiples); must be > 0."""
+    """``4096``, ``4K``, ``16M``, ``1G`` (binary multiples); must be > 0.
+
+    Parameters
+    ----------
+    text : str
+        A number with an optional K/M/G suffix and an optional trailing B, any case.
+
+    Returns
+    -------
+    float
+        Bytes.
+
+    Raises
+    ------
+    ValueError
+        If it is not such a number, or not > 0.
+    """
     t = text.strip().upper().removesuffix("B")
     mult = {"K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30}
     try:
@@ -123,6 +171,17 @@ def parse_size(text: str) -> float:
 
 
 def format_size(v: float) -> str:
+    """A byte count as the largest whole binary unit: ``4KB``, ``16MB``, ``1GB``, else ``<v>B``.
+
+    Parameters
+    ----------
+    v : float
+        Bytes.
+
+    Returns
+    -------
+    str
+    """
     for unit, m in (("G", 2 ** 30), ("M", 2 ** 20), ("K", 2 ** 10)):
         if v >= m and v % m == 0:
             return f"{int(v // m)}{unit}B"
@@ -131,7 +190,29 @@ def format_size(v: float) -> str:
 
 @dataclass
 class Curve:
-    """One algorithm on one topology: the best chunk count and bandwidth per size."""
+    """One algorithm on one topology: the best chunk count and bandwidth per size.
+
+    Attributes
+    ----------
+    algorithm : str
+        The :class:`Algorithm` name.
+    role : str
+        Its role.
+    topology : Topology
+    sizes : numpy.ndarray
+        float64, shape (S,): message sizes per node in bytes.
+    by_chunks : dict
+        K -> ``steps``, ``bound``, ``completion`` (seconds, shape (S,)), ``synth_s``, ``verify_s``,
+        ``sim_s`` and ``transfers``.
+    schedules : dict
+        K -> Schedule.
+    completion : numpy.ndarray
+        Per size, the least completion time over K (seconds).
+    best_chunks : list of int
+        Per size, the K that gives it.
+    effective_bandwidth : numpy.ndarray
+        sizes / completion, bytes per second.
+    """
 
     algorithm: str
     role: str
@@ -142,15 +223,18 @@ class Curve:
 
     @property
     def completion(self) -> np.ndarray:
+        """Per size, the least completion time over the chunk counts."""
         return np.min([v["completion"] for v in self.by_chunks.values()], axis=0)
 
     @property
     def best_chunks(self) -> list[int]:
+        """Per size, the chunk count K with the least completion time."""
         ks = list(self.by_chunks)
         return [ks[i] for i in np.argmin([v["completion"] for v in self.by_chunks.values()], axis=0)]
 
     @property
     def effective_bandwidth(self) -> np.ndarray:
+        """Message size per node / completion time (seed 000, Section V-B), bytes per second."""
         return self.sizes / self.completion
 
 
@@ -174,7 +258,29 @@ def _synthesized(algo: Algorithm, topo: Topology, chunks: int, collective: str) 
 def run_curve(algo: Algorithm, topo: Topology, collective: str, sizes: np.ndarray,
               chunk_counts, model: LinkModel, link_order: str = "schedule") -> Curve:
     """Synthesize, verify and simulate ``algo`` on ``topo`` at every chunk count (schedules made once
-    per process: the synthesis and verification seconds are those of the first time)."""
+    per process: the synthesis and verification seconds are those of the first time).
+
+    Parameters
+    ----------
+    algo : Algorithm
+    topo : Topology
+    collective : str
+    sizes : numpy.ndarray
+        Message sizes per node in bytes.
+    chunk_counts : iterable of int
+    model : LinkModel
+    link_order : str
+        As :func:`.alphabeta.simulate`.
+
+    Returns
+    -------
+    Curve
+
+    Raises
+    ------
+    ScheduleInvalid
+        If a schedule fails verification.
+    """
     by, scheds = {}, {}
     for k in chunk_counts:
         sched, synth_s, verify_s = _synthesized(algo, topo, k, collective)
@@ -191,7 +297,28 @@ def run_curve(algo: Algorithm, topo: Topology, collective: str, sizes: np.ndarra
 def evaluate(rows: int, cols: int, collective: str, algorithms: list[str], sizes: np.ndarray,
              model: LinkModel = LinkModel(), chunk_counts: list[int] | None = None,
              link_order: str = "schedule") -> list[Curve]:
-    """Figs. 7/8 for one mesh size: one :class:`Curve` per algorithm that schedules ``collective``."""
+    """Figs. 7/8 for one mesh size: one :class:`Curve` per algorithm that schedules ``collective``.
+
+    Parameters
+    ----------
+    rows, cols : int
+        The network size.
+    collective : str
+        One of :data:`COLLECTIVES`.
+    algorithms : list of str
+        Keys of :data:`ALGORITHMS`.
+    sizes : numpy.ndarray
+        Message sizes per node in bytes.
+    model : LinkModel
+    chunk_counts : list of int or None
+        None: each algorithm's own.
+    link_order : str
+
+    Returns
+    -------
+    list of Curve
+        In the order of ``algorithms``.
+    """
     curves = []
     for name in algorithms:
         algo = ALGORITHMS[name]
@@ -203,13 +330,41 @@ def evaluate(rows: int, cols: int, collective: str, algorithms: list[str], sizes
 
 
 def best_baseline(curves: list[Curve]) -> Curve | None:
-    """The Section V-A baseline with the highest effective bandwidth at the largest size."""
+    """The Section V-A baseline with the highest effective bandwidth at the largest size.
+
+    Parameters
+    ----------
+    curves : list of Curve
+
+    Returns
+    -------
+    Curve or None
+        None if no curve has role ``"baseline"``.
+    """
     base = [c for c in curves if c.role == "baseline"]
     return max(base, key=lambda c: c.effective_bandwidth[-1]) if base else None
 
 
 def to_json(rows: int, cols: int, collective: str, curves: list[Curve], model: LinkModel,
             link_order: str = "schedule") -> dict:
+    """The JSON of one evaluation (``equimesh eval --json``).
+
+    Parameters
+    ----------
+    rows, cols : int
+    collective : str
+    curves : list of Curve
+    model : LinkModel
+    link_order : str
+
+    Returns
+    -------
+    dict
+        ``rows``, ``cols``, ``collective``, ``model``, ``message_size_definition``, ``sizes``,
+        ``best_baseline``, ``ratio_vs_best_baseline`` (the proposed algorithm's, at the largest
+        size) and ``results``: per curve effective bandwidth in GB/s, completion in seconds,
+        best K, and per K steps, bound, transfers and timings.
+    """
     best = best_baseline(curves)
     out = {"rows": rows, "cols": cols, "collective": collective,
            "model": {"alpha_s": model.alpha, "bandwidth_Bps": model.bandwidth, "link_order": link_order},
@@ -249,6 +404,14 @@ def plot_curves(curves: list[Curve], title: str, path: str, hlines: list[tuple[s
     """Effective bandwidth against message size per node (log x), one line per algorithm.
 
     ``hlines``: ``(label, bytes/s)`` reference levels such as saturation bounds, drawn dashed.
+
+    Parameters
+    ----------
+    curves : list of Curve
+    title : str
+    path : str
+        The image to write.
+    hlines : list of tuple of (str, float)
     """
     import matplotlib
     matplotlib.use("Agg")
