@@ -21,12 +21,44 @@ ALGORITHMS = ("ring", "ne", "wrht", "osm", "optree")
 
 
 def comm_time(steps: int, item_bytes: float) -> float:
-    """Eq. (3): seconds for ``steps`` steps, each moving one item of ``item_bytes`` per wavelength."""
+    """Eq. (3): seconds for ``steps`` steps, each moving one item of ``item_bytes`` per wavelength.
+
+    Seed 002, Eq. (3) with Section V-A's parameters: T = (d / B + a) S, B = 40 Gbps, a = 25 us.
+
+    Parameters
+    ----------
+    steps : int
+        S.
+    item_bytes : float
+        d, bytes per item.
+
+    Returns
+    -------
+    float
+        Seconds.
+    """
     return (item_bytes * 8 / WAVELENGTH_BPS + RECONFIG_S) * steps
 
 
 def table1_steps(nodes: int, wavelengths: int, stages: int | None = None) -> dict[str, int]:
-    """Table 1's formulas; OpTree at ``stages`` (default Lemma 3's k*), WRHT with (theta - 1)."""
+    """Table 1's formulas; OpTree at ``stages`` (default Lemma 3's k*), WRHT with (theta - 1).
+
+    Seed 002, Table 1 (OpTree: Theorem 1).
+
+    Parameters
+    ----------
+    nodes : int
+        N.
+    wavelengths : int
+        w.
+    stages : int or None
+        OpTree's tree depth k.
+
+    Returns
+    -------
+    dict of str to int
+        Steps per algorithm of :data:`ALGORITHMS`.
+    """
     k = stages or ot.k_star(nodes)
     return {"ring": ot.ring_steps(nodes), "ne": ot.ne_steps(nodes),
             "wrht": ot.wrht_steps(nodes, wavelengths)[0], "osm": ot.osm_steps(nodes, wavelengths),
@@ -34,13 +66,40 @@ def table1_steps(nodes: int, wavelengths: int, stages: int | None = None) -> dic
 
 
 def performance_difference(other: int, optree: int) -> float:
-    """Tables 2 and 3: (S_other - S_OpTree) / S_other in percent, truncated to two decimals as printed."""
+    """Tables 2 and 3: (S_other - S_OpTree) / S_other in percent, truncated to two decimals as printed.
+
+    Parameters
+    ----------
+    other : int
+        The other algorithm's steps (> 0).
+    optree : int
+        OpTree's steps.
+
+    Returns
+    -------
+    float
+        Percent; negative where OpTree takes more steps.
+    """
     return math.trunc(Fraction(other - optree, other) * 10000) / 100
 
 
 @dataclass
 class Check:
-    """One printed figure of seed 002 against its own formula."""
+    """One printed figure of seed 002 against its own formula.
+
+    Attributes
+    ----------
+    what : str
+        Which figure, and the formula.
+    printed : float
+        The value the paper prints.
+    computed : float
+        The value its formula gives.
+    note : str
+        Where they disagree, the reading (if any) that reproduces the printed value.
+    agrees : bool
+        ``printed == computed``.
+    """
 
     what: str
     printed: float
@@ -49,6 +108,7 @@ class Check:
 
     @property
     def agrees(self) -> bool:
+        """Whether the printed and computed values are equal."""
         return self.printed == self.computed
 
 
@@ -74,6 +134,12 @@ def paper_checks() -> list[Check]:
     """Every printed step count and percentage of seed 002 recomputed from its formula.
 
     Where a figure disagrees, the note names the reading (if any) that reproduces it.
+
+    Returns
+    -------
+    list of Check
+        The motivation example (Section III-C), Table 1, Lemma 3's k*, Section V-B's best depths,
+        Theorem 1 at k* against its minimum, Tables 2 and 3.
     """
     out = []
     # Motivation example (Section III-C), N = 16, w = 2.
@@ -129,7 +195,22 @@ MB = 1 << 20
 
 
 def optree_best(nodes: int, wavelengths: int, stages: int) -> ot.OpTreeSchedule:
-    """The verified constructive schedule of the best ``stages``-stage tree."""
+    """The verified constructive schedule of the best ``stages``-stage tree.
+
+    Parameters
+    ----------
+    nodes : int
+        N.
+    wavelengths : int
+        w.
+    stages : int
+        k; N must have a factorization into k radices (:func:`..optree.factorizations`).
+
+    Returns
+    -------
+    OpTreeSchedule
+        Verified (:func:`..optree.verify`).
+    """
     sched = ot.build(nodes, wavelengths, ot.best_radices(nodes, wavelengths, stages))
     ot.verify(sched)
     return sched
@@ -139,6 +220,19 @@ def figures(out: Path, constructive_max_nodes: int = 1024) -> list[Path]:
     """Figs. 4-7 of seed 002 from the formulas, plus verified constructive OpTree where N <= the limit.
 
     Absolute times (Eq. 3) on log axes instead of the paper's normalized bars.
+
+    Parameters
+    ----------
+    out : Path
+        The directory the PNGs go to (created if missing).
+    constructive_max_nodes : int
+        Largest N for which constructive schedules are built and drawn.
+
+    Returns
+    -------
+    list of Path
+        ``optree_fig4_depth.png``, ``optree_fig5_sizes.png``, ``optree_fig6_nodes.png``,
+        ``optree_fig7_wavelengths.png``.
     """
     import matplotlib
     matplotlib.use("Agg")
