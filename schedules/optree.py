@@ -51,6 +51,25 @@ def theorem1_steps(nodes: int, wavelengths: int, stages: int) -> int:
     """Theorem 1: ceil((2k-1) N^(1+1/k) / (8w)), with the real-valued radix m = N^(1/k).
 
     k = 1 gives the one-stage model ceil(N^2 / (8w)) (Table 1, OSM).
+
+    Parameters
+    ----------
+    nodes : int
+        N >= 2.
+    wavelengths : int
+        w >= 1.
+    stages : int
+        k >= 1.
+
+    Returns
+    -------
+    int
+        Steps (seed 002, Theorem 1).
+
+    Raises
+    ------
+    OpTreeError
+        On N < 2, w < 1 or k < 1.
     """
     _check(nodes, wavelengths)
     if stages < 1:
@@ -65,6 +84,18 @@ def k_star(nodes: int, rounding=math.ceil) -> int:
     (6.39 before rounding), i.e. the ceiling; ``rounding=round`` gives the other
     reading. For ln N < 2 (N <= 7) S(k) has no stationary point and grows with
     k, so k* = 1.
+
+    Parameters
+    ----------
+    nodes : int
+        N.
+    rounding : callable
+        ``math.ceil`` (the default, as Table 1 prints) or ``round``.
+
+    Returns
+    -------
+    int
+        k* >= 1 (seed 002, Lemma 3).
     """
     ln = math.log(nodes)
     if ln < 2:
@@ -73,17 +104,54 @@ def k_star(nodes: int, rounding=math.ceil) -> int:
 
 
 def ring_steps(nodes: int) -> int:
-    """Table 1, Ring: N - 1 steps of d."""
+    """Table 1, Ring: N - 1 steps of d.
+
+    Parameters
+    ----------
+    nodes : int
+        N.
+
+    Returns
+    -------
+    int
+    """
     return nodes - 1
 
 
 def ne_steps(nodes: int) -> int:
-    """Table 1, Neighbor Exchange: N/2 steps (ceil for odd N, where NE is not defined)."""
+    """Table 1, Neighbor Exchange: N/2 steps (ceil for odd N, where NE is not defined).
+
+    Parameters
+    ----------
+    nodes : int
+        N.
+
+    Returns
+    -------
+    int
+    """
     return math.ceil(nodes / 2)
 
 
 def osm_steps(nodes: int, wavelengths: int) -> int:
-    """Table 1, one-stage model: ceil(N^2 / (8w)) (Lemma 1's ceil(N^2/8) wavelengths, w at a time)."""
+    """Table 1, one-stage model: ceil(N^2 / (8w)) (Lemma 1's ceil(N^2/8) wavelengths, w at a time).
+
+    Parameters
+    ----------
+    nodes : int
+        N >= 2.
+    wavelengths : int
+        w >= 1.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    OpTreeError
+        On N < 2 or w < 1.
+    """
     _check(nodes, wavelengths)
     return -(-nodes * nodes // (8 * wavelengths))
 
@@ -94,6 +162,22 @@ def wrht_steps(nodes: int, wavelengths: int) -> tuple[int, int]:
     With m = 2w + 1 and theta = ceil(log_m N): 1 + ceil((m^theta - m) / (m - 1))
     gather steps plus (theta - 1) m^(theta-1) or theta m^(theta-1) broadcast steps.
     Returns ``(with theta - 1, with theta)``.
+
+    Parameters
+    ----------
+    nodes : int
+        N >= 2.
+    wavelengths : int
+        w >= 1.
+
+    Returns
+    -------
+    tuple of (int, int)
+
+    Raises
+    ------
+    OpTreeError
+        On N < 2 or w < 1.
     """
     _check(nodes, wavelengths)
     m = 2 * wavelengths + 1
@@ -109,6 +193,27 @@ def proof_stage_steps(nodes: int, wavelengths: int, m: int, stages: int) -> list
 
     Stage 1: ceil(m^2 / 8w) * ceil(N/m); stage j >= 2: m^(j-1) * ceil(N/m^j) * ceil(m^2 / 4w).
     (Algorithm 1's pseudo-code multiplies by ceil(N/m) twice; the proof does not.)
+
+    Parameters
+    ----------
+    nodes : int
+        N >= 2.
+    wavelengths : int
+        w >= 1.
+    m : int
+        The radix, >= 2.
+    stages : int
+        k >= 1.
+
+    Returns
+    -------
+    list of int
+        k step counts, stage 1 first.
+
+    Raises
+    ------
+    OpTreeError
+        On N < 2, w < 1, m < 2 or k < 1.
     """
     _check(nodes, wavelengths)
     if m < 2:
@@ -124,7 +229,20 @@ def proof_stage_steps(nodes: int, wavelengths: int, m: int, stages: int) -> list
 # ----- the m-ary tree --------------------------------------------------------
 
 def factorizations(nodes: int, stages: int) -> list[tuple[int, ...]]:
-    """Every multiset of ``stages`` radices >= 2 whose product is ``nodes``, largest first."""
+    """Every multiset of ``stages`` radices >= 2 whose product is ``nodes``, largest first.
+
+    Parameters
+    ----------
+    nodes : int
+        N.
+    stages : int
+        k >= 1.
+
+    Returns
+    -------
+    list of tuple of int
+        Each tuple non-increasing; the list in descending lexicographic order; empty if none.
+    """
     def rec(n, k, cap):
         if k == 1:
             return [(n,)] if 2 <= n <= cap else []
@@ -175,7 +293,20 @@ def _load(nodes: int, lo: np.ndarray, length: np.ndarray, fiber: np.ndarray, wei
 
 
 def stage_loads(nodes: int, radices: tuple[int, ...]) -> list[int]:
-    """Per stage, the most lightpaths on any fiber segment: ceil(load / w) steps is that stage's floor."""
+    """Per stage, the most lightpaths on any fiber segment: ceil(load / w) steps is that stage's floor.
+
+    Parameters
+    ----------
+    nodes : int
+        N.
+    radices : tuple of int
+        The tree's radices per level; their product is N.
+
+    Returns
+    -------
+    list of int
+        One load per stage (lightpaths, each carrying one item).
+    """
     out = []
     for s in range(len(radices)):
         x, z, fiber = _pairs(nodes, radices, s)
@@ -189,6 +320,25 @@ def best_radices(nodes: int, wavelengths: int, stages: int) -> tuple[int, ...]:
 
     A later stage's load, (N/m) floor(m^2/4), does not depend on its place in
     the order, so only the first (ring) radix is chosen; the rest follow largest first.
+
+    Parameters
+    ----------
+    nodes : int
+        N >= 2.
+    wavelengths : int
+        w >= 1.
+    stages : int
+        k.
+
+    Returns
+    -------
+    tuple of int
+        The radices, ring radix first.
+
+    Raises
+    ------
+    OpTreeError
+        If N does not split into k radices >= 2, or N < 2 or w < 1.
     """
     _check(nodes, wavelengths)
     cands = {(f[i],) + f[:i] + f[i + 1:] for f in factorizations(nodes, stages) for i in range(len(f))}
@@ -308,7 +458,28 @@ def _colour_ring(nodes: int, lo: np.ndarray, length: np.ndarray) -> tuple[np.nda
 
 @dataclass
 class OpTreeSchedule:
-    """Lightpaths of an m-ary-tree AllGather: one row per lightpath, each carrying one item of size d."""
+    """Lightpaths of an m-ary-tree AllGather: one row per lightpath, each carrying one item of size d.
+
+    Attributes
+    ----------
+    nodes : int
+        N, ring nodes.
+    wavelengths : int
+        w, per fiber segment.
+    radices : tuple of int
+        The tree's radix per level, ring stage first; product N.
+    step, wavelength, src, dst, fiber, item : numpy.ndarray
+        int64, one entry per lightpath: its step, wavelength (0..w-1), sender and receiver
+        (0..N-1), fiber (:data:`CW` or :data:`CCW`) and the item (origin node) it carries.
+    stage_steps : list of int
+        Steps per stage.
+    stage_loads : list of int
+        Per stage, the most lightpaths on one fiber segment.
+    num_steps : int
+        The sum of ``stage_steps``.
+    floor_steps : int
+        Sum over stages of ceil(load / w).
+    """
 
     nodes: int
     wavelengths: int
@@ -324,6 +495,7 @@ class OpTreeSchedule:
 
     @property
     def num_steps(self) -> int:
+        """Steps of the schedule: the sum over stages."""
         return sum(self.stage_steps)
 
     @cached_property
@@ -339,6 +511,24 @@ def build(nodes: int, wavelengths: int, radices: tuple[int, ...]) -> OpTreeSched
     position in every earlier child, and sends each of them to each peer, one
     lightpath per item (each wavelength carries d, the paper's load balance).
     Colour c of a stage becomes step ``c // w``, wavelength ``c % w``.
+
+    Parameters
+    ----------
+    nodes : int
+        N >= 2.
+    wavelengths : int
+        w >= 1.
+    radices : tuple of int
+        Each >= 2, product N; ring stage first.
+
+    Returns
+    -------
+    OpTreeSchedule
+
+    Raises
+    ------
+    OpTreeError
+        On N < 2, w < 1, a radix < 2, or radices whose product is not N.
     """
     _check(nodes, wavelengths)
     if any(m < 2 for m in radices):
@@ -405,6 +595,15 @@ def verify(sched: OpTreeSchedule) -> None:
     * no two lightpaths share a wavelength on a fiber segment in one step
       (arcs sorted by step, fiber, wavelength and first segment must not overlap);
     * a sender holds the item before the step, and every node ends with every item.
+
+    Parameters
+    ----------
+    sched : OpTreeSchedule
+
+    Raises
+    ------
+    OpTreeInvalid
+        At the first broken rule, one line.
     """
     n, w = sched.nodes, sched.wavelengths
     step, wl, src, dst, fib, item = (np.asarray(a, dtype=np.int64) for a in
