@@ -35,7 +35,20 @@ def _w(x: int) -> float:
 
 
 def check_sizes(m: int, n: int = 1, p: int = 1, x: int = 0, y: int = 0) -> None:
-    """SM(m,n,p,x,y) needs m, n, p >= 1 with m n >= 2 (SM(m) needs m >= 2), x <= m, y <= n, x + y >= 1 if p > 1."""
+    """SM(m,n,p,x,y) needs m, n, p >= 1 with m n >= 2 (SM(m) needs m >= 2), x <= m, y <= n, x + y >= 1 if p > 1.
+
+    Parameters
+    ----------
+    m, n, p : int
+        Rows, columns, planes.
+    x, y : int
+        Row planes (0..m) and column planes (0..n).
+
+    Raises
+    ------
+    SupermeshError
+        Naming the first size that breaks a rule.
+    """
     if min(m, n, p) < 1:
         raise SupermeshError(f"m, n and p must be >= 1 (got m = {m}, n = {n}, p = {p})")
     if m * n < 2:
@@ -47,7 +60,22 @@ def check_sizes(m: int, n: int = 1, p: int = 1, x: int = 0, y: int = 0) -> None:
 
 
 def short_reach_links(m: int, n: int = 1) -> int:
-    """Slides "1D/2D Supermesh": C(m,2) for SM(m); n C(m,2) + m C(n,2) for SM(m,n) (undirected links)."""
+    """Slides "1D/2D Supermesh": C(m,2) for SM(m); n C(m,2) + m C(n,2) for SM(m,n) (undirected links).
+
+    Parameters
+    ----------
+    m, n : int
+        Rows and columns (seed 001).
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    SupermeshError
+        On bad sizes.
+    """
     check_sizes(m, n)
     return n * math.comb(m, 2) + m * math.comb(n, 2)
 
@@ -56,13 +84,42 @@ def links_3d(m: int, n: int = 1, p: int = 1, x: int = 0, y: int = 0) -> int:
     """Undirected links of SM(m,n,p,x,y): p planes of SM(m,n) plus C(p,2) for each of the x n + y m plane groups.
 
     (Not on the slides; it follows from the construction and is checked against :func:`supermesh3d`.)
+
+    Parameters
+    ----------
+    m, n, p, x, y : int
+        As :func:`check_sizes`.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    SupermeshError
+        On bad sizes.
     """
     check_sizes(m, n, p, x, y)
     return p * short_reach_links(m, n) + (x * n + y * m) * math.comb(p, 2)
 
 
 def bisection_width(m: int, n: int = 1) -> float:
-    """Slides: ~m^2/4 for SM(m); ~min{n m^2/4, m n^2/4} for SM(m,n) (a size-1 side has no cut)."""
+    """Slides: ~m^2/4 for SM(m); ~min{n m^2/4, m n^2/4} for SM(m,n) (a size-1 side has no cut).
+
+    Parameters
+    ----------
+    m, n : int
+
+    Returns
+    -------
+    float
+        Links, :func:`gbw` of SM(m, n).
+
+    Raises
+    ------
+    SupermeshError
+        On bad sizes.
+    """
     return gbw(m, n)
 
 
@@ -74,6 +131,21 @@ def gbw(m: int, n: int = 1, p: int = 1, x: int = 0, y: int = 0) -> float:
     x n + y m inter-plane groups. Dropping the terms of size-1 dimensions gives the
     slides' special cases: SM(1,n,p,x,y) = min{w(n)p, w(p)(xn+y)}, SM(m,1,p,x,y)
     = min{w(m)p, w(p)(x+ym)}, SM(m) = w(m), SM(m,n) = min{w(m)n, w(n)m}.
+
+    Parameters
+    ----------
+    m, n, p, x, y : int
+        As :func:`check_sizes`.
+
+    Returns
+    -------
+    float
+        Links across the smallest halving cut (w(x) = x^2/4, so possibly fractional).
+
+    Raises
+    ------
+    SupermeshError
+        On bad sizes.
     """
     check_sizes(m, n, p, x, y)
     terms = [t for size, t in ((m, _w(m) * n * p), (n, _w(n) * m * p), (p, _w(p) * (x * n + y * m))) if size > 1]
@@ -82,7 +154,19 @@ def gbw(m: int, n: int = 1, p: int = 1, x: int = 0, y: int = 0) -> float:
 
 @dataclass
 class Supermesh3D:
-    """SM(m,n,p,x,y): node ``(plane, row, col)`` has id ``(plane * m + row) * n + col``; undirected links."""
+    """SM(m,n,p,x,y): node ``(plane, row, col)`` has id ``(plane * m + row) * n + col``; undirected links.
+
+    Attributes
+    ----------
+    m, n, p, x, y : int
+        Rows, columns, planes, row planes, column planes.
+    a, b : numpy.ndarray
+        int, shape (links,): the two end nodes of each link.
+    kind : numpy.ndarray
+        str, shape (links,): ``"C"`` column, ``"R"`` row, ``"X"`` row-plane, ``"Y"`` column-plane link.
+    nodes : int
+        m n p.
+    """
 
     m: int
     n: int
@@ -95,20 +179,54 @@ class Supermesh3D:
 
     @property
     def nodes(self) -> int:
+        """Node count m n p."""
         return self.m * self.n * self.p
 
     def coords(self, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(plane, row, col)`` of node ids.
+
+        Parameters
+        ----------
+        v : numpy.ndarray
+            Node ids.
+
+        Returns
+        -------
+        tuple of numpy.ndarray
+            Three arrays of the shape of ``v``.
+        """
         return v // (self.m * self.n), (v // self.n) % self.m, v % self.n
 
     def cut(self, dim: int) -> int:
-        """Links between the lower and upper half of one dimension (0 rows, 1 columns, 2 planes); even sizes."""
+        """Links between the lower and upper half of one dimension (0 rows, 1 columns, 2 planes); even sizes.
+
+        Parameters
+        ----------
+        dim : int
+            0, 1 or 2.
+
+        Returns
+        -------
+        int
+        """
         size = (self.m, self.n, self.p)[dim]
         axis = (1, 2, 0)[dim]
         ca, cb = self.coords(self.a)[axis], self.coords(self.b)[axis]
         return int(((ca < size // 2) != (cb < size // 2)).sum())
 
     def hops(self) -> int:
-        """The largest hop distance between two nodes (BFS over all pairs)."""
+        """The largest hop distance between two nodes (BFS over all pairs).
+
+        Returns
+        -------
+        int
+            Hops (at most 4 for the slides' construction).
+
+        Raises
+        ------
+        SupermeshError
+            If the supermesh is not connected.
+        """
         n = self.nodes
         adj = csr_matrix((np.ones(2 * len(self.a)), (np.r_[self.a, self.b], np.r_[self.b, self.a])), shape=(n, n))
         d = shortest_path(adj, unweighted=True, directed=False)
@@ -123,6 +241,21 @@ def supermesh3d(m: int, n: int = 1, p: int = 1, x: int = 0, y: int = 0) -> Super
     Row plane i < x links node (k, i, c) to (k', i, c) for every other plane k';
     column plane j < y links (k, r, j) to (k', r, j). A node on both (i < x and
     j < y) gets both link sets, as the GBW term x n + y m counts it twice.
+
+    Parameters
+    ----------
+    m, n, p, x, y : int
+        As :func:`check_sizes`.
+
+    Returns
+    -------
+    Supermesh3D
+        Links grouped by kind C, R, X, Y.
+
+    Raises
+    ------
+    SupermeshError
+        On bad sizes.
     """
     check_sizes(m, n, p, x, y)
     ids = np.arange(m * n * p).reshape(p, m, n)
@@ -146,13 +279,42 @@ def exchange_cost(rounds: list[np.ndarray], sync: float = 0.0) -> float:
     """Slide "Supermesh Communication Cost Model": sum over rounds of max(data on the busiest link, sync).
 
     Each round is an array of per-link data volumes (any shape; zeros are idle links).
+
+    Parameters
+    ----------
+    rounds : list of numpy.ndarray
+    sync : float
+        The least cost of a round.
+
+    Returns
+    -------
+    float
+        In the data volumes' unit.
     """
     return float(sum(max(float(np.max(r, initial=0.0)), sync) for r in rounds))
 
 
 @dataclass
 class AllToAll:
-    """M, MaxR, MaxC, R, C of a message matrix on SM(m) and the slides' choice between DA2A and IA2A."""
+    """M, MaxR, MaxC, R, C of a message matrix on SM(m) and the slides' choice between DA2A and IA2A.
+
+    Attributes
+    ----------
+    m : int
+        Nodes of SM(m).
+    M : float
+        The largest message.
+    max_r, max_c : float
+        The most data one node sends / receives.
+    R, C : int
+        ceil(MaxR / m), ceil(MaxC / m).
+    da2a_cost : float
+        The cost model on DA2A's one round.
+    ia2a_cost : float
+        The cost model on IA2A's two rounds (exact fractions, not R + C).
+    choice : str
+        ``"DA2A"`` if M <= R + C, else ``"IA2A"``.
+    """
 
     m: int
     M: float
@@ -177,6 +339,21 @@ def all_to_all(msg, sync: float = 0.0) -> AllToAll:
     link: one round. IA2A's round 1 scatters 1/m of each message over the m
     nodes (link i->k carries row i's total / m), round 2 forwards the pieces
     (link k->j carries column j's total / m). ``sync`` is the least cost of a round.
+
+    Parameters
+    ----------
+    msg : array_like
+        m x m message sizes, m >= 2, finite and >= 0.
+    sync : float
+
+    Returns
+    -------
+    AllToAll
+
+    Raises
+    ------
+    SupermeshError
+        If the matrix is not square of side >= 2, or has negative or non-finite entries.
     """
     v = np.array(msg, dtype=float)
     if v.ndim != 2 or v.shape[0] != v.shape[1] or v.shape[0] < 2:
@@ -195,7 +372,19 @@ def all_to_all(msg, sync: float = 0.0) -> AllToAll:
 
 
 def slide_examples(m: int = 8) -> dict[str, np.ndarray]:
-    """Message matrices on S(8) that give the slides' printed M, R, C (the slides give only those values)."""
+    """Message matrices on S(8) that give the slides' printed M, R, C (the slides give only those values).
+
+    Parameters
+    ----------
+    m : int
+        The side (8 in the slides).
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        ``irregular``, ``1-relation``, ``2-relation``, ``4-relation``, ``all-to-all``, ``copy``,
+        ``scatter`` and ``gather``, each float m x m.
+    """
     z = lambda: np.zeros((m, m))
     ex = {}
     a = z()                                   # M = 9, MaxR = 35, MaxC = 38
