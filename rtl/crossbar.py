@@ -61,6 +61,17 @@ class Crossbar(wiring.Component):
         })
 
     def elaborate(self, platform):
+        """Build the hardware: one multiplexer per output, asserting a legal select.
+
+        Parameters
+        ----------
+        platform : object or None
+            Unused.
+
+        Returns
+        -------
+        amaranth.hdl.Module
+        """
         m = Module()
         for o in range(self.outputs):
             sel = self.sel[o]

@@ -66,6 +66,17 @@ class Lane(wiring.Component):
         self.mem = Memory(shape=unsigned(flit_bits), depth=depth, init=[])
 
     def elaborate(self, platform):
+        """Build the hardware: the memory, its write port and its read port(s).
+
+        Parameters
+        ----------
+        platform : object or None
+            Unused.
+
+        Returns
+        -------
+        amaranth.hdl.Module
+        """
         m = Module()
         m.submodules.mem = mem = self.mem
         wr = mem.write_port()

@@ -319,6 +319,17 @@ class Network(wiring.Component):
         super().__init__(members)
 
     def elaborate(self, platform):
+        """Build the hardware: the routers, the links between them, the load and read-back buses, the statistics block.
+
+        Parameters
+        ----------
+        platform : object or None
+            Unused.
+
+        Returns
+        -------
+        amaranth.hdl.Module
+        """
         m = Module()
         d, t = self.design, self.design.topology
         ml, fb, bus, size = d.max_lanes, d.flit_bits, self.buses, load_group(d)

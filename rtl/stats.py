@@ -46,6 +46,17 @@ class Stats(wiring.Component):
         })
 
     def elaborate(self, platform):
+        """Build the hardware: the cycle and busy counters.
+
+        Parameters
+        ----------
+        platform : object or None
+            Unused.
+
+        Returns
+        -------
+        amaranth.hdl.Module
+        """
         m = Module()
         active = Signal()
         busy = self.busy
