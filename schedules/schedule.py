@@ -651,7 +651,7 @@ def lower_bound(topology: Topology, chunks: int, collective: str, overlapped: bo
     Raises
     ------
     TopologyError
-        If the topology is not strongly connected (no diameter).
+        If the topology is not strongly connected (no diameter); the overlapped bound does not need one.
     """
     n = topology.nodes
     if collective == "allreduce" and overlapped:
