@@ -168,8 +168,9 @@ def best_allgather(topo: Topology, chunks: int, lanes: bool, time_limit: float, 
 
     In order: ``ring`` where K is a multiple of 4 and a Hamiltonian decomposition is known; a
     ``stored`` schedule at the bound; a ``split`` one at most one step over the bound and no
-    longer than the stored one (with ``lanes`` only); else XTree (seed 000, Algorithm 2), replaced by a stored or split schedule
-    where shorter; and where XTree misses the bound on small networks, the CP-SAT exact model
+    longer than the stored one (with ``lanes`` only); else XTree (seed 000, Algorithm 2), replaced
+    by a stored or split schedule where shorter; and where XTree misses the bound on small
+    networks, the CP-SAT exact model
     (nodes x K <= :data:`EXACT_AUTO_MAX`, at most :data:`EXACT_AUTO_SECONDS`) and XTree with repair
     (nodes x K <= :data:`REPAIR_AUTO_MAX`, at most :data:`REPAIR_AUTO_SECONDS`) if they find fewer steps.
 
