@@ -31,10 +31,6 @@ from ..storage import home_lanes, lane_table, link_lanes
 from ..topology import Topology
 
 
-class SolverLimit(RuntimeError):
-    """The solver hit its time limit before deciding a step count."""
-
-
 @dataclass
 class OptimalResult:
     """The outcome of :func:`optimal`.
