@@ -136,9 +136,11 @@ def test_bench_schedules_2x3_reaches_the_paper_depth(tmp_path):
     code, text = _run(["bench", "schedules", "--kinds", "equimesh", "--sizes", "2x3", "--chunks", "4",
                        "--algorithms", "xtree", "--out", str(out)])
     assert code == 0
-    row = [c.strip() for c in text.splitlines()[-1].strip("|").split("|")]
-    assert row[:9] == ["equimesh", "2x3", "4", "xtree", "xtree", "none", "5", "5", "1.000"]
-    assert out.read_text().splitlines()[-1] == text.splitlines()[-1]
+    rows = [[c.strip() for c in l.strip("|").split("|")] for l in text.splitlines() if l.startswith("| equimesh")]
+    assert [r[:9] for r in rows[:1]] == [["equimesh", "2x3", "4", "xtree", "xtree", "none", "5", "5", "1.000"]]
+    # the summary: one size, at the bound
+    assert [r[:6] for r in rows[1:]] == [["equimesh", "4", "xtree", "none", "1/1", "1.000"]]
+    assert out.read_text().strip().splitlines()[-1] == text.strip().splitlines()[-1]
 
 
 def test_bench_optimal_2x3(tmp_path):

@@ -7,6 +7,7 @@ import pytest
 
 from equimesh.cli import main as cli
 from equimesh.schedules.methods import library as L
+from equimesh.schedules.search.library import store
 from equimesh.schedules.methods.cpsat import exact
 from equimesh.schedules.schedule import Phase, Schedule
 from equimesh.schedules.storage import check_storage
@@ -276,7 +277,7 @@ def test_library_tail_stores_a_shorter_tail_of_a_stored_schedule(tmp_path, monke
     slow = xtree(t, 4, lanes=True)                       # 6 steps, bound 5
     short = exact(t, 4, 5, lanes=True, time_limit=60).phase
     out = tmp_path / "lib.json"
-    L._store({"format": "equimesh-lane-schedules", "chunks": 4, "schedules": []}, t, slow, out)
+    store({"format": "equimesh-lane-schedules", "chunks": 4, "schedules": []}, t, slow, out)
     calls = []
 
     def tail(topo, chunks, phase, lanes, time_limit, windows):

@@ -148,14 +148,14 @@ def merge(topo: Topology, colour: np.ndarray, sub: Topology, ids: np.ndarray, re
     chunk_at = {(v, p): k for v in range(n) for k, p in enumerate(topo.ports(v))}
     steps = [[] for _ in range(n - 1)]      # D's AllGather is at its bound N - 1 too
     for c in range(RINGS):
-        order = order(topo, np.nonzero(colour == c)[0])
-        nodes = topo.link_src[order]
+        ring = order(topo, np.nonzero(colour == c)[0])
+        nodes = topo.link_src[ring]
         chunk = np.array([chunk_at[v, topo.links[l].dst_port]
-                          for v, l in zip(topo.link_dst[order].tolist(), order.tolist())])
+                          for v, l in zip(topo.link_dst[ring].tolist(), ring.tolist())])
         chunk = np.roll(chunk, 1)     # the class-c chunk of the node at each position
         for s in range(n - 1):
             src = (np.arange(n) - s) % n
-            steps[s].append(np.stack([order, nodes[src], chunk[src]], axis=1))
+            steps[s].append(np.stack([ring, nodes[src], chunk[src]], axis=1))
     for s, tr in enumerate(rest_phase.steps):
         a = np.asarray(tr, dtype=np.int64).reshape(-1, 3)
         k = [chunk_at[int(r), sub.ports(int(r))[int(j)]] for r, j in zip(a[:, 1], a[:, 2])]
