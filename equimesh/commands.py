@@ -149,7 +149,8 @@ def register(sub, bench) -> None:
                         "(ring-pipelined on 4 Hamiltonian cycles, EquiMesh, K = 4m), split (3 Hamiltonian cycles and a "
                         "2-cycle, N - 1 (the bound) or N steps per 4 chunks, stored EquiMesh sizes), xtree-paper "
                         "(Algorithm 2 as printed), xtree-matching (equimesh's variant of Algorithm 2; old name "
-                        "xtree), mirrorxtree (Algorithm 3 on xtree-matching), multitree, ring2d, optimal (exact ILP, small sizes)")
+                        "xtree), mirrorxtree (Algorithm 3 on xtree-matching), multitree, ring2d, "
+                        "optimal (exact ILP, small sizes)")
     p.add_argument("--collective", default="allgather", choices=["allgather", "reducescatter", "allreduce"])
     p.add_argument("--storage", default=None, choices=["lanes", "none"],
                    help="lanes: honour the RTL node storage (one chunk per lane per step) so `equimesh simulate` "

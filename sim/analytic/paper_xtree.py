@@ -1,4 +1,4 @@
-"""Algorithm 2 as printed against equimesh's XTree variant (seed 000, Section IV-A): the step table of ``equimesh paper``.
+"""Algorithm 2 as printed against equimesh's XTree variant (seed 000, Section IV-A): a step table of `equimesh paper`.
 
 Every schedule in the table is checked by the verifier (and, with the lane rule, by the storage
 check) before its step count is reported.
