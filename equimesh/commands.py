@@ -226,7 +226,7 @@ def cmd_bench_schedules(args) -> int:
             t = build(kind, r, c)
             for k in chunks:
                 for a in algos:
-                    lane_aware = a in ("auto", "ring", "xtree")
+                    lane_aware = a in ("auto", "ring", "xtree", "xtree-matching", "xtree-paper")
                     storages = ["none", "lanes"] if (lane_aware and args.lanes and r * c <= 256) else ["none"]
                     if a == "auto" and args.lanes:
                         storages = ["lanes"]
@@ -254,7 +254,7 @@ def cmd_bench_schedules(args) -> int:
     return 0
 
 
-BENCH_ALGORITHMS = ("auto", "ring", "xtree", "multitree", "ring2d")
+BENCH_ALGORITHMS = ("auto", "ring", "xtree", "xtree-matching", "xtree-paper", "multitree", "ring2d")
 
 
 def register_bench(sub) -> None:
