@@ -17,6 +17,16 @@ def _alg2_summary(rows) -> str:
             f"steps against {worst.bound}.")
 
 
+def _alg2_missing(rows) -> list[str]:
+    """Say which of the issue's sizes and K this run left out (`equimesh paper --sizes/--chunks`)."""
+    ran = {(r.size, r.chunks) for r in rows}
+    missing = [f"{s} K={k}" for s in ("2x3", "4x4", "8x8", "5x11", "16x16") for k in (1, 4, 16) if (s, k) not in ran]
+    if not missing:
+        return []
+    return [f"Not in this run: {', '.join(missing)} (`equimesh paper` with its default --sizes and --chunks "
+            "includes them; at 16x16 and K = 16 Algorithm 2 as printed takes minutes per reading).", ""]
+
+
 def _status_rows(d: dict) -> list[str]:
     r = d["ratios"]
     f7 = min(min(v.values()) for (fig, *_), v in r.items() if fig == 7)
@@ -105,6 +115,7 @@ def render(d: dict) -> str:
         "",
         _alg2_summary(d["alg2_rows"]),
         "",
+        *_alg2_missing(d["alg2_rows"]),
         "## C. Figs. 7 and 8 against each named baseline (1 GB per node, each at its best K)",
         "",
         "The baselines are those of schedules/synth.py and sim/analytic/evaluate.py. TTO: its HPCA 2024 abstract "
