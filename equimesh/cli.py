@@ -29,6 +29,7 @@ def make_parser() -> argparse.ArgumentParser:
         llm_commands,
         optree_commands,
         packet_commands,
+        paper_commands,
         prove_commands,
         rtl_commands,
         search_commands,
@@ -38,7 +39,7 @@ def make_parser() -> argparse.ArgumentParser:
     for module in (commands, eval_commands, rtl_commands, traffic_commands):
         module.register(sub, benches)
     for module in (packet_commands, optree_commands, supermesh_commands, llm_commands, fpga_commands, search_commands,
-                   prove_commands):
+                   prove_commands, paper_commands):
         module.register(sub)
     q = benches.add_parser("all", help="run the results plan (RESULTS) and write its tables as one Markdown page")
     q.add_argument("--markdown", default="docs/results.md", help="the page to write (default docs/results.md)")

@@ -44,6 +44,10 @@ def _synthesize(args, t, progress):
         raise InputError(str(e)) from None
 
 
+# the methods that honour the node storage lanes (their default --storage is lanes)
+LANE_AWARE = ("auto", "ring", "split", "xtree", "xtree-matching", "xtree-paper", "mirrorxtree", "optimal", "cpsat")
+
+
 def cmd_schedule(args) -> int:
     if not 0 < args.time_limit < float("inf"):
         raise UsageError(f"--time-limit must be > 0 (got {args.time_limit})")
@@ -60,7 +64,7 @@ def cmd_schedule(args) -> int:
                              "use --storage none")
         args.storage = "none"
     if args.storage is None:
-        args.storage = "lanes" if args.algorithm in ("auto", "ring", "split", "xtree", "mirrorxtree", "optimal", "cpsat") else "none"
+        args.storage = "lanes" if args.algorithm in LANE_AWARE else "none"
     auto = args.ring_dirs == "auto"
     if auto and args.kind not in ("equimesh", "mirror-equimesh"):
         raise UsageError("--ring-dirs auto applies to equimesh and mirror-equimesh only")
@@ -143,8 +147,10 @@ def register(sub, bench) -> None:
     p.add_argument("--algorithm", default="auto", choices=ALGORITHMS,
                    help="auto (default: the best valid method, named in the output as 'method'), ring "
                         "(ring-pipelined on 4 Hamiltonian cycles, EquiMesh, K = 4m), split (3 Hamiltonian cycles and a "
-                        "2-cycle, N - 1 (the bound) or N steps per 4 chunks, stored EquiMesh sizes), xtree / mirrorxtree "
-                        "(Algorithms 2, 3), multitree, ring2d, optimal (exact ILP, small sizes)")
+                        "2-cycle, N - 1 (the bound) or N steps per 4 chunks, stored EquiMesh sizes), xtree-paper "
+                        "(Algorithm 2 as printed), xtree-matching (equimesh's variant of Algorithm 2; old name "
+                        "xtree), mirrorxtree (Algorithm 3 on xtree-matching), multitree, ring2d, "
+                        "optimal (exact ILP, small sizes)")
     p.add_argument("--collective", default="allgather", choices=["allgather", "reducescatter", "allreduce"])
     p.add_argument("--storage", default=None, choices=["lanes", "none"],
                    help="lanes: honour the RTL node storage (one chunk per lane per step) so `equimesh simulate` "
@@ -220,7 +226,7 @@ def cmd_bench_schedules(args) -> int:
             t = build(kind, r, c)
             for k in chunks:
                 for a in algos:
-                    lane_aware = a in ("auto", "ring", "xtree")
+                    lane_aware = a in ("auto", "ring", "xtree", "xtree-matching", "xtree-paper")
                     storages = ["none", "lanes"] if (lane_aware and args.lanes and r * c <= 256) else ["none"]
                     if a == "auto" and args.lanes:
                         storages = ["lanes"]
@@ -248,7 +254,7 @@ def cmd_bench_schedules(args) -> int:
     return 0
 
 
-BENCH_ALGORITHMS = ("auto", "ring", "xtree", "multitree", "ring2d")
+BENCH_ALGORITHMS = ("auto", "ring", "xtree", "xtree-matching", "xtree-paper", "multitree", "ring2d")
 
 
 def register_bench(sub) -> None:

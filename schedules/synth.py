@@ -34,6 +34,7 @@ from .methods.tacos import tacos
 from .methods.tidalmesh import tidalmesh
 from .methods.tto import tto
 from .methods.xtree import xtree
+from .methods.xtree_paper import xtree_paper
 from .schedule import Phase, Schedule, lower_bound
 from .topology import Topology
 
@@ -74,7 +75,10 @@ def overlap(topo: Topology, chunks: int, collective: str = "allreduce", trees: s
 # The mesh baselines of seed 000, Section V-A that build a whole Schedule themselves, by name:
 # (topology, chunks, collective) -> Schedule. With ALGORITHMS this is the one registry of methods.
 BASELINES = {"tacos": tacos, "tto": tto, "tidalmesh": tidalmesh, "overlap": overlap}
-ALGORITHMS = ("auto", "ring", "split", "xtree", "repair", "mirrorxtree", "multitree", "ring2d", "optimal", "cpsat")
+# "xtree-paper" is seed 000's Algorithm 2 as printed (:mod:`.methods.xtree_paper`); "xtree-matching" is
+# equimesh's own variant of it (:mod:`.methods.xtree`), also reachable under its older name "xtree".
+ALGORITHMS = ("auto", "ring", "split", "xtree-matching", "xtree", "xtree-paper", "repair", "mirrorxtree", "multitree",
+              "ring2d", "optimal", "cpsat")
 EXACT_AUTO_MAX = 24      # auto tries the CP-SAT exact model when nodes x K is at most this ...
 EXACT_AUTO_SECONDS = 10.0  # ... for at most this long
 REPAIR_AUTO_MAX = 64     # auto tries XTree with repair when nodes x K is at most this ...
@@ -289,8 +293,10 @@ def allgather(topo: Topology, chunks: int, algorithm: str, lanes: bool, time_lim
         return ring(topo, chunks)
     if algorithm == "split":
         return split(topo, chunks)
-    if algorithm in ("xtree", "mirrorxtree"):
+    if algorithm in ("xtree", "xtree-matching", "mirrorxtree"):
         return xtree(topo, chunks, lanes=lanes, progress=progress)
+    if algorithm == "xtree-paper":
+        return xtree_paper(topo, chunks, lanes=lanes)
     if algorithm == "repair":
         return repair(topo, chunks, REPAIR_SEEDS, lanes, time_limit=time_limit)
     if algorithm == "multitree":

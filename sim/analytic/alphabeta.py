@@ -473,8 +473,13 @@ def _line_sends(d: int, wrap: bool) -> list[list[tuple[int, int, int]]]:
     return steps
 
 
-def dim_decomposed_allreduce(rows: int, cols: int, wrap: bool) -> Transfers:
-    """Seed 003's dimension-decomposed ring AllReduce as simulator transfers.
+DIM_PHASES = {"allreduce": (("x", False), ("y", False), ("y", True), ("x", True)),
+              "reducescatter": (("x", False), ("y", False)), "allgather": (("y", True), ("x", True))}
+
+
+def dim_decomposed_allreduce(rows: int, cols: int, wrap: bool, collective: str = "allreduce") -> Transfers:
+    """Seed 003's dimension-decomposed ring AllReduce (or, with ``collective``, its ReduceScatter or
+    AllGather half alone: seed 003, Section 3.5) as simulator transfers.
 
     Phases RS-X (rows), RS-Y (columns), AG-Y, AG-X, as in seed 003, Section 3.4; AllGather
     on a dimension is the time-reverse of its ReduceScatter. One unit is one shard
@@ -514,8 +519,7 @@ def dim_decomposed_allreduce(rows: int, cols: int, wrap: bool) -> Transfers:
 
     rows_out = []  # (step, link, src0, src1, dst0, dst1, units)
     step0 = 0
-    phases = [("x", False), ("y", False), ("y", True), ("x", True)]
-    for ph, (dim, is_ag) in enumerate(phases):
+    for ph, (dim, is_ag) in enumerate(DIM_PHASES[collective]):
         d = cols if dim == "x" else rows
         units = rows if dim == "x" else 1
         plan = _line_sends(d, wrap)

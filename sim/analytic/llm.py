@@ -123,16 +123,23 @@ def layer_work(m: ModelShape, seq_len: int, micro_batch: int, nodes: int) -> Lay
     return LayerWork(attn_linear / nodes, attn_core / nodes, mlp_linear / nodes, act / nodes, act)
 
 
-def pass_times(w: LayerWork, t_ag: float, t_rs: float, layers: int) -> dict:
-    """Forward and backward seconds of ``layers`` layers (see the module docstring for the overlap)."""
+def pass_times(w: LayerWork, t_ag: float, t_rs: float, layers: int, mfu: float = 1.0, overlap: float = 0.0) -> dict:
+    """Forward and backward seconds of ``layers`` layers (see the module docstring for the overlap).
+
+    ``mfu``: the achieved fraction of Table I's peak MAC rate (1 = the peak, this model's default);
+    ``overlap``: the fraction of a forward block's collectives that may run under its GEMMs
+    (0 = none, this model's default; the paper states neither).
+    """
     blocks = [(w.attn_linear, w.attn_core), (w.mlp_linear, 0.0)]
     fwd = bwd = comp_f = comm_f = 0.0
+    rate = PEAK_FLOPS * mfu
     for linear, core in blocks:
-        gemm = (linear + core) / PEAK_FLOPS
-        fwd += t_ag + gemm + t_rs
+        gemm = (linear + core) / rate
+        comm = t_ag + t_rs
+        fwd += max(gemm, overlap * comm) + (1 - overlap) * comm
         comp_f += gemm
-        comm_f += t_ag + t_rs
-        dgrad, wgrad = (linear + 2 * core) / PEAK_FLOPS, linear / PEAK_FLOPS
+        comm_f += comm
+        dgrad, wgrad = (linear + 2 * core) / rate, linear / rate
         bwd += t_ag + max(dgrad, t_ag) + max(wgrad, t_rs)
     return {"forward_s": layers * fwd, "backward_s": layers * bwd,
             "forward_compute_s": layers * comp_f, "forward_comm_s": layers * comm_f}
@@ -160,7 +167,8 @@ def mesh_baselines() -> list[str]:
 
 
 def evaluate_models(models: list[ModelShape], rows: int = 8, cols: int = 8, seq_lens=(DEFAULT_SEQ_LEN,),
-                    micro_batches=(DEFAULT_MICRO_BATCH,), model: LinkModel = LinkModel(), log=lambda s: None) -> list[dict]:
+                    micro_batches=(DEFAULT_MICRO_BATCH,), model: LinkModel = LinkModel(), log=lambda s: None,
+                    mfu: float = 1.0, overlap: float = 0.0) -> list[dict]:
     """One row per model, sequence length and micro-batch: times of every algorithm and the speedups.
 
     ``forward_speedup`` / ``backward_speedup``: the best (fastest) mesh baseline's time over
@@ -173,7 +181,8 @@ def evaluate_models(models: list[ModelShape], rows: int = 8, cols: int = 8, seq_
                              model, log)
     rows_out = []
     for m, s, b, w in cases:
-        per = {a: pass_times(w, times[a]["allgather"][w.ag_bytes], times[a]["reducescatter"][w.rs_bytes], m.layers)
+        per = {a: pass_times(w, times[a]["allgather"][w.ag_bytes], times[a]["reducescatter"][w.rs_bytes], m.layers,
+                             mfu, overlap)
                | {"allgather_s": times[a]["allgather"][w.ag_bytes],
                   "reducescatter_s": times[a]["reducescatter"][w.rs_bytes]}
                for a in algos}
