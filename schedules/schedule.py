@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import jsonfile
+from . import alltoall, jsonfile
 from .failures import DegradedTopology
 from .topology import KINDS, MAX_SIDE, Topology, TopologyError, build
 from .topology import from_json as topology_from_json
@@ -31,7 +31,7 @@ VERSION_OVERLAP = 2      # docs/architecture.md: the overlapped AllReduce of typ
 MAX_CHUNKS = 1 << 24     # chunks per shard a schedule file may declare
 OPS = ("r", "g")         # op letters in the file; their index is the op column in memory
 OP_REDUCE, OP_GATHER = 0, 1
-COLLECTIVES = ("allgather", "reducescatter", "allreduce")
+COLLECTIVES = ("allgather", "reducescatter", "allreduce", "alltoall")
 
 
 class ScheduleFileError(ValueError):
@@ -477,7 +477,9 @@ def from_dict(d, where: str = "schedule") -> Schedule:
     else:
         if "steps" not in d:
             raise ScheduleFileError(f"{where}: missing key 'steps'")
-        phases = [Phase(collective, _parse_steps(d["steps"], where, n_links, topo.nodes, chunks))]
+        # alltoall: the chunk field is destination * K + part (docs/alltoall.md)
+        fields = chunks * topo.nodes if collective == "alltoall" else chunks
+        phases = [Phase(collective, _parse_steps(d["steps"], where, n_links, topo.nodes, fields))]
     return Schedule(collective, str(d["algorithm"]), chunks, topo, phases, meta)
 
 
@@ -524,6 +526,8 @@ def lower_bound(topology: Topology, chunks: int, collective: str, overlapped: bo
     max(ceil(2 K N (N-1) / L), ceil(K (N-1) / min out-degree), ceil(K (N-1) / min in-degree)).
     """
     n = topology.nodes
+    if collective == "alltoall":
+        return alltoall.lower_bound(topology, chunks)
     if collective == "allreduce" and overlapped:
         work = chunks * (n - 1)
         return max(math.ceil(2 * work * n / len(topology.links)), math.ceil(work / int(topology.out_degree.min())),
