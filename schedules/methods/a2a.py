@@ -27,33 +27,71 @@ from ..topology import Topology
 __all__ = ["relay_alltoall", "routes"]
 
 
-def routes(topo: Topology, chunks: int) -> tuple[np.ndarray, list[list[int]]]:
-    """Stage 1: the chunk table ``[source, chunk field]`` (rows, longest route first) and each row's links."""
-    n, k = topo.nodes, chunks
-    dist = topo.distances
-    out = topo.out_links
-    ldst = topo.link_dst.tolist()
+def _segments(topo: Topology, members: list[int]) -> dict[int, dict[int, int]]:
+    """Distances inside the subgraph of the links joining two of ``members`` (one row or one
+    column): ``dist[b][a]`` = hops from ``a`` to ``b`` (breadth-first search towards ``b``)."""
+    inside = set(members)
+    into = {v: [int(topo.link_src[l]) for l in topo.in_links[v] if int(topo.link_src[l]) in inside]
+            for v in members}
+    out = {}
+    for b in members:
+        dist, frontier = {b: 0}, [b]
+        while frontier:
+            nxt = []
+            for v in frontier:
+                for u in into[v]:
+                    if u not in dist:
+                        dist[u] = dist[v] + 1
+                        nxt.append(u)
+            frontier = nxt
+        out[b] = dist
+    return out
+
+
+def _path(a: int, b: int, dist: dict[int, int], out_links: list[list[int]], ldst: list[int], i: int) -> list[int]:
+    """A shortest path from ``a`` to ``b`` inside a segment; chunk ``i`` takes, at every node, option
+    ``i mod (number of options)`` among the links that shorten the distance (ties spread over chunks)."""
+    path, u = [], a
+    while u != b:
+        opts = [l for l in out_links[u] if dist.get(ldst[l], -1) == dist[u] - 1]
+        l = opts[i % len(opts)]
+        path.append(l)
+        u = ldst[l]
+    return path
+
+
+def routes(topo: Topology, chunks: int, passes: int = 2) -> tuple[np.ndarray, list[list[int]]]:
+    """Stage 1: the chunk table ``[source, chunk field]`` and each chunk's route (its links)."""
+    n, k, cols = topo.nodes, chunks, topo.cols
+    rows_seg, cols_seg = {}, {}
+    for r in range(topo.rows):
+        rows_seg.update(_segments(topo, list(range(r * cols, (r + 1) * cols))))
+    for c in range(cols):
+        cols_seg.update(_segments(topo, list(range(c, n, cols))))
+    out, ldst = topo.out_links, topo.link_dst.tolist()
     src_of, dst_of = np.nonzero(~np.eye(n, dtype=bool))
-    order = np.argsort(-dist[src_of, dst_of], kind="stable")
-    src_of, dst_of = np.repeat(src_of[order], k), np.repeat(dst_of[order], k)
-    table = np.stack([src_of, dst_of * k + np.tile(np.arange(k), len(order))], axis=1)
+    src_of, dst_of = np.repeat(src_of, k), np.repeat(dst_of, k)
+    table = np.stack([src_of, dst_of * k + np.tile(np.arange(k), n * (n - 1))], axis=1)
+    cands = []
+    for i, (s, d) in enumerate(zip(src_of.tolist(), dst_of.tolist())):
+        turn_xy, turn_yx = (s // cols) * cols + d % cols, (d // cols) * cols + s % cols
+        pair = [_path(s, mid, first[mid], out, ldst, i) + _path(mid, d, second[d], out, ldst, i)
+                for mid, first, second in ((turn_xy, rows_seg, cols_seg), (turn_yx, cols_seg, rows_seg))]
+        cands.append(pair)
     load = [0] * len(topo.links)
-    dist_l = dist.tolist()
-    paths = []
-    for s, d in zip(src_of.tolist(), dst_of.tolist()):
-        path, u = [], s
-        du = dist_l[u][d]
-        while u != d:
-            best = None
-            for l in out[u]:
-                v = ldst[l]
-                if dist_l[v][d] == du - 1 and (best is None or load[l] < load[best]):
-                    best = l
-            load[best] += 1
-            path.append(best)
-            u, du = ldst[best], du - 1
-        paths.append(path)
-    return table, paths
+    choice = [i % 2 for i in range(len(cands))]
+    for i, c in enumerate(cands):
+        for l in c[choice[i]]:
+            load[l] += 1
+    for _ in range(passes):
+        for i, c in enumerate(cands):
+            for l in c[choice[i]]:
+                load[l] -= 1
+            cost = [max((load[l] for l in p), default=0) for p in c]
+            choice[i] = 1 if cost[1] < cost[0] or (cost[1] == cost[0] and i % 2) else 0
+            for l in c[choice[i]]:
+                load[l] += 1
+    return table, [c[choice[i]] for i, c in enumerate(cands)]
 
 
 def relay_alltoall(topo: Topology, chunks: int) -> Phase:
