@@ -59,6 +59,11 @@ def cmd_schedule(args) -> int:
             raise UsageError("--overlap schedules do not model the storage lanes (the RTL cannot run them yet); "
                              "use --storage none")
         args.storage = "none"
+    if args.collective == "alltoall" and args.storage == "lanes":
+        raise UsageError("AllToAll schedules do not model the storage lanes yet (the RTL cannot run them); "
+                         "use --storage none")
+    if args.storage is None and args.collective == "alltoall":
+        args.storage = "none"
     if args.storage is None:
         args.storage = "lanes" if args.algorithm in ("auto", "ring", "split", "xtree", "mirrorxtree", "optimal", "cpsat") else "none"
     auto = args.ring_dirs == "auto"
@@ -145,7 +150,7 @@ def register(sub, bench) -> None:
                         "(ring-pipelined on 4 Hamiltonian cycles, EquiMesh, K = 4m), split (3 Hamiltonian cycles and a "
                         "2-cycle, N - 1 (the bound) or N steps per 4 chunks, stored EquiMesh sizes), xtree / mirrorxtree "
                         "(Algorithms 2, 3), multitree, ring2d, optimal (exact ILP, small sizes)")
-    p.add_argument("--collective", default="allgather", choices=["allgather", "reducescatter", "allreduce"])
+    p.add_argument("--collective", default="allgather", choices=["allgather", "reducescatter", "allreduce", "alltoall"])
     p.add_argument("--storage", default=None, choices=["lanes", "none"],
                    help="lanes: honour the RTL node storage (one chunk per lane per step) so `equimesh simulate` "
                         "can run it; none: links only. Default: lanes for auto, ring, xtree, mirrorxtree and optimal; "

@@ -20,6 +20,7 @@ schedule's ``method`` says what was used.
 
 from __future__ import annotations
 
+from .methods.a2a import relay_alltoall
 from .methods.cpsat import exact, improve_tail, repair
 from .methods.hamiltonian import decompose
 from .methods.library import stored
@@ -49,7 +50,9 @@ def overlap(topo: Topology, chunks: int, collective: str = "allreduce", trees: s
 # The mesh baselines of seed 000, Section V-A that build a whole Schedule themselves, by name:
 # (topology, chunks, collective) -> Schedule. With ALGORITHMS this is the one registry of methods.
 BASELINES = {"tacos": tacos, "tto": tto, "tidalmesh": tidalmesh, "overlap": overlap}
-ALGORITHMS = ("auto", "ring", "split", "xtree", "repair", "mirrorxtree", "multitree", "ring2d", "optimal", "cpsat")
+ALGORITHMS = ("auto", "ring", "split", "xtree", "repair", "mirrorxtree", "multitree", "ring2d", "optimal", "cpsat",
+              "relay")
+ALLTOALL_ALGORITHMS = ("auto", "relay")   # AllToAll methods (docs/alltoall.md); auto is relay
 EXACT_AUTO_MAX = 24      # auto tries the CP-SAT exact model when nodes x K is at most this ...
 EXACT_AUTO_SECONDS = 10.0  # ... for at most this long
 REPAIR_AUTO_MAX = 64     # auto tries XTree with repair when nodes x K is at most this ...
@@ -163,6 +166,16 @@ def allgather(topo: Topology, chunks: int, algorithm: str, lanes: bool, time_lim
     raise SynthesisError(f"unknown algorithm {algorithm!r}; expected one of {', '.join(ALGORITHMS)}")
 
 
+def alltoall(topo: Topology, chunks: int, algorithm: str, lanes: bool) -> Schedule:
+    """An AllToAll schedule (docs/alltoall.md): the relay method of :mod:`.methods.a2a`."""
+    if algorithm not in ALLTOALL_ALGORITHMS:
+        raise SynthesisError(f"AllToAll is scheduled by {', '.join(ALLTOALL_ALGORITHMS)} (got {algorithm})")
+    if lanes:
+        raise SynthesisError("AllToAll schedules do not model the storage lanes yet (the RTL cannot run them); "
+                             "use --storage none")
+    return Schedule("alltoall", algorithm, chunks, topo, [relay_alltoall(topo, chunks)], {"method": "relay"})
+
+
 def synthesize(topo: Topology, chunks: int, collective: str, algorithm: str = "auto", lanes: bool = True,
                time_limit: float = 60.0, progress=None) -> Schedule:
     """Build the schedule.
@@ -174,6 +187,10 @@ def synthesize(topo: Topology, chunks: int, collective: str, algorithm: str = "a
     if algorithm in ("multitree", "ring2d") and lanes:
         raise SynthesisError(f"{algorithm} does not model the node storage lanes; pass lanes=False "
                              "(--storage none), or use xtree or optimal")
+    if collective == "alltoall":
+        return alltoall(topo, chunks, algorithm, lanes)
+    if algorithm == "relay":
+        raise SynthesisError("relay schedules AllToAll only (--collective alltoall)")
     proofs = []
 
     def gather(t: Topology) -> tuple[Phase, str]:
