@@ -9,8 +9,10 @@ import pytest
 
 from equimesh.schedules import alltoall
 from equimesh.schedules.schedule import Phase, Schedule, ScheduleFileError, from_dict
+from equimesh.schedules.synth import SynthesisError, synthesize
 from equimesh.schedules.topology import build
 from equimesh.schedules.verify import ScheduleInvalid, verify
+from equimesh.sim.analytic.alphabeta import LinkModel, simulate
 
 
 def _link(topo, src, dst):
@@ -137,3 +139,44 @@ def test_file_round_trip_and_chunk_range():
     d["steps"][0][0][2] = 4          # destination 4 does not exist in a 4-node network (K = 1)
     with pytest.raises(ScheduleFileError, match="chunk 4 is out of range"):
         from_dict(d)
+
+
+# ----- synthesized schedules ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["mesh", "equimesh", "overflow", "torus", "supermesh"])
+@pytest.mark.parametrize("rows,cols", [(2, 2), (2, 3), (3, 5), (4, 4)])
+def test_relay_schedules_verify_and_respect_the_bound(kind, rows, cols):
+    topo = build(kind, rows, cols)
+    s = synthesize(topo, 1, "alltoall", "relay", lanes=False)
+    verify(s)   # independent check of the AllToAll rules
+    assert s.num_steps >= alltoall.lower_bound(topo, 1)
+
+
+def test_relay_reaches_the_cut_bound_on_the_mesh():
+    # Dimension-ordered routes on an R x C mesh load a row link of the cut after column j with
+    # R (j + 1) (C - j - 1) chunks, exactly the column-cut bound; the 8x8 mesh's middle cut is
+    # 32 x 32 = 1024 chunks over 8 links = 128 steps.
+    s = synthesize(build("mesh", 8, 8), 1, "alltoall", "relay", lanes=False)
+    assert s.num_steps == 128
+
+
+def test_synthesis_refuses_lanes_and_other_methods():
+    topo = build("mesh", 2, 2)
+    with pytest.raises(SynthesisError, match="storage lanes"):
+        synthesize(topo, 1, "alltoall", "relay", lanes=True)
+    with pytest.raises(SynthesisError, match="AllToAll is scheduled by"):
+        synthesize(topo, 1, "alltoall", "xtree", lanes=False)
+
+
+# ----- seed 003, Section 3.6: ring-relay AllToAll at large M --------------------------------------
+
+@pytest.mark.parametrize("kind,side,k", [("mesh", 4, 1), ("mesh", 8, 1), ("torus", 4, 2), ("torus", 8, 2)])
+def test_alphabeta_alltoall_matches_seed003(kind, side, k):
+    # Seed 003, Section 3.6: ring-relay AllToAll is bisection-bound, (d_max / 8) M / BW on a torus
+    # and (d_max / 4) M / BW on a k-D mesh (half the bisection), d_max the largest dimension.
+    model = LinkModel()
+    message = 1e12                      # alpha (20 ns per hop) is negligible against M / BW
+    formula = (side / (8 if kind == "torus" else 4)) * message / model.bandwidth
+    s = synthesize(build(kind, side, side), k, "alltoall", "relay", lanes=False)
+    got = simulate(s, [message], model).completion[0]
+    assert abs(got / formula - 1) <= 0.02
