@@ -91,7 +91,67 @@ def routes(topo: Topology, chunks: int, passes: int = 2) -> tuple[np.ndarray, li
             choice[i] = 1 if cost[1] < cost[0] or (cost[1] == cost[0] and i % 2) else 0
             for l in c[choice[i]]:
                 load[l] += 1
-    return table, [c[choice[i]] for i, c in enumerate(cands)]
+    paths = [c[choice[i]] for i, c in enumerate(cands)]
+    if n * k <= RELIEVE_MAX:
+        _relieve(topo, table[:, 0] , table[:, 1] // k, paths, load)
+    return table, paths
+
+
+RELIEVE_MAX = 1024    # stage 1b runs when nodes x K is at most this
+DETOUR = 4            # a rerouted chunk may take at most this many hops more than its old route
+
+
+def _detour(topo: Topology, s: int, d: int, ok, limit: int) -> list[int] | None:
+    """A shortest path from ``s`` to ``d`` over the links ``ok(l)`` allows, if one has at most ``limit`` hops."""
+    prev = {s: None}
+    frontier, hops = [s], 0
+    ldst = topo.link_dst
+    while frontier and d not in prev and hops < limit:
+        nxt = []
+        for u in frontier:
+            for l in topo.out_links[u]:
+                v = int(ldst[l])
+                if v not in prev and ok(l):
+                    prev[v] = l
+                    nxt.append(v)
+        frontier, hops = nxt, hops + 1
+    if d not in prev:
+        return None
+    path, v = [], d
+    while v != s:
+        l = prev[v]
+        path.append(l)
+        v = int(topo.link_src[l])
+    return path[::-1]
+
+
+def _relieve(topo: Topology, src, dst, paths: list[list[int]], load: list[int]) -> None:
+    """Stage 1b: while every link at the maximum load ``m`` can shed a chunk onto a route of links
+    loaded at most ``m - 2`` (at most :data:`DETOUR` hops longer), move those chunks: ``m`` drops by one."""
+    on = [set() for _ in load]
+    for i, p in enumerate(paths):
+        for l in p:
+            on[l].add(i)
+    while True:
+        m = max(load)
+        for hot in [l for l, x in enumerate(load) if x == m]:
+            if load[hot] < m:
+                continue
+            for i in sorted(on[hot]):
+                for l in paths[i]:
+                    load[l] -= 1
+                new = _detour(topo, int(src[i]), int(dst[i]), lambda l: load[l] <= m - 2, len(paths[i]) + DETOUR)
+                for l in paths[i] if new is None else new:
+                    load[l] += 1
+                if new is not None:
+                    for l in paths[i]:
+                        on[l].discard(i)
+                    for l in new:
+                        on[l].add(i)
+                    paths[i] = new
+                    break
+            else:
+                return
 
 
 def relay_alltoall(topo: Topology, chunks: int) -> Phase:
