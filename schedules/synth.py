@@ -21,6 +21,7 @@ schedule's ``method`` says what was used.
 from __future__ import annotations
 
 from .methods.a2a import relay_alltoall
+from .methods.a2a_exact import exact_alltoall
 from .methods.cpsat import exact, improve_tail, repair
 from .methods.hamiltonian import decompose
 from .methods.library import stored
@@ -52,7 +53,8 @@ def overlap(topo: Topology, chunks: int, collective: str = "allreduce", trees: s
 BASELINES = {"tacos": tacos, "tto": tto, "tidalmesh": tidalmesh, "overlap": overlap}
 ALGORITHMS = ("auto", "ring", "split", "xtree", "repair", "mirrorxtree", "multitree", "ring2d", "optimal", "cpsat",
               "relay")
-ALLTOALL_ALGORITHMS = ("auto", "relay")   # AllToAll methods (docs/alltoall.md); auto is relay
+ALLTOALL_ALGORITHMS = ("auto", "relay", "cpsat")   # AllToAll methods (docs/alltoall.md)
+EXACT_A2A_AUTO_MAX = 9   # auto tries the AllToAll CP-SAT model when nodes x K is at most this
 EXACT_AUTO_MAX = 24      # auto tries the CP-SAT exact model when nodes x K is at most this ...
 EXACT_AUTO_SECONDS = 10.0  # ... for at most this long
 REPAIR_AUTO_MAX = 64     # auto tries XTree with repair when nodes x K is at most this ...
@@ -166,14 +168,27 @@ def allgather(topo: Topology, chunks: int, algorithm: str, lanes: bool, time_lim
     raise SynthesisError(f"unknown algorithm {algorithm!r}; expected one of {', '.join(ALGORITHMS)}")
 
 
-def alltoall(topo: Topology, chunks: int, algorithm: str, lanes: bool) -> Schedule:
-    """An AllToAll schedule (docs/alltoall.md): the relay method of :mod:`.methods.a2a`."""
+def alltoall(topo: Topology, chunks: int, algorithm: str, lanes: bool, time_limit: float) -> Schedule:
+    """An AllToAll schedule (docs/alltoall.md): ``relay`` (:mod:`.methods.a2a`); ``cpsat``, the exact
+    model (:mod:`.methods.a2a_exact`) below relay's step count, ``time_limit`` seconds per step count;
+    ``auto``, relay, and on networks of nodes x K <= 9 the exact model for a few seconds if relay
+    misses the bound."""
     if algorithm not in ALLTOALL_ALGORITHMS:
         raise SynthesisError(f"AllToAll is scheduled by {', '.join(ALLTOALL_ALGORITHMS)} (got {algorithm})")
     if lanes:
         raise SynthesisError("AllToAll schedules do not model the storage lanes yet (the RTL cannot run them); "
                              "use --storage none")
-    return Schedule("alltoall", algorithm, chunks, topo, [relay_alltoall(topo, chunks)], {"method": "relay"})
+    phase, meta = relay_alltoall(topo, chunks), {"method": "relay"}
+    small = topo.nodes * chunks <= EXACT_A2A_AUTO_MAX
+    if algorithm == "cpsat" or (algorithm == "auto" and small):
+        limit = time_limit if algorithm == "cpsat" else min(time_limit, EXACT_AUTO_SECONDS)
+        res = exact_alltoall(topo, chunks, phase.num_steps - 1, limit)
+        if res.phase is not None:
+            phase, meta["method"] = res.phase, "cpsat"
+        if algorithm == "cpsat":
+            meta["proven_optimal"] = res.proven or res.lower == phase.num_steps
+            meta["proven_lower"] = res.lower
+    return Schedule("alltoall", algorithm, chunks, topo, [phase], meta)
 
 
 def synthesize(topo: Topology, chunks: int, collective: str, algorithm: str = "auto", lanes: bool = True,
@@ -188,7 +203,7 @@ def synthesize(topo: Topology, chunks: int, collective: str, algorithm: str = "a
         raise SynthesisError(f"{algorithm} does not model the node storage lanes; pass lanes=False "
                              "(--storage none), or use xtree or optimal")
     if collective == "alltoall":
-        return alltoall(topo, chunks, algorithm, lanes)
+        return alltoall(topo, chunks, algorithm, lanes, time_limit)
     if algorithm == "relay":
         raise SynthesisError("relay schedules AllToAll only (--collective alltoall)")
     proofs = []

@@ -180,3 +180,18 @@ def test_alphabeta_alltoall_matches_seed003(kind, side, k):
     s = synthesize(build(kind, side, side), k, "alltoall", "relay", lanes=False)
     got = simulate(s, [message], model).completion[0]
     assert abs(got / formula - 1) <= 0.02
+
+
+@pytest.mark.parametrize("rows,cols,bound", [(2, 2, 2), (2, 3, 4)])
+def test_exact_model_reaches_the_hand_derived_mesh_bound(rows, cols, bound):
+    # the bounds derived by hand above (2x2: every term 2; 2x3: the column cut, 4)
+    s = synthesize(build("mesh", rows, cols), 1, "alltoall", "cpsat", lanes=False, time_limit=20)
+    verify(s)
+    assert s.num_steps == bound and s.meta["proven_optimal"]
+
+
+def test_rtl_compiler_refuses_alltoall_with_one_line():
+    from equimesh.rtl.rom import RomError, compile_schedule
+    with pytest.raises(RomError) as e:
+        compile_schedule(_mesh22_valid(build("mesh", 2, 2)), 4)
+    assert "\n" not in str(e.value) and "AllToAll" in str(e.value)
