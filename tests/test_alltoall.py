@@ -195,3 +195,39 @@ def test_rtl_compiler_refuses_alltoall_with_one_line():
     with pytest.raises(RomError) as e:
         compile_schedule(_mesh22_valid(build("mesh", 2, 2)), 4)
     assert "\n" not in str(e.value) and "AllToAll" in str(e.value)
+
+
+# ----- command line: one line and a non-zero exit -------------------------------------------------
+
+def _one_line(capsys, argv, code, text):
+    from equimesh.cli import main
+    assert main(argv) == code
+    err = capsys.readouterr().err
+    assert err.startswith("equimesh: ") and err.count("\n") == 1 and "Traceback" not in err, err
+    assert text in err, err
+
+
+def test_cli_verify_names_step_link_and_chunk(capsys, tmp_path):
+    topo = build("mesh", 2, 2)
+    s = _mesh22_valid(topo)
+    s.phases[0].steps.append(np.array([[_link(topo, 0, 1), 0, 1]]))
+    path = tmp_path / "a2a.json"
+    s.save(path)
+    _one_line(capsys, ["verify", str(path)], 1, "step 2, link ")
+    s = _sched(topo, [[(1, 3, 0, 3)]])
+    s.save(path)
+    _one_line(capsys, ["verify", str(path)], 1, "chunk 0->3: sender 1 does not hold")
+
+
+@pytest.mark.parametrize("argv,code,text", [
+    (["schedule", "--kind", "mesh", "--rows", "2", "--cols", "2", "--collective", "alltoall", "--storage", "lanes"],
+     2, "do not model the storage lanes"),
+    (["schedule", "--kind", "mesh", "--rows", "2", "--cols", "2", "--collective", "alltoall", "--algorithm", "xtree"],
+     1, "AllToAll is scheduled by"),
+    (["schedule", "--kind", "mesh", "--rows", "2", "--cols", "2", "--algorithm", "relay"],
+     1, "relay schedules AllToAll only"),
+    (["bench", "alltoall", "--sizes", "1x8"], 2, "--sizes entries look like RxC"),
+    (["bench", "alltoall", "--chunks", "0"], 2, "--chunks must be >= 1"),
+])
+def test_cli_bad_alltoall_input(capsys, argv, code, text):
+    _one_line(capsys, argv, code, text)
