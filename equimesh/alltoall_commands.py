@@ -2,7 +2,8 @@
 
 For each size and topology kind: the relay schedule's steps, the lower bound and its binding term
 (:mod:`.schedules.alltoall`), the efficiency (bound / steps), the ratio of steps and of bound to the
-EquiMesh of the same size, and the synthesis time.
+EquiMesh of the same size, the alpha-beta time at large M over seed 003's formula (mesh, torus),
+and the synthesis time.
 """
 
 from __future__ import annotations
@@ -14,10 +15,22 @@ from .schedules import alltoall
 from .schedules.synth import synthesize
 from .schedules.topology import TopologyError, build, parse_sizes
 from .schedules.verify import verify
+from .sim.analytic.alphabeta import LinkModel, simulate
 
 __all__ = ["register", "cmd_bench_alltoall", "KINDS"]
 
 KINDS = ("mesh", "equimesh", "overflow", "torus", "supermesh")
+SEED003 = {"mesh": 4, "torus": 8}   # seed 003, Section 3.6: AllToAll takes (d_max / this) M / BW
+LARGE_M = 1e12                      # bytes per node: the per-hop alpha is negligible against M / BW
+
+
+def _seed003(kind: str, sched, rows: int, cols: int) -> str:
+    """The alpha-beta completion time at large M over seed 003's formula (mesh and torus only)."""
+    if kind not in SEED003:
+        return "-"
+    model = LinkModel()
+    formula = max(rows, cols) / SEED003[kind] * LARGE_M / model.bandwidth
+    return f"{simulate(sched, [LARGE_M], model).completion[0] / formula:.4f}"
 
 
 def _rows(sizes, k):
@@ -31,11 +44,11 @@ def _rows(sizes, k):
             s = synthesize(t, k, "alltoall", "relay", lanes=False)
             sec = time.perf_counter() - t0
             verify(s)
-            got[kind] = (s.num_steps, alltoall.lower_bound(t, k), alltoall.binding(t, k), sec)
+            got[kind] = (s.num_steps, alltoall.lower_bound(t, k), alltoall.binding(t, k), sec, _seed003(kind, s, r, c))
         es, eb = got["equimesh"][:2]
-        for kind, (steps, bound, term, sec) in got.items():
+        for kind, (steps, bound, term, sec, ab) in got.items():
             rows.append([kind, f"{r}x{c}", k, steps, bound, term, f"{bound / steps:.3f}",
-                         f"{steps / es:.3f}", f"{bound / eb:.3f}", f"{sec:.2f}"])
+                         f"{steps / es:.3f}", f"{bound / eb:.3f}", ab, f"{sec:.2f}"])
     return rows
 
 
@@ -49,7 +62,7 @@ def cmd_bench_alltoall(args) -> int:
     if args.chunks < 1:
         raise UsageError(f"--chunks must be >= 1 (got {args.chunks})")
     head = ["topology", "size", "K", "steps", "bound", "binding term", "efficiency", "steps / EquiMesh",
-            "bound / EquiMesh", "synthesis s"]
+            "bound / EquiMesh", "alpha-beta / seed 003", "synthesis s"]
     lines = [f"equimesh bench alltoall --sizes {args.sizes} --chunks {args.chunks} (relay schedules, links only)", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in _rows(sizes, args.chunks):
