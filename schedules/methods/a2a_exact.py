@@ -36,7 +36,8 @@ class ExactResult:
 
 
 def feasible(topo: Topology, chunks: int, steps: int, time_limit: float) -> tuple[str, Phase | None]:
-    """Solve the model for ``steps`` steps: ``("feasible", phase)``, ``("infeasible", None)`` or ``("unknown", None)``."""
+    """Solve the model for ``steps`` steps: ``("feasible", phase)``, ``("infeasible", None)`` or
+    ``("unknown", None)``."""
     n, k, links = topo.nodes, chunks, range(len(topo.links))
     dist, lsrc, ldst = topo.distances, topo.link_src, topo.link_dst
     m = cp_model.CpModel()
