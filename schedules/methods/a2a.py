@@ -97,7 +97,7 @@ def routes(topo: Topology, chunks: int, passes: int = 2) -> tuple[np.ndarray, li
     return table, paths
 
 
-RELIEVE_MAX = 1024    # stage 1b runs when nodes x K is at most this
+RELIEVE_MAX = 512     # stage 1b runs when nodes x K is at most this (16x16 with K <= 2)
 DETOUR = 4            # a rerouted chunk may take at most this many hops more than its old route
 
 
