@@ -25,7 +25,7 @@ import numpy as np
 
 from .topology import Topology
 
-__all__ = ["TERMS", "bound_terms", "lower_bound", "binding", "destination"]
+__all__ = ["TERMS", "bound_terms", "lower_bound", "binding", "destination", "demand", "skewed_counts"]
 
 TERMS = ("diameter", "node-in", "node-out", "row-cut", "column-cut", "hops")
 
@@ -35,44 +35,59 @@ def destination(chunk, chunks: int):
     return chunk // chunks
 
 
-def _cut_bound(topo: Topology, side: np.ndarray, k: int) -> int:
+def demand(n: int, chunks: int, counts=None) -> np.ndarray:
+    """``W[s, d]``: chunks source ``s`` sends destination ``d``; ``chunks`` (K) for every pair unless
+    ``counts`` (a skewed AllToAll, docs/alltoall.md) gives them; the diagonal is 0."""
+    w = np.full((n, n), chunks, dtype=np.int64) if counts is None else np.array(counts, dtype=np.int64)
+    np.fill_diagonal(w, 0)
+    return w
+
+
+def skewed_counts(n: int, chunks: int, hot: int, factor: int) -> list[list[int]]:
+    """Seed 003's hot and cold experts: the destinations ``0, n/hot, 2n/hot, ...`` (``hot`` of them,
+    spread over the node ids) receive ``factor x chunks`` chunks from every source, the rest ``chunks``."""
+    hot_ids = {i * n // hot for i in range(hot)}
+    return [[0 if s == d else chunks * (factor if d in hot_ids else 1) for d in range(n)] for s in range(n)]
+
+
+def _cut_bound(topo: Topology, side: np.ndarray, w: np.ndarray) -> int:
     """Worst direction of the cut of nodes with ``side`` True (A) against the rest (B)."""
-    a = int(side.sum())
-    b = topo.nodes - a
-    if a == 0 or b == 0:
+    if side.all() or not side.any():
         return 0
     s, d = side[topo.link_src], side[topo.link_dst]
     worst = 0
-    for n_links in (int((s & ~d).sum()), int((~s & d).sum())):
+    for n_links, load in ((int((s & ~d).sum()), w[side][:, ~side].sum()), (int((~s & d).sum()), w[~side][:, side].sum())):
         if n_links == 0:
             raise ValueError(f"the {topo.name} has no link across a cut: AllToAll is impossible")
-        worst = max(worst, math.ceil(k * a * b / n_links))
+        worst = max(worst, math.ceil(int(load) / n_links))
     return worst
 
 
-def bound_terms(topo: Topology, chunks: int) -> dict[str, int]:
-    """Every term of the module docstring's bound, in steps, for ``chunks`` (K) chunks per pair."""
-    n, k = topo.nodes, chunks
-    work = k * (n - 1)
+def bound_terms(topo: Topology, chunks: int, counts=None) -> dict[str, int]:
+    """Every term of the module docstring's bound, in steps, for ``chunks`` (K) chunks per pair, or
+    for the per-pair ``counts`` of a skewed AllToAll (each term then sums the chunks it counts)."""
+    n = topo.nodes
+    w = demand(n, chunks, counts)
     row = np.arange(n) // topo.cols
     col = np.arange(n) % topo.cols
+    dist = topo.distances
     return {
-        "diameter": int(topo.diameter),
-        "node-in": int(max(math.ceil(work / int(d)) for d in topo.in_degree)),
-        "node-out": int(max(math.ceil(work / int(d)) for d in topo.out_degree)),
-        "row-cut": max([_cut_bound(topo, row < i, k) for i in range(1, topo.rows)], default=0),
-        "column-cut": max([_cut_bound(topo, col < j, k) for j in range(1, topo.cols)], default=0),
-        "hops": math.ceil(k * int(topo.distances.sum()) / len(topo.links)),
+        "diameter": int(dist[w > 0].max(initial=0)),
+        "node-in": int(max(math.ceil(int(x) / int(d)) for x, d in zip(w.sum(axis=0), topo.in_degree))),
+        "node-out": int(max(math.ceil(int(x) / int(d)) for x, d in zip(w.sum(axis=1), topo.out_degree))),
+        "row-cut": max([_cut_bound(topo, row < i, w) for i in range(1, topo.rows)], default=0),
+        "column-cut": max([_cut_bound(topo, col < j, w) for j in range(1, topo.cols)], default=0),
+        "hops": math.ceil(int((w * dist).sum()) / len(topo.links)),
     }
 
 
-def lower_bound(topo: Topology, chunks: int) -> int:
+def lower_bound(topo: Topology, chunks: int, counts=None) -> int:
     """The AllToAll step bound: the largest term of :func:`bound_terms`."""
-    return max(bound_terms(topo, chunks).values())
+    return max(bound_terms(topo, chunks, counts).values())
 
 
-def binding(topo: Topology, chunks: int) -> str:
+def binding(topo: Topology, chunks: int, counts=None) -> str:
     """The term(s) equal to the bound, in :data:`TERMS` order, joined by ``=`` (e.g. ``row-cut=column-cut``)."""
-    terms = bound_terms(topo, chunks)
+    terms = bound_terms(topo, chunks, counts)
     top = max(terms.values())
     return "=".join(t for t in TERMS if terms[t] == top)

@@ -542,4 +542,6 @@ def schedule_bound(sched: Schedule) -> int:
     """The bound for the whole of ``sched``: per phase, summed; an overlapped AllReduce has its own."""
     if sched.overlapped:
         return lower_bound(sched.topology, sched.chunks, "allreduce", overlapped=True)
+    if sched.collective == "alltoall":
+        return alltoall.lower_bound(sched.topology, sched.chunks, sched.meta.get("counts"))
     return sum(lower_bound(sched.topology, sched.chunks, p.collective) for p in sched.phases)

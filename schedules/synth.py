@@ -168,18 +168,23 @@ def allgather(topo: Topology, chunks: int, algorithm: str, lanes: bool, time_lim
     raise SynthesisError(f"unknown algorithm {algorithm!r}; expected one of {', '.join(ALGORITHMS)}")
 
 
-def alltoall(topo: Topology, chunks: int, algorithm: str, lanes: bool, time_limit: float) -> Schedule:
+def alltoall(topo: Topology, chunks: int, algorithm: str, lanes: bool, time_limit: float, counts=None) -> Schedule:
     """An AllToAll schedule (docs/alltoall.md): ``relay`` (:mod:`.methods.a2a`); ``cpsat``, the exact
     model (:mod:`.methods.a2a_exact`) below relay's step count, ``time_limit`` seconds per step count;
     ``auto``, relay, and on networks of nodes x K <= 9 the exact model for a few seconds if relay
-    misses the bound."""
+    misses the bound. ``counts``: a skewed AllToAll's chunks per (source, destination), at most
+    ``chunks`` each (relay only)."""
     if algorithm not in ALLTOALL_ALGORITHMS:
         raise SynthesisError(f"AllToAll is scheduled by {', '.join(ALLTOALL_ALGORITHMS)} (got {algorithm})")
     if lanes:
         raise SynthesisError("AllToAll schedules do not model the storage lanes yet (the RTL cannot run them); "
                              "use --storage none")
-    phase, meta = relay_alltoall(topo, chunks), {"method": "relay"}
-    small = topo.nodes * chunks <= EXACT_A2A_AUTO_MAX
+    if counts is not None and algorithm == "cpsat":
+        raise SynthesisError("the exact AllToAll model takes uniform AllToAll only; use --algorithm relay")
+    phase, meta = relay_alltoall(topo, chunks, counts), {"method": "relay"}
+    if counts is not None:
+        meta["counts"] = counts
+    small = topo.nodes * chunks <= EXACT_A2A_AUTO_MAX and counts is None
     if algorithm == "cpsat" or (algorithm == "auto" and small):
         limit = time_limit if algorithm == "cpsat" else min(time_limit, EXACT_AUTO_SECONDS)
         res = exact_alltoall(topo, chunks, phase.num_steps - 1, limit)
@@ -192,18 +197,18 @@ def alltoall(topo: Topology, chunks: int, algorithm: str, lanes: bool, time_limi
 
 
 def synthesize(topo: Topology, chunks: int, collective: str, algorithm: str = "auto", lanes: bool = True,
-               time_limit: float = 60.0, progress=None) -> Schedule:
+               time_limit: float = 60.0, progress=None, counts=None) -> Schedule:
     """Build the schedule.
 
     ``lanes=True`` (the default) makes it honour the RTL's node storage rule
     (``storage.py``), so the hardware can run it; ``lanes=False`` gives the
-    pure collective schedule, limited only by the links.
+    pure collective schedule, limited only by the links. ``counts``: a skewed AllToAll (docs/alltoall.md).
     """
     if algorithm in ("multitree", "ring2d") and lanes:
         raise SynthesisError(f"{algorithm} does not model the node storage lanes; pass lanes=False "
                              "(--storage none), or use xtree or optimal")
     if collective == "alltoall":
-        return alltoall(topo, chunks, algorithm, lanes, time_limit)
+        return alltoall(topo, chunks, algorithm, lanes, time_limit, counts)
     if algorithm == "relay":
         raise SynthesisError("relay schedules AllToAll only (--collective alltoall)")
     proofs = []

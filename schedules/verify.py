@@ -171,6 +171,19 @@ def _a2a_where(step, link, src, dst, root, chunk, k) -> str:
             + (f" part {chunk % k}" if k > 1 else ""))
 
 
+def _counts(sched: Schedule) -> np.ndarray:
+    """The per-pair chunk counts of a skewed AllToAll (file key ``counts``, docs/alltoall.md), else K everywhere."""
+    n, k = sched.topology.nodes, sched.chunks
+    counts = sched.meta.get("counts")
+    if counts is None:
+        return np.full((n, n), k, dtype=np.int64)
+    ok = (isinstance(counts, list) and len(counts) == n
+          and all(isinstance(r, list) and len(r) == n and all(type(c) is int and 0 <= c <= k for c in r) for r in counts))
+    if not ok:
+        raise ScheduleInvalid(f"'counts' must be {n} lists of {n} integers 0..{k} (chunks per source, destination)")
+    return np.array(counts, dtype=np.int64)
+
+
 def verify_alltoall(sched: Schedule) -> None:
     """AllToAll (docs/alltoall.md): transfer ``[link, root, chunk]`` moves source ``root``'s chunk for
     destination ``chunk // K``. A node sends only a chunk it holds (the source, or it received the
@@ -181,6 +194,13 @@ def verify_alltoall(sched: Schedule) -> None:
     _check_ranges("", step, link, root, chunk, len(topo.links), n, n * k)
     src, dst = topo.link_src[link], topo.link_dst[link]
     _check_link_capacity("", step, link, root, chunk, src, dst, len(topo.links))
+    w = _counts(sched)
+    extra = np.nonzero(chunk % k >= w[root, chunk // k])[0]
+    if len(extra):
+        i = extra[0]
+        raise ScheduleInvalid(_a2a_where(step[i], link[i], src[i], dst[i], root[i], chunk[i], k)
+                              + f": node {root[i]} sends node {chunk[i] // k} only {w[root[i], chunk[i] // k]} "
+                              "chunk(s) ('counts')")
     self_addressed = np.nonzero(chunk // k == root)[0]
     if len(self_addressed):
         i = self_addressed[0]
@@ -207,6 +227,7 @@ def verify_alltoall(sched: Schedule) -> None:
     home = dst == chunk // k
     arrived[root[home], chunk[home]] = True
     arrived[np.arange(n * k) // k, np.arange(n * k)] = True
+    arrived |= np.arange(n * k)[None, :] % k >= np.repeat(w, k, axis=1)   # parts beyond the pair's count
     missing = np.argwhere(~arrived)
     if len(missing):
         s, c = (int(x) for x in missing[0])

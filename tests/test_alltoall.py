@@ -231,3 +231,36 @@ def test_cli_verify_names_step_link_and_chunk(capsys, tmp_path):
 ])
 def test_cli_bad_alltoall_input(capsys, argv, code, text):
     _one_line(capsys, argv, code, text)
+
+
+# ----- skewed AllToAll (seed 003's hot experts) ---------------------------------------------------
+
+def test_skewed_counts_bound_by_hand():
+    # 2x2 mesh, node 0 hot at 3x: counts[s][0] = 3 for s != 0, every other pair 1.
+    # node-in of node 0: 3 x 3 = 9 over 2 in-links -> 5. Row cut, bottom {2,3} -> top {0,1}: 3 + 3 + 1 + 1
+    # = 8 over 2 links -> 4 (the other way 4 cold chunks -> 2); the column cut likewise 4. Hops: the
+    # chunks into 0 weigh 3 x (1 + 1 + 2) = 12, the other 8 pairs 16 - 4 = 12: 24 over 8 links -> 3.
+    topo = build("mesh", 2, 2)
+    counts = alltoall.skewed_counts(4, 1, 1, 3)
+    assert counts == [[0, 1, 1, 1], [3, 0, 1, 1], [3, 1, 0, 1], [3, 1, 1, 0]]
+    assert alltoall.bound_terms(topo, 3, counts) == {"diameter": 2, "node-in": 5, "node-out": 3,
+                                                     "row-cut": 4, "column-cut": 4, "hops": 3}
+    assert alltoall.binding(topo, 3, counts) == "node-in"
+
+
+def test_skewed_relay_verifies_and_counts_are_enforced():
+    topo = build("mesh", 2, 3)
+    counts = alltoall.skewed_counts(6, 1, 2, 4)
+    s = synthesize(topo, 4, "alltoall", "relay", lanes=False, counts=counts)
+    verify(s)
+    back = from_dict(s.to_json())
+    assert back.meta["counts"] == counts
+    verify(back)
+    # a cold pair (1 -> 2) has one chunk: part 1 of it is not in the AllToAll
+    s.phases[0].steps.append(np.array([[_link(topo, 1, 2), 1, 2 * 4 + 1]]))
+    assert "only 1 chunk(s)" in _error(s)
+    # dropping a hot chunk's last transfer leaves it undelivered
+    s = synthesize(topo, 4, "alltoall", "relay", lanes=False, counts=counts)
+    last = s.phases[0].steps[-1]
+    s.phases[0].steps[-1] = last[1:]
+    assert "never reaches" in _error(s)

@@ -21,6 +21,7 @@ import heapq
 
 import numpy as np
 
+from ..alltoall import demand
 from ..schedule import Phase
 from ..topology import Topology
 
@@ -60,8 +61,9 @@ def _path(a: int, b: int, dist: dict[int, int], out_links: list[list[int]], ldst
     return path
 
 
-def routes(topo: Topology, chunks: int, passes: int = 2) -> tuple[np.ndarray, list[list[int]]]:
-    """Stage 1: the chunk table ``[source, chunk field]`` and each chunk's route (its links)."""
+def routes(topo: Topology, chunks: int, passes: int = 2, counts=None) -> tuple[np.ndarray, list[list[int]]]:
+    """Stage 1: the chunk table ``[source, chunk field]`` and each chunk's route (its links); ``counts``:
+    the per-pair chunk counts of a skewed AllToAll (:func:`..alltoall.demand`)."""
     n, k, cols = topo.nodes, chunks, topo.cols
     rows_seg, cols_seg = {}, {}
     for r in range(topo.rows):
@@ -69,9 +71,11 @@ def routes(topo: Topology, chunks: int, passes: int = 2) -> tuple[np.ndarray, li
     for c in range(cols):
         cols_seg.update(_segments(topo, list(range(c, n, cols))))
     out, ldst = topo.out_links, topo.link_dst.tolist()
-    src_of, dst_of = np.nonzero(~np.eye(n, dtype=bool))
-    src_of, dst_of = np.repeat(src_of, k), np.repeat(dst_of, k)
-    table = np.stack([src_of, dst_of * k + np.tile(np.arange(k), n * (n - 1))], axis=1)
+    w = demand(n, k, counts).reshape(-1)
+    pair = np.repeat(np.arange(n * n), w)
+    part = np.arange(len(pair)) - np.repeat(np.cumsum(w) - w, w)     # 0 .. W[s, d] - 1 within each pair
+    src_of, dst_of = pair // n, pair % n
+    table = np.stack([src_of, dst_of * k + part], axis=1)
     cands = []
     for i, (s, d) in enumerate(zip(src_of.tolist(), dst_of.tolist())):
         turn_xy, turn_yx = (s // cols) * cols + d % cols, (d // cols) * cols + s % cols
@@ -154,9 +158,9 @@ def _relieve(topo: Topology, src, dst, paths: list[list[int]], load: list[int]) 
                 return
 
 
-def relay_alltoall(topo: Topology, chunks: int) -> Phase:
-    """The relay AllToAll of the module docstring, as one ``alltoall`` phase."""
-    table, paths = routes(topo, chunks)
+def relay_alltoall(topo: Topology, chunks: int, counts=None) -> Phase:
+    """The relay AllToAll of the module docstring, as one ``alltoall`` phase (``counts``: skewed, per pair)."""
+    table, paths = routes(topo, chunks, counts=counts)
     waiting: list[list] = [[] for _ in topo.links]   # per link: heap of (-hops left, chunk row, hop index)
     for i, p in enumerate(paths):
         heapq.heappush(waiting[p[0]], (-len(p), i, 0))
