@@ -52,7 +52,7 @@ def _synthesize(args, t, progress):
     chunks, counts = args.chunks, None
     if args.skew:
         hot, factor = _skew(args.skew, t.nodes)
-        chunks, counts = args.chunks * factor, skewed_counts(t.nodes, args.chunks, hot, factor)
+        chunks, counts = args.chunks * factor, skewed_counts(t.nodes, t.cols, args.chunks, hot, factor)
     try:
         return synthesize(t, chunks, args.collective, args.algorithm, lanes=args.storage == "lanes",
                           time_limit=args.time_limit, progress=progress, counts=counts)

@@ -25,7 +25,7 @@ import numpy as np
 
 from .topology import Topology
 
-__all__ = ["TERMS", "bound_terms", "lower_bound", "binding", "destination", "demand", "skewed_counts"]
+__all__ = ["TERMS", "bound_terms", "lower_bound", "binding", "destination", "demand", "hot_nodes", "skewed_counts"]
 
 TERMS = ("diameter", "node-in", "node-out", "row-cut", "column-cut", "hops")
 
@@ -43,10 +43,16 @@ def demand(n: int, chunks: int, counts=None) -> np.ndarray:
     return w
 
 
-def skewed_counts(n: int, chunks: int, hot: int, factor: int) -> list[list[int]]:
-    """Seed 003's hot and cold experts: the destinations ``0, n/hot, 2n/hot, ...`` (``hot`` of them,
-    spread over the node ids) receive ``factor x chunks`` chunks from every source, the rest ``chunks``."""
-    hot_ids = {i * n // hot for i in range(hot)}
+def hot_nodes(n: int, cols: int, hot: int) -> list[int]:
+    """``hot`` destinations spread over rows and columns: for ``b = i n // hot`` (row ``r = b // cols``),
+    the node in row ``r`` and column ``(b + r) mod cols`` (on a square side ``hot`` the diagonal)."""
+    return sorted((b // cols) * cols + (b + b // cols) % cols for b in (i * n // hot for i in range(hot)))
+
+
+def skewed_counts(n: int, cols: int, chunks: int, hot: int, factor: int) -> list[list[int]]:
+    """Seed 003's hot and cold experts: the :func:`hot_nodes` receive ``factor x chunks`` chunks from
+    every source, the other nodes ``chunks``."""
+    hot_ids = set(hot_nodes(n, cols, hot))
     return [[0 if s == d else chunks * (factor if d in hot_ids else 1) for d in range(n)] for s in range(n)]
 
 

@@ -235,13 +235,20 @@ def test_cli_bad_alltoall_input(capsys, argv, code, text):
 
 # ----- skewed AllToAll (seed 003's hot experts) ---------------------------------------------------
 
+def test_hot_nodes_spread_over_rows_and_columns():
+    # 8 hot of 64 on 8x8: b = 0, 8, ..., 56 is row r = 0..7, column (8r + r) mod 8 = r: the diagonal
+    assert alltoall.hot_nodes(64, 8, 8) == [9 * r for r in range(8)]
+    # 2 hot of 6 on 2x3: b = 0 -> node 0; b = 3 -> row 1, column (3 + 1) mod 3 = 1 -> node 4
+    assert alltoall.hot_nodes(6, 3, 2) == [0, 4]
+
+
 def test_skewed_counts_bound_by_hand():
     # 2x2 mesh, node 0 hot at 3x: counts[s][0] = 3 for s != 0, every other pair 1.
     # node-in of node 0: 3 x 3 = 9 over 2 in-links -> 5. Row cut, bottom {2,3} -> top {0,1}: 3 + 3 + 1 + 1
     # = 8 over 2 links -> 4 (the other way 4 cold chunks -> 2); the column cut likewise 4. Hops: the
     # chunks into 0 weigh 3 x (1 + 1 + 2) = 12, the other 8 pairs 16 - 4 = 12: 24 over 8 links -> 3.
     topo = build("mesh", 2, 2)
-    counts = alltoall.skewed_counts(4, 1, 1, 3)
+    counts = alltoall.skewed_counts(4, 2, 1, 1, 3)
     assert counts == [[0, 1, 1, 1], [3, 0, 1, 1], [3, 1, 0, 1], [3, 1, 1, 0]]
     assert alltoall.bound_terms(topo, 3, counts) == {"diameter": 2, "node-in": 5, "node-out": 3,
                                                      "row-cut": 4, "column-cut": 4, "hops": 3}
@@ -250,7 +257,7 @@ def test_skewed_counts_bound_by_hand():
 
 def test_skewed_relay_verifies_and_counts_are_enforced():
     topo = build("mesh", 2, 3)
-    counts = alltoall.skewed_counts(6, 1, 2, 4)
+    counts = alltoall.skewed_counts(6, 3, 1, 2, 4)
     s = synthesize(topo, 4, "alltoall", "relay", lanes=False, counts=counts)
     verify(s)
     back = from_dict(s.to_json())
