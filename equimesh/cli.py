@@ -23,6 +23,7 @@ def make_parser() -> argparse.ArgumentParser:
     benches = bench.add_subparsers(dest="bench", required=True, parser_class=_Parser)
     # each command module adds its own subcommands, and its benchmarks under `bench`
     from . import (
+        alltoall_commands,
         commands,
         eval_commands,
         fpga_commands,
@@ -36,7 +37,7 @@ def make_parser() -> argparse.ArgumentParser:
         supermesh_commands,
         traffic_commands,
     )
-    for module in (commands, eval_commands, rtl_commands, traffic_commands):
+    for module in (commands, eval_commands, rtl_commands, traffic_commands, alltoall_commands):
         module.register(sub, benches)
     for module in (packet_commands, optree_commands, supermesh_commands, llm_commands, fpga_commands, search_commands,
                    prove_commands, paper_commands):

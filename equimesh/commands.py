@@ -13,6 +13,7 @@ from .progress import Progress
 from .schedules import schedule as schedfile
 from .schedules.schedule import lower_bound, schedule_bound
 from .schedules.storage import check_storage
+from .schedules.alltoall import skewed_counts
 from .schedules.synth import ALGORITHMS, SynthesisError, synthesize
 from .schedules.topology import KINDS, RING_DIRS_CHOICES, build, format_ring_dirs
 from .schedules.verify import ScheduleInvalid, verify
@@ -33,13 +34,28 @@ def cmd_topology(args) -> int:
     return 0
 
 
+def _skew(text: str, nodes: int) -> tuple[int, int]:
+    """``--skew HOT:FACTOR``: HOT hot destinations (1..N) receiving FACTOR (>= 1) times the chunks."""
+    try:
+        hot, factor = (int(v) for v in text.split(":"))
+    except ValueError:
+        hot = factor = 0
+    if not (1 <= hot <= nodes and 1 <= factor <= 1024):
+        raise UsageError(f"--skew takes HOT:FACTOR with 1 <= HOT <= {nodes} and 1 <= FACTOR <= 1024 (got {text!r})")
+    return hot, factor
+
+
 def _synthesize(args, t, progress):
     if args.overlap:
         from .schedules.synth import overlap
         return overlap(t, args.chunks, "allreduce", args.algorithm)
+    chunks, counts = args.chunks, None
+    if args.skew:
+        hot, factor = _skew(args.skew, t.nodes)
+        chunks, counts = args.chunks * factor, skewed_counts(t.nodes, t.cols, args.chunks, hot, factor)
     try:
-        return synthesize(t, args.chunks, args.collective, args.algorithm, lanes=args.storage == "lanes",
-                          time_limit=args.time_limit, progress=progress)
+        return synthesize(t, chunks, args.collective, args.algorithm, lanes=args.storage == "lanes",
+                          time_limit=args.time_limit, progress=progress, counts=counts)
     except SynthesisError as e:
         raise InputError(str(e)) from None
 
@@ -62,6 +78,13 @@ def cmd_schedule(args) -> int:
         if args.storage == "lanes":
             raise UsageError("--overlap schedules do not model the storage lanes (the RTL cannot run them yet); "
                              "use --storage none")
+        args.storage = "none"
+    if args.skew and args.collective != "alltoall":
+        raise UsageError("--skew applies to --collective alltoall only")
+    if args.collective == "alltoall" and args.storage == "lanes":
+        raise UsageError("AllToAll schedules do not model the storage lanes yet (the RTL cannot run them); "
+                         "use --storage none")
+    if args.storage is None and args.collective == "alltoall":
         args.storage = "none"
     if args.storage is None:
         args.storage = "lanes" if args.algorithm in LANE_AWARE else "none"
@@ -96,7 +119,7 @@ def cmd_schedule(args) -> int:
         phases.append({"collective": ph.collective, "steps": ph.num_steps, "bound": b,
                        "efficiency": round(b / ph.num_steps, 4)})
     bound = schedule_bound(sched)
-    out = {"topology": t.name, "kind": t.kind, "rows": t.rows, "cols": t.cols, "chunks": args.chunks,
+    out = {"topology": t.name, "kind": t.kind, "rows": t.rows, "cols": t.cols, "chunks": sched.chunks,
            "collective": args.collective, "algorithm": args.algorithm, "method": sched.meta["method"],
            "storage": args.storage,
            "steps": sched.num_steps, "bound": bound,
@@ -116,7 +139,8 @@ def cmd_schedule(args) -> int:
     if args.json:
         print(json.dumps(out, indent=2))
     else:
-        print(f"{args.algorithm} ({out['method']}) {args.collective} on {t.name}, K={args.chunks}: {out['steps']} steps, "
+        skew = f" (skew {args.skew})" if args.skew else ""
+        print(f"{args.algorithm} ({out['method']}) {args.collective} on {t.name}, K={sched.chunks}{skew}: {out['steps']} steps, "
               f"bound {bound}, efficiency {out['efficiency']:.3f}, {seconds:.2f} s")
         if "proven_optimal" in out:
             print("proven optimal" if out["proven_optimal"] else
@@ -151,12 +175,15 @@ def register(sub, bench) -> None:
                         "(Algorithm 2 as printed), xtree-matching (equimesh's variant of Algorithm 2; old name "
                         "xtree), mirrorxtree (Algorithm 3 on xtree-matching), multitree, ring2d, "
                         "optimal (exact ILP, small sizes)")
-    p.add_argument("--collective", default="allgather", choices=["allgather", "reducescatter", "allreduce"])
+    p.add_argument("--collective", default="allgather", choices=["allgather", "reducescatter", "allreduce", "alltoall"])
     p.add_argument("--storage", default=None, choices=["lanes", "none"],
                    help="lanes: honour the RTL node storage (one chunk per lane per step) so `equimesh simulate` "
                         "can run it; none: links only. Default: lanes for auto, ring, xtree, mirrorxtree and optimal; "
                         "none for the baselines, which do not model lanes")
     p.add_argument("--time-limit", type=float, default=60.0, help="seconds for --algorithm optimal (default 60)")
+    p.add_argument("--skew", default=None, metavar="HOT:FACTOR",
+                   help="AllToAll only: HOT destinations spread over the node ids (seed 003's hot experts) receive "
+                        "FACTOR x K chunks from every source, the others K (file key 'counts', docs/alltoall.md)")
     p.add_argument("--overlap", action="store_true",
                    help="AllReduce only: overlap ReduceScatter and AllGather of different chunks in one step list "
                         "(format version 2; schedules/methods/overlap.py); links only (--storage none)")

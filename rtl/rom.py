@@ -403,6 +403,9 @@ def compile_schedule(sched: Schedule, chunk_flits: int, topo: Topology | None = 
         raise RomError(f"the schedule is for the {t.name} ({len(t.links)} links), "
                        f"but the network is the {topo.name} ({len(topo.links)} links)"
                        + ("; their links differ (ring directions or ports)" if same else ""))
+    if sched.collective == "alltoall":
+        raise RomError("the hardware cannot execute this schedule: the schedule router does not run AllToAll "
+                       "yet (docs/alltoall.md); its schedules are links-only")
     try:
         verify(sched)
         check_storage(sched)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import jsonfile
+from . import alltoall, jsonfile
 from .failures import DegradedTopology
 from .topology import KINDS, MAX_SIDE, Topology, TopologyError, build
 from .topology import from_json as topology_from_json
@@ -31,7 +31,7 @@ VERSION_OVERLAP = 2      # docs/architecture.md: the overlapped AllReduce of typ
 MAX_CHUNKS = 1 << 24     # chunks per shard a schedule file may declare
 OPS = ("r", "g")         # op letters in the file; their index is the op column in memory
 OP_REDUCE, OP_GATHER = 0, 1
-COLLECTIVES = ("allgather", "reducescatter", "allreduce")
+COLLECTIVES = ("allgather", "reducescatter", "allreduce", "alltoall")
 
 
 class ScheduleFileError(ValueError):
@@ -586,7 +586,9 @@ def from_dict(d, where: str = "schedule") -> Schedule:
     else:
         if "steps" not in d:
             raise ScheduleFileError(f"{where}: missing key 'steps'")
-        phases = [Phase(collective, _parse_steps(d["steps"], where, n_links, topo.nodes, chunks))]
+        # alltoall: the chunk field is destination * K + part (docs/alltoall.md)
+        fields = chunks * topo.nodes if collective == "alltoall" else chunks
+        phases = [Phase(collective, _parse_steps(d["steps"], where, n_links, topo.nodes, fields))]
     return Schedule(collective, str(d["algorithm"]), chunks, topo, phases, meta)
 
 
@@ -654,6 +656,8 @@ def lower_bound(topology: Topology, chunks: int, collective: str, overlapped: bo
         If the topology is not strongly connected (no diameter); the overlapped bound does not need one.
     """
     n = topology.nodes
+    if collective == "alltoall":
+        return alltoall.lower_bound(topology, chunks)
     if collective == "allreduce" and overlapped:
         work = chunks * (n - 1)
         return max(math.ceil(2 * work * n / len(topology.links)), math.ceil(work / int(topology.out_degree.min())),
@@ -678,4 +682,6 @@ def schedule_bound(sched: Schedule) -> int:
     """
     if sched.overlapped:
         return lower_bound(sched.topology, sched.chunks, "allreduce", overlapped=True)
+    if sched.collective == "alltoall":
+        return alltoall.lower_bound(sched.topology, sched.chunks, sched.meta.get("counts"))
     return sum(lower_bound(sched.topology, sched.chunks, p.collective) for p in sched.phases)

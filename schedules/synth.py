@@ -20,6 +20,8 @@ schedule's ``method`` says what was used.
 
 from __future__ import annotations
 
+from .methods.a2a import relay_alltoall
+from .methods.a2a_exact import exact_alltoall
 from .methods.cpsat import exact, improve_tail, repair
 from .methods.hamiltonian import decompose
 from .methods.library import stored
@@ -78,7 +80,9 @@ BASELINES = {"tacos": tacos, "tto": tto, "tidalmesh": tidalmesh, "overlap": over
 # "xtree-paper" is seed 000's Algorithm 2 as printed (:mod:`.methods.xtree_paper`); "xtree-matching" is
 # equimesh's own variant of it (:mod:`.methods.xtree`), also reachable under its older name "xtree".
 ALGORITHMS = ("auto", "ring", "split", "xtree-matching", "xtree", "xtree-paper", "repair", "mirrorxtree", "multitree",
-              "ring2d", "optimal", "cpsat")
+              "ring2d", "optimal", "cpsat", "relay")
+ALLTOALL_ALGORITHMS = ("auto", "relay", "cpsat")   # AllToAll methods (docs/alltoall.md)
+EXACT_A2A_AUTO_MAX = 9   # auto tries the AllToAll CP-SAT model when nodes x K is at most this
 EXACT_AUTO_MAX = 24      # auto tries the CP-SAT exact model when nodes x K is at most this ...
 EXACT_AUTO_SECONDS = 10.0  # ... for at most this long
 REPAIR_AUTO_MAX = 64     # auto tries XTree with repair when nodes x K is at most this ...
@@ -242,6 +246,8 @@ def cpsat(topo: Topology, chunks: int, lanes: bool, time_limit: float, progress)
         Seconds in all, split in two halves.
     progress : callable or None
         ``progress(done, total)``, passed to XTree.
+    counts : numpy.ndarray or None
+        A skewed AllToAll's chunks per (source, destination), at most ``chunks`` each; None: uniform.
 
     Returns
     -------
@@ -277,6 +283,8 @@ def allgather(topo: Topology, chunks: int, algorithm: str, lanes: bool, time_lim
         Seconds for the ``repair`` and ``optimal`` solvers.
     progress : callable or None
         ``progress(done, total)``, passed to XTree.
+    counts : numpy.ndarray or None
+        A skewed AllToAll's chunks per (source, destination), at most ``chunks`` each; None: uniform.
 
     Returns
     -------
@@ -314,8 +322,36 @@ def allgather(topo: Topology, chunks: int, algorithm: str, lanes: bool, time_lim
     raise SynthesisError(f"unknown algorithm {algorithm!r}; expected one of {', '.join(ALGORITHMS)}")
 
 
+def alltoall(topo: Topology, chunks: int, algorithm: str, lanes: bool, time_limit: float, counts=None) -> Schedule:
+    """An AllToAll schedule (docs/alltoall.md): ``relay`` (:mod:`.methods.a2a`); ``cpsat``, the exact
+    model (:mod:`.methods.a2a_exact`) below relay's step count, ``time_limit`` seconds per step count;
+    ``auto``, relay, and on networks of nodes x K <= 9 the exact model for a few seconds if relay
+    misses the bound. ``counts``: a skewed AllToAll's chunks per (source, destination), at most
+    ``chunks`` each (relay only)."""
+    if algorithm not in ALLTOALL_ALGORITHMS:
+        raise SynthesisError(f"AllToAll is scheduled by {', '.join(ALLTOALL_ALGORITHMS)} (got {algorithm})")
+    if lanes:
+        raise SynthesisError("AllToAll schedules do not model the storage lanes yet (the RTL cannot run them); "
+                             "use --storage none")
+    if counts is not None and algorithm == "cpsat":
+        raise SynthesisError("the exact AllToAll model takes uniform AllToAll only; use --algorithm relay")
+    phase, meta = relay_alltoall(topo, chunks, counts), {"method": "relay"}
+    if counts is not None:
+        meta["counts"] = counts
+    small = topo.nodes * chunks <= EXACT_A2A_AUTO_MAX and counts is None
+    if algorithm == "cpsat" or (algorithm == "auto" and small):
+        limit = time_limit if algorithm == "cpsat" else min(time_limit, EXACT_AUTO_SECONDS)
+        res = exact_alltoall(topo, chunks, phase.num_steps - 1, limit)
+        if res.phase is not None:
+            phase, meta["method"] = res.phase, "cpsat"
+        if algorithm == "cpsat":
+            meta["proven_optimal"] = res.proven or res.lower == phase.num_steps
+            meta["proven_lower"] = res.lower
+    return Schedule("alltoall", algorithm, chunks, topo, [phase], meta)
+
+
 def synthesize(topo: Topology, chunks: int, collective: str, algorithm: str = "auto", lanes: bool = True,
-               time_limit: float = 60.0, progress=None) -> Schedule:
+               time_limit: float = 60.0, progress=None, counts=None) -> Schedule:
     """Build the schedule.
 
     ReduceScatter is MirrorXTree's construction (seed 000, Algorithm 3): an AllGather on the mirror
@@ -329,9 +365,10 @@ def synthesize(topo: Topology, chunks: int, collective: str, algorithm: str = "a
     chunks : int
         K, the chunks per shard.
     collective : str
-        ``"allgather"``, ``"reducescatter"`` or ``"allreduce"``.
+        ``"allgather"``, ``"reducescatter"``, ``"allreduce"`` or ``"alltoall"`` (docs/alltoall.md).
     algorithm : str
-        One of :data:`ALGORITHMS`; ``"auto"`` (the default) picks the best valid method per phase.
+        One of :data:`ALGORITHMS` (AllToAll: :data:`ALLTOALL_ALGORITHMS`); ``"auto"`` (the default)
+        picks the best valid method per phase.
     lanes : bool
         ``True`` (the default) makes it honour the RTL's node storage rule (``storage.py``), so the
         hardware can run it; ``False`` gives the pure collective schedule, limited only by the links.
@@ -339,6 +376,8 @@ def synthesize(topo: Topology, chunks: int, collective: str, algorithm: str = "a
         Seconds for the solvers (``optimal``, ``cpsat``, ``repair``, and ``auto``'s capped tries).
     progress : callable or None
         ``progress(done, total)``, passed to XTree.
+    counts : numpy.ndarray or None
+        A skewed AllToAll's chunks per (source, destination), at most ``chunks`` each; None: uniform.
 
     Returns
     -------
@@ -355,6 +394,10 @@ def synthesize(topo: Topology, chunks: int, collective: str, algorithm: str = "a
     if algorithm in ("multitree", "ring2d") and lanes:
         raise SynthesisError(f"{algorithm} does not model the node storage lanes; pass lanes=False "
                              "(--storage none), or use xtree or optimal")
+    if collective == "alltoall":
+        return alltoall(topo, chunks, algorithm, lanes, time_limit, counts)
+    if algorithm == "relay":
+        raise SynthesisError("relay schedules AllToAll only (--collective alltoall)")
     proofs = []
 
     def gather(t: Topology) -> tuple[Phase, str]:

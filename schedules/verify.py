@@ -223,6 +223,75 @@ def verify_overlapped(sched: Schedule) -> None:
     _allgather(sched, step[gat], link[gat], root[gat], chunk[gat], "gather: ", complete.reshape(n, k))
 
 
+def _a2a_where(step, link, src, dst, root, chunk, k) -> str:
+    return (f"step {step}, link {link} ({src}->{dst}), chunk {root}->{chunk // k}"
+            + (f" part {chunk % k}" if k > 1 else ""))
+
+
+def _counts(sched: Schedule) -> np.ndarray:
+    """The per-pair chunk counts of a skewed AllToAll (file key ``counts``, docs/alltoall.md), else K everywhere."""
+    n, k = sched.topology.nodes, sched.chunks
+    counts = sched.meta.get("counts")
+    if counts is None:
+        return np.full((n, n), k, dtype=np.int64)
+    ok = (isinstance(counts, list) and len(counts) == n
+          and all(isinstance(r, list) and len(r) == n and all(type(c) is int and 0 <= c <= k for c in r) for r in counts))
+    if not ok:
+        raise ScheduleInvalid(f"'counts' must be {n} lists of {n} integers 0..{k} (chunks per source, destination)")
+    return np.array(counts, dtype=np.int64)
+
+
+def verify_alltoall(sched: Schedule) -> None:
+    """AllToAll (docs/alltoall.md): transfer ``[link, root, chunk]`` moves source ``root``'s chunk for
+    destination ``chunk // K``. A node sends only a chunk it holds (the source, or it received the
+    chunk at an earlier step); no node receives a chunk twice, the source never receives its own;
+    every chunk reaches its destination; a link carries one chunk per step."""
+    topo, n, k = sched.topology, sched.topology.nodes, sched.chunks
+    step, link, root, chunk = _flatten(sched.phases[0])
+    _check_ranges("", step, link, root, chunk, len(topo.links), n, n * k)
+    src, dst = topo.link_src[link], topo.link_dst[link]
+    _check_link_capacity("", step, link, root, chunk, src, dst, len(topo.links))
+    w = _counts(sched)
+    extra = np.nonzero(chunk % k >= w[root, chunk // k])[0]
+    if len(extra):
+        i = extra[0]
+        raise ScheduleInvalid(_a2a_where(step[i], link[i], src[i], dst[i], root[i], chunk[i], k)
+                              + f": node {root[i]} sends node {chunk[i] // k} only {w[root[i], chunk[i] // k]} "
+                              "chunk(s) ('counts')")
+    self_addressed = np.nonzero(chunk // k == root)[0]
+    if len(self_addressed):
+        i = self_addressed[0]
+        raise ScheduleInvalid(_a2a_where(step[i], link[i], src[i], dst[i], root[i], chunk[i], k)
+                              + f": node {root[i]} addresses no chunk to itself")
+    for i, why in ((np.nonzero(dst == root)[0], "is its source"),
+                   ([_second_occurrence((dst * n + root) * (n * k) + chunk)], "receives it a second time")):
+        if len(i) and i[0] is not None:
+            i = i[0]
+            raise ScheduleInvalid(_a2a_where(step[i], link[i], src[i], dst[i], root[i], chunk[i], k)
+                                  + f": node {dst[i]} {why}")
+    key = (dst * n + root) * (n * k) + chunk              # (node, source, chunk) it arrives at
+    order = np.argsort(key, kind="stable")
+    keys, steps = key[order], step[order]
+    want = (src * n + root) * (n * k) + chunk             # what the sender must hold
+    at = np.minimum(np.searchsorted(keys, want), max(len(keys) - 1, 0))
+    held = (src == root) | ((keys[at] == want) & (steps[at] < step) if len(keys) else False)
+    late = np.nonzero(~held)[0]
+    if len(late):
+        i = late[np.argmin(step[late])]
+        raise ScheduleInvalid(_a2a_where(step[i], link[i], src[i], dst[i], root[i], chunk[i], k)
+                              + f": sender {src[i]} does not hold the chunk before this step")
+    arrived = np.zeros((n, n * k), dtype=bool)            # [source, chunk] reached its destination
+    home = dst == chunk // k
+    arrived[root[home], chunk[home]] = True
+    arrived[np.arange(n * k) // k, np.arange(n * k)] = True
+    arrived |= np.arange(n * k)[None, :] % k >= np.repeat(w, k, axis=1)   # parts beyond the pair's count
+    missing = np.argwhere(~arrived)
+    if len(missing):
+        s, c = (int(x) for x in missing[0])
+        raise ScheduleInvalid(f"chunk {s}->{c // k}" + (f" part {c % k}" if k > 1 else "")
+                              + f": never reaches node {c // k}")
+
+
 def verify(sched: Schedule) -> None:
     """Raise :class:`ScheduleInvalid` unless the schedule is a correct collective on its topology.
 
@@ -236,6 +305,9 @@ def verify(sched: Schedule) -> None:
     ScheduleInvalid
         One line naming step, link, node and chunk of the first broken rule.
     """
+    if sched.collective == "alltoall":
+        verify_alltoall(sched)
+        return
     if sched.overlapped:
         verify_overlapped(sched)
         return

@@ -66,6 +66,7 @@ BASE = {
     ("search", "ringdirs"): ["--sizes", "2x3", "--out", "OUTDIR/dirs.json"],
     ("search", "hamiltonian"): ["--max-side", "2", "--out", "OUTDIR/tiles.json"],
     ("search", "forwarding"): ["--sizes", "2x2"],
+    ("bench", "alltoall"): ["--sizes", "2x2", "--chunks", "1"],
 }
 
 # One bad value per option name, from the ranges the help texts give.
@@ -84,7 +85,7 @@ BAD = {
     "--example": "bogus", "--sync": "-1", "--models-file": MISSING, "--seq-len": "0", "--micro-batch": "0",
     "--flit-bits": "0", "--chunk-flits": "0", "--seeds": "0", "--part": "bogus", "--package": "bogus", "--speed": "0",
     "--out-dir": NOT_A_DIR, "--markdown": NOT_A_DIR, "--add": MISSING, "--method": "bogus", "--max-side": "1",
-    "--first": "2x", "--period": "3", "--tails": "1x4", "--tiles": "16x",
+    "--first": "2x", "--period": "3", "--tails": "1x4", "--tiles": "16x", "--skew": "0:4",
 }
 # Options that matter only with another one: that one goes with the bad value.
 WITH = {(("verilog",), "--routing"): ["--packets"], (("fpga",), "--routing"): ["--packets"],

@@ -29,7 +29,9 @@ Message size (seed 000, Section V-B, "communication size per node"):
 
 * AllGather: every node contributes ``M`` bytes, split into ``K`` chunks of ``M / K``;
 * ReduceScatter / AllReduce: every node holds an ``M``-byte vector; shard ``root`` is
-  ``M / N`` of it and one chunk is ``M / (N K)``.
+  ``M / N`` of it and one chunk is ``M / (N K)``;
+* AllToAll (seed 003, Section 3.6): every node holds ``M`` bytes, ``M / N`` for each node
+  (itself included), sent as ``K`` chunks of ``M / (N K)``.
 
 Effective bandwidth = ``M`` / completion time.
 """
@@ -218,6 +220,8 @@ def flatten(sched: Schedule) -> Transfers:
         One src and one dst key per transfer, one unit (chunk) each.
     """
     topo, n, k = sched.topology, sched.topology.nodes, sched.chunks
+    if sched.collective == "alltoall":
+        return _flatten_alltoall(sched)
     per_phase = n * n * k
     parts, offset = [], 0
     for p, phase in enumerate(sched.phases):
@@ -247,6 +251,21 @@ def flatten(sched: Schedule) -> Transfers:
                      dst_keys=(phase_of * per_phase + topo.link_dst[link] * (n * k) + rc)[:, None],
                      units=np.ones(len(link), dtype=np.int64),
                      n_keys=per_phase * (2 if sched.collective == "allreduce" else 1), n_links=len(topo.links))
+
+
+def _flatten_alltoall(sched: Schedule) -> Transfers:
+    """AllToAll (docs/alltoall.md): a relay forwards a chunk once it holds it, as in an AllGather; the
+    keys ``(node, source, chunk)`` that occur are numbered densely (there are N^2 K of them per node)."""
+    topo, n, k = sched.topology, sched.topology.nodes, sched.chunks
+    steps = [np.asarray(a, dtype=np.int64).reshape(-1, 3) for a in sched.phases[0].steps]
+    step = np.concatenate([np.full(len(a), s, dtype=np.int64) for s, a in enumerate(steps)] or [np.zeros(0, np.int64)])
+    tr = np.concatenate(steps) if steps else np.zeros((0, 3), np.int64)
+    link, rc = tr[:, 0], tr[:, 1] * (n * k) + tr[:, 2]
+    src_key = topo.link_src[link] * (n * n * k) + rc
+    dst_key = topo.link_dst[link] * (n * n * k) + rc
+    keys, inv = np.unique(np.concatenate([src_key, dst_key]), return_inverse=True)
+    return Transfers(step=step, link=link, src_keys=inv[:len(link), None], dst_keys=inv[len(link):, None],
+                     units=np.ones(len(link), dtype=np.int64), n_keys=len(keys), n_links=len(topo.links))
 
 
 def run(tr: Transfers, unit_time, alpha: float) -> np.ndarray:
