@@ -1,5 +1,5 @@
 """The habits that keep the code readable (``make lint`` runs this file): ruff, the import-linter
-contracts of pyproject.toml, ``__all__`` in every public module, and no function over 120 lines."""
+contracts of pyproject.toml, ``__all__`` in every public module, and no function over 120 lines of code."""
 
 import ast
 import subprocess
@@ -60,8 +60,16 @@ def test_public_modules_declare_all(path):
     assert "__all__" in names, f"{path.relative_to(ROOT)} does not declare __all__"
 
 
+def _code_lines(f: ast.FunctionDef) -> int:
+    """A function's lines from its ``def`` to its end, less its docstring (a long numpy docstring is
+    documentation, not a reason to split the code)."""
+    body = f.body
+    doc = body[0] if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) else None
+    return f.end_lineno - f.lineno + 1 - (doc.end_lineno - doc.lineno + 1 if doc else 0)
+
+
 def test_no_function_is_longer_than_the_limit():
-    long = [f"{p.relative_to(ROOT)}:{n.lineno} {n.name} ({n.end_lineno - n.lineno + 1} lines)"
+    long = [f"{p.relative_to(ROOT)}:{n.lineno} {n.name} ({_code_lines(n)} lines)"
             for p in SOURCES for n in ast.walk(_module(p))
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.end_lineno - n.lineno + 1 > LONGEST_FUNCTION]
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and _code_lines(n) > LONGEST_FUNCTION]
     assert not long, long
