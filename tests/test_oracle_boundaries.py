@@ -294,3 +294,68 @@ def test_a_phase_without_steps():
     _bad(_sched([]), "node 0 never receives root 1, chunk 0")
     _bad(_sched([], "reducescatter"), "node 0 never sends its partial of root 1, chunk 0")
     _bad(_overlapped([]), "reduce: node 0 never sends its partial of root 1, chunk 0")
+
+
+def test_schedule_bound_of_the_hand_schedules():
+    """2x2 mesh, K = 1: D = 2, in- and out-degree 2, L = 8. AllGather and ReduceScatter max(2, ceil(3 / 2))
+    = 2; AllReduce in phases 2 + 2 = 4; overlapped max(ceil(2 * 1 * 4 * 3 / 8) = 3, 2, 2) = 3."""
+    from equimesh.schedules.schedule import schedule_bound
+
+    assert schedule_bound(_sched(AG)) == 2
+    assert schedule_bound(_sched(RS, "reducescatter")) == 2
+    assert schedule_bound(_allreduce(RS, AG)) == 4
+    assert schedule_bound(_overlapped(OV)) == 3
+
+
+def test_lower_bound_with_unequal_in_and_out_degrees():
+    """The 2x3 EquiMesh (cccc) without its mesh links 0->1 and 2->1: node 1 keeps 2 in-links (from 4, and
+    the top ring's 0->1), nodes 0 and 2 keep 3 out-links; every other degree stays 4. K = 4:
+    AllGather max(D, ceil(20 / 2)) = 10, ReduceScatter max(D, ceil(20 / 3)) = 7 (D <= 5 on 6 nodes),
+    AllReduce 10 + 7 = 17 (the default: phases, not overlapped)."""
+    from equimesh.schedules.failures import DegradedTopology
+
+    t = DegradedTopology(build("equimesh", 2, 3, {"top": False, "bottom": False, "left": False, "right": False}),
+                         [(0, 1, "E", "W"), (2, 1, "W", "E")])
+    assert (lower_bound(t, 4, "allgather"), lower_bound(t, 4, "reducescatter"), lower_bound(t, 4, "allreduce")) \
+        == (10, 7, 17)
+
+
+@pytest.mark.parametrize("other", [(2, 0), (3, 0)])
+def test_storage_two_chunks_in_one_lane_whatever_their_numbers(other):
+    """Node 1 gets root 0's chunk 1, then ``other``, both on link 0 (in-port W, lane 3), and reads both in
+    step 2: a conflict for any pair of distinct (root, chunk), e.g. (0, 1) and (2, 0), whose root / K +
+    chunk agree, or (0, 1) and (3, 0), whose root K - chunk lie a step apart."""
+    root, chunk = other
+    steps = [[[0, 0, 1]], [[0, root, chunk]], [[4, 0, 1], [1, root, chunk]]]
+    with pytest.raises(StorageConflict, match=r"^step 2, link [14], node 1, root [0-3], chunk [01]: lane W of node 1 "
+                                              r"reads two different chunks in one step \(one chunk per lane per "
+                                              r"step; see README 'Node storage'\)$"):
+        _storage(steps, "allgather")
+
+
+def test_storage_a_lane_in_consecutive_steps():
+    """Node 3's chunk 1 (lane 7, the highest) in step 0, node 0's chunk 1 (lane 1) in step 1: one read per
+    lane per step, whatever the lane numbers."""
+    _storage([[[7, 3, 1]], [[2, 0, 1]]], "allgather")
+
+
+def test_storage_fan_out_after_other_reads():
+    """A read in step 0, then lane S of node 1 fans its chunk 0 out to both ports in step 1: no conflict."""
+    _storage([[[0, 0, 0]], [[1, 1, 0], [4, 1, 0]]], "allgather")
+
+
+def test_storage_of_the_whole_hand_schedules():
+    """The 2-step AllGather and ReduceScatter read and accumulate one chunk per lane per step (each node
+    forwards one chunk at a time); so do their K = 2 repetitions and the AllReduce of both."""
+    check_storage(_sched(AG))
+    check_storage(_sched(RS, "reducescatter"))
+    check_storage(_sched(_twice(AG), k=2))
+    check_storage(_allreduce(RS, AG))
+
+
+def test_storage_names_the_phase_of_an_allreduce():
+    bad_ag = [[[5, 3, 0]], [[1, 1, 0], [4, 3, 0]]]           # the AllGather conflict above, with K = 1
+    with pytest.raises(StorageConflict, match=r"^phase 1 \(allgather\): step 1, link 4, node 1, root 3"):
+        check_storage(_allreduce(RS, bad_ag))
+    with pytest.raises(StorageConflict, match=r"^step 1, link 4, node 1, root 3, chunk 0: lane S of node 1 reads"):
+        check_storage(_sched(bad_ag))
