@@ -359,3 +359,75 @@ def test_storage_names_the_phase_of_an_allreduce():
         check_storage(_allreduce(RS, bad_ag))
     with pytest.raises(StorageConflict, match=r"^step 1, link 4, node 1, root 3, chunk 0: lane S of node 1 reads"):
         check_storage(_sched(bad_ag))
+
+
+# ----- exact messages, K > 1, and the corners the first mutation runs found --------------------------
+def _exactly(sched, message):
+    with pytest.raises(ScheduleInvalid) as e:
+        verify(sched)
+    assert str(e.value) == message
+
+
+def _repeat(steps, k):
+    """Chunk c by ``steps`` shifted by c times their length: K = k copies one after the other."""
+    return [[[l, r, c] for l, r, _ in s] for c in range(k) for s in steps]
+
+
+def test_exact_messages_of_one_phase():
+    _exactly(_sched(_edit(AG, add=[(2, [1, 0, 0])])),
+             "step 2, link 1 (1->0), root 0, chunk 0: node 0 is the root and already holds its own chunk")
+    _exactly(_sched(_edit(AG, add=[(1, [4, 0, 0])])),
+             "step 1, link 4 (1->3), root 0, chunk 0: node 3 receives this chunk a second time")
+    _exactly(_sched(_edit(AG, remove=[(1, [6, 0, 0])])), "node 3 never receives root 0, chunk 0")
+    _exactly(_sched(_edit(RS, add=[(0, [2, 0, 0])]), "reducescatter"),
+             "step 0, link 2 (0->2), root 0, chunk 0: node 0 is the root and must not send its own shard's sum")
+    _exactly(_sched(_edit(RS, add=[(0, [4, 0, 0])]), "reducescatter"),
+             "step 1, link 1 (1->0), root 0, chunk 0: node 1 sends its partial a second time")
+    _exactly(_sched(_edit(RS, remove=[(0, [7, 0, 0])]), "reducescatter"),
+             "node 3 never sends its partial of root 0, chunk 0: the reduction tree does not span every node")
+
+
+def test_the_phase_functions_label_nothing_by_default():
+    from equimesh.schedules.verify import verify_allgather, verify_reducescatter
+
+    bad = _sched(_edit(AG, remove=[(1, [6, 0, 0])]))
+    with pytest.raises(ScheduleInvalid, match=r"^node 3 never receives"):
+        verify_allgather(bad, bad.phases[0])
+    bad = _sched(_edit(RS, remove=[(0, [7, 0, 0])]), "reducescatter")
+    with pytest.raises(ScheduleInvalid, match=r"^node 3 never sends"):
+        verify_reducescatter(bad, bad.phases[0])
+
+
+def test_two_transfers_and_nothing_else_on_one_link():
+    _exactly(_sched([[[0, 0, 0], [0, 0, 0]]]),
+             "step 0, link 0 (0->1), root 0, chunk 0: link already carries another chunk in this step")
+
+
+def test_more_steps_than_links():
+    """K = 5 copies of the 2-step AllGather: 10 steps on 8 links, still one chunk per link per step."""
+    _ok(_sched(_repeat(AG, 5), k=5))
+
+
+def test_reducescatter_forwarding_of_another_root_and_chunk():
+    """K = 2: node 3 gets root 1's chunk 1 from node 2 in step 2 and sends its own in step 2 too."""
+    two = _repeat(RS, 2)
+    _ok(_sched(two, "reducescatter", 2))
+    _exactly(_sched(_edit(two, remove=[(3, [5, 1, 1])], add=[(2, [5, 1, 1])]), "reducescatter", 2),
+             "step 2, link 6 (2->3), root 1, chunk 1: node 3 sends its partial at step 2, before this child's "
+             "partial arrives")
+
+
+def test_overlapped_exact_messages_and_chunk_1():
+    _exactly(_overlapped(_edit(OV, remove=[(2, [0, 0, 0, G])], add=[(1, [0, 0, 0, G])])),
+             "step 1, link 0 (0->1), root 0, chunk 0: link already carries another chunk in this step")
+    # a gather transfer into its own root, late: the root-holds rule, not the early-gather rule
+    _exactly(_overlapped(_edit(OV, add=[(5, [1, 0, 0, G])])),
+             "gather: step 5, link 1 (1->0), root 0, chunk 0: node 0 is the root and already holds its own chunk")
+    # K = 2: chunk 1 by OV shifted 5 steps; root 0's chunk-1 partials moved into its first gather step
+    ov2 = [[t for t in s] for s in OV] + [[[l, r, 1, o] for l, r, _, o in s] for s in OV]
+    _ok(Schedule("allreduce", "hand", 2, T, [Phase("allreduce", [np.array(s).reshape(-1, 4) for s in ov2])]))
+    late = _edit(ov2, remove=[(6, [1, 0, 1, R]), (6, [3, 0, 1, R])], add=[(7, [1, 0, 1, R]), (7, [3, 0, 1, R])])
+    with pytest.raises(ScheduleInvalid) as e:
+        verify(Schedule("allreduce", "hand", 2, T, [Phase("allreduce", [np.array(s).reshape(-1, 4) for s in late])]))
+    assert str(e.value) == ("gather: step 7, link 0 (0->1), root 0, chunk 1: root 0 sends before its sum is complete "
+                            "(its last partial arrives at step 7)")

@@ -25,6 +25,9 @@ def serve(path: str) -> None:
     import scipy.sparse  # noqa: F401
     import scipy.sparse.csgraph  # noqa: F401
 
+    # A mutant often has the size of the original, and .pyc files are validated by size and mtime in
+    # whole seconds: a cached .pyc would hide it. So nothing is cached and run.sh removes old caches.
+    sys.dont_write_bytecode = True
     if os.path.exists(path):
         os.unlink(path)
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -25,6 +25,7 @@ run() {  # NAME FILE "TESTS" [FUNCTION ...]: mutate FILE (only those functions, 
   shift 3
   [ "$ONLY" = all ] || [ "$ONLY" = "$name" ] || return 0
   rm -f .mutmut-cache
+  find . -path ./.venv -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +   # see forkserver.py
   local patch=()
   if [ $# -gt 0 ]; then
     "$PY" tests/mutation/lines.py "$file" "$@" > "out/mutate/$name.patch" || return 1
