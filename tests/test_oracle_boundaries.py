@@ -10,7 +10,6 @@ value is derived in a comment, not computed by the code under test.
 import numpy as np
 import pytest
 
-from equimesh.schedules.optree import wrht_steps
 from equimesh.schedules.schedule import OP_GATHER, OP_REDUCE, Phase, Schedule, lower_bound
 from equimesh.schedules.storage import StorageConflict, check_storage
 from equimesh.schedules.topology import build
@@ -242,19 +241,6 @@ def test_lower_bound_by_hand(kind, k, coll, overlapped, bound):
     t = build(kind, 2, 3, {"top": False, "bottom": False, "left": False, "right": False} if kind == "equimesh" else None)
     assert lower_bound(t, k, coll, overlapped) == bound
 
-
-# ----- OpTree: WRHT (seed 002, Table 1) at N = m^theta -----------------------------------------------
-# m = 2w + 1, theta = ceil(log_m N): gather 1 + ceil((m^theta - m) / (m - 1)), plus (theta - 1) m^(theta-1)
-# or theta m^(theta-1) broadcast steps.
-# N = 9, w = 4: m = 9, theta = 1 (9 = 9^1): gather 1, broadcast 0 or 1 -> (1, 2).
-# N = 10, w = 4: theta = 2: gather 1 + ceil(72 / 8) = 10, + 9 or 18 -> (19, 28).
-# N = 25, w = 2: m = 5, theta = 2: gather 1 + ceil(20 / 4) = 6, + 5 or 10 -> (11, 16).
-# N = 26, w = 2: theta = 3: gather 1 + ceil(120 / 4) = 31, + 50 or 75 -> (81, 106).
-# N = 3, w = 1: m = 3, theta = 1 -> (1, 2); N = 4: theta = 2, gather 1 + ceil(6 / 2) = 4 -> (7, 10).
-@pytest.mark.parametrize("n,w,steps", [(9, 4, (1, 2)), (10, 4, (19, 28)), (25, 2, (11, 16)), (26, 2, (81, 106)),
-                                       (3, 1, (1, 2)), (4, 1, (7, 10))])
-def test_wrht_steps_at_powers_of_m(n, w, steps):
-    assert wrht_steps(n, w) == steps
 
 
 # Lane ids (storage.lane_table numbers (node, port) in node order, ports in canonical order):
