@@ -401,6 +401,9 @@ def test_reducescatter_forwarding_of_another_root_and_chunk():
     _exactly(_sched(_edit(two, remove=[(3, [5, 1, 1])], add=[(2, [5, 1, 1])]), "reducescatter", 2),
              "step 2, link 6 (2->3), root 1, chunk 1: node 3 sends its partial at step 2, before this child's "
              "partial arrives")
+    _exactly(_sched(_edit(two, remove=[(3, [3, 0, 1])], add=[(2, [3, 0, 1])]), "reducescatter", 2),
+             "step 2, link 7 (3->2), root 0, chunk 1: node 2 sends its partial at step 2, before this child's "
+             "partial arrives")
 
 
 def test_overlapped_exact_messages_and_chunk_1():
