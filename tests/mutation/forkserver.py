@@ -53,7 +53,9 @@ def run(path: str, args: list[str]) -> int:
         s.connect(path)
         s.sendall((json.dumps(args) + "\n").encode())
         reply = s.makefile().readline()
-    return int(reply) if reply.strip() else 1
+    # mutmut 2 counts a mutant killed only on exit status 1: a run the limit ended, or a mutant that
+    # breaks the import (pytest's status 2), failed the tests too.
+    return 0 if reply.strip() == "0" else 1
 
 
 if __name__ == "__main__":
