@@ -154,3 +154,14 @@ def test_a_saved_file_edited_in_place_is_rejected(tmp_path, capsys):
     assert load(p).topology.name == "2x3 equimesh"
     p.write_text(text.replace('[1, 2, "N", "N"]', '[2, 1, "N", "N"]', 1))
     _rejected(tmp_path, capsys, p, "topology link 14 is [2, 1, 'N', 'N'] but link 14 of the 2x3 equimesh is [1, 2, 'N', 'N']")
+
+
+def test_algorithm1_edges_refuse_what_they_cannot_build():
+    from equimesh.schedules.topology import TopologyError, edge_nodes, edge_ring
+
+    with pytest.raises(TopologyError) as e:
+        edge_ring(1, False)
+    assert str(e.value) == "edge length must be >= 2, got 1"
+    with pytest.raises(TopologyError) as e:
+        edge_nodes("middle", 2, 2)
+    assert str(e.value) == "unknown edge 'middle'; expected one of top, bottom, left, right"
