@@ -47,3 +47,15 @@ def test_exchange_cost():
     # per round max(busiest link, sync): rounds [1, 3] and [2]: 3 + 2 = 5; with sync 2.5: 3 + 2.5; an idle round: sync
     rounds = [np.array([1.0, 3.0]), np.array([2.0])]
     assert (exchange_cost(rounds), exchange_cost(rounds, 2.5), exchange_cost([np.zeros(0)], 1.0)) == (5.0, 5.5, 1.0)
+
+
+def test_defaults_that_only_matter_with_planes_or_columns():
+    # p = 2 planes with the default x = y = 0 have nothing joining them
+    with pytest.raises(SupermeshError):
+        links_3d(3, 2, 2)
+    with pytest.raises(SupermeshError):
+        gbw(4, 1, 2)
+    # SM(6) = SM(6,1): w(6) = 9 (a second column would make it min(w(6) 2, w(2) 6) = 6)
+    assert gbw(6) == 9
+    # one round whose busiest link carries 0.5 and no sync: 0.5
+    assert exchange_cost([np.array([0.5])]) == 0.5
