@@ -195,3 +195,16 @@ def test_supermesh_and_overflow_links_by_hand():
     assert [l.as_list() for l in build("overflow", 2, 2).links] == [list(l) for l in MESH22] + [
         [0, 1, "X0", "X0"], [1, 0, "X0", "X0"], [0, 2, "X1", "X0"], [2, 0, "X0", "X1"],
         [1, 3, "X1", "X0"], [3, 1, "X0", "X1"], [2, 3, "X1", "X1"], [3, 2, "X1", "X1"]]
+
+
+def test_torus_wrap_links_by_hand():
+    """Seed 003: wrap-around links on a side longer than 2 (a side of 2 already joins its ends)."""
+    from equimesh.schedules.topology import build
+
+    # 2x3 (nodes 0 1 2 / 3 4 5): each row wraps 2 -> 0 and 5 -> 3 through E / W; the columns do not
+    assert [l.as_list() for l in build("torus", 2, 3).links] == MESH23 + [
+        [2, 0, "E", "W"], [0, 2, "W", "E"], [5, 3, "E", "W"], [3, 5, "W", "E"]]
+    # 3x2 (nodes 0 1 / 2 3 / 4 5): each column wraps 4 -> 0 and 5 -> 1 through S / N; the rows do not
+    mesh32 = [l.as_list() for l in build("mesh", 3, 2).links]
+    assert [l.as_list() for l in build("torus", 3, 2).links] == mesh32 + [
+        [4, 0, "S", "N"], [0, 4, "N", "S"], [5, 1, "S", "N"], [1, 5, "N", "S"]]
