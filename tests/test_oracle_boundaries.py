@@ -10,7 +10,6 @@ value is derived in a comment, not computed by the code under test.
 import numpy as np
 import pytest
 
-from equimesh.schedules.optree import wrht_steps
 from equimesh.schedules.schedule import OP_GATHER, OP_REDUCE, Phase, Schedule, lower_bound
 from equimesh.schedules.storage import StorageConflict, check_storage
 from equimesh.schedules.topology import build
@@ -243,19 +242,6 @@ def test_lower_bound_by_hand(kind, k, coll, overlapped, bound):
     assert lower_bound(t, k, coll, overlapped) == bound
 
 
-# ----- OpTree: WRHT (seed 002, Table 1) at N = m^theta -----------------------------------------------
-# m = 2w + 1, theta = ceil(log_m N): gather 1 + ceil((m^theta - m) / (m - 1)), plus (theta - 1) m^(theta-1)
-# or theta m^(theta-1) broadcast steps.
-# N = 9, w = 4: m = 9, theta = 1 (9 = 9^1): gather 1, broadcast 0 or 1 -> (1, 2).
-# N = 10, w = 4: theta = 2: gather 1 + ceil(72 / 8) = 10, + 9 or 18 -> (19, 28).
-# N = 25, w = 2: m = 5, theta = 2: gather 1 + ceil(20 / 4) = 6, + 5 or 10 -> (11, 16).
-# N = 26, w = 2: theta = 3: gather 1 + ceil(120 / 4) = 31, + 50 or 75 -> (81, 106).
-# N = 3, w = 1: m = 3, theta = 1 -> (1, 2); N = 4: theta = 2, gather 1 + ceil(6 / 2) = 4 -> (7, 10).
-@pytest.mark.parametrize("n,w,steps", [(9, 4, (1, 2)), (10, 4, (19, 28)), (25, 2, (11, 16)), (26, 2, (81, 106)),
-                                       (3, 1, (1, 2)), (4, 1, (7, 10))])
-def test_wrht_steps_at_powers_of_m(n, w, steps):
-    assert wrht_steps(n, w) == steps
-
 
 # Lane ids (storage.lane_table numbers (node, port) in node order, ports in canonical order):
 # node 0: E 0, S 1; node 1: S 2, W 3; node 2: N 4, E 5; node 3: N 6, W 7. With K = 2, node v's chunk c
@@ -294,3 +280,143 @@ def test_a_phase_without_steps():
     _bad(_sched([]), "node 0 never receives root 1, chunk 0")
     _bad(_sched([], "reducescatter"), "node 0 never sends its partial of root 1, chunk 0")
     _bad(_overlapped([]), "reduce: node 0 never sends its partial of root 1, chunk 0")
+
+
+def test_schedule_bound_of_the_hand_schedules():
+    """2x2 mesh, K = 1: D = 2, in- and out-degree 2, L = 8. AllGather and ReduceScatter max(2, ceil(3 / 2))
+    = 2; AllReduce in phases 2 + 2 = 4; overlapped max(ceil(2 * 1 * 4 * 3 / 8) = 3, 2, 2) = 3."""
+    from equimesh.schedules.schedule import schedule_bound
+
+    assert schedule_bound(_sched(AG)) == 2
+    assert schedule_bound(_sched(RS, "reducescatter")) == 2
+    assert schedule_bound(_allreduce(RS, AG)) == 4
+    assert schedule_bound(_overlapped(OV)) == 3
+
+
+def test_lower_bound_with_unequal_in_and_out_degrees():
+    """The 2x3 EquiMesh (cccc) without its mesh links 0->1 and 2->1: node 1 keeps 2 in-links (from 4, and
+    the top ring's 0->1), nodes 0 and 2 keep 3 out-links; every other degree stays 4. K = 4:
+    AllGather max(D, ceil(20 / 2)) = 10, ReduceScatter max(D, ceil(20 / 3)) = 7 (D <= 5 on 6 nodes),
+    AllReduce 10 + 7 = 17 (the default: phases, not overlapped)."""
+    from equimesh.schedules.failures import DegradedTopology
+
+    t = DegradedTopology(build("equimesh", 2, 3, {"top": False, "bottom": False, "left": False, "right": False}),
+                         [(0, 1, "E", "W"), (2, 1, "W", "E")])
+    assert (lower_bound(t, 4, "allgather"), lower_bound(t, 4, "reducescatter"), lower_bound(t, 4, "allreduce")) \
+        == (10, 7, 17)
+
+
+@pytest.mark.parametrize("other", [(2, 0), (3, 0)])
+def test_storage_two_chunks_in_one_lane_whatever_their_numbers(other):
+    """Node 1 gets root 0's chunk 1, then ``other``, both on link 0 (in-port W, lane 3), and reads both in
+    step 2: a conflict for any pair of distinct (root, chunk), e.g. (0, 1) and (2, 0), whose root / K +
+    chunk agree, or (0, 1) and (3, 0), whose root K - chunk lie a step apart."""
+    root, chunk = other
+    steps = [[[0, 0, 1]], [[0, root, chunk]], [[4, 0, 1], [1, root, chunk]]]
+    with pytest.raises(StorageConflict, match=r"^step 2, link [14], node 1, root [0-3], chunk [01]: lane W of node 1 "
+                                              r"reads two different chunks in one step \(one chunk per lane per "
+                                              r"step; see README 'Node storage'\)$"):
+        _storage(steps, "allgather")
+
+
+def test_storage_a_lane_in_consecutive_steps():
+    """Node 3's chunk 1 (lane 7, the highest) in step 0, node 0's chunk 1 (lane 1) in step 1: one read per
+    lane per step, whatever the lane numbers."""
+    _storage([[[7, 3, 1]], [[2, 0, 1]]], "allgather")
+
+
+def test_storage_fan_out_after_other_reads():
+    """A read in step 0, then lane S of node 1 fans its chunk 0 out to both ports in step 1: no conflict."""
+    _storage([[[0, 0, 0]], [[1, 1, 0], [4, 1, 0]]], "allgather")
+
+
+def test_storage_of_the_whole_hand_schedules():
+    """The 2-step AllGather and ReduceScatter read and accumulate one chunk per lane per step (each node
+    forwards one chunk at a time); so do their K = 2 repetitions and the AllReduce of both."""
+    check_storage(_sched(AG))
+    check_storage(_sched(RS, "reducescatter"))
+    check_storage(_sched(_twice(AG), k=2))
+    check_storage(_allreduce(RS, AG))
+
+
+def test_storage_names_the_phase_of_an_allreduce():
+    bad_ag = [[[5, 3, 0]], [[1, 1, 0], [4, 3, 0]]]           # the AllGather conflict above, with K = 1
+    with pytest.raises(StorageConflict, match=r"^phase 1 \(allgather\): step 1, link 4, node 1, root 3"):
+        check_storage(_allreduce(RS, bad_ag))
+    with pytest.raises(StorageConflict, match=r"^step 1, link 4, node 1, root 3, chunk 0: lane S of node 1 reads"):
+        check_storage(_sched(bad_ag))
+
+
+# ----- exact messages, K > 1, and the corners the first mutation runs found --------------------------
+def _exactly(sched, message):
+    with pytest.raises(ScheduleInvalid) as e:
+        verify(sched)
+    assert str(e.value) == message
+
+
+def _repeat(steps, k):
+    """Chunk c by ``steps`` shifted by c times their length: K = k copies one after the other."""
+    return [[[l, r, c] for l, r, _ in s] for c in range(k) for s in steps]
+
+
+def test_exact_messages_of_one_phase():
+    _exactly(_sched(_edit(AG, add=[(2, [1, 0, 0])])),
+             "step 2, link 1 (1->0), root 0, chunk 0: node 0 is the root and already holds its own chunk")
+    _exactly(_sched(_edit(AG, add=[(1, [4, 0, 0])])),
+             "step 1, link 4 (1->3), root 0, chunk 0: node 3 receives this chunk a second time")
+    _exactly(_sched(_edit(AG, remove=[(1, [6, 0, 0])])), "node 3 never receives root 0, chunk 0")
+    _exactly(_sched(_edit(RS, add=[(0, [2, 0, 0])]), "reducescatter"),
+             "step 0, link 2 (0->2), root 0, chunk 0: node 0 is the root and must not send its own shard's sum")
+    _exactly(_sched(_edit(RS, add=[(0, [4, 0, 0])]), "reducescatter"),
+             "step 1, link 1 (1->0), root 0, chunk 0: node 1 sends its partial a second time")
+    _exactly(_sched(_edit(RS, remove=[(0, [7, 0, 0])]), "reducescatter"),
+             "node 3 never sends its partial of root 0, chunk 0: the reduction tree does not span every node")
+
+
+def test_the_phase_functions_label_nothing_by_default():
+    from equimesh.schedules.verify import verify_allgather, verify_reducescatter
+
+    bad = _sched(_edit(AG, remove=[(1, [6, 0, 0])]))
+    with pytest.raises(ScheduleInvalid, match=r"^node 3 never receives"):
+        verify_allgather(bad, bad.phases[0])
+    bad = _sched(_edit(RS, remove=[(0, [7, 0, 0])]), "reducescatter")
+    with pytest.raises(ScheduleInvalid, match=r"^node 3 never sends"):
+        verify_reducescatter(bad, bad.phases[0])
+
+
+def test_two_transfers_and_nothing_else_on_one_link():
+    _exactly(_sched([[[0, 0, 0], [0, 0, 0]]]),
+             "step 0, link 0 (0->1), root 0, chunk 0: link already carries another chunk in this step")
+
+
+def test_more_steps_than_links():
+    """K = 5 copies of the 2-step AllGather: 10 steps on 8 links, still one chunk per link per step."""
+    _ok(_sched(_repeat(AG, 5), k=5))
+
+
+def test_reducescatter_forwarding_of_another_root_and_chunk():
+    """K = 2: node 3 gets root 1's chunk 1 from node 2 in step 2 and sends its own in step 2 too."""
+    two = _repeat(RS, 2)
+    _ok(_sched(two, "reducescatter", 2))
+    _exactly(_sched(_edit(two, remove=[(3, [5, 1, 1])], add=[(2, [5, 1, 1])]), "reducescatter", 2),
+             "step 2, link 6 (2->3), root 1, chunk 1: node 3 sends its partial at step 2, before this child's "
+             "partial arrives")
+    _exactly(_sched(_edit(two, remove=[(3, [3, 0, 1])], add=[(2, [3, 0, 1])]), "reducescatter", 2),
+             "step 2, link 7 (3->2), root 0, chunk 1: node 2 sends its partial at step 2, before this child's "
+             "partial arrives")
+
+
+def test_overlapped_exact_messages_and_chunk_1():
+    _exactly(_overlapped(_edit(OV, remove=[(2, [0, 0, 0, G])], add=[(1, [0, 0, 0, G])])),
+             "step 1, link 0 (0->1), root 0, chunk 0: link already carries another chunk in this step")
+    # a gather transfer into its own root, late: the root-holds rule, not the early-gather rule
+    _exactly(_overlapped(_edit(OV, add=[(5, [1, 0, 0, G])])),
+             "gather: step 5, link 1 (1->0), root 0, chunk 0: node 0 is the root and already holds its own chunk")
+    # K = 2: chunk 1 by OV shifted 5 steps; root 0's chunk-1 partials moved into its first gather step
+    ov2 = [[t for t in s] for s in OV] + [[[l, r, 1, o] for l, r, _, o in s] for s in OV]
+    _ok(Schedule("allreduce", "hand", 2, T, [Phase("allreduce", [np.array(s).reshape(-1, 4) for s in ov2])]))
+    late = _edit(ov2, remove=[(6, [1, 0, 1, R]), (6, [3, 0, 1, R])], add=[(7, [1, 0, 1, R]), (7, [3, 0, 1, R])])
+    with pytest.raises(ScheduleInvalid) as e:
+        verify(Schedule("allreduce", "hand", 2, T, [Phase("allreduce", [np.array(s).reshape(-1, 4) for s in late])]))
+    assert str(e.value) == ("gather: step 7, link 0 (0->1), root 0, chunk 1: root 0 sends before its sum is complete "
+                            "(its last partial arrives at step 7)")

@@ -154,3 +154,57 @@ def test_a_saved_file_edited_in_place_is_rejected(tmp_path, capsys):
     assert load(p).topology.name == "2x3 equimesh"
     p.write_text(text.replace('[1, 2, "N", "N"]', '[2, 1, "N", "N"]', 1))
     _rejected(tmp_path, capsys, p, "topology link 14 is [2, 1, 'N', 'N'] but link 14 of the 2x3 equimesh is [1, 2, 'N', 'N']")
+
+
+def test_algorithm1_edges_refuse_what_they_cannot_build():
+    from equimesh.schedules.topology import TopologyError, edge_nodes, edge_ring
+
+    with pytest.raises(TopologyError) as e:
+        edge_ring(1, False)
+    assert str(e.value) == "edge length must be >= 2, got 1"
+    with pytest.raises(TopologyError) as e:
+        edge_nodes("middle", 2, 2)
+    assert str(e.value) == "unknown edge 'middle'; expected one of top, bottom, left, right"
+
+
+def test_build_limits_and_messages():
+    from equimesh.schedules.topology import TopologyError, build
+
+    assert build("mesh", 64, 2).nodes == 128 and build("mesh", 2, 64).nodes == 128     # MAX_SIDE = 64 is allowed
+    for args, message in [
+        (("ring", 2, 2), "unknown topology kind 'ring'; expected one of mesh, equimesh, mirror-equimesh, overflow, "
+                         "torus, supermesh"),
+        (("mesh", 1, 2), "rows and cols must be >= 2 (got 1x2)"),
+        (("mesh", 65, 2), "rows and cols must be <= 64 (got 65x2)"),
+        (("mesh", 2, 65), "rows and cols must be <= 64 (got 2x65)"),
+        (("equimesh", 2, 2, {"top": False}), "ring_dirs must name exactly the edges top, bottom, left, right"),
+    ]:
+        with pytest.raises(TopologyError) as e:
+            build(*args)
+        assert str(e.value) == message
+    assert build("mesh", 2, 2).ring_dirs is None
+
+
+def test_supermesh_and_overflow_links_by_hand():
+    from equimesh.schedules.topology import build
+
+    # SM(2, 3): each row of 3 fully connected (6 directed links per row), each column of 2 (2 per column)
+    assert len(build("supermesh", 2, 3).links) == 2 * 6 + 3 * 2
+    # the 2x2 overflow: every link is on the perimeter, so each gets a duplicate on extra ports X0, X1, ...,
+    # numbered per node in the order the pairs (src < dst) come: 0-1, 0-2, 1-3, 2-3
+    assert [l.as_list() for l in build("overflow", 2, 2).links] == [list(l) for l in MESH22] + [
+        [0, 1, "X0", "X0"], [1, 0, "X0", "X0"], [0, 2, "X1", "X0"], [2, 0, "X0", "X1"],
+        [1, 3, "X1", "X0"], [3, 1, "X0", "X1"], [2, 3, "X1", "X1"], [3, 2, "X1", "X1"]]
+
+
+def test_torus_wrap_links_by_hand():
+    """Seed 003: wrap-around links on a side longer than 2 (a side of 2 already joins its ends)."""
+    from equimesh.schedules.topology import build
+
+    # 2x3 (nodes 0 1 2 / 3 4 5): each row wraps 2 -> 0 and 5 -> 3 through E / W; the columns do not
+    assert [l.as_list() for l in build("torus", 2, 3).links] == MESH23 + [
+        [2, 0, "E", "W"], [0, 2, "W", "E"], [5, 3, "E", "W"], [3, 5, "W", "E"]]
+    # 3x2 (nodes 0 1 / 2 3 / 4 5): each column wraps 4 -> 0 and 5 -> 1 through S / N; the rows do not
+    mesh32 = [l.as_list() for l in build("mesh", 3, 2).links]
+    assert [l.as_list() for l in build("torus", 3, 2).links] == mesh32 + [
+        [4, 0, "S", "N"], [0, 4, "N", "S"], [5, 1, "S", "N"], [1, 5, "N", "S"]]

@@ -12,7 +12,7 @@ from collections import Counter
 
 
 def score(cache: str) -> tuple[Counter, str]:
-    con = sqlite3.connect(cache)
+    con = sqlite3.connect(f"file:{cache}?mode=ro", uri=True)   # read-only: safe while mutmut writes
     rows = con.execute('SELECT s.filename, m.status FROM Mutant m JOIN Line l ON m.line = l.id '
                        'JOIN SourceFile s ON l.sourcefile = s.id').fetchall()
     files = sorted({f for f, _ in rows})
