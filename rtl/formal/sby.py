@@ -191,19 +191,20 @@ def _gtkw(vcd: Path, out: Path) -> None:
 
 
 def run_property(top, ports, block: str, prop: str, prefixes: tuple[str, ...], depth: int, timeout: int,
-                 unbounded: bool, cover_depth: int | None = None, workdir: Path | None = None, waveforms: Path = Path("waveforms")) -> Verdict:
+                 unbounded: bool, cover_depth: int | None = None, workdir: Path | None = None,
+                 waveforms: Path = Path("waveforms")) -> Verdict:
     """Prove (or, without ``unbounded``, check to ``depth``) the assertions of ``top`` whose messages start
     with one of ``prefixes``, then reach its covers. ``top`` is converted once; its other checks are off."""
     tools()
     start = time.monotonic()
     il, kept, names = select_checks(rtlil.convert(top, name="top", ports=ports), prefixes)
+    if kept["assert"] == 0:
+        raise ValueError(f"property {prop}: no assertion's message starts with {' or '.join(prefixes)}")
     own = workdir is None
     workdir = Path(tempfile.mkdtemp(prefix=f"formal-{block}-{prop}-")) if own else Path(workdir)
     try:
         status, log, task = _run_sby(workdir, "prove", "prove" if unbounded else "bmc", depth, timeout, il)
         seconds = time.monotonic() - start
-        if kept["assert"] == 0:
-            raise AssertionError(f"property {prop}: no assertion matches {prefixes}")
         if status == "FAIL":
             traces = sorted(task.glob("engine_0/trace*.vcd"))
             traces = [p for p in traces if "induct" not in p.name] or traces
