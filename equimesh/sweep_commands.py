@@ -1,0 +1,227 @@
+"""``equimesh sweep``: design-space sweeps on Dask with a resumable SQLite store (sim/sweep,
+docs/sweeps.md)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from importlib.util import find_spec
+from pathlib import Path
+
+from .errors import InputError, UsageError, writing
+from .sim.sweep.plan import AXES, COMMANDS, PlanError, load_plan, plan_from_dict
+from .sim.sweep.store import Store, StoreError
+
+__all__ = ["cmd_sweep", "register"]
+
+DEFAULT_STORE = "sweep.db"
+
+
+def _log(line: str) -> None:
+    print(f"sweep: {line}", file=sys.stderr, flush=True)
+
+
+def _value(text: str):
+    """A command-line value as TOML would read it: an integer, a number, else the string."""
+    for convert in (int, float):
+        try:
+            return convert(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _cli_plan(args):
+    """The plan of ``--command`` and the axis options (``--kind equimesh,mesh --size 4x4``)."""
+    axes = {
+        a: [_value(v.strip()) for v in getattr(args, f"axis_{a}").split(",")]
+        for a in AXES
+        if getattr(args, f"axis_{a}") is not None
+    }
+    options = {}
+    for item in args.option:
+        name, eq, value = item.partition("=")
+        if not eq:
+            raise UsageError(f"--option takes NAME=VALUE (got {item!r})")
+        options[name.strip()] = _value(value.strip())
+    return plan_from_dict({"command": args.command_, "axes": axes, "options": options}, "command line")
+
+
+def _plan(args):
+    given_axes = [a for a in AXES if getattr(args, f"axis_{a}") is not None]
+    if args.plan and (args.command_ or given_axes or args.option):
+        raise UsageError("give a plan file or --command with axes, not both")
+    if not args.plan and (given_axes or args.option) and not args.command_:
+        raise UsageError("axes on the command line need --command")
+    try:
+        if args.plan:
+            return load_plan(args.plan)
+        return _cli_plan(args) if args.command_ else None
+    except PlanError as e:
+        raise UsageError(str(e)) from None
+
+
+def _client(args):
+    from .sim.sweep.runner import ClusterError, connect, local_cluster
+
+    if args.scheduler:
+        try:
+            return None, connect(args.scheduler)
+        except ClusterError as e:
+            raise InputError(str(e)) from None
+    return local_cluster(args.workers, args.worker_memory)
+
+
+def _run(args, plan, store) -> int:
+    from .sim.sweep.runner import run_sweep
+
+    points = plan.points()
+    cluster, client = _client(args)
+    try:
+        info = client.scheduler_info()
+        if "dashboard" in info.get("services", {}) and (cluster is None or find_spec("bokeh")):
+            # a local cluster serves its dashboard's pages only where bokeh is installed
+            _log(f"dashboard {client.dashboard_link}")
+        _log(f"{len(points)} points, {len(info['workers'])} workers, store {store.path}")
+        t0 = time.perf_counter()
+        tty = sys.stderr.isatty()
+        every = [0.0]
+
+        def progress(c):
+            now = time.perf_counter()
+            if tty:
+                print(f"\rsweep: {c.line()} {now - t0:6.0f} s", end="", file=sys.stderr, flush=True)
+            elif now - every[0] >= 5 or c.remaining == 0:
+                every[0] = now
+                _log(f"{c.line()} after {now - t0:.0f} s")
+
+        counts = run_sweep(
+            points,
+            store,
+            client,
+            timeout=args.timeout,
+            memory_mb=args.memory_limit,
+            retries=args.retries,
+            progress=progress,
+        )
+        if tty:
+            print(file=sys.stderr)
+        _log(f"finished in {time.perf_counter() - t0:.1f} s: {counts.line()}")
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+    return 1 if counts.failed else 0
+
+
+def _show(store) -> None:
+    from .sim.sweep.store import METRICS
+
+    rows = store.rows()
+    axes = [a for a in AXES if any(r[a] is not None for r in rows)]
+    metrics = [m for m in METRICS if any(r[m] is not None for r in rows)]
+    head = ["command", *axes, "status", *metrics, "seconds"]
+    cells = [[_cell(r[h]) for h in head] + [r["error"] or ""] for r in rows]
+    widths = [max([len(h)] + [len(c[i]) for c in cells]) for i, h in enumerate(head)]
+    print("  ".join(h.rjust(w) for h, w in zip(head, widths)) + "  error")
+    for c in cells:
+        print("  ".join(x.rjust(w) for x, w in zip(c, widths)) + "  " + c[-1])
+    print(f"{len(rows)} points in {store.path}")
+
+
+def _cell(v) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def cmd_sweep(args) -> int:
+    if args.timeout is not None and not args.timeout > 0:
+        raise UsageError(f"--timeout must be > 0 seconds (got {args.timeout})")
+    if args.memory_limit is not None and args.memory_limit < 64:
+        raise UsageError(f"--memory-limit must be >= 64 MiB (got {args.memory_limit})")
+    if args.workers is not None and args.scheduler:
+        raise UsageError("--workers sizes the local cluster; an existing one (--scheduler) has its own")
+    plan = _plan(args)
+    if plan is None and not (args.show or args.csv or args.json or args.plot):
+        raise UsageError("give a plan file, --command with axes, or --show/--csv/--json/--plot of a store")
+    path = args.store or (plan.store if plan and plan.store else DEFAULT_STORE)
+    if plan is None and not Path(path).exists():
+        raise InputError(f"no store {path}")
+    try:
+        with writing(path):
+            store = Store(path)
+    except StoreError as e:
+        raise InputError(str(e)) from None
+    code = _run(args, plan, store) if plan else 0
+    if args.show:
+        _show(store)
+    for option, write in ((args.csv, store.write_csv), (args.json, store.write_json)):
+        if option:
+            with writing(option):
+                _log(f"{write(option)} points written to {option}")
+    if args.plot:
+        from .sim.sweep.plots import plot_store
+
+        with writing(args.plot):
+            Path(args.plot).mkdir(parents=True, exist_ok=True)
+            for p in plot_store(store.rows(), Path(args.plot)):
+                _log(f"plot {p}")
+    store.close()
+    return code
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "sweep",
+        help="run a design-space sweep (a TOML plan, or a grid on the command line) on "
+        "Dask into a resumable SQLite store; show, export and plot the store",
+    )
+    p.add_argument("plan", nargs="?", help="the plan, a TOML file (docs/sweeps.md)")
+    p.add_argument(
+        "--command",
+        dest="command_",
+        metavar="COMMAND",
+        help=f"instead of a plan file: the command of each point ({', '.join(COMMANDS)})",
+    )
+    for axis in AXES:
+        p.add_argument(
+            f"--{axis}",
+            dest=f"axis_{axis}",
+            metavar="V,V",
+            help=f"with --command: the values of the {axis} axis, comma-separated",
+        )
+    p.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="with --command: a fixed option of every point (repeatable)",
+    )
+    p.add_argument("--store", help=f"the SQLite store (default: the plan's `store`, else {DEFAULT_STORE})")
+    p.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="run on the Dask cluster of this scheduler (tcp://HOST:PORT); default a local cluster",
+    )
+    p.add_argument("--workers", type=int, help="local cluster: worker processes (default one per core)")
+    p.add_argument(
+        "--worker-memory",
+        help="local cluster: each worker's memory limit, Dask's syntax (e.g. 4GB; "
+        "default: the machine's memory shared out)",
+    )
+    p.add_argument("--timeout", type=float, help="seconds one point may take; it is then stored as failed")
+    p.add_argument(
+        "--memory-limit",
+        type=int,
+        metavar="MIB",
+        help="address space one point may use (MiB); over it the point fails with MemoryError",
+    )
+    p.add_argument("--retries", type=int, default=1, help="Dask retries of a task that raised (default 1)")
+    p.add_argument("--show", action="store_true", help="print the store's table")
+    p.add_argument("--csv", help="export the store to this CSV file")
+    p.add_argument("--json", help="export the store to this JSON file")
+    p.add_argument("--plot", metavar="DIR", help="draw the standard plots from the store into DIR")
+    p.set_defaults(func=cmd_sweep)
