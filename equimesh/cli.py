@@ -34,10 +34,9 @@ def make_parser() -> argparse.ArgumentParser:
         sweep_commands,
         traffic_commands,
     )
-    for module in (commands, eval_commands, rtl_commands, traffic_commands):
+    for module in (commands, eval_commands, rtl_commands, traffic_commands, sweep_commands):
         module.register(sub, benches)
-    for module in (optree_commands, supermesh_commands, llm_commands, fpga_commands, search_commands,
-                   sweep_commands):
+    for module in (optree_commands, supermesh_commands, llm_commands, fpga_commands, search_commands):
         module.register(sub)
     q = benches.add_parser("all", help="run the results plan (RESULTS) and write its tables as one Markdown page")
     q.add_argument("--markdown", default="docs/results.md", help="the page to write (default docs/results.md)")

@@ -12,7 +12,7 @@ from .errors import InputError, UsageError, writing
 from .sim.sweep.plan import AXES, COMMANDS, PlanError, load_plan, plan_from_dict
 from .sim.sweep.store import Store, StoreError
 
-__all__ = ["cmd_sweep", "register"]
+__all__ = ["cmd_bench_sweep", "cmd_sweep", "register"]
 
 DEFAULT_STORE = "sweep.db"
 
@@ -225,3 +225,80 @@ def register(sub) -> None:
     p.add_argument("--json", help="export the store to this JSON file")
     p.add_argument("--plot", metavar="DIR", help="draw the standard plots from the store into DIR")
     p.set_defaults(func=cmd_sweep)
+
+
+def _same(a: dict, b: dict) -> bool:
+    """Two outcomes of one point agree: both failed, or the same results apart from seconds."""
+    strip = lambda o: {k: v for k, v in (o.get("result") or {}).items() if "seconds" not in k}
+    return ("error" in a) == ("error" in b) and strip(a) == strip(b)
+
+
+def cmd_bench_sweep(args) -> int:
+    """The plan's points one after another in this process, then on a local cluster of ``--workers``
+    workers, each with an empty model cache: the wall times, their ratio, the machine's load."""
+    import json
+    import os
+    import tempfile
+
+    from .sim.sweep.plan import point_key
+    from .sim.sweep.points import run_point
+    from .sim.sweep.runner import local_cluster, run_sweep
+
+    plan = _plan(args)
+    points = list({point_key(p): p for p in plan.points()}.values())
+    saved = os.environ.get("EQUIMESH_CACHE")
+    load = [os.getloadavg()]
+    with tempfile.TemporaryDirectory() as d:
+        try:
+            os.environ["EQUIMESH_CACHE"] = f"{d}/serial"
+            t0 = time.perf_counter()
+            serial = {}
+            for i, p in enumerate(points, 1):
+                serial[point_key(p)] = run_point(p)
+                _log(f"one after another: {i}/{len(points)} after {time.perf_counter() - t0:.0f} s")
+            t_serial = time.perf_counter() - t0
+            load.append(os.getloadavg())
+            os.environ["EQUIMESH_CACHE"] = f"{d}/cluster"  # the workers inherit it
+            t1 = time.perf_counter()
+            cluster, client = local_cluster(args.workers)
+            t2 = time.perf_counter()
+            store = Store(f"{d}/sweep.db")
+            run_sweep(points, store, client, progress=lambda c: _log(f"cluster: {c.line()}"))
+            t_cluster = time.perf_counter() - t2
+            client.close()
+            cluster.close()
+            load.append(os.getloadavg())
+            agree = sum(
+                _same(serial[r["key"]], {"result": json.loads(r["result"])} if r["status"] == "ok" else {"error": 1})
+                for r in store.rows()
+            )
+        finally:
+            if saved is None:
+                os.environ.pop("EQUIMESH_CACHE", None)
+            else:
+                os.environ["EQUIMESH_CACHE"] = saved
+    failed = sum("error" in o for o in serial.values())
+    print(f"{len(points)} points ({failed} failed), {os.cpu_count()} cores, empty model caches")
+    print(f"  one after another, in one process:   {t_serial:8.1f} s")
+    print(f"  local cluster of {args.workers} workers:          {t_cluster:8.1f} s (+ {t2 - t1:.1f} s to start it)")
+    print(
+        f"  ratio cluster / one after another:   {t_cluster / t_serial:8.3f} "
+        f"({(t_cluster + t2 - t1) / t_serial:.3f} with the start)"
+    )
+    print(f"  results that agree between the runs: {agree}/{len(points)}")
+    print(
+        "  load average (1, 5, 15 min) before, between, after: "
+        + "; ".join(" ".join(f"{x:.1f}" for x in la) for la in load)
+    )
+    return 0 if agree == len(points) else 1
+
+
+def register_bench(bench) -> None:
+    p = bench.add_parser(
+        "sweep",
+        help="a plan's points one after another, then on a local Dask cluster: "
+        "the speed-up (each run with an empty model cache)",
+    )
+    p.add_argument("plan", help="the plan, a TOML file (docs/sweeps.md)")
+    p.add_argument("--workers", type=int, default=2, help="workers of the local cluster (default 2)")
+    p.set_defaults(func=cmd_bench_sweep, command_=None, option=[], **{f"axis_{a}": None for a in AXES})

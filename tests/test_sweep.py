@@ -79,6 +79,11 @@ def test_several_sweeps_and_defaults():
         ({"command": "fpga", "options": {"speed": 9}}, "option speed: bad value 9"),
         ({"command": "schedule", "options": {"backend": "x"}}, "unknown option 'backend'"),
         ({"command": "schedule", "axis": {}}, "unknown key 'axis'"),
+        ({"command": "schedule", "options": {"algorithm": "fastest"}}, "option algorithm: bad value 'fastest'"),
+        ({"command": "evaluate", "options": {"message": "64Q"}}, "option message: bad value '64Q'"),
+        ({"command": "evaluate", "options": {"algorithm": "mesh-ring"}}, "option algorithm: bad value 'mesh-ring'"),
+        ({"command": "traffic", "options": {"routing": "west-first"}}, "option routing: bad value 'west-first'"),
+        ({"command": "llm", "options": {"model": "gpt-9"}}, "option model: bad value 'gpt-9'"),
     ],
 )
 def test_bad_plan_names_the_culprit(doc, text):
@@ -163,7 +168,7 @@ def small(tmp_path_factory, client):
     """The store of SMALL and one failing point, and the counts of its sweep."""
     store = Store(tmp_path_factory.mktemp("small") / "s.db")
     bad = plan_from_dict(
-        {"command": "schedule", "axes": {"kind": ["mesh"], "size": ["3x3"]}, "options": {"algorithm": "no-such-method"}}
+        {"command": "schedule", "axes": {"kind": ["overflow"], "size": ["3x3"]}, "options": {"algorithm": "ring"}}
     ).points()
     return store, run_sweep(plan_from_dict(SMALL).points() + bad, store, client)
 
@@ -173,7 +178,11 @@ def test_results_match_the_library_and_failures_are_stored(tmp_path, small):
     assert (counts.done, counts.failed, counts.remaining) == (16, 1, 0)
     rows = store.rows()
     failed = [r for r in rows if r["status"] == "failed"]
-    assert len(failed) == 1 and "no-such-method" in failed[0]["error"] and "\n" not in failed[0]["error"]
+    assert (
+        len(failed) == 1
+        and "ring needs an EquiMesh (got overflow)" in failed[0]["error"]
+        and "\n" not in failed[0]["error"]
+    )
     for r in rows:
         if r["status"] == "ok":  # the stored steps are those of a direct call of the library
             sched = synthesize(build(r["kind"], r["rows"], r["cols"]), r["K"], r["collective"])
@@ -324,5 +333,5 @@ def test_show_and_plots_from_a_store(tmp_path, small, capsys):
     store, _ = small
     assert main(["sweep", "--show", "--store", str(store.path), "--plot", str(tmp_path / "plots")]) == 0
     out = capsys.readouterr().out
-    assert "17 points in" in out and "no-such-method" in out
+    assert "17 points in" in out and "ring needs an EquiMesh" in out
     assert sorted(p.name for p in Path(tmp_path / "plots").iterdir()) == ["schedule_steps.png"]

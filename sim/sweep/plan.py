@@ -20,6 +20,8 @@ from pathlib import Path
 from ...rtl.rom import MAX_CHUNK_FLITS
 from ...rtl.timing import DEFAULT_PIPELINE, PIPELINES
 from ...schedules import schedule as schedfile
+from ...schedules.routing import ALGORITHMS as ROUTING_ALGORITHMS
+from ...schedules.synth import ALGORITHMS as SYNTH_ALGORITHMS
 from ...schedules.topology import KINDS, TopologyError, parse_sizes
 
 __all__ = [
@@ -113,12 +115,42 @@ COMMANDS = {
     "llm": ("size",),
     "optree": ("nodes", "wavelengths"),
 }
+
+
+def _message(v):
+    from ..analytic.evaluate import parse_size
+
+    if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+        raise ValueError('expected a message size per node such as "64M" (bytes, K/M/G binary multiples)')
+    parse_size(str(v))  # raises ValueError naming the value
+    return str(v)
+
+
+def _eval_algorithm(v):
+    from ..analytic.evaluate import ALGORITHMS
+
+    return _choice(tuple(ALGORITHMS))(v)
+
+
+def _llm_model(v):
+    from ..analytic.llm import load_models
+
+    return _choice(("all", *(m.name for m in load_models())))(v)
+
+
+def _part(v):
+    from ...rtl.flow.ecp5 import PARTS
+
+    return _choice(tuple(PARTS))(v.upper() if isinstance(v, str) else v)
+
+
+BACKENDS = ("amaranth", "verilator", "icarus")
 OPTIONS = {
-    "schedule": {"algorithm": (_text, "auto")},
-    "simulate": {"backend": (_choice(("amaranth", "verilator", "icarus")), "amaranth")},
-    "compare": {"backend": (_choice(("amaranth", "verilator", "icarus")), "amaranth")},
+    "schedule": {"algorithm": (_choice(SYNTH_ALGORITHMS), "auto")},
+    "simulate": {"backend": (_choice(BACKENDS), "amaranth")},
+    "compare": {"backend": (_choice(BACKENDS), "amaranth")},
     "fpga": {
-        "part": (_text, "LFE5U-25F"),
+        "part": (_part, "LFE5U-25F"),
         "package": (_text, "CABGA381"),
         "speed": (_choice((6, 7, 8)), 6),
         "flit_bits": (_int(32, 1024), 64),
@@ -126,13 +158,13 @@ OPTIONS = {
     },
     "traffic": {
         "pattern": (_choice(("unicast", "multicast")), "unicast"),
-        "routing": (_text, "shortcut"),
+        "routing": (_choice(ROUTING_ALGORITHMS), "shortcut"),
         "payload_flits": (_int(1, 64), 8),
         "cycles": (_int(1, 100_000), 500),
         "fanout": (_int(1, 1023), 4),
     },
-    "evaluate": {"algorithm": (_text, "xtree"), "message": (_text, "64MiB")},
-    "llm": {"model": (_text, "all"), "seq_len": (_int(1, 1 << 24), 2048), "micro_batch": (_int(1, 1 << 16), 1)},
+    "evaluate": {"algorithm": (_eval_algorithm, "equimesh-xtree"), "message": (_message, "64M")},
+    "llm": {"model": (_llm_model, "all"), "seq_len": (_int(1, 1 << 24), 2048), "micro_batch": (_int(1, 1 << 16), 1)},
     "optree": {"stages": (_int(0, 64), 0)},
 }
 
