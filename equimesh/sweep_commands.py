@@ -173,7 +173,8 @@ def cmd_sweep(args) -> int:
     return code
 
 
-def register(sub) -> None:
+def register(sub, bench) -> None:
+    register_bench(bench)
     p = sub.add_parser(
         "sweep",
         help="run a design-space sweep (a TOML plan, or a grid on the command line) on "

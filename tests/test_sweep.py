@@ -335,3 +335,29 @@ def test_show_and_plots_from_a_store(tmp_path, small, capsys):
     out = capsys.readouterr().out
     assert "17 points in" in out and "ring needs an EquiMesh" in out
     assert sorted(p.name for p in Path(tmp_path / "plots").iterdir()) == ["schedule_steps.png"]
+
+
+def test_every_standard_plot_is_drawn_from_its_commands_points(tmp_path):
+    from equimesh.sim.sweep.plots import plot_store
+
+    store = Store(tmp_path / "s.db")
+    for p in plan_from_dict({"command": "fpga", "axes": {"size": ["3x3", "4x4"], "seed": [1, 2]}}).points():
+        router = {"name": "r", "ports": 5, "nodes": 9, "luts": 100 * p["seed"], "ffs": 1, "brams": 0, "fmax_mhz": 90.0}
+        store.put(point_key(p), p, {"result": {"fmax_mhz": 90.0, "luts": 100, "routers": [router]}})
+    for p in plan_from_dict({"command": "traffic", "axes": {"rate": [0.05, 0.1]}}).points():
+        store.put(point_key(p), p, {"result": {"latency_mean": 20 * p["rate"]}})
+    for p in plan_from_dict({"command": "simulate", "axes": {"size": ["2x3", "3x3"]}}).points():
+        store.put(point_key(p), p, {"result": {"cycles": 40, "utilization": 0.5}})
+    for p in plan_from_dict({"command": "evaluate", "axes": {"size": ["4x4", "8x8"]}}).points():
+        store.put(point_key(p), p, {"result": {"kind": "equimesh", "time_s": 1e-3}})
+    store.put("x", {"command": "optree", "nodes": 16, "options": {}}, {"error": "E: no plot of a failure"})
+    names = sorted(p.name for p in plot_store(store.rows(), tmp_path))
+    assert names == ["cycles.png", "fmax.png", "latency.png", "luts.png", "time.png", "utilization.png"]
+
+
+def test_bench_sweep_runs_the_points_both_ways(tmp_path, capsys):
+    plan = tmp_path / "p.toml"
+    plan.write_text('command = "optree"\naxes = { nodes = [16, 64], wavelengths = [1, 2] }\n')
+    assert main(["bench", "sweep", str(plan), "--workers", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "4 points (0 failed)" in out and "results that agree between the runs: 4/4" in out
