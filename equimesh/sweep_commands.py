@@ -114,19 +114,50 @@ def _run(args, plan, store) -> int:
     return 1 if counts.failed else 0
 
 
-def _show(store) -> None:
+def _table(rows: list[dict], extra: bool = False) -> tuple[list[str], list[list[str]]]:
+    """The columns the rows have values in (command, axes, status, standard results, seconds, error);
+    with ``extra`` also the other numbers and names of their ``result`` JSON."""
+    import json
+
     from .sim.sweep.store import METRICS
 
-    rows = store.rows()
     axes = [a for a in AXES if any(r[a] is not None for r in rows)]
     metrics = [m for m in METRICS if any(r[m] is not None for r in rows)]
-    head = ["command", *axes, "status", *metrics, "seconds"]
-    cells = [[_cell(r[h]) for h in head] + [r["error"] or ""] for r in rows]
+    results = [json.loads(r["result"] or "{}") for r in rows]
+    more = [
+        k
+        for k in dict.fromkeys(k for res in results for k in res)
+        if extra
+        and k not in METRICS
+        and k not in AXES
+        and all(isinstance(res.get(k), (int, float, str, type(None))) for res in results)
+    ]
+    head = ["command", *axes, "status", *metrics, *more, "seconds", "error"]
+    return head, [[_cell(res.get(h) if h in more else r[h]) for h in head] for r, res in zip(rows, results)]
+
+
+def _show(store) -> None:
+    head, cells = _table(store.rows())
     widths = [max([len(h)] + [len(c[i]) for c in cells]) for i, h in enumerate(head)]
-    print("  ".join(h.rjust(w) for h, w in zip(head, widths)) + "  error")
-    for c in cells:
-        print("  ".join(x.rjust(w) for x, w in zip(c, widths)) + "  " + c[-1])
-    print(f"{len(rows)} points in {store.path}")
+    widths[-1] = 0  # the error, last, unpadded
+    for line in [head, *cells]:
+        print("  ".join(x.rjust(w) for x, w in zip(line, widths)).rstrip())
+    print(f"{len(cells)} points in {store.path}")
+
+
+def _markdown(store, path: str) -> None:
+    """The store as Markdown: one table per command, the columns it has values in."""
+    rows = store.rows()
+    parts = [
+        f"# Sweep results\n\nFrom the store `{store.path}` ({len(rows)} points) by "
+        f"`equimesh sweep --store {store.path} --markdown {path}`.\n"
+    ]
+    for command in dict.fromkeys(r["command"] for r in rows):
+        head, cells = _table([r for r in rows if r["command"] == command], extra=True)
+        lines = ["| " + " | ".join(head[1:]) + " |", "|" + "---|" * (len(head) - 1)]
+        lines += ["| " + " | ".join(x.replace("|", "\\|") for x in c[1:]) + " |" for c in cells]
+        parts.append(f"## {command}\n\n" + "\n".join(lines) + "\n")
+    Path(path).write_text("\n".join(parts))
 
 
 def _cell(v) -> str:
@@ -145,8 +176,8 @@ def cmd_sweep(args) -> int:
     if args.workers is not None and args.scheduler:
         raise UsageError("--workers sizes the local cluster; an existing one (--scheduler) has its own")
     plan = _plan(args)
-    if plan is None and not (args.show or args.csv or args.json or args.plot):
-        raise UsageError("give a plan file, --command with axes, or --show/--csv/--json/--plot of a store")
+    if plan is None and not (args.show or args.csv or args.json or args.markdown or args.plot):
+        raise UsageError("give a plan file, --command with axes, or --show/--csv/--json/--markdown/--plot of a store")
     path = args.store or (plan.store if plan and plan.store else DEFAULT_STORE)
     if plan is None and not Path(path).exists():
         raise InputError(f"no store {path}")
@@ -162,6 +193,10 @@ def cmd_sweep(args) -> int:
         if option:
             with writing(option):
                 _log(f"{write(option)} points written to {option}")
+    if args.markdown:
+        with writing(args.markdown):
+            _markdown(store, args.markdown)
+        _log(f"wrote {args.markdown}")
     if args.plot:
         from .sim.sweep.plots import plot_store
 
@@ -224,6 +259,7 @@ def register(sub, bench) -> None:
     p.add_argument("--show", action="store_true", help="print the store's table")
     p.add_argument("--csv", help="export the store to this CSV file")
     p.add_argument("--json", help="export the store to this JSON file")
+    p.add_argument("--markdown", metavar="FILE", help="write the store as Markdown tables, one per command")
     p.add_argument("--plot", metavar="DIR", help="draw the standard plots from the store into DIR")
     p.set_defaults(func=cmd_sweep)
 

@@ -331,7 +331,13 @@ def test_a_killed_worker_loses_no_point_and_stores_none_twice(tmp_path, cluster)
 
 def test_show_and_plots_from_a_store(tmp_path, small, capsys):
     store, _ = small
-    assert main(["sweep", "--show", "--store", str(store.path), "--plot", str(tmp_path / "plots")]) == 0
+    md = tmp_path / "r.md"
+    assert (
+        main(["sweep", "--show", "--store", str(store.path), "--plot", str(tmp_path / "plots"), "--markdown", str(md)])
+        == 0
+    )
+    table = [line for line in md.read_text().splitlines() if line.startswith("| ")]
+    assert table[0].startswith("| kind | size | K | collective | status | steps | bound |") and len(table) == 1 + 17
     out = capsys.readouterr().out
     assert "17 points in" in out and "ring needs an EquiMesh" in out
     assert sorted(p.name for p in Path(tmp_path / "plots").iterdir()) == ["schedule_steps.png"]
