@@ -245,7 +245,20 @@ def _sweep(d: dict, where: str) -> Sweep:
 
 
 def plan_from_dict(doc: dict, where: str = "plan") -> Plan:
-    """A checked :class:`Plan` from a parsed TOML document (or the command line's equivalent)."""
+    """A checked plan from a parsed TOML document (or the command line's equivalent).
+
+    Parameters
+    ----------
+    doc : dict
+        ``{"command", "axes", "options"}`` (one sweep) or ``{"sweep": [...]}``, optionally ``"store"``.
+    where : str
+        The plan's name in error messages.
+
+    Returns
+    -------
+    Plan
+        Every axis and option checked; a :class:`PlanError` naming the first bad one otherwise.
+    """
     if "sweep" in doc:
         extra = set(doc) - {"sweep", "store"}
         if extra:
@@ -262,7 +275,18 @@ def plan_from_dict(doc: dict, where: str = "plan") -> Plan:
 
 
 def load_plan(path: str | Path) -> Plan:
-    """Read and check a TOML plan; a missing file or a TOML syntax error is a :class:`PlanError`."""
+    """Read and check a TOML plan.
+
+    Parameters
+    ----------
+    path : str or Path
+        The plan file.
+
+    Returns
+    -------
+    Plan
+        As :func:`plan_from_dict`; a missing file or a TOML syntax error is a :class:`PlanError`.
+    """
     try:
         doc = tomllib.loads(Path(path).read_text())
     except OSError as e:
@@ -281,7 +305,18 @@ def project_version() -> str:
 
 
 def point_key(point: dict) -> str:
-    """The store's key of a point: SHA-256 of its canonical JSON (command, axes, options) and the
-    project version, so that a new version never reuses an old result."""
+    """The store's key of a point.
+
+    Parameters
+    ----------
+    point : dict
+        A point of :meth:`Plan.points`.
+
+    Returns
+    -------
+    str
+        24 hex digits of the SHA-256 of the point's canonical JSON (command, axes, options) and the
+        project version, so that a new version never reuses an old result.
+    """
     text = json.dumps({"point": point, "version": project_version()}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:24]

@@ -65,8 +65,20 @@ def _routers(rows):
 
 
 def plot_store(rows: list[dict], out: Path) -> list[Path]:
-    """Draw every standard picture the ``rows`` of a store (:meth:`.store.Store.rows`) have data for into
-    ``out``; returns the files written."""
+    """Draw every standard picture (module docstring) that the rows have data for.
+
+    Parameters
+    ----------
+    rows : list of dict
+        :meth:`.store.Store.rows`.
+    out : Path
+        The directory of the PNG files.
+
+    Returns
+    -------
+    list of Path
+        The files written.
+    """
     ok = [r for r in rows if r["status"] == "ok"]
     by = defaultdict(list)
     for r in ok:

@@ -252,8 +252,19 @@ def _one_line(e: BaseException) -> str:
 
 
 def run_point(point: dict) -> dict:
-    """Run one point in this process: ``{"result": {...}, "seconds", "host"}``, or ``{"error": one line,
-    ...}`` when the library raised (a bad combination, a tool crash)."""
+    """Run one point in this process; never raises.
+
+    Parameters
+    ----------
+    point : dict
+        A point of :meth:`.plan.Plan.points`.
+
+    Returns
+    -------
+    dict
+        ``{"result": {...}, "seconds", "host", "pid"}``, or ``{"error": one line, "traceback", ...}``
+        when the library raised (a bad combination, a tool crash).
+    """
     t0 = time.perf_counter()
     out = {"host": os.uname().nodename, "pid": os.getpid()}
     try:
@@ -275,8 +286,23 @@ def _limit(memory_mb: int | None):
 
 
 def run_isolated(point: dict, timeout: float | None = None, memory_mb: int | None = None) -> dict:
-    """:func:`run_point` in a child Python process, killed after ``timeout`` seconds, its address space
-    limited to ``memory_mb`` MiB (RLIMIT_AS): a point that hangs or swells fails alone, its worker lives on."""
+    """:func:`run_point` in a child Python process: a point that hangs or swells fails alone, and its
+    worker lives on.
+
+    Parameters
+    ----------
+    point : dict
+        A point of :meth:`.plan.Plan.points`.
+    timeout : float, optional
+        Seconds before the child is killed (the outcome is then ``"timeout after T s"``).
+    memory_mb : int, optional
+        The child's address-space limit in MiB (``RLIMIT_AS``).
+
+    Returns
+    -------
+    dict
+        As :func:`run_point`.
+    """
     t0 = time.perf_counter()
     try:
         proc = subprocess.run(

@@ -27,11 +27,22 @@ class ClusterError(RuntimeError):
 
 
 CONNECT_TIMEOUT = 10.0  # seconds to reach a scheduler
+POLL = 0.2  # seconds between looks at the running tasks
 
 
 def connect(address: str):
-    """A ``distributed.Client`` of the scheduler at ``address`` (``tcp://HOST:PORT``), or a
-    :class:`ClusterError` after :data:`CONNECT_TIMEOUT` seconds."""
+    """The client of an existing Dask cluster.
+
+    Parameters
+    ----------
+    address : str
+        The scheduler's address, ``tcp://HOST:PORT``.
+
+    Returns
+    -------
+    distributed.Client
+        Connected; a :class:`ClusterError` naming ``address`` after :data:`CONNECT_TIMEOUT` seconds.
+    """
     from distributed import Client
 
     try:
@@ -41,8 +52,22 @@ def connect(address: str):
 
 
 def local_cluster(workers: int | None = None, memory_limit: str | None = None, processes: bool = True):
-    """A ``LocalCluster`` of ``workers`` single-threaded worker processes (default: one per core) and
-    its client, the dashboard on a free port."""
+    """A Dask cluster on this machine.
+
+    Parameters
+    ----------
+    workers : int, optional
+        Single-threaded worker processes (default one per core).
+    memory_limit : str, optional
+        Each worker's memory limit in Dask's syntax (``"4GB"``; default the machine's memory shared out).
+    processes : bool
+        Workers as processes (False: threads of this process, for tests).
+
+    Returns
+    -------
+    (distributed.LocalCluster, distributed.Client)
+        The cluster (its dashboard on a free port) and its client.
+    """
     from distributed import Client, LocalCluster
 
     cluster = LocalCluster(
@@ -100,12 +125,30 @@ def run_sweep(
     memory_mb: int | None = None,
     retries: int = 1,
     progress=None,
-    poll: float = 0.2,
 ) -> Counts:
-    """Run every point of ``points`` not in ``store`` on ``client``'s cluster; store each outcome as it
-    arrives. ``progress(counts)`` is called whenever the counts change. ``retries``: Dask's retries of a
-    task that raised (a point's own errors are results, not raises). On KeyboardInterrupt the remaining
-    tasks are cancelled and the interrupt re-raised; the store keeps every finished point."""
+    """Run every point of ``points`` that ``store`` lacks as a Dask task; store each outcome as it arrives.
+
+    Parameters
+    ----------
+    points : list of dict
+        Points of :meth:`.plan.Plan.points` (duplicates are run once).
+    store : Store
+        The results store; only this function (the client) writes it, upserting by key.
+    client : distributed.Client
+        The cluster's client.
+    timeout, memory_mb : float or int, optional
+        Per-point limits (:func:`.points.run_isolated`); without both a point runs in its worker.
+    retries : int
+        Dask's retries of a task that raised (a point's own errors are results, not raises).
+    progress : callable, optional
+        ``progress(counts)``, called whenever the counts change.
+
+    Returns
+    -------
+    Counts
+        The sweep's final counts. On KeyboardInterrupt the remaining tasks are cancelled and the
+        interrupt re-raised; the store keeps every finished point.
+    """
     keyed = {point_key(p): p for p in points}
     have = store.keys()
     counts = Counts(len(keyed), skipped=len(have & set(keyed)))
@@ -135,7 +178,7 @@ def run_sweep(
                 progress(counts)
                 last = state
             if pending:
-                time.sleep(poll)
+                time.sleep(POLL)
     except BaseException:
         client.cancel(list(pending))
         raise

@@ -120,7 +120,17 @@ class Store:
         return {k for (k,) in self.db.execute("SELECT key FROM results")}
 
     def put(self, key: str, point: dict, outcome: dict) -> None:
-        """Upsert one point's outcome (:func:`.points.run_point`'s dict) under ``key``."""
+        """Store one point's outcome, replacing any row of the same key.
+
+        Parameters
+        ----------
+        key : str
+            :func:`.plan.point_key` of ``point``.
+        point : dict
+            The point (its axes become columns).
+        outcome : dict
+            :func:`.points.run_point`'s dict.
+        """
         result = outcome.get("result") or {}
         rows, cols = point["size"].split("x") if "size" in point else (None, None)
         row = {
