@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import time
+import uuid
 from dataclasses import dataclass
 
 from .plan import point_key
@@ -153,8 +154,9 @@ def run_sweep(
     have = store.keys()
     counts = Counts(len(keyed), skipped=len(have & set(keyed)))
     todo = {k: p for k, p in keyed.items() if k not in have}
+    run = uuid.uuid4().hex[:8]  # a resumed sweep's tasks never meet the cancelled ones of its last run
     futures = {
-        client.submit(task, p, timeout, memory_mb, key=f"sweep-point-{k}", pure=False, retries=retries): k
+        client.submit(task, p, timeout, memory_mb, key=f"sweep-point-{k}-{run}", pure=False, retries=retries): k
         for k, p in todo.items()
     }
     pending = dict(futures)
