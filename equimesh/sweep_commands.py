@@ -173,8 +173,10 @@ def cmd_sweep(args) -> int:
         raise UsageError(f"--timeout must be > 0 seconds (got {args.timeout})")
     if args.memory_limit is not None and args.memory_limit < 64:
         raise UsageError(f"--memory-limit must be >= 64 MiB (got {args.memory_limit})")
-    if args.workers is not None and args.scheduler:
-        raise UsageError("--workers sizes the local cluster; an existing one (--scheduler) has its own")
+    if (args.workers is not None or args.worker_memory is not None) and args.scheduler:
+        raise UsageError(
+            "--workers and --worker-memory size the local cluster; an existing one (--scheduler) has its own"
+        )
     plan = _plan(args)
     if plan is None and not (args.show or args.csv or args.json or args.markdown or args.plot):
         raise UsageError("give a plan file, --command with axes, or --show/--csv/--json/--markdown/--plot of a store")

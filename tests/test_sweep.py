@@ -102,6 +102,13 @@ def test_bad_plan_on_the_command_line_is_one_line(tmp_path, capsys):
     _one_line(capsys, ["sweep", "--command", "schedule", "--seed", "2"], 2, "schedule: unknown axis 'seed'")
     _one_line(capsys, ["sweep", "--command", "optree", "--option", "stages"], 2, "--option takes NAME=VALUE")
     _one_line(capsys, ["sweep", str(tmp_path / "none.toml")], 2, "none.toml")
+    _one_line(
+        capsys,
+        ["sweep", "--command", "optree", "--scheduler", "tcp://h:1", "--workers", "2"],
+        2,
+        "--workers and --worker-memory size the local cluster",
+    )
+    _one_line(capsys, ["sweep", "--command", "optree", "--timeout", "0"], 2, "--timeout must be > 0 seconds")
     _one_line(capsys, ["sweep", "--show", "--store", str(tmp_path / "none.db")], 1, "no store")
 
 
