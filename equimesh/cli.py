@@ -35,9 +35,10 @@ def make_parser() -> argparse.ArgumentParser:
         rtl_commands,
         search_commands,
         supermesh_commands,
+        sweep_commands,
         traffic_commands,
     )
-    for module in (commands, eval_commands, rtl_commands, traffic_commands, alltoall_commands):
+    for module in (commands, eval_commands, rtl_commands, traffic_commands, alltoall_commands, sweep_commands):
         module.register(sub, benches)
     for module in (packet_commands, optree_commands, supermesh_commands, llm_commands, fpga_commands, search_commands,
                    prove_commands, paper_commands):

@@ -1,0 +1,337 @@
+"""The library call behind each sweep point (docs/sweeps.md "Commands"): one function per command,
+taking a point of :mod:`.plan` and returning a flat dict of results.
+
+The result's standard names (``steps``, ``bound``, ``cycles``, ``utilization``, ``time_s``,
+``fmax_mhz``, ``luts``, ``ffs``, ``latency_mean``, ``latency_p99``) become columns of the store
+(:mod:`.store`); everything else is kept in its ``result`` JSON column. :func:`run_point` never raises:
+a failing point returns ``{"error": one line}`` for the store.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+import traceback
+
+__all__ = ["POINT_FUNCTIONS", "run_isolated", "run_point"]
+
+
+def _rows_cols(point: dict) -> tuple[int, int]:
+    r, c = point["size"].split("x")
+    return int(r), int(c)
+
+
+def _schedule(point: dict):
+    from ...schedules.synth import synthesize
+    from ...schedules.topology import build
+    from ...schedules.verify import verify
+
+    topo = build(point["kind"], *_rows_cols(point))
+    sched = synthesize(topo, point["K"], point["collective"], point["options"].get("algorithm", "auto"))
+    verify(sched)
+    return topo, sched
+
+
+def schedule_point(point: dict) -> dict:
+    """Synthesize and verify a schedule (schedules/synth.py); its steps against seed 000's lower bound
+    (Section III-A, schedules/schedule.py ``lower_bound``)."""
+    from ...schedules.schedule import schedule_bound
+
+    _, sched = _schedule(point)
+    bound = schedule_bound(sched)
+    return {
+        "steps": sched.num_steps,
+        "bound": bound,
+        "efficiency": round(bound / sched.num_steps, 4),
+        "method": sched.meta.get("method"),
+    }
+
+
+def simulate_point(point: dict) -> dict:
+    """Compile the schedule into table images (rtl/rom.py), fit the design (rtl/design.py) and run it
+    on the point's backend (sim/backends.py ``run_image``), checked bit for bit against the model."""
+    from ...rtl.design import fit
+    from ...rtl.rom import compile_schedule
+    from ..backends import run_image
+
+    topo, sched = _schedule(point)
+    image = compile_schedule(sched, point["F"], topo)
+    design = fit(image, pipeline=point["pipeline"])
+    res = run_image(image, point["options"]["backend"], design)
+    st = res.stats
+    ok = res.bit_exact and st.busy_matches_schedule and res.counters_agree
+    if not ok:
+        raise RuntimeError(f"not bit-exact: {res.outcome.first_mismatch}")
+    return {
+        "steps": sched.num_steps,
+        "cycles": res.cycles,
+        "utilization": round(st.mean, 4),
+        "utilization_min": round(st.min, 4),
+        "cycles_per_step": design.period,
+        "sim_seconds": res.run_seconds,
+    }
+
+
+def compare_point(point: dict) -> dict:
+    """One kind of ``equimesh compare`` (sim/compare.py): cycles, utilization and cells per router."""
+    import tempfile
+
+    from ...rtl.design import fit
+    from ..backends import run_image
+    from ..compare import compare
+
+    r, c = _rows_cols(point)
+    with tempfile.TemporaryDirectory() as out:
+        res = compare(
+            r,
+            c,
+            point["K"],
+            point["F"],
+            point["collective"],
+            out,
+            lambda image, label: run_image(image, point["options"]["backend"], fit(image, pipeline=point["pipeline"])),
+            [point["kind"]],
+        )[point["kind"]]
+    if not res["bit_exact"]:
+        raise RuntimeError("not bit-exact")
+    return {
+        "steps": res["steps"],
+        "cycles": res["cycles"],
+        "utilization": res["link_utilization"],
+        "crosspoints": res["crosspoints"],
+        "router_cells": res["router_cells"],
+    }
+
+
+def fpga_point(point: dict) -> dict:
+    """Every distinct router of the network synthesized for an ECP5 and placed and routed with the
+    point's nextpnr seed (rtl/flow/ecp5.py, as ``equimesh fpga`` with one seed): per router LUT4s,
+    flip-flops and Fmax; the network's Fmax is its slowest router's."""
+    from ...rtl.design import fit
+    from ...rtl.flow.ecp5 import Target, distinct_routers, place_and_route, synthesize
+    from ...rtl.rom import compile_schedule
+
+    topo, sched = _schedule(point)
+    o = point["options"]
+    design = fit(compile_schedule(sched, point["F"], topo), flit_bits=o["flit_bits"], pipeline=point["pipeline"])
+    target = Target(o["part"], o["package"], o["speed"], o["clock_mhz"])
+    routers = []
+    for r in distinct_routers(design):
+        key, entry = synthesize(r)
+        syn = json.loads((entry / "result.json").read_text())
+        pnr = json.loads((place_and_route(r.name, key, entry, target, point["seed"]) / "result.json").read_text())
+        routers.append(
+            {
+                "name": r.name,
+                "ports": r.lanes,
+                "nodes": sum(r.names.values()),
+                "luts": syn["luts"],
+                "ffs": syn["ffs"],
+                "brams": syn["brams"],
+                "fmax_mhz": round(pnr["fmax_mhz"], 2),
+            }
+        )
+    return {
+        "fmax_mhz": min(x["fmax_mhz"] for x in routers),
+        "luts": max(x["luts"] for x in routers),
+        "ffs": max(x["ffs"] for x in routers),
+        "routers": routers,
+    }
+
+
+def packet_run(table, traffic, payload_flits: int, cycles: int, pipeline: int) -> dict:
+    """The adapter to the packet simulator (sim/traffic.py ``simulate``, Amaranth): the one place a
+    change of its entry point needs a change here."""
+    from ..traffic import simulate
+
+    return simulate(table, traffic, payload_flits, cycles=cycles, pipeline=pipeline)
+
+
+def traffic_point(point: dict) -> dict:
+    """Random packet traffic at the point's injection rate (packets per node per cycle) on the packet
+    network (sim/traffic.py): latency and delivered load, for latency-against-load curves."""
+    from ...rtl.packet import PacketFormat
+    from ...schedules.routing import forwarding_table
+    from ...schedules.topology import build
+    from ..traffic import make_traffic
+
+    o = point["options"]
+    topo = build(point["kind"], *_rows_cols(point))
+    table = forwarding_table(topo, o["routing"])
+    traffic = make_traffic(
+        PacketFormat(topo.nodes, o["payload_flits"]),
+        o["pattern"],
+        fanout=o["fanout"],
+        rate=point["rate"],
+        seed=point["seed"],
+    )
+    r = packet_run(table, traffic, o["payload_flits"], o["cycles"], point["pipeline"])
+    if r["deadlock"] or r["lost"] or r["corrupted"] or r["duplicates"] or r["misdelivered"]:
+        raise RuntimeError(
+            f"packet run failed: deadlock {r['deadlock']}, lost {r['lost']}, corrupted "
+            f"{r['corrupted']}, duplicates {r['duplicates']}, misdelivered {r['misdelivered']}"
+        )
+    keep = ("packets", "delivered", "cycles", "flit_hops", "latency_mean", "latency_p99")
+    return {
+        **{k: r[k] for k in keep},
+        "utilization": r["link_utilization"],
+        "accepted": round(r["delivered"] / (topo.nodes * max(r["cycles"], 1)), 5),
+    }
+
+
+def evaluate_point(point: dict) -> dict:
+    """The alpha-beta completion time (seed 003; sim/analytic/evaluate.py) of one algorithm at one
+    message size and chunk count."""
+    import numpy as np
+
+    from ..analytic.evaluate import evaluate, parse_size
+
+    o = point["options"]
+    size = parse_size(o["message"])
+    (curve,) = evaluate(
+        *_rows_cols(point), point["collective"], [o["algorithm"]], np.array([size]), chunk_counts=[point["K"]]
+    ) or (None,)
+    if curve is None:
+        raise ValueError(f"{o['algorithm']} does not schedule {point['collective']}")
+    k = curve.by_chunks[point["K"]]
+    return {
+        "kind": curve.topology.kind,
+        "steps": k["steps"],
+        "bound": k["bound"],
+        "time_s": float(curve.completion[0]),
+        "bandwidth_gbs": float(curve.effective_bandwidth[0] / 1e9),
+    }
+
+
+def llm_point(point: dict) -> dict:
+    """SP + TP layer times of the language models (sim/analytic/llm.py, seed 000 Fig. 9): the geometric
+    mean speed-up of EquiMesh + XTree over the best mesh baseline."""
+    from ..analytic.llm import evaluate_models, geomean, load_models
+
+    o = point["options"]
+    models = [m for m in load_models() if o["model"] in ("all", m.name)]
+    res = evaluate_models(models, *_rows_cols(point), (o["seq_len"],), (o["micro_batch"],))
+    return {
+        "forward_speedup": geomean([r["forward_speedup"] for r in res]),
+        "backward_speedup": geomean([r["backward_speedup"] for r in res]),
+        "models": len(res),
+    }
+
+
+def optree_point(point: dict) -> dict:
+    """OpTree on an optical ring (seed 002): Table 1's step counts at N nodes and w wavelengths, with
+    k stages (0: Lemma 3's k*)."""
+    from ...schedules import optree as ot
+    from ..analytic.optree_timing import table1_steps
+
+    n, w = point["nodes"], point["wavelengths"]
+    k = point["options"]["stages"] or ot.k_star(n)
+    steps = table1_steps(n, w, k)
+    return {"steps": steps["optree"], "stages": k, "table1": steps}
+
+
+POINT_FUNCTIONS = {
+    "schedule": schedule_point,
+    "simulate": simulate_point,
+    "compare": compare_point,
+    "fpga": fpga_point,
+    "traffic": traffic_point,
+    "evaluate": evaluate_point,
+    "llm": llm_point,
+    "optree": optree_point,
+}
+
+
+def _one_line(e: BaseException) -> str:
+    text = " ".join(str(e).split()) or type(e).__name__
+    return f"{type(e).__name__}: {text}"[:500]
+
+
+def run_point(point: dict) -> dict:
+    """Run one point in this process; never raises.
+
+    Parameters
+    ----------
+    point : dict
+        A point of :meth:`.plan.Plan.points`.
+
+    Returns
+    -------
+    dict
+        ``{"result": {...}, "seconds", "host", "pid"}``, or ``{"error": one line, "traceback", ...}``
+        when the library raised (a bad combination, a tool crash).
+    """
+    t0 = time.perf_counter()
+    out = {"host": os.uname().nodename, "pid": os.getpid()}
+    try:
+        out["result"] = POINT_FUNCTIONS[point["command"]](point)
+    except MemoryError:
+        out["error"] = "MemoryError: the point exceeded its memory limit"
+    except Exception as e:  # noqa: BLE001 -- every failure of a point is a stored result, not a crash
+        out["error"] = _one_line(e)
+        out["traceback"] = traceback.format_exc(limit=-3)
+    out["seconds"] = round(time.perf_counter() - t0, 3)
+    return out
+
+
+def _limit(memory_mb: int | None):
+    if memory_mb is None:
+        return None
+    size = memory_mb << 20
+    return lambda: resource.setrlimit(resource.RLIMIT_AS, (size, size))
+
+
+def run_isolated(point: dict, timeout: float | None = None, memory_mb: int | None = None) -> dict:
+    """:func:`run_point` in a child Python process: a point that hangs or swells fails alone, and its
+    worker lives on.
+
+    Parameters
+    ----------
+    point : dict
+        A point of :meth:`.plan.Plan.points`.
+    timeout : float, optional
+        Seconds before the child is killed (the outcome is then ``"timeout after T s"``).
+    memory_mb : int, optional
+        The child's address-space limit in MiB (``RLIMIT_AS``).
+
+    Returns
+    -------
+    dict
+        As :func:`run_point`.
+    """
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", __name__],
+            input=json.dumps(point),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            preexec_fn=_limit(memory_mb),
+        )
+    except subprocess.TimeoutExpired:
+        return {
+            "error": f"timeout after {timeout:g} s",
+            "seconds": round(time.perf_counter() - t0, 3),
+            "host": os.uname().nodename,
+            "pid": os.getpid(),
+        }
+    if proc.returncode != 0 or not proc.stdout.strip():
+        tail = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
+        return {
+            "error": f"the point's process died ({proc.returncode}): {tail}"[:500],
+            "seconds": round(time.perf_counter() - t0, 3),
+            "host": os.uname().nodename,
+            "pid": os.getpid(),
+        }
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+if __name__ == "__main__":  # the child of run_isolated: a point as JSON on stdin, its outcome on stdout
+    _point = json.loads(sys.stdin.read())
+    _out = run_point(_point)
+    print(json.dumps(_out, default=str))

@@ -1,0 +1,187 @@
+"""Run a sweep's points on Dask (``distributed``): an existing cluster by its scheduler's address, or a
+``LocalCluster`` sized to the machine (docs/sweeps.md "Running").
+
+Every point missing from the store is one Dask task calling :func:`.points.run_point` (or
+:func:`.points.run_isolated` under a timeout or memory limit). The tasks return their outcomes to this
+process, the client, which alone writes the store as each finishes: a sweep that is stopped keeps what
+it finished, and is resumed by running it again. A worker that dies has its tasks rescheduled on the
+others by the Dask scheduler (up to its ``allowed-failures``); a task whose workers kept dying is stored
+as failed with that one line.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from dataclasses import dataclass
+
+from .plan import point_key
+from .points import run_isolated, run_point
+from .store import Store
+
+__all__ = ["CONNECT_TIMEOUT", "ClusterError", "Counts", "connect", "local_cluster", "run_sweep", "task"]
+
+
+class ClusterError(RuntimeError):
+    """A scheduler that cannot be reached; the message names its address."""
+
+
+CONNECT_TIMEOUT = 10.0  # seconds to reach a scheduler
+POLL = 0.2  # seconds between looks at the running tasks
+
+
+def connect(address: str):
+    """The client of an existing Dask cluster.
+
+    Parameters
+    ----------
+    address : str
+        The scheduler's address, ``tcp://HOST:PORT``.
+
+    Returns
+    -------
+    distributed.Client
+        Connected; a :class:`ClusterError` naming ``address`` after :data:`CONNECT_TIMEOUT` seconds.
+    """
+    from distributed import Client
+
+    try:
+        return Client(address, timeout=f"{CONNECT_TIMEOUT}s", set_as_default=False)
+    except (OSError, TimeoutError, ValueError) as e:
+        raise ClusterError(f"cannot reach the Dask scheduler at {address}: {' '.join(str(e).split())[:200]}") from None
+
+
+def local_cluster(workers: int | None = None, memory_limit: str | None = None, processes: bool = True):
+    """A Dask cluster on this machine.
+
+    Parameters
+    ----------
+    workers : int, optional
+        Single-threaded worker processes (default one per core).
+    memory_limit : str, optional
+        Each worker's memory limit in Dask's syntax (``"4GB"``; default the machine's memory shared out).
+    processes : bool
+        Workers as processes (False: threads of this process, for tests).
+
+    Returns
+    -------
+    (distributed.LocalCluster, distributed.Client)
+        The cluster (its dashboard on a free port) and its client.
+    """
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(
+        n_workers=workers or os.cpu_count() or 1,
+        threads_per_worker=1,
+        processes=processes,
+        memory_limit=memory_limit or "auto",
+        dashboard_address=":0",
+    )
+    return cluster, Client(cluster, set_as_default=False)
+
+
+def task(point: dict, timeout: float | None, memory_mb: int | None) -> dict:
+    """One point, run on a worker: isolated in a child process when it has a timeout or memory limit."""
+    if timeout is None and memory_mb is None:
+        return run_point(point)
+    return run_isolated(point, timeout, memory_mb)
+
+
+@dataclass
+class Counts:
+    """A sweep's progress: points done (stored ok), failed (stored with an error), running, remaining;
+    ``skipped``: points found in the store before the sweep started."""
+
+    total: int
+    skipped: int = 0
+    done: int = 0
+    failed: int = 0
+    running: int = 0
+
+    @property
+    def remaining(self) -> int:
+        return self.total - self.skipped - self.done - self.failed
+
+    def line(self) -> str:
+        return f"{self.done} done, {self.running} running, {self.failed} failed, {self.remaining} remaining" + (
+            f" ({self.skipped} already in the store)" if self.skipped else ""
+        )
+
+
+def _outcome(future) -> dict:
+    if future.status == "finished":
+        return future.result()
+    e = future.exception() if future.status == "error" else None
+    text = " ".join(str(e).split()) if e is not None else future.status
+    return {"error": f"{type(e).__name__ if e is not None else 'Cancelled'}: {text}"[:500]}
+
+
+def run_sweep(
+    points: list[dict],
+    store: Store,
+    client,
+    *,
+    timeout: float | None = None,
+    memory_mb: int | None = None,
+    retries: int = 1,
+    progress=None,
+) -> Counts:
+    """Run every point of ``points`` that ``store`` lacks as a Dask task; store each outcome as it arrives.
+
+    Parameters
+    ----------
+    points : list of dict
+        Points of :meth:`.plan.Plan.points` (duplicates are run once).
+    store : Store
+        The results store; only this function (the client) writes it, upserting by key.
+    client : distributed.Client
+        The cluster's client.
+    timeout, memory_mb : float or int, optional
+        Per-point limits (:func:`.points.run_isolated`); without both a point runs in its worker.
+    retries : int
+        Dask's retries of a task that raised (a point's own errors are results, not raises).
+    progress : callable, optional
+        ``progress(counts)``, called whenever the counts change.
+
+    Returns
+    -------
+    Counts
+        The sweep's final counts. On KeyboardInterrupt the remaining tasks are cancelled and the
+        interrupt re-raised; the store keeps every finished point.
+    """
+    keyed = {point_key(p): p for p in points}
+    have = store.keys()
+    counts = Counts(len(keyed), skipped=len(have & set(keyed)))
+    todo = {k: p for k, p in keyed.items() if k not in have}
+    run = uuid.uuid4().hex[:8]  # a resumed sweep's tasks never meet the cancelled ones of its last run
+    futures = {
+        client.submit(task, p, timeout, memory_mb, key=f"sweep-point-{k}-{run}", pure=False, retries=retries): k
+        for k, p in todo.items()
+    }
+    pending = dict(futures)
+    last = None
+    try:
+        while pending:
+            for f in [f for f in pending if f.done()]:
+                k = pending.pop(f)
+                outcome = _outcome(f)
+                store.put(k, todo[k], outcome)
+                if "error" in outcome:
+                    counts.failed += 1
+                else:
+                    counts.done += 1
+            ours = {f.key for f in pending}
+            counts.running = (
+                sum(len(ours.intersection(keys)) for keys in client.processing().values()) if pending else 0
+            )
+            state = (counts.done, counts.failed, counts.running)
+            if progress and state != last:
+                progress(counts)
+                last = state
+            if pending:
+                time.sleep(POLL)
+    except BaseException:
+        client.cancel(list(pending))
+        raise
+    return counts

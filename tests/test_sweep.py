@@ -1,0 +1,376 @@
+"""``equimesh sweep`` (sim/sweep): plans checked before any task, the store's keys and version check,
+resume counted by Dask's own record of executed tasks, a real scheduler and two worker processes, and a
+worker killed mid-sweep. Points are cheap: schedule synthesis on 2x3..4x4 and OpTree formulas."""
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from equimesh.cli import main
+from equimesh.schedules.synth import synthesize
+from equimesh.schedules.topology import build
+from equimesh.sim.sweep import plan as plan_mod
+from equimesh.sim.sweep import runner
+from equimesh.sim.sweep.plan import PlanError, plan_from_dict, point_key
+from equimesh.sim.sweep.runner import run_sweep
+from equimesh.sim.sweep.store import Store, StoreError
+
+distributed = pytest.importorskip("distributed")
+
+SMALL = {
+    "command": "schedule",
+    "axes": {
+        "kind": ["mesh", "equimesh"],
+        "size": ["2x3", "3x3"],
+        "K": [1, 2],
+        "collective": ["allgather", "allreduce"],
+    },
+}
+
+
+def _one_line(capsys, argv, code, text):
+    assert main(argv) == code
+    err = capsys.readouterr().err
+    assert err.startswith("equimesh: ") and err.count("\n") == 1 and "Traceback" not in err, err
+    assert text in err, err
+
+
+# -- plans -------------------------------------------------------------------------------------------
+
+
+def test_plan_is_the_product_of_its_axes():
+    points = plan_from_dict(SMALL).points()
+    assert len(points) == 2 * 2 * 2 * 2
+    assert len({point_key(p) for p in points}) == len(points)
+    assert {(p["kind"], p["size"], p["K"], p["collective"]) for p in points} == {
+        (k, s, K, c)
+        for k in ("mesh", "equimesh")
+        for s in ("2x3", "3x3")
+        for K in (1, 2)
+        for c in ("allgather", "allreduce")
+    }
+    assert all(p["options"] == {"algorithm": "auto"} for p in points)
+
+
+def test_several_sweeps_and_defaults():
+    plan = plan_from_dict({"store": "x.db", "sweep": [SMALL, {"command": "optree", "axes": {"nodes": [16, 64]}}]})
+    assert plan.store == "x.db" and len(plan.points()) == 16 + 2
+    assert plan.points()[-1] == {"command": "optree", "nodes": 64, "wavelengths": 1, "options": {"stages": 0}}
+
+
+@pytest.mark.parametrize(
+    "doc,text",
+    [
+        ({"command": "synthesize"}, "unknown command 'synthesize'"),
+        ({"command": "schedule", "axes": {"F": [4]}}, "schedule: unknown axis 'F'"),
+        ({"command": "schedule", "axes": {"kind": ["ring"]}}, "axis kind: bad value 'ring'"),
+        ({"command": "schedule", "axes": {"size": ["4x1"]}}, "axis size: bad value '4x1'"),
+        ({"command": "schedule", "axes": {"K": [0]}}, "axis K: bad value 0"),
+        ({"command": "traffic", "axes": {"rate": [1.5]}}, "axis rate: bad value 1.5"),
+        ({"command": "simulate", "axes": {"pipeline": [3]}}, "axis pipeline: bad value 3"),
+        ({"command": "schedule", "axes": {"K": []}}, "axis K has no values"),
+        ({"command": "fpga", "options": {"speed": 9}}, "option speed: bad value 9"),
+        ({"command": "schedule", "options": {"backend": "x"}}, "unknown option 'backend'"),
+        ({"command": "schedule", "axis": {}}, "unknown key 'axis'"),
+        ({"command": "schedule", "options": {"algorithm": "fastest"}}, "option algorithm: bad value 'fastest'"),
+        ({"command": "evaluate", "options": {"message": "64Q"}}, "option message: bad value '64Q'"),
+        ({"command": "evaluate", "options": {"algorithm": "mesh-ring"}}, "option algorithm: bad value 'mesh-ring'"),
+        ({"command": "traffic", "options": {"routing": "west-first"}}, "option routing: bad value 'west-first'"),
+        ({"command": "llm", "options": {"model": "gpt-9"}}, "option model: bad value 'gpt-9'"),
+    ],
+)
+def test_bad_plan_names_the_culprit(doc, text):
+    with pytest.raises(PlanError, match=None) as e:
+        plan_from_dict(doc)
+    assert text in str(e.value)
+
+
+def test_bad_plan_on_the_command_line_is_one_line(tmp_path, capsys):
+    plan = tmp_path / "p.toml"
+    plan.write_text('command = "schedule"\n[axes]\nkind = ["mesh", "ring"]\n')
+    _one_line(capsys, ["sweep", str(plan), "--store", str(tmp_path / "s.db")], 2, "axis kind: bad value 'ring'")
+    assert not (tmp_path / "s.db").exists()  # refused before the store or a cluster
+    plan.write_text("command = \n")
+    _one_line(capsys, ["sweep", str(plan)], 2, "not TOML")
+    _one_line(capsys, ["sweep", "--command", "schedule", "--seed", "2"], 2, "schedule: unknown axis 'seed'")
+    _one_line(capsys, ["sweep", "--command", "optree", "--option", "stages"], 2, "--option takes NAME=VALUE")
+    _one_line(capsys, ["sweep", str(tmp_path / "none.toml")], 2, "none.toml")
+    _one_line(
+        capsys,
+        ["sweep", "--command", "optree", "--scheduler", "tcp://h:1", "--workers", "2"],
+        2,
+        "--workers and --worker-memory size the local cluster",
+    )
+    _one_line(capsys, ["sweep", "--command", "optree", "--timeout", "0"], 2, "--timeout must be > 0 seconds")
+    _one_line(capsys, ["sweep", "--show", "--store", str(tmp_path / "none.db")], 1, "no store")
+
+
+def test_unreachable_scheduler_is_one_line_with_the_address(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(runner, "CONNECT_TIMEOUT", 1.0)
+    _one_line(
+        capsys,
+        [
+            "sweep",
+            "--command",
+            "optree",
+            "--nodes",
+            "16",
+            "--store",
+            str(tmp_path / "s.db"),
+            "--scheduler",
+            "tcp://127.0.0.1:9",
+        ],
+        1,
+        "cannot reach the Dask scheduler at tcp://127.0.0.1:9",
+    )
+
+
+def test_store_of_another_version_is_refused(tmp_path, capsys, monkeypatch):
+    db = tmp_path / "s.db"
+    Store(db).close()
+    with sqlite3.connect(db) as c:
+        c.execute("UPDATE meta SET value = '0.0.1' WHERE name = 'equimesh'")
+    with pytest.raises(StoreError, match="written by equimesh 0.0.1"):
+        Store(db)
+    _one_line(capsys, ["sweep", "--show", "--store", str(db)], 1, "written by equimesh 0.0.1")
+    (tmp_path / "junk.db").write_text("not sqlite at all, " * 100)
+    _one_line(capsys, ["sweep", "--show", "--store", str(tmp_path / "junk.db")], 1, "not a sweep store")
+
+
+def test_the_key_covers_the_project_version(monkeypatch):
+    p = plan_from_dict(SMALL).points()[0]
+    k = point_key(p)
+    monkeypatch.setattr(plan_mod, "project_version", lambda: "9.9")
+    assert point_key(p) != k
+
+
+# -- running ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def client():
+    from distributed import Client, LocalCluster
+
+    with (
+        LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster,
+        Client(cluster, set_as_default=False) as c,
+    ):
+        yield c
+
+
+def _stored(db):
+    with sqlite3.connect(db) as c:
+        return c.execute("SELECT key, status, steps, bound, kind, rows, cols, K, collective FROM results").fetchall()
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory, client):
+    """The store of SMALL and one failing point, and the counts of its sweep."""
+    store = Store(tmp_path_factory.mktemp("small") / "s.db")
+    bad = plan_from_dict(
+        {"command": "schedule", "axes": {"kind": ["overflow"], "size": ["3x3"]}, "options": {"algorithm": "ring"}}
+    ).points()
+    return store, run_sweep(plan_from_dict(SMALL).points() + bad, store, client)
+
+
+def test_results_match_the_library_and_failures_are_stored(tmp_path, small):
+    store, counts = small
+    assert (counts.done, counts.failed, counts.remaining) == (16, 1, 0)
+    rows = store.rows()
+    failed = [r for r in rows if r["status"] == "failed"]
+    assert (
+        len(failed) == 1
+        and "ring needs an EquiMesh (got overflow)" in failed[0]["error"]
+        and "\n" not in failed[0]["error"]
+    )
+    for r in rows:
+        if r["status"] == "ok":  # the stored steps are those of a direct call of the library
+            sched = synthesize(build(r["kind"], r["rows"], r["cols"]), r["K"], r["collective"])
+            assert r["steps"] == sched.num_steps
+    # the exports hold the same rows; JSON and CSV name the same columns
+    assert store.write_json(tmp_path / "s.json") == 17 == store.write_csv(tmp_path / "s.csv")
+    assert {r["key"] for r in json.loads((tmp_path / "s.json").read_text())} == {r["key"] for r in rows}
+    assert len((tmp_path / "s.csv").read_text().splitlines()) == 18
+
+
+class _Stop(Exception):
+    pass
+
+
+def test_an_interrupted_sweep_resumes_with_only_the_missing_points(tmp_path, client):
+    points = plan_from_dict(SMALL).points()
+    db = tmp_path / "s.db"
+
+    def interrupt(counts):
+        if counts.done >= 5:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(points, Store(db), client, progress=interrupt)
+    first = len(_stored(db))
+    assert 5 <= first < len(points)
+    time.sleep(0.5)  # cancelled tasks leave the scheduler
+    # Dask's own record of the tasks executed: the resumed sweep runs exactly the missing points
+    with distributed.get_task_stream(client) as ts:
+        counts = run_sweep(points, Store(db), client)
+    executed = [t["key"] for t in ts.data if str(t["key"]).startswith("sweep-point-")]
+    assert len(executed) == len(set(executed)) == len(points) - first
+    assert (counts.skipped, counts.done) == (first, len(points) - first)
+    with distributed.get_task_stream(client) as ts:
+        counts = run_sweep(points, Store(db), client)
+    assert not [t for t in ts.data if str(t["key"]).startswith("sweep-point-")] and counts.skipped == len(points)
+    assert sorted(k for k, *_ in _stored(db)) == sorted(point_key(p) for p in points)
+
+
+def test_timeout_and_memory_limit_fail_the_point_not_the_sweep(tmp_path, client):
+    store = Store(tmp_path / "s.db")
+    slow = plan_from_dict({"command": "schedule", "axes": {"size": ["16x16"], "K": [64]}}).points()
+    fast = plan_from_dict({"command": "optree", "axes": {"nodes": [16]}}).points()
+    counts = run_sweep(slow + fast, store, client, timeout=5.0)
+    assert (counts.done, counts.failed) == (1, 1)
+    assert [r["error"] for r in store.rows() if r["status"] == "failed"] == ["timeout after 5 s"]
+    store = Store(tmp_path / "m.db")
+    counts = run_sweep(
+        plan_from_dict({"command": "optree", "axes": {"nodes": [64]}}).points(), store, client, memory_mb=64
+    )
+    error = store.rows()[0]["error"]
+    assert counts.failed == 1 and ("MemoryError" in error or "died" in error), error
+
+
+# -- a real cluster: a scheduler and two workers as separate processes ---------------------------------
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    d = tmp_path_factory.mktemp("dask")
+    sched_file = d / "scheduler.json"
+    dask = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
+    procs = [
+        subprocess.Popen(
+            [*dask, "--scheduler-file", str(sched_file), "--port", "0", "--no-dashboard"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd=d,
+        )
+    ]
+    deadline = time.time() + 60
+    while not sched_file.exists() and time.time() < deadline:
+        time.sleep(0.2)
+    address = json.loads(sched_file.read_text())["address"]
+    for _ in range(2):
+        procs.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "distributed.cli.dask_worker",
+                    address,
+                    "--nthreads",
+                    "1",
+                    "--no-nanny",
+                    "--no-dashboard",
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                cwd=d,
+            )
+        )
+    from distributed import Client
+
+    with Client(address, set_as_default=False) as c:
+        c.wait_for_workers(2, timeout=60)
+    yield address, procs
+    for p in procs:
+        p.kill()
+        p.wait()
+
+
+def test_a_plan_runs_on_a_separate_scheduler_and_two_workers(tmp_path, cluster, capsys):
+    address, procs = cluster
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        '[[sweep]]\ncommand = "schedule"\naxes = { kind = ["mesh", "equimesh"], size = ["2x3", "3x3"] }\n'
+        '[[sweep]]\ncommand = "optree"\naxes = { nodes = [16, 64, 256], wavelengths = [1, 4] }\n'
+    )
+    db = tmp_path / "s.db"
+    assert main(["sweep", str(plan), "--scheduler", address, "--store", str(db), "--show"]) == 0
+    out = capsys.readouterr().out
+    assert "10 points in" in out
+    rows = Store(db).rows()
+    assert len(rows) == 10 and all(r["status"] == "ok" for r in rows)
+    workers = {int(r["worker"].rsplit(":", 1)[1]) for r in rows}
+    assert workers <= {p.pid for p in procs[1:]} and os.getpid() not in workers
+
+
+def test_a_killed_worker_loses_no_point_and_stores_none_twice(tmp_path, cluster):
+    address, procs = cluster
+    from distributed import Client
+
+    points = plan_from_dict(
+        {"command": "schedule", "axes": {"kind": ["mesh", "equimesh", "overflow"], "size": ["3x4", "4x4"], "K": [4, 8]}}
+    ).points()
+    store = Store(tmp_path / "s.db")
+    puts = []
+    real_put = store.put
+    store.put = lambda key, point, outcome: (puts.append(key), real_put(key, point, outcome))
+    killed = []
+
+    def kill_one(counts):
+        if counts.done >= 3 and not killed:
+            killed.append(counts.remaining)
+            procs[2].kill()
+
+    with Client(address, set_as_default=False) as c:
+        counts = run_sweep(points, store, c, progress=kill_one)
+    assert killed and killed[0] > 0  # the worker died mid-sweep
+    assert procs[2].wait(timeout=10) == -signal.SIGKILL
+    assert sorted(puts) == sorted(point_key(p) for p in points)  # every point stored, each once
+    assert (counts.done, counts.failed) == (len(points), 0)
+    assert len(store.rows()) == len(points)
+
+
+def test_show_and_plots_from_a_store(tmp_path, small, capsys):
+    store, _ = small
+    md = tmp_path / "r.md"
+    assert (
+        main(["sweep", "--show", "--store", str(store.path), "--plot", str(tmp_path / "plots"), "--markdown", str(md)])
+        == 0
+    )
+    table = [line for line in md.read_text().splitlines() if line.startswith("| ")]
+    assert table[0].startswith("| kind | size | K | collective | status | steps | bound |") and len(table) == 1 + 17
+    out = capsys.readouterr().out
+    assert "17 points in" in out and "ring needs an EquiMesh" in out
+    assert sorted(p.name for p in Path(tmp_path / "plots").iterdir()) == ["schedule_steps.png"]
+
+
+def test_every_standard_plot_is_drawn_from_its_commands_points(tmp_path):
+    from equimesh.sim.sweep.plots import plot_store
+
+    store = Store(tmp_path / "s.db")
+    for p in plan_from_dict({"command": "fpga", "axes": {"size": ["3x3", "4x4"], "seed": [1, 2]}}).points():
+        router = {"name": "r", "ports": 5, "nodes": 9, "luts": 100 * p["seed"], "ffs": 1, "brams": 0, "fmax_mhz": 90.0}
+        store.put(point_key(p), p, {"result": {"fmax_mhz": 90.0, "luts": 100, "routers": [router]}})
+    for p in plan_from_dict({"command": "traffic", "axes": {"rate": [0.05, 0.1]}}).points():
+        store.put(point_key(p), p, {"result": {"latency_mean": 20 * p["rate"]}})
+    for p in plan_from_dict({"command": "simulate", "axes": {"size": ["2x3", "3x3"]}}).points():
+        store.put(point_key(p), p, {"result": {"cycles": 40, "utilization": 0.5}})
+    for p in plan_from_dict({"command": "evaluate", "axes": {"size": ["4x4", "8x8"]}}).points():
+        store.put(point_key(p), p, {"result": {"kind": "equimesh", "time_s": 1e-3}})
+    store.put("x", {"command": "optree", "nodes": 16, "options": {}}, {"error": "E: no plot of a failure"})
+    names = sorted(p.name for p in plot_store(store.rows(), tmp_path))
+    assert names == ["cycles.png", "fmax.png", "latency.png", "luts.png", "time.png", "utilization.png"]
+
+
+def test_bench_sweep_runs_the_points_both_ways(tmp_path, capsys):
+    plan = tmp_path / "p.toml"
+    plan.write_text('command = "optree"\naxes = { nodes = [16, 64], wavelengths = [1, 2] }\n')
+    assert main(["bench", "sweep", str(plan), "--workers", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "4 points (0 failed)" in out and "results that agree between the runs: 4/4" in out
