@@ -60,7 +60,8 @@ def cmd_fpga(args) -> int:
         from .rtl.packet import PacketError
         from .rtl.packet_network import PacketSetup
         try:
-            packets = PacketSetup(table_from_args(args, topo), args.payload_flits, pipeline=args.pipeline)
+            packets = PacketSetup(table_from_args(args, topo), args.payload_flits, pipeline=args.pipeline,
+                                  flit_bits=design.flit_bits)
         except PacketError as e:
             raise UsageError(str(e)) from None
     target = Target(args.part, args.package, args.speed, args.clock_mhz or Target.clock_mhz)

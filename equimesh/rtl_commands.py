@@ -242,7 +242,7 @@ def cmd_verilog(args) -> int:
         from .rtl.packet_network import PacketSetup
 
         try:
-            packets = PacketSetup(table_from_args(args, topo), args.payload_flits)
+            packets = PacketSetup(table_from_args(args, topo), args.payload_flits, flit_bits=design.flit_bits)
         except PacketError as e:
             raise UsageError(str(e)) from None
     out = Path(args.out)

@@ -231,13 +231,15 @@ def cmd_sweep(args) -> int:
                                cycles=args.warmup + args.cycles, stall=args.stall, pipeline=args.pipeline,
                                flit_bits=args.flit_bits, phase=(args.warmup, args.cycles))
                 ph = r["phase"]
-                row = {"offered": round(load * share, 5), "accepted": round(ph["accepted"] / fan, 5),
+                row = {"offered": round(load * share, 5), "injected": round(ph["injected"] / fan, 5),
+                       "accepted": round(ph["accepted"] / fan, 5),
                        "latency_mean": ph["latency_mean"], "latency_p99": ph["latency_p99"],
                        "copies": ph["latency_copies"], "checked": _ok(r), "sim_seconds": r["sim_seconds"]}
                 rows.append(row)
                 if not row["checked"]:
                     failed.append(f"{kind} at {load}")
-                _log(f"sweep {sum(map(len, curves.values()))}/{total}: {kind} offered {row['offered']} accepted "
+                _log(f"sweep {sum(map(len, curves.values()))}/{total}: {kind} offered {row['offered']} injected "
+                     f"{row['injected']} accepted "
                      f"{row['accepted']} latency mean {row['latency_mean']} p99 {row['latency_p99']} "
                      f"({'every copy checked' if row['checked'] else 'CHECK FAILED'})")
     except KeyboardInterrupt:
@@ -256,9 +258,10 @@ def cmd_sweep(args) -> int:
         for k, c in out["curves"].items():
             print(f"{k} {args.rows}x{args.cols}, {args.pattern}: saturation throughput {c['saturation_throughput']} "
                   f"flits/node/cycle" + (f", saturated from offered {c['saturated_at']}" if c["saturated_at"] else ""))
-            print(f"  {'offered':>8} {'accepted':>9} {'mean':>8} {'p99':>8}  copies")
+            print(f"  {'offered':>8} {'injected':>9} {'accepted':>9} {'mean':>8} {'p99':>8}  copies")
             for r in c["rows"]:
-                print(f"  {r['offered']:>8} {r['accepted']:>9} {r['latency_mean']!s:>8} {r['latency_p99']!s:>8}  "
+                print(f"  {r['offered']:>8} {r['injected']:>9} {r['accepted']:>9} {r['latency_mean']!s:>8} "
+                      f"{r['latency_p99']!s:>8}  "
                       f"{r['copies']}" + ("" if r["checked"] else "  CHECK FAILED"))
         if args.plot and done:
             print(f"plot: {args.plot}")

@@ -4,21 +4,26 @@ For each topology and injection rate, one run on the compiled model (:func:`~equ
 every copy checked by the hardware checkers): the generators inject for ``warmup + measure`` cycles, then
 stop and the network drains. Figures of the measurement phase (cycles ``warmup .. warmup + measure``):
 
-* offered load: copy-flits a node asks the network to deliver per cycle, ``rate x packet_flits x fanout``
-  (``fanout`` 1 for the unicast patterns);
+* offered load: the load asked for, flits per node per cycle (the generators' rate is it over
+  ``packet_flits``); ``injected``: the load the generators did inject in the phase. They differ: a
+  generator has no source queue (a packet starts only while it is idle) and its Bernoulli draws come
+  from a 16-bit Galois LFSR whose small values come in runs (a value below the threshold shifted right
+  stays below it), so draws cluster and the generator, busy with the first, drops the rest: at low load
+  about half the offered load is injected;
 * accepted load: copy-flits delivered per node per cycle (the copies whose last flit arrived in the phase);
 * latency: mean and 99th percentile over the copies injected in the phase, in cycles from the cycle the
   source's router took the header to the cycle the destination took the last flit.
 
 The saturation throughput of a topology is the highest accepted load of its sweep; ``saturated_at`` is the
-first offered load whose accepted load falls below :data:`SATURATION` of it.
+first offered load whose mean latency exceeds :data:`SATURATION` times the sweep's lowest-load mean latency
+(the zero-load latency).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-SATURATION = 0.95  # accepted / offered below this: the network is saturated
+SATURATION = 3.0  # mean latency above this many times the zero-load latency: the network is saturated
 
 
 def phase_figures(fmt, copies: np.ndarray, start: int, warmup: int, measure: int) -> dict:
@@ -30,15 +35,17 @@ def phase_figures(fmt, copies: np.ndarray, start: int, warmup: int, measure: int
     arrived = copies[:, 1] - start
     delivered = int(np.count_nonzero((arrived >= warmup) & (arrived < warmup + measure)))
     accepted = delivered * fmt.packet_flits / (fmt.nodes * measure)
-    return {"accepted": round(accepted, 5), **lat}
+    injected = lat["latency_copies"] * fmt.packet_flits / (fmt.nodes * measure)  # copies injected in the phase
+    return {"injected": round(injected, 5), "accepted": round(accepted, 5), **lat}
 
 
 def saturation(rows: list[dict]) -> dict:
-    """A topology's saturation throughput (the highest accepted load) and the first offered load at which
-    accepted falls below :data:`SATURATION` of offered (None: not reached in the sweep)."""
+    """A topology's saturation throughput (the highest accepted load) and the first offered load whose mean
+    latency exceeds :data:`SATURATION` times the lowest load's (None: not reached in the sweep)."""
     if not rows:
         return {"saturation_throughput": None, "saturated_at": None}
-    late = [r["offered"] for r in rows if r["accepted"] < SATURATION * r["offered"]]
+    zero = rows[0]["latency_mean"]
+    late = [r["offered"] for r in rows if zero and r["latency_mean"] and r["latency_mean"] > SATURATION * zero]
     return {"saturation_throughput": max(r["accepted"] for r in rows), "saturated_at": min(late) if late else None}
 
 

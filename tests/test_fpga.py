@@ -151,7 +151,7 @@ def test_packet_routers_of_a_network_are_the_central_nodes():
 
     topo = build("mesh", 3, 3)
     design = fit(compile_schedule(synthesize(topo, 1, "allgather"), 2, topo), flit_bits=32)
-    packets = PacketSetup(forwarding_table(topo), 1)
+    packets = PacketSetup(forwarding_table(topo), 1, flit_bits=design.flit_bits)  # the Design's flit width
     routers = fpga.distinct_routers(design, packets)
     got = [(r.mode, r.name, r.lanes, sum(r.names.values())) for r in routers]
     # 3x3 mesh: the centre (node 4) has 4 links, edge nodes 3, corners 2; node 1 is the lowest edge node
@@ -160,12 +160,12 @@ def test_packet_routers_of_a_network_are_the_central_nodes():
                        ("packets", "packet_router_4port_n1", 3, 4), ("both", "router_4port_ESW_pkt1", 3, 4),
                        ("packets", "packet_router_3port_n0", 2, 4), ("both", "router_3port_ES_pkt0", 2, 4)]
     assert [r.mode for r in routers[:3]] == ["schedule"] * 3
-    # Input buffers: depth packet_flits + 2 = 4 flits of 1 + 1 + 1 + 4 + 24 + 9 = 40 bits (first, last,
-    # opcode, src of nodes 0..8, seq, bitmap), one per network port.
-    assert packets.buffer_bits == 4 * 40
+    # Input buffers: depth packet_flits + 2 = 5 flits (header, one bitmap word for 9 nodes, one payload
+    # flit) of 32 + 2 = 34 bits (the design's flit and first, last), one per network port.
+    assert packets.buffer_bits == 5 * 34
     table, lane = fpga.memory_bits(design, routers[0], packets)
-    assert fpga.memory_bits(design, routers[3], packets) == (0, 4 * 4 * 40)
-    assert fpga.memory_bits(design, routers[4], packets) == (table, lane + 4 * 4 * 40)
+    assert fpga.memory_bits(design, routers[3], packets) == (0, 4 * 5 * 34)
+    assert fpga.memory_bits(design, routers[4], packets) == (table, lane + 4 * 5 * 34)
 
 
 def test_bad_packet_options_are_one_line(capsys):

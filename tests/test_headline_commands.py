@@ -167,14 +167,15 @@ def test_bench_eval_2x2():
 
 
 def test_bench_relay_2x2_flit_hops_by_hand():
-    """2x2 mesh, 1 packet of 2 payload flits + 1 header per node: unicasts travel the 16 hops between the
-    12 ordered pairs (3 flits each: 48); each MultiWrite tree spans 4 nodes with 3 links (4 x 3 x 3 = 36);
+    """2x2 mesh, 1 packet of 2 payload flits + 1 header + 1 bitmap word per node: unicasts travel the 16 hops
+    between the 12 ordered pairs (4 flits each: 64); each MultiWrite tree spans 4 nodes with 3 links
+    (4 x 3 x 4 = 48);
     XTree moves 12 chunks of 2 flits (24) in 2 steps: 2 * max(2, 5) + 6 = 16 cycles."""
     code, text = _run(["bench", "relay", "--sizes", "2x2", "--kinds", "mesh", "--chunks", "1", "--payload-flits", "2",
                        "--backend", "amaranth", "--json"])
     row = json.loads(text.splitlines()[-1])
     assert code == 0
-    assert (row["unicast_flit_hops"], row["multiwrite_flit_hops"], row["xtree_flit_hops"]) == (48, 36, 24)
+    assert (row["unicast_flit_hops"], row["multiwrite_flit_hops"], row["xtree_flit_hops"]) == (64, 48, 24)
     assert (row["xtree_steps"], row["xtree_cycles"]) == (2, 16)
     assert row["multiwrite_cycles"] < row["unicast_cycles"]
 
