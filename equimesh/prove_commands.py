@@ -58,9 +58,9 @@ def cmd_prove(args) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("prove", help="formal proofs (SymbiYosys, k-induction) of the router, relay, input "
-                                     "buffer, crossbar and packet-router properties")
-    p.add_argument("--block", required=True, help="crossbar, router, input_buffer, relay, packet_router, or all")
+    p = sub.add_parser("prove", help="formal proofs (SymbiYosys, k-induction) of the schedule router's and "
+                                     "the crossbar's properties")
+    p.add_argument("--block", required=True, help="crossbar, router, or all")
     p.add_argument("--property", help="one property of the block (default: all of them)")
     p.add_argument("--kind", default="equimesh", help="topology kind (default equimesh): the routers' ports")
     p.add_argument("--rows", type=SIDE, default=4, help="rows (default 4): with --cols the packets' bitmap width")

@@ -515,6 +515,18 @@ def packet_model(nodes: int) -> str:
     return "flat" if model_kind("auto", nodes) == "flat" else "hierarchical"
 
 
+def phase_figures(fmt, copies: np.ndarray, start: int, warmup: int, measure: int) -> dict:
+    """The measurement phase's accepted load and latency from a compiled run's copy log (``copies``:
+    ``(stamp, cycle)`` rows, :func:`~equimesh.sim.traffic.copy_latency`), the traffic starting at edge ``start``."""
+
+    lat = copy_latency(fmt, copies, start, (warmup, warmup + measure))
+    arrived = copies[:, 1] - start
+    delivered = int(np.count_nonzero((arrived >= warmup) & (arrived < warmup + measure)))
+    accepted = delivered * fmt.packet_flits / (fmt.nodes * measure)
+    injected = lat["latency_copies"] * fmt.packet_flits / (fmt.nodes * measure)  # copies injected in the phase
+    return {"injected": round(injected, 5), "accepted": round(accepted, 5), **lat}
+
+
 def run_compiled(table: ForwardingTable, traffic: Traffic, payload_flits: int, workdir, *, cycles: int = 2000,
                  stall: float = 0.0, log=None, pipeline: int = DEFAULT_PIPELINE, vcd: str | None = None,
                  flit_bits: int = FLIT_BITS, phase: tuple[int, int] | None = None) -> dict:
@@ -525,7 +537,7 @@ def run_compiled(table: ForwardingTable, traffic: Traffic, payload_flits: int, w
     are the edge that took the last flit, as in :func:`simulate`. ``vcd``: a waveform of the whole run,
     the load included (FST for a ``.fst`` name), from a model built with tracing (cached apart). Latency
     (every copy's, from the harness's copy log: :func:`copy_latency`); ``phase`` = (warm-up, measurement)
-    cycles adds the measurement phase's figures (:func:`~equimesh.sim.traffic_sweep.phase_figures`)."""
+    cycles adds the measurement phase's figures (:func:`phase_figures`)."""
     from pathlib import Path
 
     from ..rtl.packet_network import PacketNetwork, TrafficTop
@@ -557,7 +569,6 @@ def run_compiled(table: ForwardingTable, traffic: Traffic, payload_flits: int, w
     r = soak_verdict(fmt, traffic, cycles=last, deadlock=deadlock, **counters)
     r.update(copy_latency(fmt, rec["copies"], t0))
     if phase is not None:  # a sweep's warm-up and measurement cycles (sim/traffic_sweep.py)
-        from .traffic_sweep import phase_figures
         r["phase"] = phase_figures(fmt, rec["copies"], t0, *phase)
     r.update({"completion": last, "simulator": "verilator", "build_seconds": round(model.build_seconds, 1),
               "cached": model.cached, "sim_seconds": round(sum(m.seconds for m in marks.values()), 3)})

@@ -21,22 +21,8 @@ first offered load whose mean latency exceeds :data:`SATURATION` times the sweep
 
 from __future__ import annotations
 
-import numpy as np
 
 SATURATION = 3.0  # mean latency above this many times the zero-load latency: the network is saturated
-
-
-def phase_figures(fmt, copies: np.ndarray, start: int, warmup: int, measure: int) -> dict:
-    """The measurement phase's accepted load and latency from a compiled run's copy log (``copies``:
-    ``(stamp, cycle)`` rows, :func:`~equimesh.sim.traffic.copy_latency`), the traffic starting at edge ``start``."""
-    from .traffic import copy_latency
-
-    lat = copy_latency(fmt, copies, start, (warmup, warmup + measure))
-    arrived = copies[:, 1] - start
-    delivered = int(np.count_nonzero((arrived >= warmup) & (arrived < warmup + measure)))
-    accepted = delivered * fmt.packet_flits / (fmt.nodes * measure)
-    injected = lat["latency_copies"] * fmt.packet_flits / (fmt.nodes * measure)  # copies injected in the phase
-    return {"injected": round(injected, 5), "accepted": round(accepted, 5), **lat}
 
 
 def saturation(rows: list[dict]) -> dict:
