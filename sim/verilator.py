@@ -118,9 +118,8 @@ def _copy_log(outs: list[str], widths: dict[str, int]) -> list[str]:
     ]
 
 
-def harness_cpp(ins: list[str], outs: list[str], widths: dict[str, int], trace: str | None) -> str:
-    """The C++ driver of one design (see module docstring and :func:`write_program`)."""
-    v = f"V{TOP}"
+def _declarations(v: str, ins: list[str], outs: list[str], widths: dict[str, int], trace: str | None) -> list[str]:
+    """The harness's includes, the port converters and the switch tables of the top's inputs and outputs."""
     lines = [
         f'#include "{v}.h"', '#include "verilated.h"',
         '#include <chrono>', '#include <cstdint>', '#include <cstdio>', '#include <cstdlib>', '#include <vector>',
@@ -144,6 +143,13 @@ def harness_cpp(ins: list[str], outs: list[str], widths: dict[str, int], trace: 
     lines += ["    } }", f"static void get_out({v}* t, int i, uint32_t* w) {{ switch (i) {{"]
     lines += [f"    case {i}: get(t->{_member(n)}, w, {words_of(widths[n])}); break;" for i, n in enumerate(outs)]
     lines += ["    } }"]
+    return lines
+
+
+def harness_cpp(ins: list[str], outs: list[str], widths: dict[str, int], trace: str | None) -> str:
+    """The C++ driver of one design (see module docstring and :func:`write_program`)."""
+    v = f"V{TOP}"
+    lines = _declarations(v, ins, outs, widths, trace)
     trace_decl = f"    Verilated{trace.capitalize() if trace == 'fst' else 'Vcd'}C* tf = nullptr;" if trace else ""
     lines += [
         "static std::vector<uint32_t> prog; static size_t pos = 0;",
