@@ -20,8 +20,8 @@ from .sim.analytic.alphabeta import LinkModel, simulate
 __all__ = ["register", "cmd_bench_alltoall", "KINDS"]
 
 KINDS = ("mesh", "equimesh", "overflow", "torus", "supermesh")
-SEED003 = {"mesh": 4, "torus": 8}   # seed 003, Section 3.6: AllToAll takes (d_max / this) M / BW
-LARGE_M = 1e12                      # bytes per node: the per-hop alpha is negligible against M / BW
+SEED003 = {"mesh": 4, "torus": 8}  # seed 003, Section 3.6: AllToAll takes (d_max / this) M / BW
+LARGE_M = 1e12  # bytes per node: the per-hop alpha is negligible against M / BW
 
 
 def _seed003(kind: str, sched, rows: int, cols: int) -> str:
@@ -47,8 +47,21 @@ def _rows(sizes, k):
             got[kind] = (s.num_steps, alltoall.lower_bound(t, k), alltoall.binding(t, k), sec, _seed003(kind, s, r, c))
         es, eb = got["equimesh"][:2]
         for kind, (steps, bound, term, sec, ab) in got.items():
-            rows.append([kind, f"{r}x{c}", k, steps, bound, term, f"{bound / steps:.3f}",
-                         f"{steps / es:.3f}", f"{bound / eb:.3f}", ab, f"{sec:.2f}"])
+            rows.append(
+                [
+                    kind,
+                    f"{r}x{c}",
+                    k,
+                    steps,
+                    bound,
+                    term,
+                    f"{bound / steps:.3f}",
+                    f"{steps / es:.3f}",
+                    f"{bound / eb:.3f}",
+                    ab,
+                    f"{sec:.2f}",
+                ]
+            )
     return rows
 
 
@@ -61,10 +74,25 @@ def cmd_bench_alltoall(args) -> int:
         raise UsageError("--sizes names no size")
     if args.chunks < 1:
         raise UsageError(f"--chunks must be >= 1 (got {args.chunks})")
-    head = ["topology", "size", "K", "steps", "bound", "binding term", "efficiency", "steps / EquiMesh",
-            "bound / EquiMesh", "alpha-beta / seed 003", "synthesis s"]
-    lines = [f"equimesh bench alltoall --sizes {args.sizes} --chunks {args.chunks} (relay schedules, links only)", "",
-             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    head = [
+        "topology",
+        "size",
+        "K",
+        "steps",
+        "bound",
+        "binding term",
+        "efficiency",
+        "steps / EquiMesh",
+        "bound / EquiMesh",
+        "alpha-beta / seed 003",
+        "synthesis s",
+    ]
+    lines = [
+        f"equimesh bench alltoall --sizes {args.sizes} --chunks {args.chunks} (relay schedules, links only)",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+    ]
     for row in _rows(sizes, args.chunks):
         lines.append("| " + " | ".join(str(x) for x in row) + " |")
     text = "\n".join(lines) + "\n"
@@ -77,7 +105,7 @@ def cmd_bench_alltoall(args) -> int:
 
 
 def register(sub, bench) -> None:
-    del sub   # this module adds a benchmark only
+    del sub  # this module adds a benchmark only
     p = bench.add_parser("alltoall", help="AllToAll cut-bound table: steps, bound, binding term, ratio to EquiMesh")
     p.add_argument("--sizes", default="8x8,16x16", help="comma-separated RxC (default 8x8,16x16)")
     p.add_argument("--chunks", type=int, default=1, help="chunks per (source, destination) pair K (default 1)")

@@ -15,12 +15,33 @@ from .schedules.routing import load as load_table
 from .schedules.synth import synthesize
 from .schedules.topology import KINDS, MAX_SIDE, TopologyError, build, parse_ring_dirs, parse_sizes
 
+__all__ = [
+    "CHUNKS",
+    "CHUNK_FLITS",
+    "COLLECTIVES",
+    "PAYLOAD_FLITS",
+    "SIDE",
+    "add_pipeline_arg",
+    "add_run_args",
+    "add_topology_args",
+    "count",
+    "count_list",
+    "items",
+    "load_image",
+    "seconds",
+    "size_list",
+    "table_from_args",
+    "topology_from_args",
+    "writable",
+]
+
 COLLECTIVES = ("allgather", "reducescatter", "allreduce")
 
 
 def count(lo: int, hi: int):
     """An argparse ``type``: an integer in ``lo..hi``; anything else is the parser's one-line error
     ("argument --chunks: must be 1..16777216 (got 0)"), never a value that later exhausts memory."""
+
     def integer(text: str) -> int:
         try:
             value = int(text)
@@ -29,6 +50,7 @@ def count(lo: int, hi: int):
         if not lo <= value <= hi:
             raise argparse.ArgumentTypeError(f"must be {lo}..{hi} (got {value})")
         return value
+
     return integer
 
 
@@ -74,27 +96,34 @@ def size_list(text: str, option: str = "--sizes") -> list[tuple[int, int]]:
         raise UsageError(str(e)) from None
 
 
-SIDE = count(2, MAX_SIDE)                         # --rows, --cols: a topology side
-CHUNKS = count(1, schedfile.MAX_CHUNKS)           # --chunks: K, as in a schedule file
-CHUNK_FLITS = count(1, MAX_CHUNK_FLITS)           # --chunk-flits: F
-PAYLOAD_FLITS = count(1, MAX_PAYLOAD_FLITS)       # --payload-flits: a packet's payload
+SIDE = count(2, MAX_SIDE)  # --rows, --cols: a topology side
+CHUNKS = count(1, schedfile.MAX_CHUNKS)  # --chunks: K, as in a schedule file
+CHUNK_FLITS = count(1, MAX_CHUNK_FLITS)  # --chunk-flits: F
+PAYLOAD_FLITS = count(1, MAX_PAYLOAD_FLITS)  # --payload-flits: a packet's payload
 
 
 def add_topology_args(p) -> None:
     p.add_argument("--kind", default="equimesh", help=f"topology kind: {', '.join(KINDS)} (default equimesh)")
     p.add_argument("--rows", type=SIDE, default=4, help=f"mesh rows R, 2..{MAX_SIDE} (default 4)")
     p.add_argument("--cols", type=SIDE, default=4, help=f"mesh columns C, 2..{MAX_SIDE} (default 4)")
-    p.add_argument("--ring-dirs", default=None,
-                   help="EquiMesh ring directions (Algorithm 1's anticlockwise flag per edge): 'default' (cccc, "
-                        "or at a few sizes without a Hamiltonian decomposition the choice with the shortest K=4 "
-                        "AllGather, schedules/data/ring_dirs.json), or four letters a/c for top,bottom,left,right; "
-                        "`schedule` also takes 'auto' (search all 16 now)")
+    p.add_argument(
+        "--ring-dirs",
+        default=None,
+        help="EquiMesh ring directions (Algorithm 1's anticlockwise flag per edge): 'default' (cccc, "
+        "or at a few sizes without a Hamiltonian decomposition the choice with the shortest K=4 "
+        "AllGather, schedules/data/ring_dirs.json), or four letters a/c for top,bottom,left,right; "
+        "`schedule` also takes 'auto' (search all 16 now)",
+    )
 
 
 def topology_from_args(args, ring_dirs: str | None = None):
     try:
-        return build(args.kind, args.rows, args.cols,
-                     ring_dirs=parse_ring_dirs(ring_dirs if ring_dirs is not None else args.ring_dirs))
+        return build(
+            args.kind,
+            args.rows,
+            args.cols,
+            ring_dirs=parse_ring_dirs(ring_dirs if ring_dirs is not None else args.ring_dirs),
+        )
     except TopologyError as e:
         raise UsageError(str(e)) from None
 
@@ -108,8 +137,10 @@ def load_image(args):
         except schedfile.ScheduleFileError as e:
             raise InputError(str(e)) from None
         if sched.overlapped:
-            raise InputError(f"{args.schedule}: an overlapped AllReduce (format version 2) cannot run on the RTL: "
-                             "the schedule tables run ReduceScatter and AllGather as phases")
+            raise InputError(
+                f"{args.schedule}: an overlapped AllReduce (format version 2) cannot run on the RTL: "
+                "the schedule tables run ReduceScatter and AllGather as phases"
+            )
         if args.collective is not None and args.collective != sched.collective:
             raise InputError(f"{args.schedule}: the schedule is {sched.collective}, not {args.collective}")
     else:
@@ -125,19 +156,27 @@ def add_pipeline_arg(p) -> None:
     """``--pipeline``: the routers' pipeline depth (rtl/router.py; docs/rtl.md "Timing")."""
     from .rtl.timing import DEFAULT_PIPELINE, PIPELINES
 
-    p.add_argument("--pipeline", type=int, choices=PIPELINES, default=DEFAULT_PIPELINE,
-                   help=f"router pipeline depth: 0 = memory reads and relay decisions in the switch's cycle, "
-                        f"1 = registered table, lane, packet route and grant (clock up; schedules take "
-                        f"steps x max(F, 4) + 5 cycles, packets 4 more cycles per hop), 2 = also the lane writes "
-                        f"registered (for large lanes; steps x max(F, 5) + 6 cycles); default {DEFAULT_PIPELINE}")
+    p.add_argument(
+        "--pipeline",
+        type=int,
+        choices=PIPELINES,
+        default=DEFAULT_PIPELINE,
+        help=f"router pipeline depth: 0 = memory reads and relay decisions in the switch's cycle, "
+        f"1 = registered table, lane, packet route and grant (clock up; schedules take "
+        f"steps x max(F, 4) + 5 cycles, packets 4 more cycles per hop), 2 = also the lane writes "
+        f"registered (for large lanes; steps x max(F, 5) + 6 cycles); default {DEFAULT_PIPELINE}",
+    )
 
 
 def add_run_args(p, collective_default: str | None) -> None:
     add_topology_args(p)
     p.add_argument("--chunks", type=CHUNKS, default=4, help="chunks per shard K >= 1 (default 4)")
-    p.add_argument("--chunk-flits", type=CHUNK_FLITS, default=16, help=f"flits per chunk F, 1..{MAX_CHUNK_FLITS} (default 16)")
-    p.add_argument("--collective", choices=COLLECTIVES, default=collective_default,
-                   help="collective to run (default allgather)")
+    p.add_argument(
+        "--chunk-flits", type=CHUNK_FLITS, default=16, help=f"flits per chunk F, 1..{MAX_CHUNK_FLITS} (default 16)"
+    )
+    p.add_argument(
+        "--collective", choices=COLLECTIVES, default=collective_default, help="collective to run (default allgather)"
+    )
 
 
 def table_from_args(args, topo):

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from .errors import InputError, UsageError, writing
 
+__all__ = ["RESULTS", "cmd_bench_all", "main", "make_parser"]
+
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # argparse's usage errors: one line, exit 2
@@ -16,10 +18,14 @@ class _Parser(argparse.ArgumentParser):
 
 
 def make_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="equimesh", description="EquiMesh / XTree collective networks: topologies, schedules, RTL, simulation.")
+    p = _Parser(
+        prog="equimesh", description="EquiMesh / XTree collective networks: topologies, schedules, RTL, simulation."
+    )
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    bench = sub.add_parser("bench", help="benchmarks: print their tables and save them under bench/ "
-                                         "(schedules, optimal, rtl, eval, relay, modes)")
+    bench = sub.add_parser(
+        "bench",
+        help="benchmarks: print their tables and save them under bench/ (schedules, optimal, rtl, eval, relay, modes)",
+    )
     benches = bench.add_subparsers(dest="bench", required=True, parser_class=_Parser)
     # each command module adds its own subcommands, and its benchmarks under `bench`
     from . import (
@@ -38,10 +44,19 @@ def make_parser() -> argparse.ArgumentParser:
         sweep_commands,
         traffic_commands,
     )
+
     for module in (commands, eval_commands, rtl_commands, traffic_commands, alltoall_commands, sweep_commands):
         module.register(sub, benches)
-    for module in (packet_commands, optree_commands, supermesh_commands, llm_commands, fpga_commands, search_commands,
-                   prove_commands, paper_commands):
+    for module in (
+        packet_commands,
+        optree_commands,
+        supermesh_commands,
+        llm_commands,
+        fpga_commands,
+        search_commands,
+        prove_commands,
+        paper_commands,
+    ):
         module.register(sub)
     q = benches.add_parser("all", help="run the results plan (RESULTS) and write its tables as one Markdown page")
     q.add_argument("--markdown", default="docs/results.md", help="the page to write (default docs/results.md)")
@@ -53,12 +68,46 @@ _EVERY_SIZE = ",".join(f"{r}x{c}" for r in range(2, 17) for c in range(2, 17)) +
 # The results plan of `equimesh bench all` (`make results`): the benchmark runs behind docs/results.md,
 # each a title and the command's arguments.
 RESULTS = (
-    ("Lane-rule AllGather at every size 2..16 and 32x32, K = 4 and 8",
-     ["bench", "schedules", "--kinds", "equimesh", "--sizes", _EVERY_SIZE, "--chunks", "4,8", "--algorithms", "auto",
-      "--lanes", "--summary", "--out", "bench/schedules-allgather.md"]),
-    ("Lane-rule AllReduce at every size 2..16 and 32x32, K = 4 and 8",
-     ["bench", "schedules", "--kinds", "equimesh", "--sizes", _EVERY_SIZE, "--chunks", "4,8", "--algorithms", "auto",
-      "--lanes", "--summary", "--collective", "allreduce", "--out", "bench/schedules-allreduce.md"]),
+    (
+        "Lane-rule AllGather at every size 2..16 and 32x32, K = 4 and 8",
+        [
+            "bench",
+            "schedules",
+            "--kinds",
+            "equimesh",
+            "--sizes",
+            _EVERY_SIZE,
+            "--chunks",
+            "4,8",
+            "--algorithms",
+            "auto",
+            "--lanes",
+            "--summary",
+            "--out",
+            "bench/schedules-allgather.md",
+        ],
+    ),
+    (
+        "Lane-rule AllReduce at every size 2..16 and 32x32, K = 4 and 8",
+        [
+            "bench",
+            "schedules",
+            "--kinds",
+            "equimesh",
+            "--sizes",
+            _EVERY_SIZE,
+            "--chunks",
+            "4,8",
+            "--algorithms",
+            "auto",
+            "--lanes",
+            "--summary",
+            "--collective",
+            "allreduce",
+            "--out",
+            "bench/schedules-allreduce.md",
+        ],
+    ),
     ("Schedule methods per topology", ["bench", "schedules"]),
     ("XTree against the proven optimum", ["bench", "optimal"]),
     ("RTL simulation speed", ["bench", "rtl"]),
@@ -76,10 +125,12 @@ def cmd_bench_all(args) -> int:
     import platform
     import time
 
-    parts = [f"# Measured results\n\nWritten by `equimesh bench all --markdown {args.markdown}` (`make results`) on "
-             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.machine()}, {os.cpu_count()} cores, "
-             f"Python {platform.python_version()}. Every table below was measured in that run; timings are of "
-             f"this machine under its load at the time, so compare ratios within a table.\n"]
+    parts = [
+        f"# Measured results\n\nWritten by `equimesh bench all --markdown {args.markdown}` (`make results`) on "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}. Every table below was measured in that run; timings are of "
+        f"this machine under its load at the time, so compare ratios within a table.\n"
+    ]
     with writing(args.markdown):
         Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
     failed = 0
@@ -91,9 +142,11 @@ def cmd_bench_all(args) -> int:
             code = main(argv)
         failed += code != 0
         command = "equimesh " + " ".join(a if len(a) < 60 else "SIZES" for a in argv)
-        parts.append(f"## {title}\n\n`{command}` (exit {code}, {time.perf_counter() - t0:.0f} s"
-                     + (", SIZES = every R x C with 2 <= R, C <= 16, and 32x32" if "SIZES" in command else "")
-                     + f")\n\n{out.getvalue().strip()}\n")
+        parts.append(
+            f"## {title}\n\n`{command}` (exit {code}, {time.perf_counter() - t0:.0f} s"
+            + (", SIZES = every R x C with 2 <= R, C <= 16, and 32x32" if "SIZES" in command else "")
+            + f")\n\n{out.getvalue().strip()}\n"
+        )
     with writing(args.markdown):
         Path(args.markdown).write_text("\n".join(parts))
     print(f"wrote {args.markdown}", file=sys.stderr)

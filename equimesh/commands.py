@@ -11,12 +11,29 @@ from .args import CHUNKS, SIDE, add_topology_args, count_list, items, size_list,
 from .errors import InputError, UsageError, writing
 from .progress import Progress
 from .schedules import schedule as schedfile
+from .schedules.alltoall import skewed_counts
 from .schedules.schedule import lower_bound, schedule_bound
 from .schedules.storage import check_storage
-from .schedules.alltoall import skewed_counts
 from .schedules.synth import ALGORITHMS, SynthesisError, synthesize
 from .schedules.topology import KINDS, RING_DIRS_CHOICES, build, format_ring_dirs
 from .schedules.verify import ScheduleInvalid, verify
+
+__all__ = [
+    "BENCH_ALGORITHMS",
+    "BENCH_KINDS",
+    "BENCH_SIZES",
+    "LANE_AWARE",
+    "cmd_bench_optimal",
+    "cmd_bench_schedules",
+    "cmd_demo",
+    "cmd_schedule",
+    "cmd_topology",
+    "cmd_verify",
+    "register",
+    "register_bench",
+    "register_bench_optimal",
+    "register_demo",
+]
 
 
 def cmd_topology(args) -> int:
@@ -26,7 +43,9 @@ def cmd_topology(args) -> int:
         print(json.dumps(s, indent=2))
         return 0
     print(f"{t.name}: {s['nodes']} nodes, {s['links']} links, diameter {s['diameter']}")
-    print(f"  in-degree {s['in_degree']['min']}..{s['in_degree']['max']}, out-degree {s['out_degree']['min']}..{s['out_degree']['max']}")
+    print(
+        f"  in-degree {s['in_degree']['min']}..{s['in_degree']['max']}, out-degree {s['out_degree']['min']}..{s['out_degree']['max']}"
+    )
     print("  routers by port count (incl. L): " + ", ".join(f"{p}-port x{c}" for p, c in s["routers_by_ports"].items()))
     print(f"  crossbar crosspoints (sum P^2): {s['crosspoints']}")
     if "ring_dirs" in s:
@@ -48,14 +67,23 @@ def _skew(text: str, nodes: int) -> tuple[int, int]:
 def _synthesize(args, t, progress):
     if args.overlap:
         from .schedules.synth import overlap
+
         return overlap(t, args.chunks, "allreduce", args.algorithm)
     chunks, counts = args.chunks, None
     if args.skew:
         hot, factor = _skew(args.skew, t.nodes)
         chunks, counts = args.chunks * factor, skewed_counts(t.nodes, t.cols, args.chunks, hot, factor)
     try:
-        return synthesize(t, chunks, args.collective, args.algorithm, lanes=args.storage == "lanes",
-                          time_limit=args.time_limit, progress=progress, counts=counts)
+        return synthesize(
+            t,
+            chunks,
+            args.collective,
+            args.algorithm,
+            lanes=args.storage == "lanes",
+            time_limit=args.time_limit,
+            progress=progress,
+            counts=counts,
+        )
     except SynthesisError as e:
         raise InputError(str(e)) from None
 
@@ -69,6 +97,7 @@ def cmd_schedule(args) -> int:
         raise UsageError(f"--time-limit must be > 0 (got {args.time_limit})")
     if args.overlap:
         from .schedules.methods.overlap import TREE_ALGORITHMS
+
         if args.algorithm == "auto":  # the overlapped schedule reschedules MirrorXTree's trees by default
             args.algorithm = "mirrorxtree"
         if args.collective != "allreduce":
@@ -76,14 +105,16 @@ def cmd_schedule(args) -> int:
         if args.algorithm not in TREE_ALGORITHMS:
             raise UsageError(f"--overlap reschedules the trees of {', '.join(TREE_ALGORITHMS)}, not {args.algorithm}")
         if args.storage == "lanes":
-            raise UsageError("--overlap schedules do not model the storage lanes (the RTL cannot run them yet); "
-                             "use --storage none")
+            raise UsageError(
+                "--overlap schedules do not model the storage lanes (the RTL cannot run them yet); use --storage none"
+            )
         args.storage = "none"
     if args.skew and args.collective != "alltoall":
         raise UsageError("--skew applies to --collective alltoall only")
     if args.collective == "alltoall" and args.storage == "lanes":
-        raise UsageError("AllToAll schedules do not model the storage lanes yet (the RTL cannot run them); "
-                         "use --storage none")
+        raise UsageError(
+            "AllToAll schedules do not model the storage lanes yet (the RTL cannot run them); use --storage none"
+        )
     if args.storage is None and args.collective == "alltoall":
         args.storage = "none"
     if args.storage is None:
@@ -95,7 +126,7 @@ def cmd_schedule(args) -> int:
     progress = Progress(f"{args.algorithm} {args.kind} {args.rows}x{args.cols}")
     t0 = time.perf_counter()
     sched = None
-    for dirs in choices:       # cccc first; a schedule at the bound ends the search
+    for dirs in choices:  # cccc first; a schedule at the bound ends the search
         t = topology_from_args(args, dirs)
         try:
             cand = _synthesize(args, t, progress)
@@ -116,15 +147,26 @@ def cmd_schedule(args) -> int:
     phases = []
     for ph in [] if sched.overlapped else sched.phases:
         b = lower_bound(t, args.chunks, ph.collective)
-        phases.append({"collective": ph.collective, "steps": ph.num_steps, "bound": b,
-                       "efficiency": round(b / ph.num_steps, 4)})
+        phases.append(
+            {"collective": ph.collective, "steps": ph.num_steps, "bound": b, "efficiency": round(b / ph.num_steps, 4)}
+        )
     bound = schedule_bound(sched)
-    out = {"topology": t.name, "kind": t.kind, "rows": t.rows, "cols": t.cols, "chunks": sched.chunks,
-           "collective": args.collective, "algorithm": args.algorithm, "method": sched.meta["method"],
-           "storage": args.storage,
-           "steps": sched.num_steps, "bound": bound,
-           "efficiency": round(bound / sched.num_steps, 4), "seconds": round(seconds, 3),
-           "overlapped": sched.overlapped}
+    out = {
+        "topology": t.name,
+        "kind": t.kind,
+        "rows": t.rows,
+        "cols": t.cols,
+        "chunks": sched.chunks,
+        "collective": args.collective,
+        "algorithm": args.algorithm,
+        "method": sched.meta["method"],
+        "storage": args.storage,
+        "steps": sched.num_steps,
+        "bound": bound,
+        "efficiency": round(bound / sched.num_steps, 4),
+        "seconds": round(seconds, 3),
+        "overlapped": sched.overlapped,
+    }
     if t.ring_dirs is not None:
         out["ring_dirs"] = format_ring_dirs(t.ring_dirs)
     for key in ("proven_optimal", "proven_lower"):
@@ -140,11 +182,16 @@ def cmd_schedule(args) -> int:
         print(json.dumps(out, indent=2))
     else:
         skew = f" (skew {args.skew})" if args.skew else ""
-        print(f"{args.algorithm} ({out['method']}) {args.collective} on {t.name}, K={sched.chunks}{skew}: {out['steps']} steps, "
-              f"bound {bound}, efficiency {out['efficiency']:.3f}, {seconds:.2f} s")
+        print(
+            f"{args.algorithm} ({out['method']}) {args.collective} on {t.name}, K={sched.chunks}{skew}: {out['steps']} steps, "
+            f"bound {bound}, efficiency {out['efficiency']:.3f}, {seconds:.2f} s"
+        )
         if "proven_optimal" in out:
-            print("proven optimal" if out["proven_optimal"] else
-                  f"not proven optimal: the time limit was hit; proven lower limit {out['proven_lower']} steps")
+            print(
+                "proven optimal"
+                if out["proven_optimal"]
+                else f"not proven optimal: the time limit was hit; proven lower limit {out['proven_lower']} steps"
+            )
     return 0
 
 
@@ -154,8 +201,10 @@ def cmd_verify(args) -> int:
         verify(sched)
     except (schedfile.ScheduleFileError, ScheduleInvalid) as e:
         raise InputError(str(e)) from None
-    print(f"{args.file}: valid {sched.collective} ({sched.algorithm}) on {sched.topology.name}, "
-          f"K={sched.chunks}, {sched.num_steps} steps")
+    print(
+        f"{args.file}: valid {sched.collective} ({sched.algorithm}) on {sched.topology.name}, "
+        f"K={sched.chunks}, {sched.num_steps} steps"
+    )
     return 0
 
 
@@ -168,25 +217,40 @@ def register(sub, bench) -> None:
     p = sub.add_parser("schedule", help="synthesize a collective schedule")
     add_topology_args(p)
     p.add_argument("--chunks", type=CHUNKS, default=4, help="chunks per shard K >= 1 (default 4)")
-    p.add_argument("--algorithm", default="auto", choices=ALGORITHMS,
-                   help="auto (default: the best valid method, named in the output as 'method'), ring "
-                        "(ring-pipelined on 4 Hamiltonian cycles, EquiMesh, K = 4m), split (3 Hamiltonian cycles and a "
-                        "2-cycle, N - 1 (the bound) or N steps per 4 chunks, stored EquiMesh sizes), xtree-paper "
-                        "(Algorithm 2 as printed), xtree-matching (equimesh's variant of Algorithm 2; old name "
-                        "xtree), mirrorxtree (Algorithm 3 on xtree-matching), multitree, ring2d, "
-                        "optimal (exact ILP, small sizes)")
+    p.add_argument(
+        "--algorithm",
+        default="auto",
+        choices=ALGORITHMS,
+        help="auto (default: the best valid method, named in the output as 'method'), ring "
+        "(ring-pipelined on 4 Hamiltonian cycles, EquiMesh, K = 4m), split (3 Hamiltonian cycles and a "
+        "2-cycle, N - 1 (the bound) or N steps per 4 chunks, stored EquiMesh sizes), xtree-paper "
+        "(Algorithm 2 as printed), xtree-matching (equimesh's variant of Algorithm 2; old name "
+        "xtree), mirrorxtree (Algorithm 3 on xtree-matching), multitree, ring2d, "
+        "optimal (exact ILP, small sizes)",
+    )
     p.add_argument("--collective", default="allgather", choices=["allgather", "reducescatter", "allreduce", "alltoall"])
-    p.add_argument("--storage", default=None, choices=["lanes", "none"],
-                   help="lanes: honour the RTL node storage (one chunk per lane per step) so `equimesh simulate` "
-                        "can run it; none: links only. Default: lanes for auto, ring, xtree, mirrorxtree and optimal; "
-                        "none for the baselines, which do not model lanes")
+    p.add_argument(
+        "--storage",
+        default=None,
+        choices=["lanes", "none"],
+        help="lanes: honour the RTL node storage (one chunk per lane per step) so `equimesh simulate` "
+        "can run it; none: links only. Default: lanes for auto, ring, xtree, mirrorxtree and optimal; "
+        "none for the baselines, which do not model lanes",
+    )
     p.add_argument("--time-limit", type=float, default=60.0, help="seconds for --algorithm optimal (default 60)")
-    p.add_argument("--skew", default=None, metavar="HOT:FACTOR",
-                   help="AllToAll only: HOT destinations spread over the node ids (seed 003's hot experts) receive "
-                        "FACTOR x K chunks from every source, the others K (file key 'counts', docs/alltoall.md)")
-    p.add_argument("--overlap", action="store_true",
-                   help="AllReduce only: overlap ReduceScatter and AllGather of different chunks in one step list "
-                        "(format version 2; schedules/methods/overlap.py); links only (--storage none)")
+    p.add_argument(
+        "--skew",
+        default=None,
+        metavar="HOT:FACTOR",
+        help="AllToAll only: HOT destinations spread over the node ids (seed 003's hot experts) receive "
+        "FACTOR x K chunks from every source, the others K (file key 'counts', docs/alltoall.md)",
+    )
+    p.add_argument(
+        "--overlap",
+        action="store_true",
+        help="AllReduce only: overlap ReduceScatter and AllGather of different chunks in one step list "
+        "(format version 2; schedules/methods/overlap.py); links only (--storage none)",
+    )
     p.add_argument("--out", help="write the schedule JSON here")
     p.add_argument("--json", action="store_true", help="machine-readable summary")
     p.set_defaults(func=cmd_schedule)
@@ -208,8 +272,12 @@ class _Table:
 
     def __init__(self, title: str, columns: list[str], show: bool = True):
         self.show = show
-        self.lines = [f"# {title} ({time.strftime('%Y-%m-%d')})", "",
-                      "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+        self.lines = [
+            f"# {title} ({time.strftime('%Y-%m-%d')})",
+            "",
+            "| " + " | ".join(columns) + " |",
+            "|" + "---|" * len(columns),
+        ]
         self._print(self.lines)
 
     def _print(self, lines: list[str]) -> None:
@@ -243,10 +311,16 @@ def cmd_bench_schedules(args) -> int:
             raise UsageError(f"bench schedules runs {', '.join(BENCH_ALGORITHMS)} (got {a!r})")
     import os
     import platform
-    title = (f"equimesh bench schedules: {platform.machine()}, {os.cpu_count()} cores, "
-             f"Python {platform.python_version()}, {args.collective}")
-    table = _Table(title, ["topology", "size", "K", "algorithm", "method", "storage", "steps", "bound", "efficiency",
-                           "seconds"], show=not args.summary)
+
+    title = (
+        f"equimesh bench schedules: {platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}, {args.collective}"
+    )
+    table = _Table(
+        title,
+        ["topology", "size", "K", "algorithm", "method", "storage", "steps", "bound", "efficiency", "seconds"],
+        show=not args.summary,
+    )
     groups: dict[tuple, list[tuple[int, int, float]]] = {}
     for r, c in sizes:
         for kind in kinds:
@@ -269,14 +343,33 @@ def cmd_bench_schedules(args) -> int:
                         if st == "lanes":
                             check_storage(s)
                         b = lower_bound(t, k, args.collective)
-                        table.row(kind, f"{r}x{c}", k, a, s.meta["method"], st, s.num_steps, b,
-                                  f"{b / s.num_steps:.3f}", f"{sec:.2f}")
+                        table.row(
+                            kind,
+                            f"{r}x{c}",
+                            k,
+                            a,
+                            s.meta["method"],
+                            st,
+                            s.num_steps,
+                            b,
+                            f"{b / s.num_steps:.3f}",
+                            f"{sec:.2f}",
+                        )
                         groups.setdefault((kind, k, a, st), []).append((s.num_steps, b, sec))
-    summary = _Table(f"{title}, summary of {len(sizes)} sizes", ["topology", "K", "algorithm", "storage",
-                     "sizes at the bound", "lowest efficiency", "slowest seconds"])
+    summary = _Table(
+        f"{title}, summary of {len(sizes)} sizes",
+        ["topology", "K", "algorithm", "storage", "sizes at the bound", "lowest efficiency", "slowest seconds"],
+    )
     for (kind, k, a, st), runs in groups.items():
-        summary.row(kind, k, a, st, f"{sum(steps == b for steps, b, _ in runs)}/{len(runs)}",
-                    f"{min(b / steps for steps, b, _ in runs):.3f}", f"{max(sec for _, _, sec in runs):.2f}")
+        summary.row(
+            kind,
+            k,
+            a,
+            st,
+            f"{sum(steps == b for steps, b, _ in runs)}/{len(runs)}",
+            f"{min(b / steps for steps, b, _ in runs):.3f}",
+            f"{max(sec for _, _, sec in runs):.2f}",
+        )
     _save_table((table.lines if not args.summary else []) + [""] + summary.lines, args.out)
     return 0
 
@@ -291,11 +384,17 @@ def register_bench(sub) -> None:
     p.add_argument("--chunks", default="1,4", help="comma-separated K values")
     p.add_argument("--algorithms", default="xtree,multitree", help="comma-separated: " + ", ".join(BENCH_ALGORITHMS))
     p.add_argument("--collective", default="allgather", choices=["allgather", "reducescatter", "allreduce"])
-    p.add_argument("--summary", action="store_true", help="print and save only the summary per topology, K, "
-                                                           "algorithm and storage (for sweeps over many sizes)")
-    p.add_argument("--lanes", action="store_true",
-                   help="also run the lane-rule schedules of auto, ring and xtree (sizes up to 256 nodes; "
-                        "auto then runs with lanes only)")
+    p.add_argument(
+        "--summary",
+        action="store_true",
+        help="print and save only the summary per topology, K, algorithm and storage (for sweeps over many sizes)",
+    )
+    p.add_argument(
+        "--lanes",
+        action="store_true",
+        help="also run the lane-rule schedules of auto, ring and xtree (sizes up to 256 nodes; "
+        "auto then runs with lanes only)",
+    )
     p.add_argument("--out", default="bench/schedules.md", help="save the table here (default bench/schedules.md)")
     p.set_defaults(func=cmd_bench_schedules)
 
@@ -305,13 +404,15 @@ def cmd_bench_optimal(args) -> int:
     from .schedules.methods.cpsat import exact
     from .schedules.methods.optimal import optimal
     from .schedules.methods.xtree import xtree
+
     sizes, chunks = size_list(args.sizes), count_list(args.chunks, "--chunks")
     if not 0 < args.time_limit < float("inf"):
         raise UsageError(f"--time-limit must be > 0 (got {args.time_limit})")
     lanes = args.storage == "lanes"
-    table = _Table(f"equimesh bench optimal: {args.solver}, storage {args.storage}, time limit "
-                   f"{args.time_limit:g} s per size",
-                   ["topology", "size", "K", "bound", "optimum", "XTree", "XTree gap", "solver seconds"])
+    table = _Table(
+        f"equimesh bench optimal: {args.solver}, storage {args.storage}, time limit {args.time_limit:g} s per size",
+        ["topology", "size", "K", "bound", "optimum", "XTree", "XTree gap", "solver seconds"],
+    )
     for r, c in sizes:
         t = build(args.kind, r, c)
         for k in chunks:
@@ -338,8 +439,12 @@ def register_bench_optimal(sub) -> None:
     p.add_argument("--sizes", default="2x3,3x3,3x4,4x4,4x5,5x5")
     p.add_argument("--chunks", default="1")
     p.add_argument("--storage", default="none", choices=["none", "lanes"])
-    p.add_argument("--solver", default="highs", choices=["highs", "cpsat"],
-                   help="highs: the time-expanded ILP (optimal.py); cpsat: the CP-SAT model (cpsat.py)")
+    p.add_argument(
+        "--solver",
+        default="highs",
+        choices=["highs", "cpsat"],
+        help="highs: the time-expanded ILP (optimal.py); cpsat: the CP-SAT model (cpsat.py)",
+    )
     p.add_argument("--time-limit", type=float, default=120.0, help="seconds per size (default 120)")
     p.add_argument("--out", default="bench/optimal.md")
     p.set_defaults(func=cmd_bench_optimal)
@@ -351,10 +456,14 @@ def cmd_demo(args) -> int:
     with writing(out):
         out.mkdir(parents=True, exist_ok=True)
     k = args.chunks
-    print(f"AllGather, ReduceScatter, AllReduce by the best valid method (auto), {args.rows}x{args.cols}, K={k}, "
-          "every schedule verified (storage: lanes = executable by the RTL; none = links only)\n")
-    head = (f"{'topology':<10} {'routers (ports x count)':<24} {'xpoints':>7} {'links':>5} {'D':>3} "
-            f"{'collective':<14} {'storage':<7} {'method':<7} {'steps':>5} {'bound':>5} {'eff':>6}")
+    print(
+        f"AllGather, ReduceScatter, AllReduce by the best valid method (auto), {args.rows}x{args.cols}, K={k}, "
+        "every schedule verified (storage: lanes = executable by the RTL; none = links only)\n"
+    )
+    head = (
+        f"{'topology':<10} {'routers (ports x count)':<24} {'xpoints':>7} {'links':>5} {'D':>3} "
+        f"{'collective':<14} {'storage':<7} {'method':<7} {'steps':>5} {'bound':>5} {'eff':>6}"
+    )
     print(head)
     print("-" * len(head))
     for kind in ("mesh", "equimesh", "overflow"):
@@ -370,14 +479,18 @@ def cmd_demo(args) -> int:
                     with writing(out):
                         sched.save(out / f"{kind}_{args.rows}x{args.cols}_{coll}_k{k}.json")
                 b = lower_bound(t, k, coll)
-                print(f"{kind:<10} {routers:<24} {s['crosspoints']:>7} {s['links']:>5} {s['diameter']:>3} "
-                      f"{coll:<14} {storage:<7} {sched.meta['method']:<7} {sched.num_steps:>5} {b:>5} {b / sched.num_steps:>6.3f}")
+                print(
+                    f"{kind:<10} {routers:<24} {s['crosspoints']:>7} {s['links']:>5} {s['diameter']:>3} "
+                    f"{coll:<14} {storage:<7} {sched.meta['method']:<7} {sched.num_steps:>5} {b:>5} {b / sched.num_steps:>6.3f}"
+                )
     print(f"\nschedule files (lanes) written to {out}/")
     return 0
 
 
 def register_demo(sub) -> None:
-    p = sub.add_parser("demo", help="synthesize and verify the best schedules on mesh, EquiMesh and overflow; print the table")
+    p = sub.add_parser(
+        "demo", help="synthesize and verify the best schedules on mesh, EquiMesh and overflow; print the table"
+    )
     p.add_argument("--rows", type=SIDE, default=4)
     p.add_argument("--cols", type=SIDE, default=4)
     p.add_argument("--chunks", type=CHUNKS, default=4)

@@ -2,6 +2,8 @@
 
 from contextlib import contextmanager
 
+__all__ = ["InputError", "UsageError", "writing"]
+
 
 class UsageError(Exception):
     """Bad command-line input (sizes, unknown kinds, options): exit code 2."""

@@ -26,11 +26,16 @@ from .sim.analytic.evaluate import (
     to_json,
 )
 
+__all__ = ["add_model_args", "cmd_bench_eval", "cmd_evaluate", "cmd_report", "register"]
+
 
 def _algorithms(text: str | None, failures: bool, collective: str | None = None) -> list[str]:
     if text is None:
-        names = [n for n, a in ALGORITHMS.items() if (a.topology_agnostic or not failures)
-                 and (collective is None or collective in a.collectives)]
+        names = [
+            n
+            for n, a in ALGORITHMS.items()
+            if (a.topology_agnostic or not failures) and (collective is None or collective in a.collectives)
+        ]
     else:
         names = items(text, "--algorithms")
     for n in names:
@@ -40,9 +45,12 @@ def _algorithms(text: str | None, failures: bool, collective: str | None = None)
         if collective is not None and collective not in a.collectives:
             raise UsageError(f"algorithm {n!r} schedules {', '.join(a.collectives)} only, not {collective}")
         if failures and not a.topology_agnostic:
-            raise UsageError(f"algorithm {n!r} has a fixed structure and cannot be resynthesized on a "
-                             "degraded topology; use a topology-agnostic one ("
-                             + ", ".join(k for k, v in ALGORITHMS.items() if v.topology_agnostic) + ")")
+            raise UsageError(
+                f"algorithm {n!r} has a fixed structure and cannot be resynthesized on a "
+                "degraded topology; use a topology-agnostic one ("
+                + ", ".join(k for k, v in ALGORITHMS.items() if v.topology_agnostic)
+                + ")"
+            )
     return names
 
 
@@ -102,12 +110,19 @@ def _failures(args, names, curves, sizes, model, ks) -> list[dict]:
             raise UsageError(str(e)) from None
         except Disconnected as e:
             raise InputError(f"{name}: {e}") from None
-        c = run_curve(ALGORITHMS[name], deg, args.collective, sizes, ks or ALGORITHMS[name].chunk_counts, model,
-                      args.link_order)
-        rows.append({"algorithm": name, "topology": deg.name, "failed_links": [list(f) for f in deg.failed],
-                     "verified": True,
-                     "effective_bandwidth_GBps": [round(float(x) / 1e9, 6) for x in c.effective_bandwidth],
-                     "slowdown": [round(float(a / b), 4) for a, b in zip(c.completion, intact.completion)]})
+        c = run_curve(
+            ALGORITHMS[name], deg, args.collective, sizes, ks or ALGORITHMS[name].chunk_counts, model, args.link_order
+        )
+        rows.append(
+            {
+                "algorithm": name,
+                "topology": deg.name,
+                "failed_links": [list(f) for f in deg.failed],
+                "verified": True,
+                "effective_bandwidth_GBps": [round(float(x) / 1e9, 6) for x in c.effective_bandwidth],
+                "slowdown": [round(float(a / b), 4) for a, b in zip(c.completion, intact.completion)],
+            }
+        )
     return rows
 
 
@@ -126,8 +141,10 @@ def _print_table(out: dict) -> None:
     if out.get("ratio_vs_best_baseline") is not None:
         print(f"ratio_vs_best_baseline (proposed): {out['ratio_vs_best_baseline']:.3f}")
     for f in out.get("failures", []):
-        print(f"{f['algorithm']} on {f['topology']}: verified; slowdown at {format_size(sizes[-1])} "
-              f"{f['slowdown'][-1]:.3f}x, at {format_size(sizes[0])} {f['slowdown'][0]:.3f}x")
+        print(
+            f"{f['algorithm']} on {f['topology']}: verified; slowdown at {format_size(sizes[-1])} "
+            f"{f['slowdown'][-1]:.3f}x, at {format_size(sizes[0])} {f['slowdown'][0]:.3f}x"
+        )
     if "plot" in out:
         print(f"plot: {out['plot']}")
 
@@ -153,8 +170,10 @@ def cmd_bench_eval(args) -> int:
         raise UsageError(f"--size: {e}") from None
     print(f"# equimesh bench eval, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {machine()}")
     print(f"# one message size ({args.size} per node), alpha-beta model of Table I; K = {args.chunks}")
-    print(f"{'mesh':<6} {'algorithm':<16} {'collective':<10} {'transfers':>10} {'steps':>6} "
-          f"{'synth s':>8} {'verify s':>8} {'sim s':>7} {'GB/s':>8}")
+    print(
+        f"{'mesh':<6} {'algorithm':<16} {'collective':<10} {'transfers':>10} {'steps':>6} "
+        f"{'synth s':>8} {'verify s':>8} {'sim s':>7} {'GB/s':>8}"
+    )
     names = _algorithms(args.algorithms, False)
     for name in names:
         for dim in args.dims:
@@ -163,9 +182,12 @@ def cmd_bench_eval(args) -> int:
                 topo = build(algo.kind, dim, dim)
                 c = run_curve(algo, topo, coll, size, [args.chunks], model)
                 v = c.by_chunks[args.chunks]
-                print(f"{dim}x{dim:<4} {name:<16} {coll:<10} {v['transfers']:>10} {v['steps']:>6} "
-                      f"{v['synth_s']:>8.2f} {v['verify_s']:>8.2f} {v['sim_s']:>7.2f} "
-                      f"{c.effective_bandwidth[0] / 1e9:>8.2f}", flush=True)
+                print(
+                    f"{dim}x{dim:<4} {name:<16} {coll:<10} {v['transfers']:>10} {v['steps']:>6} "
+                    f"{v['synth_s']:>8.2f} {v['verify_s']:>8.2f} {v['sim_s']:>7.2f} "
+                    f"{c.effective_bandwidth[0] / 1e9:>8.2f}",
+                    flush=True,
+                )
     return 0
 
 
@@ -175,37 +197,57 @@ def add_model_args(p) -> None:
 
 
 def register(sub, bench) -> None:
-    p = sub.add_parser("evaluate", help="effective bandwidth of XTree/MirrorXTree and the baselines across message sizes")
+    p = sub.add_parser(
+        "evaluate", help="effective bandwidth of XTree/MirrorXTree and the baselines across message sizes"
+    )
     p.add_argument("--rows", type=SIDE, default=8, help="mesh rows (default 8)")
     p.add_argument("--cols", type=SIDE, default=8, help="mesh columns (default 8)")
     p.add_argument("--collective", choices=COLLECTIVES, default="allgather")
-    p.add_argument("--sizes", help="message sizes per node, comma-separated, e.g. 1K,1M,1G (default 1KB..1GB, powers of 2)")
+    p.add_argument(
+        "--sizes", help="message sizes per node, comma-separated, e.g. 1K,1M,1G (default 1KB..1GB, powers of 2)"
+    )
     p.add_argument("--algorithms", help="comma-separated, from: " + ", ".join(ALGORITHMS) + " (default: all available)")
     p.add_argument("--chunks", help="chunk counts K to try, best per size (default: each algorithm's own set)")
     add_model_args(p)
-    p.add_argument("--link-order", choices=LINK_ORDERS, default="schedule",
-                   help="how a link orders its transfers: schedule (as the schedule ROM does; default) or ready "
-                        "(in the order their data becomes ready, a FIFO per link; slower pure-Python event loop)")
+    p.add_argument(
+        "--link-order",
+        choices=LINK_ORDERS,
+        default="schedule",
+        help="how a link orders its transfers: schedule (as the schedule ROM does; default) or ready "
+        "(in the order their data becomes ready, a FIFO per link; slower pure-Python event loop)",
+    )
     fail = p.add_mutually_exclusive_group()
-    fail.add_argument("--fail-links", help="also resynthesize on the topology without these links: U-V (both ways) or U>V, comma-separated")
+    fail.add_argument(
+        "--fail-links",
+        help="also resynthesize on the topology without these links: U-V (both ways) or U>V, comma-separated",
+    )
     fail.add_argument("--fail-random", type=int, help="also resynthesize with this many random directed links failed")
     p.add_argument("--seed", type=int, default=0, help="seed for --fail-random (default 0)")
     p.add_argument("--plot", help="write the effective-bandwidth plot (PNG) here")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_evaluate)
 
-    p = sub.add_parser("report", help="write the evaluation report (Markdown + figures): Figs. 7/8, ratios, "
-                                      "chunk sweep, seed 003 and RTL cross-checks, failures, compare")
-    p.add_argument("--out", required=True, help="directory for evaluation.md and figures/ "
-                                                "(a bench-eval.txt found there is quoted in the report)")
+    p = sub.add_parser(
+        "report",
+        help="write the evaluation report (Markdown + figures): Figs. 7/8, ratios, "
+        "chunk sweep, seed 003 and RTL cross-checks, failures, compare",
+    )
+    p.add_argument(
+        "--out",
+        required=True,
+        help="directory for evaluation.md and figures/ (a bench-eval.txt found there is quoted in the report)",
+    )
     p.set_defaults(func=cmd_report)
 
-    p = bench.add_parser("eval", help="synthesis, verification and alpha-beta evaluation of one size "
-                                          "on 16x16 and 32x32")
+    p = bench.add_parser(
+        "eval", help="synthesis, verification and alpha-beta evaluation of one size on 16x16 and 32x32"
+    )
     p.add_argument("--dims", type=SIDE, nargs="+", default=[16, 32], help="square mesh sizes (default 16 32)")
-    p.add_argument("--algorithms", default="equimesh-xtree",
-                   help="comma-separated (default equimesh-xtree); synthesis, verification and simulation "
-                        "are timed separately")
+    p.add_argument(
+        "--algorithms",
+        default="equimesh-xtree",
+        help="comma-separated (default equimesh-xtree); synthesis, verification and simulation are timed separately",
+    )
     p.add_argument("--chunks", type=CHUNKS, default=4, help="chunk count K (default 4)")
     p.add_argument("--size", default="1G", help="message size per node (default 1G)")
     p.set_defaults(func=cmd_bench_eval)

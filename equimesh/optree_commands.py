@@ -11,6 +11,8 @@ from .schedules import optree as ot
 from .schedules import optree_optics as op
 from .sim.analytic import optree_timing as report
 
+__all__ = ["cmd_optree", "cmd_optree_report", "register"]
+
 
 def _radices(text: str) -> list[int]:
     try:
@@ -36,20 +38,31 @@ def cmd_optree(args) -> int:
         else:
             radices = ot.best_radices(n, w, k)
     except ot.OpTreeError as e:
-        raise UsageError(f"{e}; pass --stages (1 always works)" if args.stages is None and not args.radices
-                         else str(e)) from None
+        raise UsageError(
+            f"{e}; pass --stages (1 always works)" if args.stages is None and not args.radices else str(e)
+        ) from None
     t0 = time.perf_counter()
     sched = ot.build(n, w, radices)
     ot.verify(sched)
     seconds = time.perf_counter() - t0
     steps = report.table1_steps(n, w, k)
-    out = {"nodes": n, "wavelengths": w, "k_star": k_star, "stages": k, "steps": steps,
-           "wrht_variants": list(ot.wrht_steps(n, w)),
-           "radices": list(radices), "stage_steps": sched.stage_steps, "stage_loads": sched.stage_loads,
-           "floor_steps": sched.floor_steps, "constructive_steps": sched.num_steps,
-           "lightpaths": int(len(sched.src)), "build_verify_seconds": round(seconds, 3)}
+    out = {
+        "nodes": n,
+        "wavelengths": w,
+        "k_star": k_star,
+        "stages": k,
+        "steps": steps,
+        "wrht_variants": list(ot.wrht_steps(n, w)),
+        "radices": list(radices),
+        "stage_steps": sched.stage_steps,
+        "stage_loads": sched.stage_loads,
+        "floor_steps": sched.floor_steps,
+        "constructive_steps": sched.num_steps,
+        "lightpaths": int(len(sched.src)),
+        "build_verify_seconds": round(seconds, 3),
+    }
     m = round(n ** (1 / k))
-    if m ** k == n and k > 1:
+    if m**k == n and k > 1:
         out["proof_stage_steps"] = ot.proof_stage_steps(n, w, m, k)
     out["optics"] = _optics(args, n, k, sched)
     if args.torus:
@@ -58,17 +71,26 @@ def cmd_optree(args) -> int:
         print(json.dumps(out, indent=2))
         return 0
     print(f"OpTree AllGather on an optical ring of N = {n} nodes, w = {w}: k* = {k_star} (Lemma 3), using k = {k}")
-    print("  Table 1 formulas: " + ", ".join(f"{a} {v}" for a, v in steps.items())
-          + f"  (WRHT with theta: {out['wrht_variants'][1]})")
+    print(
+        "  Table 1 formulas: "
+        + ", ".join(f"{a} {v}" for a, v in steps.items())
+        + f"  (WRHT with theta: {out['wrht_variants'][1]})"
+    )
     if "proof_stage_steps" in out:
-        print(f"  Theorem 1's proof with integer m = {m}: stages {out['proof_stage_steps']}, "
-              f"total {sum(out['proof_stage_steps'])}")
-    print(f"  constructive tree, radices {list(radices)}: stages {sched.stage_steps} = {sched.num_steps} steps "
-          f"(per-stage floor ceil(load/w): {sched.floor_steps}), {out['lightpaths']} lightpaths, "
-          f"verified in {seconds:.2f} s")
+        print(
+            f"  Theorem 1's proof with integer m = {m}: stages {out['proof_stage_steps']}, "
+            f"total {sum(out['proof_stage_steps'])}"
+        )
+    print(
+        f"  constructive tree, radices {list(radices)}: stages {sched.stage_steps} = {sched.num_steps} steps "
+        f"(per-stage floor ceil(load/w): {sched.floor_steps}), {out['lightpaths']} lightpaths, "
+        f"verified in {seconds:.2f} s"
+    )
     if sched.num_steps > steps["optree"]:
-        print(f"  the integer tree needs {sched.num_steps} steps against Theorem 1's {steps['optree']}: "
-              f"the theorem takes the real radix m = N^(1/k) = {n ** (1 / k):.3f}")
+        print(
+            f"  the integer tree needs {sched.num_steps} steps against Theorem 1's {steps['optree']}: "
+            f"the theorem takes the real radix m = N^(1/k) = {n ** (1 / k):.3f}"
+        )
     _print_extras(out, n)
     return 0
 
@@ -94,27 +116,40 @@ def _optics(args, n: int, k: int, sched) -> dict:
 
 def _print_extras(out: dict, n: int) -> None:
     o = out["optics"]
-    print(f"  Eq. 4: L_max = {o['l_max_eq4']:.1f} nodes (the built tree's longest lightpath: "
-          f"{o['built_longest_path_nodes']} nodes, both fibers used)")
+    print(
+        f"  Eq. 4: L_max = {o['l_max_eq4']:.1f} nodes (the built tree's longest lightpath: "
+        f"{o['built_longest_path_nodes']} nodes, both fibers used)"
+    )
     if "insertion_loss_db_eq5" in o:
-        print(f"  Eq. 5: insertion loss {o['insertion_loss_db_eq5']:.2f} dB"
-              + (f"; Eq. 6 power budget {'met' if o['power_ok_eq6'] else 'NOT met'}" if "power_ok_eq6" in o else ""))
+        print(
+            f"  Eq. 5: insertion loss {o['insertion_loss_db_eq5']:.2f} dB"
+            + (f"; Eq. 6 power budget {'met' if o['power_ok_eq6'] else 'NOT met'}" if "power_ok_eq6" in o else "")
+        )
     if "ber_eq9" in o:
-        print(f"  Eqs. 7-9: crosstalk {o['crosstalk_eq8']:.4g}, SNR {o['snr_db_eq7']:.2f} dB, BER {o['ber_eq9']:.3g} "
-              f"({'reliable' if o['reliable'] else 'NOT reliable'}: limit {op.BER_LIMIT:g})")
+        print(
+            f"  Eqs. 7-9: crosstalk {o['crosstalk_eq8']:.4g}, SNR {o['snr_db_eq7']:.2f} dB, BER {o['ber_eq9']:.3g} "
+            f"({'reliable' if o['reliable'] else 'NOT reliable'}: limit {op.BER_LIMIT:g})"
+        )
     if "torus" in out:
         t = out["torus"]
-        print(f"  torus {n}x{n} (Section VI, rows then columns): Theorem 1 {t['row_steps']} + {t['column_steps']} = "
-              f"{t['theorem1_total']} steps, constructive {t['constructive_total']}; time "
-              f"{t['time_in_d_over_B']} d/B + {t['time_steps_alpha']} a (column items are {n} d)")
+        print(
+            f"  torus {n}x{n} (Section VI, rows then columns): Theorem 1 {t['row_steps']} + {t['column_steps']} = "
+            f"{t['theorem1_total']} steps, constructive {t['constructive_total']}; time "
+            f"{t['time_in_d_over_B']} d/B + {t['time_steps_alpha']} a (column items are {n} d)"
+        )
 
 
 def cmd_optree_report(args) -> int:
     checks = report.paper_checks()
-    lines = [f"# seed 002 printed figures against their formulas ({time.strftime('%Y-%m-%d')})", "",
-             "| figure | paper | formula | agrees | note |", "|---|---|---|---|---|"]
-    lines += [f"| {c.what} | {c.printed:g} | {c.computed:g} | {'yes' if c.agrees else 'NO'} | {c.note} |"
-              for c in checks]
+    lines = [
+        f"# seed 002 printed figures against their formulas ({time.strftime('%Y-%m-%d')})",
+        "",
+        "| figure | paper | formula | agrees | note |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {c.what} | {c.printed:g} | {c.computed:g} | {'yes' if c.agrees else 'NO'} | {c.note} |" for c in checks
+    ]
     print("\n".join(lines))
     if args.out:
         out = Path(args.out)
@@ -125,29 +160,38 @@ def cmd_optree_report(args) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("optree", help="OpTree AllGather on an optical ring (seed 002): step formulas and a "
-                                      "verified lightpath schedule")
+    p = sub.add_parser(
+        "optree", help="OpTree AllGather on an optical ring (seed 002): step formulas and a verified lightpath schedule"
+    )
     p.add_argument("--nodes", type=int, required=True, help="ring nodes N >= 2")
     p.add_argument("--wavelengths", type=int, required=True, help="wavelengths per fiber w >= 1")
     p.add_argument("--stages", type=int, help="tree depth k (default Lemma 3's k*); N must split into k radices >= 2")
-    p.add_argument("--radices", type=_radices, help="comma-separated tree radices (each >= 2, dividing N level by "
-                                                     "level); default: the best split into --stages radices")
+    p.add_argument(
+        "--radices",
+        type=_radices,
+        help="comma-separated tree radices (each >= 2, dividing N level by "
+        "level); default: the best split into --stages radices",
+    )
     p.add_argument("--torus", action="store_true", help="also the torus extension (Section VI) on an N x N torus")
-    for name, unit, what in (("p-mod", "dB", "modulator loss P_m (Eq. 5)"),
-                             ("p-pass", "dB", "loss per passed node P_pass (Eq. 5)"),
-                             ("p-laser", "dBm", "laser power P_laser (Eq. 6)"),
-                             ("p-penalty", "dB", "extinction-ratio power penalty P_p (Eq. 6)"),
-                             ("p-rx", "mW", "worst Rx crosstalk per node P_Rx (Eq. 8)"),
-                             ("p-tx", "mW", "worst Tx crosstalk P_Tx (Eq. 8)"),
-                             ("p-signal", "mW", "signal power P_S (Eq. 7)"),
-                             ("p-other", "mW", "other noise P_O (Eq. 7)")):
+    for name, unit, what in (
+        ("p-mod", "dB", "modulator loss P_m (Eq. 5)"),
+        ("p-pass", "dB", "loss per passed node P_pass (Eq. 5)"),
+        ("p-laser", "dBm", "laser power P_laser (Eq. 6)"),
+        ("p-penalty", "dB", "extinction-ratio power penalty P_p (Eq. 6)"),
+        ("p-rx", "mW", "worst Rx crosstalk per node P_Rx (Eq. 8)"),
+        ("p-tx", "mW", "worst Tx crosstalk P_Tx (Eq. 8)"),
+        ("p-signal", "mW", "signal power P_S (Eq. 7)"),
+        ("p-other", "mW", "other noise P_O (Eq. 7)"),
+    ):
         p.add_argument(f"--{name}", type=float, help=f"{what}, {unit}")
-    p.add_argument("--snr-in-db", action="store_true",
-                   help="Eq. 9 with Eq. 7's dB value as printed (default: the linear ratio)")
+    p.add_argument(
+        "--snr-in-db", action="store_true", help="Eq. 9 with Eq. 7's dB value as printed (default: the linear ratio)"
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_optree)
 
-    p = sub.add_parser("optree-report", help="check seed 002's printed figures against their formulas; "
-                                             "with --out also draw Figs. 4-7")
+    p = sub.add_parser(
+        "optree-report", help="check seed 002's printed figures against their formulas; with --out also draw Figs. 4-7"
+    )
     p.add_argument("--out", help="directory for the Fig. 4-7 PNGs")
     p.set_defaults(func=cmd_optree_report)

@@ -9,6 +9,8 @@ from .args import items
 from .errors import UsageError
 from .rtl.packet import FLIT_BITS, PacketError, PacketFormat, bitmap_overhead
 
+__all__ = ["SEED_FIGURE", "cmd_bitmap_overhead", "overhead_rows", "register"]
+
 SEED_FIGURE = 0.0313  # seed 004 Section 6.4: 1,024 bits of a 4,096-byte payload
 
 
@@ -20,9 +22,16 @@ def overhead_rows(nodes: int, payloads: list[int], flit_bits: int) -> list[dict]
         if size * 8 % flit_bits:
             raise UsageError(f"a {size}-byte payload is not a whole number of {flit_bits}-bit flits")
         fmt = PacketFormat(nodes, size * 8 // flit_bits, flit_bits)
-        rows.append({"payload_bytes": size, "bitmap_bits": nodes, "bitmap_flits": fmt.bitmap_flits,
-                     "packet_flits": fmt.packet_flits, "share_of_payload": bitmap_overhead(nodes, size),
-                     "share_of_flits": fmt.bitmap_flits / fmt.packet_flits})
+        rows.append(
+            {
+                "payload_bytes": size,
+                "bitmap_bits": nodes,
+                "bitmap_flits": fmt.bitmap_flits,
+                "packet_flits": fmt.packet_flits,
+                "share_of_payload": bitmap_overhead(nodes, size),
+                "share_of_flits": fmt.bitmap_flits / fmt.packet_flits,
+            }
+        )
     return rows
 
 
@@ -40,21 +49,30 @@ def cmd_bitmap_overhead(args) -> int:
     except PacketError as e:
         raise UsageError(str(e)) from None
     if args.json:
-        print(json.dumps({"nodes": args.nodes, "flit_bits": args.flit_bits, "seed_figure": SEED_FIGURE,
-                          "rows": rows}, indent=2))
+        print(
+            json.dumps(
+                {"nodes": args.nodes, "flit_bits": args.flit_bits, "seed_figure": SEED_FIGURE, "rows": rows}, indent=2
+            )
+        )
         return 0
-    print(f"MultiWrite to {args.nodes} nodes, {args.flit_bits}-bit flits: the bitmap is {rows[0]['bitmap_flits']} "
-          f"flits (seed 004 Section 6.4: {SEED_FIGURE:.2%} of a 4,096-byte payload at 1,024 nodes)")
+    print(
+        f"MultiWrite to {args.nodes} nodes, {args.flit_bits}-bit flits: the bitmap is {rows[0]['bitmap_flits']} "
+        f"flits (seed 004 Section 6.4: {SEED_FIGURE:.2%} of a 4,096-byte payload at 1,024 nodes)"
+    )
     print(f"  {'payload':>9} {'of payload':>11} {'of flits':>9}  packet flits")
     for r in rows:
-        print(f"  {r['payload_bytes']:>7} B {r['share_of_payload']:>11.3%} {r['share_of_flits']:>9.3%}  "
-              f"{r['packet_flits']}")
+        print(
+            f"  {r['payload_bytes']:>7} B {r['share_of_payload']:>11.3%} {r['share_of_flits']:>9.3%}  "
+            f"{r['packet_flits']}"
+        )
     return 0
 
 
 def register(sub) -> None:
-    p = sub.add_parser("bitmap-overhead", help="the destination bitmap's share of a MultiWrite's payload and flits "
-                                               "(seed 004 Section 6.4)")
+    p = sub.add_parser(
+        "bitmap-overhead",
+        help="the destination bitmap's share of a MultiWrite's payload and flits (seed 004 Section 6.4)",
+    )
     p.add_argument("--nodes", type=int, default=1024, help="nodes the bitmap names (default 1024)")
     p.add_argument("--payloads", default="256,512,1024,2048,4096", help="payload sizes in bytes (default 256..4096)")
     p.add_argument("--flit-bits", type=int, default=FLIT_BITS, help=f"flit width (default {FLIT_BITS})")

@@ -13,6 +13,7 @@ __all__ = ["register"]
 
 def cmd_paper(args) -> int:
     from .sim.analytic.paper import write_page
+
     sizes, chunks = size_list(args.sizes), count_list(args.chunks, "--chunks")
     out = Path(args.out)
     with writing(out):
@@ -22,11 +23,20 @@ def cmd_paper(args) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("paper", help="write docs/paper.md: the seeds' figures, tables and formulas against "
-                                     "equimesh, with ratio and status (takes several minutes)")
-    p.add_argument("--out", default="docs/paper.md", help="the page to write (default docs/paper.md); figures go "
-                                                          "to figures/ beside it")
-    p.add_argument("--sizes", default="2x3,4x4,8x8,5x11,16x16",
-                   help="EquiMesh sizes of the Algorithm 2 table (default 2x3,4x4,8x8,5x11,16x16)")
+    p = sub.add_parser(
+        "paper",
+        help="write docs/paper.md: the seeds' figures, tables and formulas against "
+        "equimesh, with ratio and status (takes several minutes)",
+    )
+    p.add_argument(
+        "--out",
+        default="docs/paper.md",
+        help="the page to write (default docs/paper.md); figures go to figures/ beside it",
+    )
+    p.add_argument(
+        "--sizes",
+        default="2x3,4x4,8x8,5x11,16x16",
+        help="EquiMesh sizes of the Algorithm 2 table (default 2x3,4x4,8x8,5x11,16x16)",
+    )
     p.add_argument("--chunks", default="1,4,16", help="K values of the Algorithm 2 table (default 1,4,16)")
     p.set_defaults(func=cmd_paper)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import sys
 import time
 
+__all__ = ["LOG_EVERY", "Progress"]
+
 LOG_EVERY = 10.0  # seconds between plain progress lines when stderr is not a terminal
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from .args import PAYLOAD_FLITS, SIDE, add_pipeline_arg, count
 from .errors import InputError, UsageError
 
+__all__ = ["cmd_prove", "register"]
+
 
 def cmd_prove(args) -> int:
     from .rtl.formal import BLOCKS, Params, block, prefixes
@@ -34,8 +36,16 @@ def cmd_prove(args) -> int:
         tools()
     except SolverMissing as e:
         raise InputError(str(e)) from None
-    p = Params(kind=args.kind, rows=args.rows, cols=args.cols, pipeline=args.pipeline, chunk_flits=args.chunk_flits,
-               slots=args.slots, table_depth=args.table_depth, payload_flits=args.payload_flits)
+    p = Params(
+        kind=args.kind,
+        rows=args.rows,
+        cols=args.cols,
+        pipeline=args.pipeline,
+        chunk_flits=args.chunk_flits,
+        slots=args.slots,
+        table_depth=args.table_depth,
+        payload_flits=args.payload_flits,
+    )
     print(f"# {p.describe()}")
     print(f"{'block':13s} {'property':18s} {'result':44s} {'covers':>6s} {'time':>8s}")
     failed = 0
@@ -45,8 +55,17 @@ def cmd_prove(args) -> int:
             if args.property is not None and name != args.property:
                 continue
             w = mod.build(p, name)
-            v = run_property(w.top, w.ports, b, name, prefixes(mod, name), args.depth or w.depth, args.timeout, prop.unbounded,
-                             cover_depth=w.cover_depth)
+            v = run_property(
+                w.top,
+                w.ports,
+                b,
+                name,
+                prefixes(mod, name),
+                args.depth or w.depth,
+                args.timeout,
+                prop.unbounded,
+                cover_depth=w.cover_depth,
+            )
             failed += v.status != "PASS"
             covers = f"{v.covers[0]}/{v.covers[1]}"
             print(f"{b:13s} {name:18s} {v.describe():44s} {covers:>6s} {v.seconds:7.1f}s", flush=True)
@@ -58,19 +77,28 @@ def cmd_prove(args) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("prove", help="formal proofs (SymbiYosys, k-induction) of the schedule router's and "
-                                     "the crossbar's properties")
+    p = sub.add_parser(
+        "prove", help="formal proofs (SymbiYosys, k-induction) of the schedule router's and the crossbar's properties"
+    )
     p.add_argument("--block", required=True, help="crossbar, router, or all")
     p.add_argument("--property", help="one property of the block (default: all of them)")
     p.add_argument("--kind", default="equimesh", help="topology kind (default equimesh): the routers' ports")
     p.add_argument("--rows", type=SIDE, default=4, help="rows (default 4): with --cols the packets' bitmap width")
     p.add_argument("--cols", type=SIDE, default=4, help="columns (default 4)")
     add_pipeline_arg(p)
-    p.add_argument("--chunk-flits", type=count(1, 64), default=2,
-                   help="schedule router: flits per chunk F (default 2, below MIN_PERIOD)")
+    p.add_argument(
+        "--chunk-flits",
+        type=count(1, 64),
+        default=2,
+        help="schedule router: flits per chunk F (default 2, below MIN_PERIOD)",
+    )
     p.add_argument("--slots", type=count(1, 256), default=4, help="schedule router: chunk slots per lane (default 4)")
-    p.add_argument("--table-depth", type=count(1, 256), default=4,
-                   help="schedule router: table entries; runs of every length up to it are covered (default 4)")
+    p.add_argument(
+        "--table-depth",
+        type=count(1, 256),
+        default=4,
+        help="schedule router: table entries; runs of every length up to it are covered (default 4)",
+    )
     p.add_argument("--payload-flits", type=PAYLOAD_FLITS, default=2, help="packets: payload flits (default 2)")
     p.add_argument("--depth", type=count(1, 1000), help="induction length tried, or the bound (default: per block)")
     p.add_argument("--timeout", type=count(1, 86400), default=600, help="seconds per property (default 600)")

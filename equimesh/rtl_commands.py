@@ -29,6 +29,21 @@ from .rtl.rom import RomError
 from .schedules.schedule import lower_bound
 from .schedules.synth import synthesize
 
+__all__ = [
+    "add_backend_arg",
+    "add_design_args",
+    "bound_of",
+    "cmd_bench_rtl",
+    "cmd_compare",
+    "cmd_simulate",
+    "cmd_verilog",
+    "register",
+    "register_bench",
+    "register_compare",
+    "register_verilog",
+    "run_backend",
+]
+
 
 def bound_of(sched) -> int:
     return sum(lower_bound(sched.topology, sched.chunks, p.collective) for p in sched.phases)
@@ -38,8 +53,9 @@ def _design(args, image):
     from .rtl.design import fit
 
     try:
-        return fit(image, slots=getattr(args, "slots", None), depth=getattr(args, "depth", None),
-                   pipeline=args.pipeline)
+        return fit(
+            image, slots=getattr(args, "slots", None), depth=getattr(args, "depth", None), pipeline=args.pipeline
+        )
     except RomError as e:
         raise InputError(f"{getattr(args, 'schedule', None) or 'schedule'}: {e}") from None
 
@@ -86,21 +102,35 @@ def cmd_simulate(args) -> int:
     bound = bound_of(sched)
     ok = res.bit_exact and st.busy_matches_schedule and res.counters_agree
     out = {
-        "topology": topo.name, "kind": topo.kind, "rows": topo.rows, "cols": topo.cols,
-        "collective": sched.collective, "algorithm": sched.algorithm, "chunks": sched.chunks,
-        "backend": res.backend, "design": design.describe(),
-        "bit_exact": res.bit_exact, "mismatches": o.mismatches,
-        "cycles": res.cycles, "rtl_cycle_counter": o.rtl_cycles, "steps": sched.num_steps,
-        "chunk_flits": image.chunk_flits, "cycles_per_step": design.period, "bound_steps": bound,
+        "topology": topo.name,
+        "kind": topo.kind,
+        "rows": topo.rows,
+        "cols": topo.cols,
+        "collective": sched.collective,
+        "algorithm": sched.algorithm,
+        "chunks": sched.chunks,
+        "backend": res.backend,
+        "design": design.describe(),
+        "bit_exact": res.bit_exact,
+        "mismatches": o.mismatches,
+        "cycles": res.cycles,
+        "rtl_cycle_counter": o.rtl_cycles,
+        "steps": sched.num_steps,
+        "chunk_flits": image.chunk_flits,
+        "cycles_per_step": design.period,
+        "bound_steps": bound,
         "efficiency": round(bound / sched.num_steps, 4),
         "ratio_to_steps_x_flits": round(st.ratio_to_steps_x_flits, 4),
-        "link_utilization": round(st.mean, 4), "link_utilization_min": round(st.min, 4),
+        "link_utilization": round(st.mean, 4),
+        "link_utilization_min": round(st.min, 4),
         "link_busy_matches_schedule": st.busy_matches_schedule,
         "link_utilization_per_link": [round(float(u), 4) for u in st.utilization],
         "link_utilization_per_step": [round(float(u), 4) for u in st.per_step],
-        "sim_seconds": round(res.run_seconds, 4), "cycles_per_second": round(res.cycles_per_second, 1),
+        "sim_seconds": round(res.run_seconds, 4),
+        "cycles_per_second": round(res.cycles_per_second, 1),
         "router_cycles_per_second": round(res.cycles_per_second * topo.nodes, 1),
-        "build_seconds": round(res.build_seconds, 2), "cached": res.cached,
+        "build_seconds": round(res.build_seconds, 2),
+        "cached": res.cached,
     }
     if vcd:
         out["vcd"], out["gtkw"] = str(vcd), str(gtkw)
@@ -109,15 +139,26 @@ def cmd_simulate(args) -> int:
     if args.json:
         print(json.dumps(out, indent=2))
     else:
-        print(f"{sched.collective} on {topo.name}, K={sched.chunks}, {image.chunk_flits} flits/chunk, "
-              f"{res.backend}: {'bit-exact' if res.bit_exact else 'MISMATCH: ' + str(o.first_mismatch)}")
-        print(f"  {res.cycles} cycles for {sched.num_steps} steps (bound {bound}); "
-              f"cycles / (steps x chunk_flits) = {st.ratio_to_steps_x_flits:.3f}; the RTL cycle counter "
-              f"{'agrees' if res.counters_agree else 'says ' + str(o.rtl_cycles)}")
-        print(f"  link utilization mean {st.mean:.3f}, min {st.min:.3f}; busy cycles "
-              f"{'match' if st.busy_matches_schedule else 'DO NOT match'} the schedule")
-        build = ("no build" if res.backend == "amaranth" else "cached model" if res.cached
-                 else f"built in {res.build_seconds:.1f} s")
+        print(
+            f"{sched.collective} on {topo.name}, K={sched.chunks}, {image.chunk_flits} flits/chunk, "
+            f"{res.backend}: {'bit-exact' if res.bit_exact else 'MISMATCH: ' + str(o.first_mismatch)}"
+        )
+        print(
+            f"  {res.cycles} cycles for {sched.num_steps} steps (bound {bound}); "
+            f"cycles / (steps x chunk_flits) = {st.ratio_to_steps_x_flits:.3f}; the RTL cycle counter "
+            f"{'agrees' if res.counters_agree else 'says ' + str(o.rtl_cycles)}"
+        )
+        print(
+            f"  link utilization mean {st.mean:.3f}, min {st.min:.3f}; busy cycles "
+            f"{'match' if st.busy_matches_schedule else 'DO NOT match'} the schedule"
+        )
+        build = (
+            "no build"
+            if res.backend == "amaranth"
+            else "cached model"
+            if res.cached
+            else f"built in {res.build_seconds:.1f} s"
+        )
         print(f"  run phase {res.run_seconds:.3f} s: {res.cycles_per_second:,.0f} cycles/s ({build})")
         print(f"  design: {design.describe()}")
         if vcd:
@@ -126,24 +167,38 @@ def cmd_simulate(args) -> int:
 
 
 def add_design_args(p) -> None:
-    p.add_argument("--depth", type=count(1, MAX_DEPTH), help="schedule-table entries of the design (default: the "
-                                                             "next power of two >= 16 that holds the schedule)")
-    p.add_argument("--slots", type=count(1, MAX_LANE_FLITS), help="chunk slots per lane of the design (default: the "
-                                                                  "next power of two >= 16 that holds the schedule)")
+    p.add_argument(
+        "--depth",
+        type=count(1, MAX_DEPTH),
+        help="schedule-table entries of the design (default: the next power of two >= 16 that holds the schedule)",
+    )
+    p.add_argument(
+        "--slots",
+        type=count(1, MAX_LANE_FLITS),
+        help="chunk slots per lane of the design (default: the next power of two >= 16 that holds the schedule)",
+    )
     add_pipeline_arg(p)
 
 
 def add_backend_arg(p) -> None:
     from .sim.backends import BACKENDS, MODELS
 
-    p.add_argument("--backend", choices=BACKENDS, default="verilator",
-                   help="simulator: verilator (compiled, cached per design; default), icarus (cocotb), "
-                        "amaranth (the reference simulator)")
-    p.add_argument("--model", choices=MODELS, default="auto",
-                   help="Verilator model: flat (every router inlined: slow build, fast run), modules (every router "
-                        "an instance of its module's class: faster build, somewhat slower run), hierarchical (each "
-                        "distinct router compiled once: the build does not grow with the size, a much slower run); "
-                        "auto: flat up to 64 nodes, modules above")
+    p.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default="verilator",
+        help="simulator: verilator (compiled, cached per design; default), icarus (cocotb), "
+        "amaranth (the reference simulator)",
+    )
+    p.add_argument(
+        "--model",
+        choices=MODELS,
+        default="auto",
+        help="Verilator model: flat (every router inlined: slow build, fast run), modules (every router "
+        "an instance of its module's class: faster build, somewhat slower run), hierarchical (each "
+        "distinct router compiled once: the build does not grow with the size, a much slower run); "
+        "auto: flat up to 64 nodes, modules above",
+    )
 
 
 def register(sub, bench) -> None:
@@ -171,10 +226,18 @@ def cmd_compare(args) -> int:
         fmax = read_fpga(args.fmax_from or (), kinds, args.rows, args.cols, args.chunk_flits, args.pipeline)
         with writing(args.out):
             Path(args.out).mkdir(parents=True, exist_ok=True)
-            res = compare(args.rows, args.cols, args.chunks, args.chunk_flits, args.collective, args.out,
-                          lambda image, label: run_backend(image, args.backend, fit(image, pipeline=args.pipeline),
-                                                           label=label, model=args.model),
-                          kinds)
+            res = compare(
+                args.rows,
+                args.cols,
+                args.chunks,
+                args.chunk_flits,
+                args.collective,
+                args.out,
+                lambda image, label: run_backend(
+                    image, args.backend, fit(image, pipeline=args.pipeline), label=label, model=args.model
+                ),
+                kinds,
+            )
         if args.fmax_from:
             add_time(res, clocks(fmax, res))
         elif args.clock_mhz is not None:
@@ -192,11 +255,15 @@ def cmd_compare(args) -> int:
     print(head + "  routers by ports / cells per router")
     for kind, r in res.items():
         ports = ", ".join(f"{p}-port x{c}: {r['router_cells'][p]} cells" for p, c in r["routers_by_ports"].items())
-        line = (f"{kind:<10}{r['steps']:>6}{r['cycles']:>8}{_ratio(r['cycles_vs_equimesh'])}"
-                f"{r['link_utilization']:>7.3f}{r['crosspoints']:>9}")
+        line = (
+            f"{kind:<10}{r['steps']:>6}{r['cycles']:>8}{_ratio(r['cycles_vs_equimesh'])}"
+            f"{r['link_utilization']:>7.3f}{r['crosspoints']:>9}"
+        )
         if timed:
-            line += (f"{'-' if r['clock_mhz'] is None else round(r['clock_mhz'], 1):>8}"
-                     f"{'-' if r['time_ns'] is None else r['time_ns']:>10}{_ratio(r['time_vs_equimesh'])}")
+            line += (
+                f"{'-' if r['clock_mhz'] is None else round(r['clock_mhz'], 1):>8}"
+                f"{'-' if r['time_ns'] is None else r['time_ns']:>10}{_ratio(r['time_vs_equimesh'])}"
+            )
         print(f"{line}  {ports}{'' if r['bit_exact'] else '  NOT BIT-EXACT'}")
     print(f"heatmaps in {args.out}/")
     return 0 if all(r["bit_exact"] for r in res.values()) else 1
@@ -209,21 +276,36 @@ def _ratio(x) -> str:
 def register_compare(sub) -> None:
     from .sim.compare import KINDS
 
-    p = sub.add_parser("compare", help="run one collective on mesh, EquiMesh, overflow, torus and Supermesh: "
-                                       "cycles, utilization, crossbar cost, and time from measured Fmax")
+    p = sub.add_parser(
+        "compare",
+        help="run one collective on mesh, EquiMesh, overflow, torus and Supermesh: "
+        "cycles, utilization, crossbar cost, and time from measured Fmax",
+    )
     p.add_argument("--rows", type=SIDE, default=4, help="mesh rows R >= 2 (default 4)")
     p.add_argument("--cols", type=SIDE, default=4, help="mesh columns C >= 2 (default 4)")
     p.add_argument("--chunks", type=CHUNKS, default=4, help="chunks per shard K >= 1 (default 4)")
     p.add_argument("--chunk-flits", type=CHUNK_FLITS, default=16, help="flits per chunk F >= 1 (default 16)")
     p.add_argument("--collective", choices=COLLECTIVES, default="allgather")
-    p.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS), metavar="KIND",
-                   help=f"topologies to compare (default all: {' '.join(KINDS)})")
+    p.add_argument(
+        "--kinds",
+        nargs="+",
+        choices=KINDS,
+        default=list(KINDS),
+        metavar="KIND",
+        help=f"topologies to compare (default all: {' '.join(KINDS)})",
+    )
     clock = p.add_mutually_exclusive_group()
-    clock.add_argument("--fmax-from", nargs="+", metavar="FILE",
-                       help="JSON files of 'equimesh fpga --json', one per kind: adds a time column "
-                            "(cycles / the slowest router's median Fmax)")
+    clock.add_argument(
+        "--fmax-from",
+        nargs="+",
+        metavar="FILE",
+        help="JSON files of 'equimesh fpga --json', one per kind: adds a time column "
+        "(cycles / the slowest router's median Fmax)",
+    )
     clock.add_argument("--clock-mhz", type=float, help="adds a time column at this clock for every kind")
-    p.add_argument("--out", default="out/compare", help="directory for heatmaps and synthesis files (default out/compare)")
+    p.add_argument(
+        "--out", default="out/compare", help="directory for heatmaps and synthesis files (default out/compare)"
+    )
     add_backend_arg(p)
     add_pipeline_arg(p)
     p.add_argument("--json", action="store_true", help="machine-readable results")
@@ -273,10 +355,18 @@ def cmd_verilog(args) -> int:
     with writing(core):
         core.write_text(fusesoc_core(design, out, paths[0], paths[1], images))
     paths.insert(3, core)
-    print(f"{topo.name}: {design.describe()}" + (f"; routers also carry packets ({packets.table.algorithm} "
-                                                 f"routing, {args.payload_flits} payload flits)" if packets else ""))
-    print(f"  runs any schedule that fits it; loaded here with {sched.collective}, K={sched.chunks}, "
-          f"{sched.num_steps} steps: wrote {len(paths)} files")
+    print(
+        f"{topo.name}: {design.describe()}"
+        + (
+            f"; routers also carry packets ({packets.table.algorithm} routing, {args.payload_flits} payload flits)"
+            if packets
+            else ""
+        )
+    )
+    print(
+        f"  runs any schedule that fits it; loaded here with {sched.collective}, K={sched.chunks}, "
+        f"{sched.num_steps} steps: wrote {len(paths)} files"
+    )
     for p in paths[:6]:
         print(f"  {p}")
     if len(paths) > 6:
@@ -285,23 +375,37 @@ def cmd_verilog(args) -> int:
 
 
 def register_verilog(sub) -> None:
-    p = sub.add_parser("verilog", help="write synthesizable Verilog of a network design (one module per distinct "
-                                       "router), its host load sequence, a FuseSoC core file, and optionally the "
-                                       "tables as $readmemh images")
+    p = sub.add_parser(
+        "verilog",
+        help="write synthesizable Verilog of a network design (one module per distinct "
+        "router), its host load sequence, a FuseSoC core file, and optionally the "
+        "tables as $readmemh images",
+    )
     add_run_args(p, None)
     add_design_args(p)
-    p.add_argument("--schedule", help="size the design for (and write the tables of) this schedule file "
-                                      "instead of a synthesized one")
+    p.add_argument(
+        "--schedule",
+        help="size the design for (and write the tables of) this schedule file instead of a synthesized one",
+    )
     p.add_argument("--out", required=True, help="output directory")
-    p.add_argument("--tables-dir", help="also write each router's schedule table and initial lanes here as "
-                                        "$readmemh images")
-    p.add_argument("--packets", action="store_true",
-                   help="routers that also carry MultiWrite packets (inject/eject streams, links with ready)")
+    p.add_argument(
+        "--tables-dir", help="also write each router's schedule table and initial lanes here as $readmemh images"
+    )
+    p.add_argument(
+        "--packets",
+        action="store_true",
+        help="routers that also carry MultiWrite packets (inject/eject streams, links with ready)",
+    )
     p.add_argument("--routing", default="shortcut", help="with --packets: forwarding tables (default shortcut)")
-    p.add_argument("--payload-flits", type=PAYLOAD_FLITS, default=8, help="with --packets: payload flits per packet (default 8)")
-    p.add_argument("--formal", action="store_true",
-                   help="also write the formal property wrappers and a SymbiYosys .sby file per property under "
-                        "OUT/formal (docs/formal.md)")
+    p.add_argument(
+        "--payload-flits", type=PAYLOAD_FLITS, default=8, help="with --packets: payload flits per packet (default 8)"
+    )
+    p.add_argument(
+        "--formal",
+        action="store_true",
+        help="also write the formal property wrappers and a SymbiYosys .sby file per property under "
+        "OUT/formal (docs/formal.md)",
+    )
     p.set_defaults(func=cmd_verilog)
 
 
@@ -331,7 +435,7 @@ def cmd_bench_rtl(args) -> int:
             sched = synthesize(topo, args.chunks, args.collective)
             image = compile_schedule(sched, args.chunk_flits, topo)
             for backend in args.backends:
-                for model in (args.models if backend == "verilator" else ["-"]):
+                for model in args.models if backend == "verilator" else ["-"]:
                     t0 = time.perf_counter()
                     res = run_backend(image, backend, label=topo.name, model=model if model != "-" else "auto")
                     wall = time.perf_counter() - t0
@@ -340,16 +444,22 @@ def cmd_bench_rtl(args) -> int:
     finally:
         if cold:
             cold.cleanup()
-    lines = [f"# equimesh bench rtl ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.machine()}, "
-             f"{os.cpu_count()} cores, Python {platform.python_version()}): EquiMesh {args.collective}, "
-             f"K={args.chunks}, {args.chunk_flits} flits/chunk, {'empty' if args.cold else 'warm'} model cache", "",
-             "| network | backend | model | cycles | run s | cycles/s | router-cycles/s | build s | cached | wall s "
-             "| bit-exact |", "|---|---|---|---:|---:|---:|---:|---:|---|---:|---|"]
+    lines = [
+        f"# equimesh bench rtl ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.machine()}, "
+        f"{os.cpu_count()} cores, Python {platform.python_version()}): EquiMesh {args.collective}, "
+        f"K={args.chunks}, {args.chunk_flits} flits/chunk, {'empty' if args.cold else 'warm'} model cache",
+        "",
+        "| network | backend | model | cycles | run s | cycles/s | router-cycles/s | build s | cached | wall s "
+        "| bit-exact |",
+        "|---|---|---|---:|---:|---:|---:|---:|---|---:|---|",
+    ]
     for topo, backend, model, res, wall, ok in rows:
-        lines.append(f"| {topo.name} | {backend} | {model} | {res.cycles} | {res.run_seconds:.4f} | "
-                     f"{res.cycles_per_second:,.0f} | {res.cycles_per_second * topo.nodes:,.0f} | "
-                     f"{res.build_seconds:.1f} | {'yes' if res.cached else 'no'} | {wall:.1f} | "
-                     f"{'yes' if ok else 'NO'} |")
+        lines.append(
+            f"| {topo.name} | {backend} | {model} | {res.cycles} | {res.run_seconds:.4f} | "
+            f"{res.cycles_per_second:,.0f} | {res.cycles_per_second * topo.nodes:,.0f} | "
+            f"{res.build_seconds:.1f} | {'yes' if res.cached else 'no'} | {wall:.1f} | "
+            f"{'yes' if ok else 'NO'} |"
+        )
     text = "\n".join(lines) + "\n"
     print(text, end="")
     if args.out:
@@ -362,13 +472,20 @@ def cmd_bench_rtl(args) -> int:
 def register_bench(sub) -> None:
     from .sim.backends import BACKENDS, MODELS
 
-    p = sub.add_parser("rtl", help="run-phase cycles/s, router-cycles/s and build seconds per "
-                                         "size and simulator backend")
+    p = sub.add_parser(
+        "rtl", help="run-phase cycles/s, router-cycles/s and build seconds per size and simulator backend"
+    )
     p.add_argument("--sizes", nargs="+", default=["4x4", "8x8"], help="EquiMesh sizes (default 4x4 8x8)")
-    p.add_argument("--backends", nargs="+", choices=BACKENDS, default=["verilator", "amaranth"],
-                   help="backends to run (default verilator amaranth)")
-    p.add_argument("--models", nargs="+", choices=MODELS, default=["auto"],
-                   help="Verilator model kinds to run (default auto)")
+    p.add_argument(
+        "--backends",
+        nargs="+",
+        choices=BACKENDS,
+        default=["verilator", "amaranth"],
+        help="backends to run (default verilator amaranth)",
+    )
+    p.add_argument(
+        "--models", nargs="+", choices=MODELS, default=["auto"], help="Verilator model kinds to run (default auto)"
+    )
     p.add_argument("--collective", choices=COLLECTIVES, default="allgather")
     p.add_argument("--chunks", type=CHUNKS, default=4, help="chunks per shard K (default 4)")
     p.add_argument("--chunk-flits", type=CHUNK_FLITS, default=16, help="flits per chunk F (default 16)")

@@ -101,39 +101,70 @@ def cmd_forwarding(args) -> int:
 
 def register(sub) -> None:
     """Add ``search`` and its subcommands to the ``equimesh`` parser."""
-    p = sub.add_parser("search", help="offline searches that build schedules/data/ (CP-SAT): library, split, "
-                                      "ringdirs, hamiltonian, forwarding")
+    p = sub.add_parser(
+        "search",
+        help="offline searches that build schedules/data/ (CP-SAT): library, split, ringdirs, hamiltonian, forwarding",
+    )
     s = p.add_subparsers(dest="search", required=True, parser_class=type(p))
 
-    q = s.add_parser("library", help="solve lane-rule K = 4 AllGathers (EquiMesh and mirror) and store those at the "
-                                     "bound or better than the best known (data/lane_schedules.json)")
+    q = s.add_parser(
+        "library",
+        help="solve lane-rule K = 4 AllGathers (EquiMesh and mirror) and store those at the "
+        "bound or better than the best known (data/lane_schedules.json)",
+    )
     q.add_argument("--sizes", default="2x3,3x4,2x5,3x5,4x5", help="comma-separated RxC")
     q.add_argument("--ring-dirs", default="default", help="default: each size's default directions")
-    q.add_argument("--method", choices=("cpsat", "repair", "at-bound", "partial", "tail"), default="cpsat",
-                   help="cpsat: the whole exact model; repair: XTree and CP-SAT windows; at-bound: at the bound with "
-                        "the lane rule soft and the schedule symmetric; partial: two chunk classes ring-pipelined, two "
-                        "solved on the links left; tail: re-solve a stored schedule's last steps (default cpsat)")
-    q.add_argument("--seeds", type=count(1, 1000), default=4, help="tie-break orders (repair) or pairs of cycles (partial)")
+    q.add_argument(
+        "--method",
+        choices=("cpsat", "repair", "at-bound", "partial", "tail"),
+        default="cpsat",
+        help="cpsat: the whole exact model; repair: XTree and CP-SAT windows; at-bound: at the bound with "
+        "the lane rule soft and the schedule symmetric; partial: two chunk classes ring-pipelined, two "
+        "solved on the links left; tail: re-solve a stored schedule's last steps (default cpsat)",
+    )
+    q.add_argument(
+        "--seeds", type=count(1, 1000), default=4, help="tie-break orders (repair) or pairs of cycles (partial)"
+    )
     q.add_argument("--time-limit", type=seconds, default=120.0, help="CP-SAT seconds per topology")
-    q.add_argument("--add", nargs="*", default=[], type=Path,
-                   help="schedule files (K = 4 lane-rule AllGathers at the bound) to store instead of solving")
+    q.add_argument(
+        "--add",
+        nargs="*",
+        default=[],
+        type=Path,
+        help="schedule files (K = 4 lane-rule AllGathers at the bound) to store instead of solving",
+    )
     q.add_argument("--out", type=Path, default=LIBRARY)
     q.set_defaults(func=cmd_library)
 
     q = s.add_parser("split", help="find splits, their tails and split tiles (data/splits.json)")
     q.add_argument("--sizes", default="", help="comma-separated RxC")
-    q.add_argument("--tiles", default="", help="comma-separated RxC, one side even and the other 13 or 15 "
-                                               "(--period 4) or 9 (--period 2)")
-    q.add_argument("--period", type=int, choices=sorted(TILE_SIDES), default=PERIOD,
-                   help="rows (columns) in the band of the tiles searched")
-    q.add_argument("--tails", default="", help="comma-separated RxC, or 'all' (every stored split and every size up "
-                                               "to 16x16 a tile covers): re-solve the split schedule's last steps")
+    q.add_argument(
+        "--tiles",
+        default="",
+        help="comma-separated RxC, one side even and the other 13 or 15 (--period 4) or 9 (--period 2)",
+    )
+    q.add_argument(
+        "--period",
+        type=int,
+        choices=sorted(TILE_SIDES),
+        default=PERIOD,
+        help="rows (columns) in the band of the tiles searched",
+    )
+    q.add_argument(
+        "--tails",
+        default="",
+        help="comma-separated RxC, or 'all' (every stored split and every size up "
+        "to 16x16 a tile covers): re-solve the split schedule's last steps",
+    )
     q.add_argument("--time-limit", type=seconds, default=300.0, help="seconds per topology")
     q.add_argument("--out", type=Path, default=SPLITS)
     q.set_defaults(func=cmd_split)
 
-    q = s.add_parser("ringdirs", help="the ring directions with the shortest K = 4 AllGather per size "
-                                      "(data/ring_dirs.json; about 20 minutes for every size up to 16)")
+    q = s.add_parser(
+        "ringdirs",
+        help="the ring directions with the shortest K = 4 AllGather per size "
+        "(data/ring_dirs.json; about 20 minutes for every size up to 16)",
+    )
     q.add_argument("--max-side", type=count(2, MAX_SIDE), default=16)
     q.add_argument("--sizes", help="only these sizes (RxC,...), kept with the others already in --out")
     q.add_argument("--out", type=Path, default=RING_DIRS_TABLE)
@@ -148,7 +179,9 @@ def register(sub) -> None:
     q.add_argument("--retry-open", action="store_true", help="also retry the sizes listed under 'open'")
     q.set_defaults(func=cmd_hamiltonian)
 
-    q = s.add_parser("forwarding", help="decide forwarding-only AllGathers at the bound (an experiment; writes nothing)")
+    q = s.add_parser(
+        "forwarding", help="decide forwarding-only AllGathers at the bound (an experiment; writes nothing)"
+    )
     q.add_argument("--sizes", required=True, help="RxC,... (EquiMesh)")
     q.add_argument("--ring-dirs", default="default", help="ring directions (default: each size's default)")
     q.add_argument("--time-limit", type=seconds, default=60.0)

@@ -9,15 +9,26 @@ import numpy as np
 from .errors import InputError, UsageError
 from .schedules import supermesh as sm
 
+__all__ = ["cmd_a2a", "cmd_topology", "register"]
+
 
 def cmd_topology(args) -> int:
     dims = (args.m, args.n, args.p, args.x, args.y)
     try:
         t = sm.supermesh3d(*dims)
-        out = {"m": args.m, "n": args.n, "p": args.p, "x": args.x, "y": args.y, "nodes": t.nodes,
-               "links": int(len(t.a)), "links_formula": sm.links_3d(*dims), "gbw": sm.gbw(*dims),
-               "cuts": {d: t.cut(i) for i, d in enumerate(("rows", "cols", "planes")) if dims[i] > 1},
-               "hops": t.hops()}
+        out = {
+            "m": args.m,
+            "n": args.n,
+            "p": args.p,
+            "x": args.x,
+            "y": args.y,
+            "nodes": t.nodes,
+            "links": int(len(t.a)),
+            "links_formula": sm.links_3d(*dims),
+            "gbw": sm.gbw(*dims),
+            "cuts": {d: t.cut(i) for i, d in enumerate(("rows", "cols", "planes")) if dims[i] > 1},
+            "hops": t.hops(),
+        }
     except sm.SupermeshError as e:
         raise UsageError(str(e)) from None
     if args.p == 1:
@@ -28,8 +39,11 @@ def cmd_topology(args) -> int:
     name = f"SM({args.m},{args.n},{args.p},{args.x},{args.y})"
     print(f"{name}: {t.nodes} nodes, {out['links']} links (formula {out['links_formula']}), diameter {out['hops']}")
     print(f"  GBW (slide formula, w(x) = x^2/4): {out['gbw']:g}")
-    print("  links across the halving cut, counted: "
-          + ", ".join(f"{d} {c}" for d, c in out["cuts"].items()) + " (odd sizes cut floor/ceil)")
+    print(
+        "  links across the halving cut, counted: "
+        + ", ".join(f"{d} {c}" for d, c in out["cuts"].items())
+        + " (odd sizes cut floor/ceil)"
+    )
     return 0
 
 
@@ -59,21 +73,31 @@ def cmd_a2a(args) -> int:
         a = sm.all_to_all(msg, args.sync)
     except sm.SupermeshError as e:
         raise InputError(f"{name}: {e}") from None
-    out = {"m": a.m, "M": a.M, "max_r": a.max_r, "max_c": a.max_c, "R": a.R, "C": a.C, "choice": a.choice,
-           "da2a_cost": a.da2a_cost, "ia2a_cost": a.ia2a_cost}
+    out = {
+        "m": a.m,
+        "M": a.M,
+        "max_r": a.max_r,
+        "max_c": a.max_c,
+        "R": a.R,
+        "C": a.C,
+        "choice": a.choice,
+        "da2a_cost": a.da2a_cost,
+        "ia2a_cost": a.ia2a_cost,
+    }
     if args.json:
         print(json.dumps(out, indent=2))
         return 0
-    print(f"{name}: M = {a.M:g}, MaxR = {a.max_r:g}, MaxC = {a.max_c:g}, R = ceil(MaxR/{a.m}) = {a.R}, "
-          f"C = ceil(MaxC/{a.m}) = {a.C}")
+    print(
+        f"{name}: M = {a.M:g}, MaxR = {a.max_r:g}, MaxC = {a.max_c:g}, R = ceil(MaxR/{a.m}) = {a.R}, "
+        f"C = ceil(MaxC/{a.m}) = {a.C}"
+    )
     print(f"  M {'<=' if a.choice == 'DA2A' else '>'} R + C = {a.R + a.C}: {a.choice}")
     print(f"  cost model (max link load per round, summed): DA2A {a.da2a_cost:g}, IA2A {a.ia2a_cost:g}")
     return 0
 
 
 def register(sub) -> None:
-    p = sub.add_parser("supermesh", help="Supermesh analytics (seed 001): SM(m,n,p,x,y) links, GBW, hops; "
-                                         "DA2A vs IA2A")
+    p = sub.add_parser("supermesh", help="Supermesh analytics (seed 001): SM(m,n,p,x,y) links, GBW, hops; DA2A vs IA2A")
     verbs = p.add_subparsers(dest="verb", required=True, parser_class=type(p))
     q = verbs.add_parser("topology", help="generate SM(m,n,p,x,y): nodes, links, GBW, cuts, hop bound")
     q.add_argument("--m", type=int, required=True, help="rows m >= 1 (m >= 2 when n = 1)")

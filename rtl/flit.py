@@ -13,6 +13,8 @@ from amaranth.hdl import Cat, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+__all__ = ["WORD_BITS", "add_flits", "flit_layout", "link_signature"]
+
 WORD_BITS = 32
 
 

@@ -12,6 +12,8 @@ from amaranth.hdl import ClockSignal, Instance, Module, ResetSignal, Signal, Val
 from amaranth.lib import wiring
 from amaranth.lib.wiring import Out
 
+__all__ = ["router_ports"]
+
 
 def router_ports(m: Module, router: wiring.Component, label: str, module: str | None = None) -> dict[str, Value]:
     """Add ``router`` to ``m`` as submodule ``label`` (``module`` None), or as an instance ``label`` of

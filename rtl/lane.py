@@ -24,6 +24,8 @@ from amaranth.lib.wiring import In, Out
 
 from .flit import flit_layout
 
+__all__ = ["Lane"]
+
 
 class Lane(wiring.Component):
     """Ports: ``rd_addr`` -> ``rd_data`` one cycle later; ``acc_addr`` -> ``acc_data`` likewise
@@ -57,8 +59,11 @@ class Lane(wiring.Component):
         flit = flit_layout(flit_bits)
         addr = range(depth)
         members = {
-            "rd_addr": In(addr), "rd_data": Out(flit),
-            "wr_en": In(1), "wr_addr": In(addr), "wr_data": In(flit),
+            "rd_addr": In(addr),
+            "rd_data": Out(flit),
+            "wr_en": In(1),
+            "wr_addr": In(addr),
+            "wr_data": In(flit),
         }
         if reduce:
             members.update({"acc_addr": In(addr), "acc_data": Out(flit)})

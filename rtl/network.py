@@ -27,6 +27,19 @@ from .rom import entry_layout, same_topology
 from .router import Router
 from .stats import Stats
 
+__all__ = [
+    "Bus",
+    "LOAD_BITS",
+    "Network",
+    "PORT_BITS",
+    "buses",
+    "entry_bits",
+    "load_group",
+    "make_router",
+    "router_name",
+    "top_ports",
+]
+
 
 def router_name(design: Design, node: int, packets: PacketSetup | None = None) -> str:
     """The Verilog module name of a node's router: its port count (ports with a link, plus L), and the
@@ -66,8 +79,17 @@ def make_router(design: Design, node: int, packets: PacketSetup | None = None) -
     -------
     Router
     """
-    return Router(design.ports(node), design.lanes(node), design.slots, design.chunk_flits, design.depth,
-                  design.reduce, design.flit_bits, None if packets is None else packets.config, design.pipeline)
+    return Router(
+        design.ports(node),
+        design.lanes(node),
+        design.slots,
+        design.chunk_flits,
+        design.depth,
+        design.reduce,
+        design.flit_bits,
+        None if packets is None else packets.config,
+        design.pipeline,
+    )
 
 
 PORT_BITS = 16384  # the widest top-level port (Amaranth's netlist caps one value at 65536 bits)
@@ -130,7 +152,7 @@ class Bus:
         """
         name, _ = self.ports()[i // self.per_port]
         lo = (i % self.per_port) * self.field_bits
-        return getattr(net, name)[lo:lo + self.field_bits]
+        return getattr(net, name)[lo : lo + self.field_bits]
 
     def drive(self, net, values: list) -> list:
         """Assignments of ``values`` (one per field, field 0 first; ``None``: zero) to this output bus on
@@ -150,7 +172,10 @@ class Bus:
         """
         values = [Const(0, self.field_bits) if v is None else v for v in values]
         per = self.per_port
-        return [getattr(net, name).eq(Cat(values[k * per:k * per + count])) for k, (name, count) in enumerate(self.ports())]
+        return [
+            getattr(net, name).eq(Cat(values[k * per : k * per + count]))
+            for k, (name, count) in enumerate(self.ports())
+        ]
 
 
 def _words32(bits: int) -> int:
@@ -205,10 +230,16 @@ def buses(design: Design) -> dict[str, Bus]:
         per lane slot of every node) and ``busy`` (a counter per link).
     """
     t, ml, g = design.topology, design.max_lanes, load_group(design)
-    return {b.name: b for b in (
-        Bus("tab_data", entry_bits(design), g), Bus("load_we", _words32(ml), g),
-        Bus("load_data", design.flit_bits, g * ml), Bus("host_data", design.flit_bits, t.nodes * ml),
-        Bus("busy", COUNTER_BITS, len(t.links)))}
+    return {
+        b.name: b
+        for b in (
+            Bus("tab_data", entry_bits(design), g),
+            Bus("load_we", _words32(ml), g),
+            Bus("load_data", design.flit_bits, g * ml),
+            Bus("host_data", design.flit_bits, t.nodes * ml),
+            Bus("busy", COUNTER_BITS, len(t.links)),
+        )
+    }
 
 
 def top_ports(net) -> tuple[list[str], list[str], dict[str, int]]:
@@ -297,15 +328,21 @@ class Network(wiring.Component):
             self.routers = [make_router(design, v, packets) for v in range(t.nodes)]
         self.lanes = [(v, p) for v in range(t.nodes) for p in design.lanes(v)]
         # One named valid signal per link, for waveforms (`link<i>_<src><port>_<dst><port>`).
-        self.link_signals = [Signal(name=f"link{i}_{l.src}{l.src_port}_{l.dst}{l.dst_port}")
-                             for i, l in enumerate(t.links)]
+        self.link_signals = [
+            Signal(name=f"link{i}_{l.src}{l.src_port}_{l.dst}{l.dst_port}") for i, l in enumerate(t.links)
+        ]
         self.buses = buses(design)
         members = {
-            "start": In(1), "steps": In(range(1, design.depth + 1)), "done": Out(1),
-            "tab_we": In(1), "tab_addr": In(range(design.depth)),
+            "start": In(1),
+            "steps": In(range(1, design.depth + 1)),
+            "done": Out(1),
+            "tab_we": In(1),
+            "tab_addr": In(range(design.depth)),
             "group": In(max(1, (-(-t.nodes // load_group(design)) - 1).bit_length())),
-            "load_addr": In(range(design.lane_flits)), "host_addr": In(range(design.lane_flits)),
-            "link_valid": Out(len(t.links)), "cycles": Out(COUNTER_BITS),
+            "load_addr": In(range(design.lane_flits)),
+            "host_addr": In(range(design.lane_flits)),
+            "link_valid": Out(len(t.links)),
+            "cycles": Out(COUNTER_BITS),
         }
         for bus in self.buses.values():
             flow = Out if bus.name in ("host_data", "busy") else In
@@ -314,8 +351,14 @@ class Network(wiring.Component):
         if packets is not None:
             pkt = stream.Signature(packets.fmt.flit)
             self.fmt = packets.fmt
-            members.update({"inject": In(pkt).array(t.nodes), "eject": Out(pkt).array(len(self.lanes)),
-                            "link_flits": Out(COUNTER_BITS).array(len(t.links)), "launch": Out(1)})
+            members.update(
+                {
+                    "inject": In(pkt).array(t.nodes),
+                    "eject": Out(pkt).array(len(self.lanes)),
+                    "link_flits": Out(COUNTER_BITS).array(len(t.links)),
+                    "launch": Out(1),
+                }
+            )
         super().__init__(members)
 
     def elaborate(self, platform):
@@ -333,21 +376,27 @@ class Network(wiring.Component):
         m = Module()
         d, t = self.design, self.design.topology
         ml, fb, bus, size = d.max_lanes, d.flit_bits, self.buses, load_group(d)
-        routers = [router_ports(m, self.routers[v], f"r{v}",
-                                router_name(d, v, self.packets) if self.instances else None) for v in range(t.nodes)]
+        routers = [
+            router_ports(m, self.routers[v], f"r{v}", router_name(d, v, self.packets) if self.instances else None)
+            for v in range(t.nodes)
+        ]
         host_data = [None] * bus["host_data"].fields
         for v, r in enumerate(routers):
             n, (g, k) = len(d.lanes(v)), divmod(v, size)
             mine = Signal(name=f"load_r{v}")
-            m.d.comb += [mine.eq(self.group == g),
-                         r["steps"].eq(self.steps), r["tab_we"].eq(self.tab_we & mine), r["tab_addr"].eq(self.tab_addr),
-                         r["tab_data"].eq(bus["tab_data"].field(self, k)[:len(r["tab_data"])]),
-                         r["load_addr"].eq(self.load_addr),
-                         r["load_we"].eq(bus["load_we"].field(self, k)[:n] & mine.replicate(n)),
-                         r["host_addr"].eq(self.host_addr)]
+            m.d.comb += [
+                mine.eq(self.group == g),
+                r["steps"].eq(self.steps),
+                r["tab_we"].eq(self.tab_we & mine),
+                r["tab_addr"].eq(self.tab_addr),
+                r["tab_data"].eq(bus["tab_data"].field(self, k)[: len(r["tab_data"])]),
+                r["load_addr"].eq(self.load_addr),
+                r["load_we"].eq(bus["load_we"].field(self, k)[:n] & mine.replicate(n)),
+                r["host_addr"].eq(self.host_addr),
+            ]
             for i in range(n):
-                m.d.comb += r["load_data"][i * fb:(i + 1) * fb].eq(bus["load_data"].field(self, k * ml + i))
-                host_data[v * ml + i] = r["host_data"][i * fb:(i + 1) * fb]
+                m.d.comb += r["load_data"][i * fb : (i + 1) * fb].eq(bus["load_data"].field(self, k * ml + i))
+                host_data[v * ml + i] = r["host_data"][i * fb : (i + 1) * fb]
         m.d.comb += bus["host_data"].drive(self, host_data)
         m.submodules.stats = stats = self.stats
         if self.packets is None:
@@ -359,16 +408,18 @@ class Network(wiring.Component):
         for i, l in enumerate(t.links):
             src, dst = f"o_{l.src_port}", f"i_{l.dst_port}"
             tx, rx = routers[l.src], routers[l.dst]
-            m.d.comb += [rx[f"{dst}__valid"].eq(tx[f"{src}__valid"]), rx[f"{dst}__flit"].eq(tx[f"{src}__flit"]),
-                         self.link_signals[i].eq(tx[f"{src}__valid"])]
+            m.d.comb += [
+                rx[f"{dst}__valid"].eq(tx[f"{src}__valid"]),
+                rx[f"{dst}__flit"].eq(tx[f"{src}__flit"]),
+                self.link_signals[i].eq(tx[f"{src}__valid"]),
+            ]
             if self.packets is not None:
                 m.d.comb += tx[f"{src}__ready"].eq(rx[f"{dst}__ready"])
                 with m.If(tx[f"{src}__valid"] & rx[f"{dst}__ready"]):
                     m.d.sync += self.link_flits[i].eq(self.link_flits[i] + 1)
         m.d.comb += self.link_valid.eq(Cat(self.link_signals))
         m.d.comb += self.done.eq(Cat(r["done"] for r in routers).all())
-        m.d.comb += [stats.done.eq(self.done), stats.link_valid.eq(self.link_valid),
-                     self.cycles.eq(stats.cycles)]
+        m.d.comb += [stats.done.eq(self.done), stats.link_valid.eq(self.link_valid), self.cycles.eq(stats.cycles)]
         m.d.comb += bus["busy"].drive(self, list(stats.busy))
         return m
 
@@ -389,9 +440,17 @@ class Network(wiring.Component):
         for v, r in enumerate(routers):
             m.d.comb += [r[k].eq(value) for k, value in self.packets.forwarding(v, self.design.lanes(v)).items()]
             inj = self.inject[v]
-            m.d.comb += [r["start"].eq(self.launch), r["hold"].eq(self.start | pending),
-                         r["inject__valid"].eq(inj.valid), r["inject__payload"].eq(inj.payload), inj.ready.eq(r["inject__ready"])]
+            m.d.comb += [
+                r["start"].eq(self.launch),
+                r["hold"].eq(self.start | pending),
+                r["inject__valid"].eq(inj.valid),
+                r["inject__payload"].eq(inj.payload),
+                inj.ready.eq(r["inject__ready"]),
+            ]
         for k, (v, p) in enumerate(self.lanes):
             r, ej = routers[v], self.eject[k]
-            m.d.comb += [ej.valid.eq(r[f"eject_{p}__valid"]), ej.payload.eq(r[f"eject_{p}__payload"]),
-                         r[f"eject_{p}__ready"].eq(ej.ready)]
+            m.d.comb += [
+                ej.valid.eq(r[f"eject_{p}__valid"]),
+                ej.payload.eq(r[f"eject_{p}__payload"]),
+                r[f"eject_{p}__ready"].eq(ej.ready),
+            ]

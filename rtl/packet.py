@@ -29,12 +29,24 @@ from amaranth.hdl import Shape, unsigned
 from amaranth.lib import data, enum
 from amaranth.utils import bits_for
 
+__all__ = [
+    "FLIT_BITS",
+    "MAX_PAYLOAD_FLITS",
+    "Opcode",
+    "PacketError",
+    "PacketFormat",
+    "SEQ_BITS",
+    "STAMP_BITS",
+    "bitmap_overhead",
+    "fixed_fields",
+]
+
 SEQ_BITS = 24  # a source's packets are numbered mod 2**24: no wrap within a 1M-cycle soak
 FLIT_BITS = 64  # the default flit width (seed 004 Section 4.1: "for instance 64 bits")
 
 
 class Opcode(enum.Enum, shape=1):
-    WRITE = 0       # one destination (seed 004: a standard write)
+    WRITE = 0  # one destination (seed 004: a standard write)
     MULTIWRITE = 1  # a destination set; relays replicate it
 
 
@@ -70,8 +82,10 @@ class PacketFormat:
             raise PacketError(f"a packet has 1..{MAX_PAYLOAD_FLITS} payload flits (got {payload_flits})")
         need = Shape.cast(data.StructLayout(fixed_fields(nodes))).width
         if flit_bits < need:
-            raise PacketError(f"a {flit_bits}-bit flit cannot hold the header of a {nodes}-node network: "
-                              f"the minimum flit width is {need} bits")
+            raise PacketError(
+                f"a {flit_bits}-bit flit cannot hold the header of a {nodes}-node network: "
+                f"the minimum flit width is {need} bits"
+            )
         self.stamp_bits = min(STAMP_BITS, flit_bits - need)
         self.header = data.StructLayout({**fixed_fields(nodes), "stamp": unsigned(self.stamp_bits)})
         self.nodes = nodes
@@ -79,11 +93,13 @@ class PacketFormat:
         self.width = flit_bits
         self.src_bits = bits_for(nodes - 1)
         self.bitmap_flits = -(-nodes // flit_bits)
-        self.flit = data.StructLayout({
-            "first": 1,
-            "last": 1,
-            "body": data.UnionLayout({"header": self.header, "payload": unsigned(flit_bits)}),
-        })
+        self.flit = data.StructLayout(
+            {
+                "first": 1,
+                "last": 1,
+                "body": data.UnionLayout({"header": self.header, "payload": unsigned(flit_bits)}),
+            }
+        )
 
     @property
     def packet_flits(self) -> int:
@@ -105,8 +121,10 @@ class PacketFormat:
 
     def check_bitmap(self, bitmap: int, src: int) -> None:
         if bitmap >> self.nodes:
-            raise PacketError(f"bitmap {bitmap:#x} is wider than the network: bit {bitmap.bit_length() - 1} set, "
-                              f"but nodes are 0..{self.nodes - 1}")
+            raise PacketError(
+                f"bitmap {bitmap:#x} is wider than the network: bit {bitmap.bit_length() - 1} set, "
+                f"but nodes are 0..{self.nodes - 1}"
+            )
         self.bitmap([d for d in range(self.nodes) if bitmap >> d & 1], src)
 
     def bitmap_words(self, bitmap: int) -> list[int]:
@@ -126,8 +144,11 @@ class PacketFormat:
         return word & ((1 << self.width) - 1)
 
     def header_bits(self, opcode: Opcode, src: int, seq: int, stamp: int = 0) -> int:
-        return self.header.const({"opcode": opcode, "src": src, "seq": seq,
-                                  "stamp": stamp & ((1 << self.stamp_bits) - 1)}).as_value().value
+        return (
+            self.header.const({"opcode": opcode, "src": src, "seq": seq, "stamp": stamp & ((1 << self.stamp_bits) - 1)})
+            .as_value()
+            .value
+        )
 
     def decode_header(self, word: int) -> dict:
         v = self.header.const(word & ((1 << Shape.cast(self.header).width) - 1))
@@ -135,8 +156,11 @@ class PacketFormat:
 
     def packet(self, opcode: Opcode, src: int, seq: int, bitmap: int) -> list[tuple[int, int, int]]:
         """Every flit of one packet as ``(first, last, body)``: the header, the bitmap words, the payload."""
-        bodies = [self.header_bits(opcode, src, seq), *self.bitmap_words(bitmap),
-                  *(self.payload_word(src, seq, i) for i in range(1, self.payload_flits + 1))]
+        bodies = [
+            self.header_bits(opcode, src, seq),
+            *self.bitmap_words(bitmap),
+            *(self.payload_word(src, seq, i) for i in range(1, self.payload_flits + 1)),
+        ]
         return [(int(k == 0), int(k == len(bodies) - 1), b) for k, b in enumerate(bodies)]
 
 

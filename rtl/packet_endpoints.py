@@ -23,6 +23,8 @@ from amaranth.lib.wiring import In, Out
 
 from .packet import SEQ_BITS, Opcode, PacketFormat
 
+__all__ = ["COUNTER_BITS", "Checker", "Generator", "RATE_BITS", "Sink", "payload_word", "probability"]
+
 COUNTER_BITS = 32
 RATE_BITS = 16
 
@@ -45,7 +47,7 @@ def payload_word(fmt: PacketFormat, src, seq, index) -> Cat:
     idx8 = Signal(8)
     unit = Cat(idx8, Const(src, fmt.src_bits) if isinstance(src, int) else src, seq)
     reps = -(-fmt.width // len(unit))
-    return idx8, Cat(*([unit] * reps))[:fmt.width]
+    return idx8, Cat(*([unit] * reps))[: fmt.width]
 
 
 class Generator(wiring.Component):
@@ -69,10 +71,20 @@ class Generator(wiring.Component):
 
     def __init__(self, fmt: PacketFormat, node: int, depth: int):
         self.fmt, self.node, self.depth = fmt, node, depth
-        super().__init__({"o": Out(stream.Signature(fmt.flit)), "stop": In(1), "rate": In(RATE_BITS + 1),
-                          "length": In(range(depth + 1)), "limit": In(COUNTER_BITS), "we": In(1),
-                          "addr": In(range(depth)), "data": In(fmt.nodes), "now": In(COUNTER_BITS),
-                          "sent": Out(COUNTER_BITS)})
+        super().__init__(
+            {
+                "o": Out(stream.Signature(fmt.flit)),
+                "stop": In(1),
+                "rate": In(RATE_BITS + 1),
+                "length": In(range(depth + 1)),
+                "limit": In(COUNTER_BITS),
+                "we": In(1),
+                "addr": In(range(depth)),
+                "data": In(fmt.nodes),
+                "now": In(COUNTER_BITS),
+                "sent": Out(COUNTER_BITS),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -96,7 +108,7 @@ class Generator(wiring.Component):
         bitmap = rd.data
         idx8, word = payload_word(fmt, self.node, seq, idx)
         opcode = Mux((bitmap & (bitmap - 1)) != 0, Opcode.MULTIWRITE, Opcode.WRITE)
-        header = Cat(opcode, Const(self.node, fmt.src_bits), seq, self.now[:fmt.stamp_bits])  # fmt.header's order
+        header = Cat(opcode, Const(self.node, fmt.src_bits), seq, self.now[: fmt.stamp_bits])  # fmt.header's order
         bits = Cat(bitmap, Const(0, B * fmt.width - fmt.nodes)).word_select((idx - 1).as_unsigned(), fmt.width)
         # One expression for the whole flit: Icarus never evaluates a constant-driven `always @*`.
         m.d.comb += [
@@ -112,8 +124,11 @@ class Generator(wiring.Component):
         with m.If(take):
             m.d.sync += idx.eq(Mux(out.last, 0, idx + 1))
             with m.If(out.last):
-                m.d.sync += [seq.eq(seq + 1), rd.addr.eq(Mux(rd.addr + 1 >= self.length, 0, rd.addr + 1)),
-                             sending.eq(start)]
+                m.d.sync += [
+                    seq.eq(seq + 1),
+                    rd.addr.eq(Mux(rd.addr + 1 >= self.length, 0, rd.addr + 1)),
+                    sending.eq(start),
+                ]
         with m.Elif(~sending):
             m.d.sync += sending.eq(start)
         return m
@@ -170,16 +185,18 @@ class Checker(wiring.Component):
     def __init__(self, fmt: PacketFormat, node: int, lanes: int):
         self.fmt, self.node, self.lanes = fmt, node, lanes
         mon = wiring.Signature({"valid": Out(1), "ready": Out(1), "payload": Out(fmt.flit)})
-        super().__init__({
-            "i": In(mon).array(lanes),
-            "count": Out(COUNTER_BITS),
-            "key_sum": Out(COUNTER_BITS),
-            "key_sq_sum": Out(COUNTER_BITS),
-            "header_errors": Out(COUNTER_BITS),
-            "payload_errors": Out(COUNTER_BITS),
-            "done": Out(lanes),
-            "stamp": Out(COUNTER_BITS).array(lanes),
-        })
+        super().__init__(
+            {
+                "i": In(mon).array(lanes),
+                "count": Out(COUNTER_BITS),
+                "key_sum": Out(COUNTER_BITS),
+                "key_sq_sum": Out(COUNTER_BITS),
+                "header_errors": Out(COUNTER_BITS),
+                "payload_errors": Out(COUNTER_BITS),
+                "done": Out(lanes),
+                "stamp": Out(COUNTER_BITS).array(lanes),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -214,10 +231,16 @@ class Checker(wiring.Component):
             keys.append(key)
             squares.append((key * key)[:COUNTER_BITS])
             in_bitmap = take & ~flit.first & (idx <= B)
-            bad_hdr.append((head & ((hdr.opcode != Opcode.WRITE) | flit.last))
-                           | (in_bitmap & ((flit.body.payload != own.word_select((idx - 1).as_unsigned(), fmt.width)) | flit.last)))
-            bad_payload.append(take & ~flit.first & (idx > B) & ((flit.body.payload != word)
-                                                                 | (flit.last != (idx == fmt.packet_flits - 1))))
+            bad_hdr.append(
+                (head & ((hdr.opcode != Opcode.WRITE) | flit.last))
+                | (in_bitmap & ((flit.body.payload != own.word_select((idx - 1).as_unsigned(), fmt.width)) | flit.last))
+            )
+            bad_payload.append(
+                take
+                & ~flit.first
+                & (idx > B)
+                & ((flit.body.payload != word) | (flit.last != (idx == fmt.packet_flits - 1)))
+            )
         m.d.sync += [
             self.count.eq(self.count + sum(heads)),
             self.key_sum.eq(self.key_sum + sum(keys)),

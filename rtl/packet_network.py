@@ -22,6 +22,19 @@ from .packet_endpoints import COUNTER_BITS, RATE_BITS, Checker, Generator, Sink
 from .packet_router import PacketConfig, PacketRouter
 from .timing import DEFAULT_PIPELINE
 
+__all__ = [
+    "PacketNetwork",
+    "PacketSetup",
+    "TABLE_BITS",
+    "Tied",
+    "TrafficLoad",
+    "TrafficTop",
+    "host_ports",
+    "monitor_signature",
+    "packet_router_name",
+    "tree_sum",
+]
+
 
 class PacketSetup:
     """Packets on a network: the forwarding table (checked for deadlock freedom here), the packet
@@ -29,8 +42,14 @@ class PacketSetup:
     the input buffer depth (``packet_flits + 2`` unless given) and the routers' pipeline depth
     (``rtl/relay.py``)."""
 
-    def __init__(self, table: ForwardingTable, payload_flits: int, depth: int | None = None,
-                 pipeline: int = DEFAULT_PIPELINE, flit_bits: int = FLIT_BITS):
+    def __init__(
+        self,
+        table: ForwardingTable,
+        payload_flits: int,
+        depth: int | None = None,
+        pipeline: int = DEFAULT_PIPELINE,
+        flit_bits: int = FLIT_BITS,
+    ):
         check_deadlock_free(table)
         self.table = table
         self.fmt = PacketFormat(table.topology.nodes, payload_flits, flit_bits)
@@ -107,8 +126,15 @@ class PacketNetwork(wiring.Component):
     otherwise Amaranth submodules (for the Amaranth simulator).
     """
 
-    def __init__(self, table: ForwardingTable, payload_flits: int, depth: int | None = None,
-                 pipeline: int = DEFAULT_PIPELINE, instances: bool = False, flit_bits: int = FLIT_BITS):
+    def __init__(
+        self,
+        table: ForwardingTable,
+        payload_flits: int,
+        depth: int | None = None,
+        pipeline: int = DEFAULT_PIPELINE,
+        instances: bool = False,
+        flit_bits: int = FLIT_BITS,
+    ):
         self.setup = PacketSetup(table, payload_flits, depth, pipeline, flit_bits)
         self.table, self.fmt, self.instances = table, self.setup.fmt, instances
         topo = table.topology
@@ -119,11 +145,13 @@ class PacketNetwork(wiring.Component):
                 self.designs[name] = PacketRouter(self.setup.config, topo.ports(v))
         self.lanes = [(v, p) for v in range(topo.nodes) for p in topo.ports(v)]
         flit = stream.Signature(self.fmt.flit)
-        super().__init__({
-            "inject": In(flit).array(topo.nodes),
-            "eject": Out(flit).array(len(self.lanes)),
-            "link_flits": Out(COUNTER_BITS).array(len(topo.links)),
-        })
+        super().__init__(
+            {
+                "inject": In(flit).array(topo.nodes),
+                "eject": Out(flit).array(len(self.lanes)),
+                "link_flits": Out(COUNTER_BITS).array(len(topo.links)),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -131,22 +159,35 @@ class PacketNetwork(wiring.Component):
         routers = []
         for v in range(topo.nodes):
             ports, name = topo.ports(v), packet_router_name(topo.ports(v))
-            r = router_ports(m, self.designs[name] if self.instances else PacketRouter(self.setup.config, ports),
-                             f"router_{v}", name if self.instances else None)
+            r = router_ports(
+                m,
+                self.designs[name] if self.instances else PacketRouter(self.setup.config, ports),
+                f"router_{v}",
+                name if self.instances else None,
+            )
             routers.append(r)
             m.d.comb += [r[k].eq(value) for k, value in self.setup.forwarding(v, ports).items()]
             inj = self.inject[v]
-            m.d.comb += [r["inject__valid"].eq(inj.valid), r["inject__payload"].eq(inj.payload),
-                         inj.ready.eq(r["inject__ready"])]
+            m.d.comb += [
+                r["inject__valid"].eq(inj.valid),
+                r["inject__payload"].eq(inj.payload),
+                inj.ready.eq(r["inject__ready"]),
+            ]
         for k, (v, p) in enumerate(self.lanes):
             r, ej = routers[v], self.eject[k]
-            m.d.comb += [ej.valid.eq(r[f"eject_{p}__valid"]), ej.payload.eq(r[f"eject_{p}__payload"]),
-                         r[f"eject_{p}__ready"].eq(ej.ready)]
+            m.d.comb += [
+                ej.valid.eq(r[f"eject_{p}__valid"]),
+                ej.payload.eq(r[f"eject_{p}__payload"]),
+                r[f"eject_{p}__ready"].eq(ej.ready),
+            ]
         for i, l in enumerate(topo.links):
             tx, rx = routers[l.src], routers[l.dst]
             src, dst = f"o_{l.src_port}", f"i_{l.dst_port}"
-            m.d.comb += [rx[f"{dst}__valid"].eq(tx[f"{src}__valid"]), rx[f"{dst}__payload"].eq(tx[f"{src}__payload"]),
-                         tx[f"{src}__ready"].eq(rx[f"{dst}__ready"])]
+            m.d.comb += [
+                rx[f"{dst}__valid"].eq(tx[f"{src}__valid"]),
+                rx[f"{dst}__payload"].eq(tx[f"{src}__payload"]),
+                tx[f"{src}__ready"].eq(rx[f"{dst}__ready"]),
+            ]
             with m.If(tx[f"{src}__valid"] & rx[f"{dst}__ready"]):
                 m.d.sync += self.link_flits[i].eq(self.link_flits[i] + 1)
         return m
@@ -225,22 +266,27 @@ class TrafficTop(wiring.Component):
             "link_flits": Out(COUNTER_BITS).array(len(net.link_flits)),
         }
         if not check:
-            members.update({"inject_mon": Out(monitor_signature(fmt)).array(nodes),
-                            "eject_mon": Out(monitor_signature(fmt)).array(len(self.net.lanes))})
+            members.update(
+                {
+                    "inject_mon": Out(monitor_signature(fmt)).array(nodes),
+                    "eject_mon": Out(monitor_signature(fmt)).array(len(self.net.lanes)),
+                }
+            )
         if self.scheduled:
-            members.update({"start": In(1), "done": Out(1), "launch": Out(1),
-                            "link_valid": Out(len(net.link_valid))})
+            members.update({"start": In(1), "done": Out(1), "launch": Out(1), "link_valid": Out(len(net.link_valid))})
             members.update({name: net.signature.members[name] for name in host_ports(net)})
         if check:
-            members.update({
-                "count": Out(COUNTER_BITS).array(nodes),
-                "key_sum": Out(COUNTER_BITS).array(nodes),
-                "key_sq_sum": Out(COUNTER_BITS).array(nodes),
-                "header_errors": Out(COUNTER_BITS),
-                "payload_errors": Out(COUNTER_BITS),
-                "copy_done": Out(len(net.lanes)),
-                "copy_stamp": Out(len(net.lanes) * COUNTER_BITS),
-            })
+            members.update(
+                {
+                    "count": Out(COUNTER_BITS).array(nodes),
+                    "key_sum": Out(COUNTER_BITS).array(nodes),
+                    "key_sq_sum": Out(COUNTER_BITS).array(nodes),
+                    "header_errors": Out(COUNTER_BITS),
+                    "payload_errors": Out(COUNTER_BITS),
+                    "copy_done": Out(len(net.lanes)),
+                    "copy_stamp": Out(len(net.lanes) * COUNTER_BITS),
+                }
+            )
         super().__init__(members)
 
     def elaborate(self, platform):
@@ -253,21 +299,29 @@ class TrafficTop(wiring.Component):
         m.d.sync += now.eq(now + 1)
         m.d.comb += [self.link_flits[i].eq(net.link_flits[i]) for i in range(len(net.link_flits))]
         if self.scheduled:
-            m.d.comb += [net.start.eq(self.start), self.done.eq(net.done), self.launch.eq(net.launch),
-                         self.link_valid.eq(net.link_valid)]
+            m.d.comb += [
+                net.start.eq(self.start),
+                self.done.eq(net.done),
+                self.launch.eq(net.launch),
+                self.link_valid.eq(net.link_valid),
+            ]
             for name in host_ports(net):
                 mine, theirs = getattr(self, name), getattr(net, name)
-                m.d.comb += (theirs.eq(mine) if net.signature.members[name].flow == In else mine.eq(theirs))
+                m.d.comb += theirs.eq(mine) if net.signature.members[name].flow == In else mine.eq(theirs)
         for v in range(nodes):
             gen = Generator(fmt, v, self.depth)
             m.submodules[f"gen_{v}"] = gen
             wiring.connect(m, gen.o, net.inject[v])
             field = v % load.group
             m.d.comb += [
-                gen.stop.eq(self.stop), gen.rate.eq(self.rate), gen.length.eq(self.table_len),
-                gen.we.eq(self.table_we & (self.table_group == v // load.group)), gen.addr.eq(self.table_addr),
-                gen.data.eq(self.table_data[field * load.field_bits:][:nodes]),
-                gen.limit.eq(self.table_limit[field * COUNTER_BITS:][:COUNTER_BITS]), gen.now.eq(now),
+                gen.stop.eq(self.stop),
+                gen.rate.eq(self.rate),
+                gen.length.eq(self.table_len),
+                gen.we.eq(self.table_we & (self.table_group == v // load.group)),
+                gen.addr.eq(self.table_addr),
+                gen.data.eq(self.table_data[field * load.field_bits :][:nodes]),
+                gen.limit.eq(self.table_limit[field * COUNTER_BITS :][:COUNTER_BITS]),
+                gen.now.eq(now),
                 self.sent[v].eq(gen.sent),
             ]
             if not self.check:
@@ -285,11 +339,18 @@ class TrafficTop(wiring.Component):
                 chks.append(chk)
                 for j, k in enumerate(lanes):
                     e, c = net.eject[k], chk.i[j]
-                    m.d.comb += [c.valid.eq(e.valid), c.ready.eq(e.ready), c.payload.eq(e.payload),
-                                 self.copy_done[k].eq(chk.done[j]),
-                                 self.copy_stamp[k * COUNTER_BITS:][:COUNTER_BITS].eq(chk.stamp[j])]
-                m.d.comb += [self.count[v].eq(chk.count), self.key_sum[v].eq(chk.key_sum),
-                             self.key_sq_sum[v].eq(chk.key_sq_sum)]
+                    m.d.comb += [
+                        c.valid.eq(e.valid),
+                        c.ready.eq(e.ready),
+                        c.payload.eq(e.payload),
+                        self.copy_done[k].eq(chk.done[j]),
+                        self.copy_stamp[k * COUNTER_BITS :][:COUNTER_BITS].eq(chk.stamp[j]),
+                    ]
+                m.d.comb += [
+                    self.count[v].eq(chk.count),
+                    self.key_sum[v].eq(chk.key_sum),
+                    self.key_sq_sum[v].eq(chk.key_sq_sum),
+                ]
         took = Signal(range(len(net.lanes) + 1))
         m.d.comb += took.eq(tree_sum([e.valid & e.ready for e in net.eject]))
         m.d.sync += self.ejected.eq(self.ejected + took)

@@ -57,6 +57,8 @@ from .packet import PacketFormat
 from .relay import Relay, forwarding_ports, position, rewrite
 from .timing import DEFAULT_PIPELINE
 
+__all__ = ["Allocator", "InputBuffer", "MatrixAllocator", "PacketConfig", "PacketPath", "PacketRouter", "packet_ports"]
+
 
 class InputBuffer(wiring.Component):
     """A FIFO of ``depth`` >= packet length flits, ready for a header only when the whole packet fits.
@@ -84,8 +86,7 @@ class InputBuffer(wiring.Component):
         if depth < max(2, fmt.packet_flits):
             raise ValueError(f"input buffer depth {depth} is smaller than a packet ({fmt.packet_flits} flits)")
         self.fmt, self.depth, self.registered = fmt, depth, registered
-        super().__init__({"i": In(stream.Signature(fmt.flit)), "o": Out(stream.Signature(fmt.flit)),
-                          "empty": Out(1)})
+        super().__init__({"i": In(stream.Signature(fmt.flit)), "o": Out(stream.Signature(fmt.flit)), "empty": Out(1)})
 
     def elaborate(self, platform):
         m = Module()
@@ -94,7 +95,7 @@ class InputBuffer(wiring.Component):
         wr, rd = mem.write_port(), mem.read_port(domain="sync")
         produce, consume = Signal(range(stored)), Signal(range(stored))
         level = Signal(depth)  # thermometer: bit i = more than i flits in the buffer (memory and head)
-        head = Signal()        # the read port's output register holds the head flit
+        head = Signal()  # the read port's output register holds the head flit
 
         def at_most(n):  # the buffer holds at most n flits
             return Const(int(n >= 0), 1) if not 0 <= n < depth else ~level[n]
@@ -114,9 +115,13 @@ class InputBuffer(wiring.Component):
         up, down = Cat(Const(1, 1), level[:-1]), Cat(level[1:], Const(0, 1))
         m.d.sync += level.eq(Mux(take, Mux(pop, level, up), Mux(pop, down, level)))
         m.d.comb += [
-            wr.addr.eq(produce), wr.data.eq(self.i.payload), wr.en.eq(take),
-            rd.addr.eq(consume), rd.en.eq(fetch),
-            self.o.payload.eq(rd.data), self.o.valid.eq(head),
+            wr.addr.eq(produce),
+            wr.data.eq(self.i.payload),
+            wr.en.eq(take),
+            rd.addr.eq(consume),
+            rd.en.eq(fetch),
+            self.o.payload.eq(rd.data),
+            self.o.valid.eq(head),
             self.empty.eq(~level[0]),
         ]
         with m.If(take):
@@ -157,12 +162,14 @@ class Allocator(wiring.Component):
 
     def __init__(self, inputs: int, outputs: int):
         self.inputs, self.outputs = inputs, outputs
-        super().__init__({
-            "pending": In(inputs),
-            "req": In(outputs).array(inputs),
-            "free": In(outputs),
-            "grant": Out(inputs),
-        })
+        super().__init__(
+            {
+                "pending": In(inputs),
+                "req": In(outputs).array(inputs),
+                "free": In(outputs),
+                "grant": Out(inputs),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -285,22 +292,25 @@ class PacketPath(wiring.Component):
     idle : Out(1)  -- no flit buffered and no packet passing: the router holds no packet.
     """
 
-    def __init__(self, fmt: PacketFormat, ports: list[str], depth: int, xbar_bits: int,
-                 pipeline: int = DEFAULT_PIPELINE):
+    def __init__(
+        self, fmt: PacketFormat, ports: list[str], depth: int, xbar_bits: int, pipeline: int = DEFAULT_PIPELINE
+    ):
         if xbar_bits < fmt.flit.size:
             raise ValueError(f"a {xbar_bits}-bit crossbar cannot carry {fmt.flit.size}-bit packet flits")
         self.fmt, self.ports, self.depth = fmt, list(ports), depth
         self.pipeline = pipeline
         inputs, outs = len(self.ports) + 1, len(self.ports)
         members = packet_ports(fmt, self.ports)
-        members.update({
-            "heads": Out(data.ArrayLayout(flit_layout(xbar_bits), inputs)),
-            "sel": Out(data.ArrayLayout(select_layout(inputs), outs)),
-            "sel_next": Out(data.ArrayLayout(select_layout(inputs), outs)),
-            "switched": In(data.ArrayLayout(flit_layout(xbar_bits), outs)),
-            "hold": In(1),
-            "idle": Out(1),
-        })
+        members.update(
+            {
+                "heads": Out(data.ArrayLayout(flit_layout(xbar_bits), inputs)),
+                "sel": Out(data.ArrayLayout(select_layout(inputs), outs)),
+                "sel_next": Out(data.ArrayLayout(select_layout(inputs), outs)),
+                "switched": In(data.ArrayLayout(flit_layout(xbar_bits), outs)),
+                "hold": In(1),
+                "idle": Out(1),
+            }
+        )
         super().__init__(members)
 
     def elaborate(self, platform):
@@ -331,8 +341,13 @@ class PacketPath(wiring.Component):
         # A granted header counts as held from its grant cycle (with a cut it is not yet active); a flit
         # in a link register (cut) is still in the router.
         linked = Signal(outs)
-        m.d.comb += self.idle.eq(Cat(*empty).all() & ~Cat(r.active for r in relays).any() & ~alloc.grant.any()
-                                 & ~Cat(r.holding for r in relays).any() & ~linked.any())
+        m.d.comb += self.idle.eq(
+            Cat(*empty).all()
+            & ~Cat(r.active for r in relays).any()
+            & ~alloc.grant.any()
+            & ~Cat(r.holding for r in relays).any()
+            & ~linked.any()
+        )
         for j, relay in enumerate(relays):
             m.d.comb += [
                 alloc.pending[j].eq(relay.pending),
@@ -347,7 +362,7 @@ class PacketPath(wiring.Component):
         for k, p in enumerate(ports):
             out = getattr(self, f"o_{p}")
             drivers = [relay.valid[k] for relay in relays]
-            switched = fmt.flit(self.switched[k].as_value()[:fmt.flit.size])
+            switched = fmt.flit(self.switched[k].as_value()[: fmt.flit.size])
             if cut:
                 # Stage G: the output's owner, registered at its grant, is the crossbar select; the output
                 # is free again once its tail has left the link register.
@@ -362,11 +377,17 @@ class PacketPath(wiring.Component):
                 # receiver has room for the whole packet, and only this link fills that receiver, so no flit
                 # of a granted packet is ever refused: the register takes the switched flit in every cycle
                 # and the branches' ``ready`` is 1 (the release waits only for the local delivery).
-                a_valid, a_flit, a_multi = Signal(name=f"a_valid_{p}"), Signal(fmt.flit, name=f"a_flit_{p}"), \
-                    Signal(name=f"a_multi_{p}")
+                a_valid, a_flit, a_multi = (
+                    Signal(name=f"a_valid_{p}"),
+                    Signal(fmt.flit, name=f"a_flit_{p}"),
+                    Signal(name=f"a_multi_{p}"),
+                )
                 take = Const(1, 1)
-                m.d.sync += [a_valid.eq(Cat(*drivers).any()), a_flit.eq(switched),
-                             a_multi.eq(Cat(r.multi[k] for r in relays).bit_select(owner, 1))]
+                m.d.sync += [
+                    a_valid.eq(Cat(*drivers).any()),
+                    a_flit.eq(switched),
+                    a_multi.eq(Cat(r.multi[k] for r in relays).bit_select(owner, 1)),
+                ]
                 m.d.sync += Assert(~a_valid | out.ready, f"router: output {p} refused a flit of a granted packet")
                 m.d.comb += [
                     linked[k].eq(a_valid),
@@ -375,12 +396,13 @@ class PacketPath(wiring.Component):
                 ]
                 tail_left = a_valid & a_flit.last  # never with a grant: that needs an idle link
                 winner = reduce(operator.or_, [Mux(w, j, 0) for j, w in enumerate(won)])
-                m.d.comb += [nxt.valid.eq(granted | (busy[k] & ~tail_left)),
-                             nxt.input.eq(Mux(granted, winner, owner))]
+                m.d.comb += [nxt.valid.eq(granted | (busy[k] & ~tail_left)), nxt.input.eq(Mux(granted, winner, owner))]
                 pos = position(m, fmt, a_flit, a_valid, f"a_pos_{p}")
                 rewrite(m, fmt, out.payload, a_flit, pos, self.reach[k], a_multi)  # behind it
-                m.d.sync += Assert(~Cat(*drivers).any() | (busy[k] & Cat(*drivers).bit_select(owner, 1)),
-                                   f"router: output {p} driven by an input that does not own it")
+                m.d.sync += Assert(
+                    ~Cat(*drivers).any() | (busy[k] & Cat(*drivers).bit_select(owner, 1)),
+                    f"router: output {p} driven by an input that does not own it",
+                )
             else:
                 take = out.ready
                 m.d.comb += [

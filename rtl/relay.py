@@ -83,6 +83,8 @@ from amaranth.lib.wiring import In, Out
 
 from .packet import Opcode, PacketFormat
 
+__all__ = ["Relay", "forwarding_ports", "mask_word", "pairs", "position", "rewrite"]
+
 
 def forwarding_ports(fmt: PacketFormat, outs: int) -> dict:
     """A router's forwarding entries, inputs the network ties to its node's values
@@ -183,40 +185,41 @@ class Relay(wiring.Component):
     def __init__(self, fmt: PacketFormat, outs: int, local: bool, cut: bool = False):
         self.fmt, self.outs, self.local, self.cut = fmt, outs, local, cut
         n = outs + 1
-        super().__init__({
-            **forwarding_ports(fmt, outs),
-            "i": In(stream.Signature(fmt.flit)),
-            "o": Out(fmt.flit),
-            "index": Out(range(fmt.bitmap_flits + 2)),
-            "valid": Out(n),
-            "ready": In(n),
-            "req": Out(outs),
-            "pending": Out(1),
-            "hold": In(1),
-            "grant": In(1),
-            "held": Out(outs),
-            "active": Out(1),
-            "multi": Out(outs),
-            "holding": Out(1),
-        })
+        super().__init__(
+            {
+                **forwarding_ports(fmt, outs),
+                "i": In(stream.Signature(fmt.flit)),
+                "o": Out(fmt.flit),
+                "index": Out(range(fmt.bitmap_flits + 2)),
+                "valid": Out(n),
+                "ready": In(n),
+                "req": Out(outs),
+                "pending": Out(1),
+                "hold": In(1),
+                "grant": In(1),
+                "held": Out(outs),
+                "active": Out(1),
+                "multi": Out(outs),
+                "holding": Out(1),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
         fmt, outs, B = self.fmt, self.outs, self.fmt.bitmap_flits
 
         # ----- parse: the header and the bitmap words, one a cycle; the route accumulates -----
-        parsing = Signal(init=1)      # taking the next packet's header and bitmap words from ``i``
-        word = Signal(range(B + 2))   # parsing: the next flit's position; else the presented flit's
-        hdr = Signal(fmt.width)       # the parsed header's body
-        any_ = Signal(outs + 1)       # per branch (network outputs, then local): a destination found
-        sev = Signal(outs)            # per network output: several destinations found
-        mine = Signal()               # the node's own bit was set
+        parsing = Signal(init=1)  # taking the next packet's header and bitmap words from ``i``
+        word = Signal(range(B + 2))  # parsing: the next flit's position; else the presented flit's
+        hdr = Signal(fmt.width)  # the parsed header's body
+        any_ = Signal(outs + 1)  # per branch (network outputs, then local): a destination found
+        sev = Signal(outs)  # per network output: several destinations found
+        mine = Signal()  # the node's own bit was set
         m.submodules.bitmap = buf = Memory(shape=fmt.width, depth=B, init=[])
         wr, rd = buf.write_port(), buf.read_port(domain="comb")
         body = self.i.payload.body.payload
         taking = parsing & self.i.valid & ((word != 0) | ~self.hold)  # ``hold``: no new header
-        m.d.comb += [wr.addr.eq(word - 1), wr.data.eq(body), wr.en.eq(taking & (word != 0)),
-                     rd.addr.eq(word - 1)]
+        m.d.comb += [wr.addr.eq(word - 1), wr.data.eq(body), wr.en.eq(taking & (word != 0)), rd.addr.eq(word - 1)]
         own_hit = (body & mask_word(fmt, self.own, word - 1)) != 0
         with m.If(taking):
             with m.If(word == 0):
@@ -247,9 +250,9 @@ class Relay(wiring.Component):
             self.holding.eq((~parsing | (word != 0)) if self.local else (parsing & (word != 0))),
         ]
 
-        active = Signal()            # a granted packet is passing (set at grant, cleared after the tail)
+        active = Signal()  # a granted packet is passing (set at grant, cleared after the tail)
         branches = Signal(outs + 1)  # its branches, latched at the grant
-        settled = Signal(outs + 1)   # for the presented flit: not a branch, or a branch that already took it
+        settled = Signal(outs + 1)  # for the presented flit: not a branch, or a branch that already took it
         want = any_
         m.d.comb += [
             self.held.eq(Mux(active, branches[:outs], 0)),
@@ -291,8 +294,10 @@ class Relay(wiring.Component):
             Assert(~taking | ~self.i.payload.last, "relay: a packet ended inside its bitmap"),
             Assert(~self.grant | self.pending, "relay: grant without a waiting header"),
             Assert(~self.pending | (any_ != 0), "relay: header with an empty bitmap"),
-            Assert(~(go & self.o.first) | ((self.valid[:outs] & ~self.ready[:outs]) == 0),
-                   "relay: a granted output refused the header"),
+            Assert(
+                ~(go & self.o.first) | ((self.valid[:outs] & ~self.ready[:outs]) == 0),
+                "relay: a granted output refused the header",
+            ),
         ]
         if not self.local:
             m.d.sync += Assert(~self.pending | ~mine, "relay: a node addressed its own packet")

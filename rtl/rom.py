@@ -38,6 +38,19 @@ from ..schedules.storage import StorageConflict, check_storage
 from ..schedules.topology import PORT_ORDER, Topology
 from ..schedules.verify import ScheduleInvalid, verify
 
+__all__ = [
+    "MAX_CHUNK_FLITS",
+    "NetworkImage",
+    "RomError",
+    "RouterImage",
+    "compile_schedule",
+    "design_ports",
+    "entry_layout",
+    "lane_op_layout",
+    "out_sel_layout",
+    "same_topology",
+]
+
 MAX_CHUNK_FLITS = 1 << 16  # flits per chunk: a lane holds slots x F flits
 
 
@@ -72,14 +85,16 @@ def lane_op_layout(lanes: int, slots: int) -> data.StructLayout:
         in-ports summed into it, bit i the in-port of lane i). Slot fields are
         max(1, ceil(log2 slots)) bits wide.
     """
-    return data.StructLayout({
-        "rd_en":   1,                       # the send read port streams a slot out
-        "rd_slot": unsigned(_bits(slots)),  # ... this one
-        "wr_en":   1,                       # the write port fills a slot
-        "wr_slot": unsigned(_bits(slots)),  # ... this one
-        "wr_acc":  1,                       # add the slot's old value (ReduceScatter)
-        "wr_mask": unsigned(lanes),         # in-ports summed into it (bit i: in-port of lane i)
-    })
+    return data.StructLayout(
+        {
+            "rd_en": 1,  # the send read port streams a slot out
+            "rd_slot": unsigned(_bits(slots)),  # ... this one
+            "wr_en": 1,  # the write port fills a slot
+            "wr_slot": unsigned(_bits(slots)),  # ... this one
+            "wr_acc": 1,  # add the slot's old value (ReduceScatter)
+            "wr_mask": unsigned(lanes),  # in-ports summed into it (bit i: in-port of lane i)
+        }
+    )
 
 
 def out_sel_layout(lanes: int) -> data.StructLayout:
@@ -114,10 +129,12 @@ def entry_layout(lanes: int, slots: int) -> data.StructLayout:
         ``lane``: an array of ``lanes`` :func:`lane_op_layout` entries; ``out``: an array of
         ``lanes`` :func:`out_sel_layout` entries.
     """
-    return data.StructLayout({
-        "lane": data.ArrayLayout(lane_op_layout(lanes, slots), lanes),
-        "out": data.ArrayLayout(out_sel_layout(lanes), lanes),
-    })
+    return data.StructLayout(
+        {
+            "lane": data.ArrayLayout(lane_op_layout(lanes, slots), lanes),
+            "out": data.ArrayLayout(out_sel_layout(lanes), lanes),
+        }
+    )
 
 
 def design_ports(topo: Topology, node: int) -> tuple[str, ...]:
@@ -192,9 +209,17 @@ class RouterImage:
         """
         n = len(self.lanes)
         return {
-            "lane": [{"rd_en": int(self.rd_en[s, i]), "rd_slot": int(self.rd_slot[s, i]),
-                      "wr_en": int(self.wr_en[s, i]), "wr_slot": int(self.wr_slot[s, i]),
-                      "wr_acc": int(self.wr_acc[s, i]), "wr_mask": int(self.wr_mask[s, i])} for i in range(n)],
+            "lane": [
+                {
+                    "rd_en": int(self.rd_en[s, i]),
+                    "rd_slot": int(self.rd_slot[s, i]),
+                    "wr_en": int(self.wr_en[s, i]),
+                    "wr_slot": int(self.wr_slot[s, i]),
+                    "wr_acc": int(self.wr_acc[s, i]),
+                    "wr_mask": int(self.wr_mask[s, i]),
+                }
+                for i in range(n)
+            ],
             "out": [{"valid": int(self.out_valid[s, i]), "lane": int(self.out_lane[s, i])} for i in range(n)],
         }
 
@@ -302,14 +327,18 @@ class NetworkImage:
             lane_f, out_f = lay["lane"], lay["out"]
             op, sel = lane_f.shape.elem_shape, out_f.shape.elem_shape
             for i in range(lanes):
-                fields = [(name, lane_f.offset + i * op.size + op[name].offset, Shape.cast(op[name].shape).width)
-                          for name, _ in op]
-                fields += [(f"out_{name}", out_f.offset + i * sel.size + sel[name].offset, Shape.cast(sel[name].shape).width)
-                           for name, _ in sel]
+                fields = [
+                    (name, lane_f.offset + i * op.size + op[name].offset, Shape.cast(op[name].shape).width)
+                    for name, _ in op
+                ]
+                fields += [
+                    (f"out_{name}", out_f.offset + i * sel.size + sel[name].offset, Shape.cast(sel[name].shape).width)
+                    for name, _ in sel
+                ]
                 for name, off, w in fields:
                     vals = np.stack([getattr(self.routers[v], name)[:, i] for v in nodes])  # [nodes, steps]
                     bits = (vals[..., None] >> np.arange(w)) & 1
-                    out[nodes, :, off:off + w] = bits.astype(np.uint8)
+                    out[nodes, :, off : off + w] = bits.astype(np.uint8)
         return out
 
     def rom_words(self, node: int, slots: int | None = None) -> list[int]:
@@ -331,7 +360,7 @@ class NetworkImage:
         RomError
             If ``slots`` is below what the schedule needs.
         """
-        bits = self.table_bits(slots)[node, :, :self.layout(node, slots).size]
+        bits = self.table_bits(slots)[node, :, : self.layout(node, slots).size]
         packed = np.packbits(bits, axis=1, bitorder="little")
         return [int.from_bytes(row.tobytes(), "little") for row in packed]
 
@@ -400,12 +429,16 @@ def compile_schedule(sched: Schedule, chunk_flits: int, topo: Topology | None = 
     t = sched.topology
     if topo is not None and not same_topology(t, topo):
         same = (t.name, len(t.links)) == (topo.name, len(topo.links))
-        raise RomError(f"the schedule is for the {t.name} ({len(t.links)} links), "
-                       f"but the network is the {topo.name} ({len(topo.links)} links)"
-                       + ("; their links differ (ring directions or ports)" if same else ""))
+        raise RomError(
+            f"the schedule is for the {t.name} ({len(t.links)} links), "
+            f"but the network is the {topo.name} ({len(topo.links)} links)"
+            + ("; their links differ (ring directions or ports)" if same else "")
+        )
     if sched.collective == "alltoall":
-        raise RomError("the hardware cannot execute this schedule: the schedule router does not run AllToAll "
-                       "yet (docs/alltoall.md); its schedules are links-only")
+        raise RomError(
+            "the hardware cannot execute this schedule: the schedule router does not run AllToAll "
+            "yet (docs/alltoall.md); its schedules are links-only"
+        )
     try:
         verify(sched)
         check_storage(sched)
@@ -416,8 +449,10 @@ def compile_schedule(sched: Schedule, chunk_flits: int, topo: Topology | None = 
     lanes = [tuple(t.ports(v)) for v in range(n)]
     lane_of = [{p: i for i, p in enumerate(lanes[v])} for v in range(n)]
     steps = sched.num_steps
-    arrays = {name: [np.zeros((steps, len(lanes[v])), dtype=np.int64) for v in range(n)]
-              for name in ("rd_en", "rd_slot", "wr_en", "wr_slot", "wr_acc", "wr_mask", "out_valid", "out_lane")}
+    arrays = {
+        name: [np.zeros((steps, len(lanes[v])), dtype=np.int64) for v in range(n)]
+        for name in ("rd_en", "rd_slot", "wr_en", "wr_slot", "wr_acc", "wr_mask", "out_valid", "out_lane")
+    }
     A = lambda name, v: arrays[name][v]  # noqa: E731
     alloc = [_Lanes(len(lanes[v])) for v in range(n)]
     home = [[lane_of[v][lanes[v][c % len(lanes[v])]] for c in range(k)] for v in range(n)]
@@ -460,11 +495,14 @@ def compile_schedule(sched: Schedule, chunk_flits: int, topo: Topology | None = 
                 lane, slot = loc[u][(root, c)]
                 o = lane_of[u][l.src_port]
                 if phase.collective == "reducescatter" and lane != o:
-                    raise RomError(f"step {s}, link {link}: node {u} must send root {root}, chunk {c} "
-                                   f"from lane {l.src_port}, but it is in lane {lanes[u][lane]}")
+                    raise RomError(
+                        f"step {s}, link {link}: node {u} must send root {root}, chunk {c} "
+                        f"from lane {l.src_port}, but it is in lane {lanes[u][lane]}"
+                    )
                 if A("rd_en", u)[s, lane] and A("rd_slot", u)[s, lane] != slot:
-                    raise RomError(f"step {s}, link {link}: lane {lanes[u][lane]} of node {u} "
-                                   "would read two slots in one step")
+                    raise RomError(
+                        f"step {s}, link {link}: lane {lanes[u][lane]} of node {u} would read two slots in one step"
+                    )
                 A("rd_en", u)[s, lane] = 1
                 A("rd_slot", u)[s, lane] = slot
                 A("out_valid", u)[s, o] = 1
@@ -477,8 +515,10 @@ def compile_schedule(sched: Schedule, chunk_flits: int, topo: Topology | None = 
                 else:
                     (lane, slot), acc = loc[w][(root, c)], 1
                     if A("wr_en", w)[s, lane] and A("wr_slot", w)[s, lane] != slot:
-                        raise RomError(f"step {s}, link {link}: lane {lanes[w][lane]} of node {w} "
-                                       "would accumulate two slots in one step")
+                        raise RomError(
+                            f"step {s}, link {link}: lane {lanes[w][lane]} of node {w} "
+                            "would accumulate two slots in one step"
+                        )
                 A("wr_en", w)[s, lane] = 1
                 A("wr_slot", w)[s, lane] = slot
                 A("wr_acc", w)[s, lane] = acc
@@ -486,12 +526,30 @@ def compile_schedule(sched: Schedule, chunk_flits: int, topo: Topology | None = 
         base += phase.num_steps
 
     last = sched.phases[-1].collective
-    final = [dict(loc[v]) if last == "allgather" else {(v, c): loc[v][(v, c)] for c in range(k)}
-             for v in range(n)]
+    final = [dict(loc[v]) if last == "allgather" else {(v, c): loc[v][(v, c)] for c in range(k)} for v in range(n)]
     slots = max(1, max(max(a.top) for a in alloc))
-    routers = [RouterImage(v, design_ports(t, v), lanes[v], *(arrays[name][v] for name in
-               ("rd_en", "rd_slot", "wr_en", "wr_slot", "wr_acc", "wr_mask", "out_valid", "out_lane")))
-               for v in range(n)]
-    return NetworkImage(t, sched.collective, k, chunk_flits, steps, slots,
-                        reduce=any(p.collective == "reducescatter" for p in sched.phases),
-                        routers=routers, initial=initial, final=final, link_transfers=link_transfers)
+    routers = [
+        RouterImage(
+            v,
+            design_ports(t, v),
+            lanes[v],
+            *(
+                arrays[name][v]
+                for name in ("rd_en", "rd_slot", "wr_en", "wr_slot", "wr_acc", "wr_mask", "out_valid", "out_lane")
+            ),
+        )
+        for v in range(n)
+    ]
+    return NetworkImage(
+        t,
+        sched.collective,
+        k,
+        chunk_flits,
+        steps,
+        slots,
+        reduce=any(p.collective == "reducescatter" for p in sched.phases),
+        routers=routers,
+        initial=initial,
+        final=final,
+        link_transfers=link_transfers,
+    )

@@ -81,6 +81,8 @@ from .relay import forwarding_ports
 from .rom import entry_layout
 from .timing import DEFAULT_PIPELINE, period
 
+__all__ = ["Router"]
+
 
 class Router(wiring.Component):
     """One router and its node storage.
@@ -116,8 +118,18 @@ class Router(wiring.Component):
         idle : Out(1) -- as :class:`~equimesh.rtl.packet_router.PacketPath`.
     """
 
-    def __init__(self, ports, lanes, slots: int, chunk_flits: int, depth: int, reduce: bool,
-                 flit_bits: int = 64, packets: PacketConfig | None = None, pipeline: int = DEFAULT_PIPELINE):
+    def __init__(
+        self,
+        ports,
+        lanes,
+        slots: int,
+        chunk_flits: int,
+        depth: int,
+        reduce: bool,
+        flit_bits: int = 64,
+        packets: PacketConfig | None = None,
+        pipeline: int = DEFAULT_PIPELINE,
+    ):
         self.ports, self.lanes = tuple(ports), tuple(lanes)
         self.slots, self.chunk_flits, self.depth, self.reduce = slots, chunk_flits, depth, reduce
         self.flit_bits, self.packets, self.pipeline = flit_bits, packets, pipeline
@@ -129,11 +141,18 @@ class Router(wiring.Component):
         for p in self.ports:
             members[f"i_{p}"] = In(link)
             members[f"o_{p}"] = Out(link)
-        members.update({
-            "tab_we": In(1), "tab_addr": In(range(depth)), "tab_data": In(entry_layout(n, slots)),
-            "load_we": In(n), "load_addr": In(range(slots * chunk_flits)), "load_data": In(data.ArrayLayout(flit, n)),
-            "host_addr": In(range(slots * chunk_flits)), "host_data": Out(data.ArrayLayout(flit, n)),
-        })
+        members.update(
+            {
+                "tab_we": In(1),
+                "tab_addr": In(range(depth)),
+                "tab_data": In(entry_layout(n, slots)),
+                "load_we": In(n),
+                "load_addr": In(range(slots * chunk_flits)),
+                "load_data": In(data.ArrayLayout(flit, n)),
+                "host_addr": In(range(slots * chunk_flits)),
+                "host_data": Out(data.ArrayLayout(flit, n)),
+            }
+        )
         if packets is not None:
             pkt = stream.Signature(packets.fmt.flit)
             members.update({**forwarding_ports(packets.fmt, n), "inject": In(pkt), "hold": In(1), "idle": Out(1)})
@@ -143,8 +162,13 @@ class Router(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         F, P, n = self.chunk_flits, period(self.chunk_flits, self.pipeline), len(self.lanes)
-        s = SimpleNamespace(F=F, P=P, n=n, piped=int(self.pipeline > 0),  # stages T and R
-                            entry_lay=entry_layout(n, self.slots))
+        s = SimpleNamespace(
+            F=F,
+            P=P,
+            n=n,
+            piped=int(self.pipeline > 0),  # stages T and R
+            entry_lay=entry_layout(n, self.slots),
+        )
         self._timestep(m, s)
         self._table(m, s)
         self._stage_a(m, s)
@@ -156,8 +180,11 @@ class Router(wiring.Component):
                 m.d.comb += s.xbar.i[i].eq(out)
             for o, port in enumerate(self.lanes):
                 link = getattr(self, f"o_{port}")
-                m.d.comb += [s.xbar.sel[o].eq(s.sched_sel[o]), link.valid.eq(s.sched_valid[o]),
-                             link.flit.eq(s.sched_flit[o])]
+                m.d.comb += [
+                    s.xbar.sel[o].eq(s.sched_sel[o]),
+                    link.valid.eq(s.sched_valid[o]),
+                    link.flit.eq(s.sched_flit[o]),
+                ]
             return m
         self._packets(m, s)
         return m
@@ -216,8 +243,10 @@ class Router(wiring.Component):
                 m.d.sync += entry.eq(tab_q)
             # Entry 0 reaches `tab_q` two edges after the host wrote it.
             tab_we_q = Signal()
-            m.d.sync += [tab_we_q.eq(self.tab_we),
-                         Assert(~self.start | ~(self.tab_we | tab_we_q), "start within two cycles of a table write")]
+            m.d.sync += [
+                tab_we_q.eq(self.tab_we),
+                Assert(~self.start | ~(self.tab_we | tab_we_q), "start within two cycles of a table write"),
+            ]
             with m.If(fill):
                 m.d.sync += nxt.eq(nxt + 1)
             with m.If(boundary):
@@ -230,8 +259,17 @@ class Router(wiring.Component):
 
     def _stage_a(self, m: Module, s: SimpleNamespace) -> None:
         """Stage A: the lanes and their read addresses; sets ``s.lanes`` and ``s.a_live``."""
-        F, piped, entry_lay, run, fill, flit, boundary, entry, tab_q = (s.F, s.piped, s.entry_lay, s.run, s.fill,
-                                                                       s.flit, s.boundary, s.entry, s.tab_q)
+        F, piped, entry_lay, run, fill, flit, boundary, entry, tab_q = (
+            s.F,
+            s.piped,
+            s.entry_lay,
+            s.run,
+            s.fill,
+            s.flit,
+            s.boundary,
+            s.entry,
+            s.tab_q,
+        )
         # Stage A: address the lanes.
         a_live = run & (flit < F)
         lanes = [Lane(self.slots * F, self.flit_bits, self.reduce, transparent=not piped) for _ in self.lanes]
@@ -248,7 +286,9 @@ class Router(wiring.Component):
                     m.d.sync += rd_addr.eq(rd_addr + 1)
                 with m.Else():
                     m.d.sync += rd_addr.eq(self.host_addr)
-                m.d.sync += Assert(~a_live | (rd_addr == entry.lane[i].rd_slot * F + flit), f"lane {port}: read address")
+                m.d.sync += Assert(
+                    ~a_live | (rd_addr == entry.lane[i].rd_slot * F + flit), f"lane {port}: read address"
+                )
                 m.d.comb += lane.rd_addr.eq(rd_addr)
             else:
                 m.d.comb += lane.rd_addr.eq(Mux(run, entry.lane[i].rd_slot * F + flit, self.host_addr))
@@ -256,14 +296,26 @@ class Router(wiring.Component):
 
     def _stages_r_b(self, m: Module, s: SimpleNamespace) -> None:
         """Stages R and B carry the entry along with its flits; the lanes' read data reaches stage B."""
-        F, P, piped, entry_lay, flit, entry, lanes, a_live = s.F, s.P, s.piped, s.entry_lay, s.flit, s.entry, s.lanes, s.a_live
+        F, P, piped, entry_lay, flit, entry, lanes, a_live = (
+            s.F,
+            s.P,
+            s.piped,
+            s.entry_lay,
+            s.flit,
+            s.entry,
+            s.lanes,
+            s.a_live,
+        )
         acc_live = acc_ops = None
         # Stage R (pipeline 1 and 2), then stage B: the entry follows its flits.
         live, fl, ops = a_live, flit, entry
         staged = {}
-        for stage in ("r", "b")[1 - piped:]:
-            s_live, s_flit, s_ops = Signal(name=f"{stage}_live"), Signal(range(P), name=f"{stage}_flit"), \
-                Signal(entry_lay, name=f"{stage}_ops")
+        for stage in ("r", "b")[1 - piped :]:
+            s_live, s_flit, s_ops = (
+                Signal(name=f"{stage}_live"),
+                Signal(range(P), name=f"{stage}_flit"),
+                Signal(entry_lay, name=f"{stage}_ops"),
+            )
             staged[stage] = s_live, s_ops
             m.d.sync += [s_live.eq(live), s_flit.eq(fl), s_ops.eq(ops)]
             if stage == ("r", "b")[1 - piped] and self.reduce:  # the first stage after A
@@ -308,22 +360,40 @@ class Router(wiring.Component):
 
     def _stage_c(self, m: Module, s: SimpleNamespace) -> None:
         """Stage C: the flits on the links are written (and reduced) into the lanes."""
-        F, P, n, piped, entry_lay, entry, lanes, a_live = s.F, s.P, s.n, s.piped, s.entry_lay, s.entry, s.lanes, s.a_live
-        b_live, b_flit, b_ops, acc_live, acc_ops, acc_data = s.b_live, s.b_flit, s.b_ops, s.acc_live, s.acc_ops, s.acc_data
+        F, P, n, piped, entry_lay, entry, lanes, a_live = (
+            s.F,
+            s.P,
+            s.n,
+            s.piped,
+            s.entry_lay,
+            s.entry,
+            s.lanes,
+            s.a_live,
+        )
+        b_live, b_flit, b_ops, acc_live, acc_ops, acc_data = (
+            s.b_live,
+            s.b_flit,
+            s.b_ops,
+            s.acc_live,
+            s.acc_ops,
+            s.acc_data,
+        )
         # Stage C: the flits are on the links; write (and reduce) them into the lanes.
         c_live, c_flit = Signal(), Signal(range(P))
         c_ops = Signal(data.ArrayLayout(entry_lay["lane"].shape.elem_shape, n))
         m.d.sync += [c_live.eq(b_live), c_flit.eq(b_flit), c_ops.eq(b_ops.lane)]
         ins = [getattr(self, f"i_{port}") for port in self.lanes]
         fl = flit_layout(self.flit_bits)
-        in_flits = [fl(link.flit.as_value()[:self.flit_bits]) for link in ins]
+        in_flits = [fl(link.flit.as_value()[: self.flit_bits]) for link in ins]
         arrived = Signal(n)
         m.d.comb += arrived.eq(Cat(link.valid for link in ins))
         for i, lane in enumerate(lanes):
             op = c_ops[i]
             en = c_live & op.wr_en
-            m.d.sync += Assert(~en | ((arrived & op.wr_mask) == op.wr_mask),
-                               f"lane {self.lanes[i]} writes from an in-port with no flit")
+            m.d.sync += Assert(
+                ~en | ((arrived & op.wr_mask) == op.wr_mask),
+                f"lane {self.lanes[i]} writes from an in-port with no flit",
+            )
             if self.reduce:
                 terms = [fl(Mux(op.wr_acc, acc_data[i].as_value(), 0))]
                 terms += [fl(Mux(op.wr_mask[j], in_flits[j].as_value(), 0)) for j in range(n)]
@@ -332,12 +402,19 @@ class Router(wiring.Component):
                 # AllGather: lane i is written only from its own in-port.
                 received = in_flits[i].as_value()
             # The host's load port has the lane's write port whenever stage C does not write.
-            write = [en, en | (~c_live & self.load_we[i]), Mux(c_live, op.wr_slot * F + c_flit, self.load_addr),
-                     Mux(c_live, received, self.load_data[i].as_value())]
+            write = [
+                en,
+                en | (~c_live & self.load_we[i]),
+                Mux(c_live, op.wr_slot * F + c_flit, self.load_addr),
+                Mux(c_live, received, self.load_data[i].as_value()),
+            ]
             if self.pipeline > 1:  # stage W: the write, registered once more beside the lane's RAMs
-                w_regs = [Signal(name=f"w_sched_{self.lanes[i]}"), Signal(name=f"w_en_{self.lanes[i]}"),
-                          Signal(range(self.slots * F), name=f"w_addr_{self.lanes[i]}"),
-                          Signal(self.flit_bits, name=f"w_data_{self.lanes[i]}", reset_less=True)]
+                w_regs = [
+                    Signal(name=f"w_sched_{self.lanes[i]}"),
+                    Signal(name=f"w_en_{self.lanes[i]}"),
+                    Signal(range(self.slots * F), name=f"w_addr_{self.lanes[i]}"),
+                    Signal(self.flit_bits, name=f"w_data_{self.lanes[i]}", reset_less=True),
+                ]
                 m.d.sync += [r.eq(v) for r, v in zip(w_regs, write)]
                 write = w_regs
             sched_we, wr_en, wr_addr, wr_data = write
@@ -346,13 +423,30 @@ class Router(wiring.Component):
                 reads = [(a_live & entry.lane[i].rd_en, lane.rd_addr)]
                 if self.reduce:
                     reads.append((acc_live & acc_ops.lane[i].wr_en & acc_ops.lane[i].wr_acc, lane.acc_addr))
-                m.d.sync += Assert(~sched_we | ~Cat(used & (a == lane.wr_addr) for used, a in reads).any(),
-                                   f"lane {self.lanes[i]} reads a flit in the cycle it is written")
+                m.d.sync += Assert(
+                    ~sched_we | ~Cat(used & (a == lane.wr_addr) for used, a in reads).any(),
+                    f"lane {self.lanes[i]} reads a flit in the cycle it is written",
+                )
 
     def _packets(self, m: Module, s: SimpleNamespace) -> None:
         """The packet path on the same crossbar and links, whenever no schedule uses them."""
-        n, piped, run, fill, over, xbar, b_live, lane_out = s.n, s.piped, s.run, s.fill, s.over, s.xbar, s.b_live, s.lane_out
-        inputs, staged, sched_sel, sched_valid, sched_flit = s.inputs, s.staged, s.sched_sel, s.sched_valid, s.sched_flit
+        n, piped, run, fill, over, xbar, b_live, lane_out = (
+            s.n,
+            s.piped,
+            s.run,
+            s.fill,
+            s.over,
+            s.xbar,
+            s.b_live,
+            s.lane_out,
+        )
+        inputs, staged, sched_sel, sched_valid, sched_flit = (
+            s.inputs,
+            s.staged,
+            s.sched_sel,
+            s.sched_valid,
+            s.sched_flit,
+        )
         # Packets share the crossbar in every cycle but a schedule's stage B, and the links while
         # no schedule runs (from ``start`` to ``done``).
         schedule, arriving = Signal(), Signal()
@@ -365,8 +459,13 @@ class Router(wiring.Component):
         m.d.sync += arriving.eq(schedule)
         cfg = self.packets
         m.submodules.packets = pkt = PacketPath(cfg.fmt, self.lanes, cfg.depth, self.link_bits, self.pipeline)
-        m.d.comb += [pkt.hold.eq(self.hold | schedule), self.idle.eq(pkt.idle), xbar.i[n].eq(pkt.heads[n]),
-                     pkt.own.eq(self.own), pkt.reach.eq(self.reach)]
+        m.d.comb += [
+            pkt.hold.eq(self.hold | schedule),
+            self.idle.eq(pkt.idle),
+            xbar.i[n].eq(pkt.heads[n]),
+            pkt.own.eq(self.own),
+            pkt.reach.eq(self.reach),
+        ]
         wiring.connect(m, wiring.flipped(self.inject), pkt.inject)
         for i, out in enumerate(lane_out):
             m.d.comb += xbar.i[i].eq(Mux(b_live, out.as_value(), pkt.heads[i].as_value()))
@@ -374,11 +473,14 @@ class Router(wiring.Component):
             if piped:  # the crossbar select is a register: stage B's select, else the packet owner, a cycle ahead
                 r_live, r_ops = staged["r"]
                 x_sel = Signal(select_layout(inputs), name=f"x_sel_{port}")
-                m.d.sync += x_sel.eq(Mux(r_live, Cat(r_live & r_ops.out[o].valid, r_ops.out[o].lane),
-                                         pkt.sel_next[o].as_value()))
+                m.d.sync += x_sel.eq(
+                    Mux(r_live, Cat(r_live & r_ops.out[o].valid, r_ops.out[o].lane), pkt.sel_next[o].as_value())
+                )
                 m.d.comb += xbar.sel[o].eq(x_sel)
-                m.d.sync += Assert(x_sel.as_value() == Mux(b_live, sched_sel[o].as_value(), pkt.sel[o].as_value()),
-                                   f"port {port}: the registered crossbar select")
+                m.d.sync += Assert(
+                    x_sel.as_value() == Mux(b_live, sched_sel[o].as_value(), pkt.sel[o].as_value()),
+                    f"port {port}: the registered crossbar select",
+                )
             else:
                 m.d.comb += xbar.sel[o].eq(Mux(b_live, sched_sel[o], pkt.sel[o]))
         m.d.comb += pkt.switched.eq(xbar.o)

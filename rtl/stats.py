@@ -12,6 +12,8 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+__all__ = ["COUNTER_BITS", "Stats"]
+
 COUNTER_BITS = 32
 
 
@@ -40,10 +42,15 @@ class Stats(wiring.Component):
 
     def __init__(self, links: int):
         self.links = links
-        super().__init__({
-            "start": In(1), "done": In(1), "link_valid": In(links),
-            "cycles": Out(COUNTER_BITS), "busy": Out(COUNTER_BITS).array(links),
-        })
+        super().__init__(
+            {
+                "start": In(1),
+                "done": In(1),
+                "link_valid": In(links),
+                "cycles": Out(COUNTER_BITS),
+                "busy": Out(COUNTER_BITS).array(links),
+            }
+        )
 
     def elaborate(self, platform):
         """Build the hardware: the cycle and busy counters.

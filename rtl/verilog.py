@@ -30,6 +30,21 @@ from .packet_network import PacketSetup
 from .rom import NetworkImage
 from .timing import LATENCY, MIN_PERIOD
 
+__all__ = [
+    "LINT_WAIVERS",
+    "NetworkVerilog",
+    "TOP",
+    "core_name",
+    "flat_ports",
+    "fusesoc_core",
+    "load_sequence",
+    "network_verilog",
+    "top_verilog",
+    "without_zero_init",
+    "write_proofs",
+    "write_tables",
+]
+
 TOP = "equimesh_top"
 
 # Verilator waivers for what Amaranth's Verilog output always contains (docs/rtl.md, "Lint").
@@ -144,8 +159,9 @@ def network_verilog(design: Design, packets: PacketSetup | None = None, cache: P
         path = Path(cache) / f"{design.key()}-{_source_digest()}"
         try:
             ports = json.loads(path.with_suffix(".json").read_text())
-            return NetworkVerilog(path.with_suffix(".v").read_text(), ports["modules"], ports["ins"], ports["outs"],
-                                  ports["widths"])
+            return NetworkVerilog(
+                path.with_suffix(".v").read_text(), ports["modules"], ports["ins"], ports["outs"], ports["widths"]
+            )
         except (OSError, ValueError, KeyError):
             pass
     net = Network(design, packets, instances=True)
@@ -153,8 +169,10 @@ def network_verilog(design: Design, packets: PacketSetup | None = None, cache: P
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         # Atomic: a concurrent reader sees no file or a whole one; the ports file is published last.
-        for suffix, text in ((".v", out.text), (".json", json.dumps({"modules": out.modules, "ins": out.ins,
-                                                                      "outs": out.outs, "widths": out.widths}))):
+        for suffix, text in (
+            (".v", out.text),
+            (".json", json.dumps({"modules": out.modules, "ins": out.ins, "outs": out.outs, "widths": out.widths})),
+        ):
             tmp = path.with_suffix(f".{os.getpid()}.tmp")
             tmp.write_text(text)
             os.replace(tmp, path.with_suffix(suffix))
@@ -182,7 +200,7 @@ def load_sequence(design: Design, image: NetworkImage, widths: dict[str, int]) -
     return f"""# Loading and running `{TOP}`
 
 Design: {design.describe()}. Every schedule that fits it (at most {design.depth} steps, at most
-{design.slots} chunk slots per lane, {'any collective' if design.reduce else 'AllGather only'}) runs on this Verilog;
+{design.slots} chunk slots per lane, {"any collective" if design.reduce else "AllGather only"}) runs on this Verilog;
 the schedule compiler (`equimesh.rtl.rom`) writes the tables, the host loads them (docs/architecture.md,
 "Schedule tables in hardware").
 
@@ -264,9 +282,18 @@ def write_proofs(design: Design, out: Path, payload_flits: int | None = None) ->
     from .formal.sby import write_task
 
     t = design.topology
-    p = Params(kind=t.kind, rows=t.rows, cols=t.cols, pipeline=design.pipeline, chunk_flits=design.chunk_flits,
-               slots=design.slots, table_depth=design.depth, flit_bits=design.flit_bits, reduce=design.reduce,
-               payload_flits=payload_flits or 1)
+    p = Params(
+        kind=t.kind,
+        rows=t.rows,
+        cols=t.cols,
+        pipeline=design.pipeline,
+        chunk_flits=design.chunk_flits,
+        slots=design.slots,
+        table_depth=design.depth,
+        flit_bits=design.flit_bits,
+        reduce=design.reduce,
+        payload_flits=payload_flits or 1,
+    )
     paths = []
     for name in BLOCKS if payload_flits else ("crossbar", "router"):
         mod = block(name)
@@ -292,8 +319,7 @@ def core_name(design: Design) -> str:
     return f"equimesh_{t.kind.replace('-', '_')}_{t.rows}x{t.cols}"
 
 
-def fusesoc_core(design: Design, core_dir: Path, verilog_file: Path, lint_file: Path,
-                 images: list[Path] = ()) -> str:
+def fusesoc_core(design: Design, core_dir: Path, verilog_file: Path, lint_file: Path, images: list[Path] = ()) -> str:
     """A FuseSoC CAPI2 core (``fusesoc.readthedocs.io``, "CAPI2") of a generated network: the Verilog
     with ``equimesh_top`` as top level, the Verilator waivers for lint targets, and the ``$readmemh``
     images as data files. Paths are relative to ``core_dir``, where the core file goes.
@@ -313,19 +339,43 @@ def fusesoc_core(design: Design, core_dir: Path, verilog_file: Path, lint_file: 
     str
         The core file's YAML text, with targets ``default`` and ``lint`` (Verilator, lint-only).
     """
+
     def rel(p: Path) -> str:
         return Path(os.path.relpath(p, core_dir)).as_posix()
 
-    lines = ["CAPI=2:", f"name: equimesh:network:{core_name(design)}:0.1.0",
-             f'description: "equimesh network, {design.describe()}"', "", "filesets:", "  rtl:", "    files:",
-             f"      - {rel(verilog_file)}", "    file_type: verilogSource", "  lint:", "    files:",
-             f"      - {rel(lint_file)}", "    file_type: vlt"]
+    lines = [
+        "CAPI=2:",
+        f"name: equimesh:network:{core_name(design)}:0.1.0",
+        f'description: "equimesh network, {design.describe()}"',
+        "",
+        "filesets:",
+        "  rtl:",
+        "    files:",
+        f"      - {rel(verilog_file)}",
+        "    file_type: verilogSource",
+        "  lint:",
+        "    files:",
+        f"      - {rel(lint_file)}",
+        "    file_type: vlt",
+    ]
     if images:
         lines += ["  tables:", "    files:", *(f"      - {rel(p)}" for p in images), "    file_type: user"]
     filesets = "[rtl" + (", tables" if images else "") + "]"
-    lines += ["", "targets:", "  default:", f"    filesets: {filesets}", f"    toplevel: {TOP}",
-              "  lint:", "    default_tool: verilator", "    filesets: [rtl, lint]", f"    toplevel: {TOP}",
-              "    tools:", "      verilator:", "        mode: lint-only", ""]
+    lines += [
+        "",
+        "targets:",
+        "  default:",
+        f"    filesets: {filesets}",
+        f"    toplevel: {TOP}",
+        "  lint:",
+        "    default_tool: verilator",
+        "    filesets: [rtl, lint]",
+        f"    toplevel: {TOP}",
+        "    tools:",
+        "      verilator:",
+        "        mode: lint-only",
+        "",
+    ]
     return "\n".join(lines)
 
 

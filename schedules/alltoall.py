@@ -62,7 +62,10 @@ def _cut_bound(topo: Topology, side: np.ndarray, w: np.ndarray) -> int:
         return 0
     s, d = side[topo.link_src], side[topo.link_dst]
     worst = 0
-    for n_links, load in ((int((s & ~d).sum()), w[side][:, ~side].sum()), (int((~s & d).sum()), w[~side][:, side].sum())):
+    for n_links, load in (
+        (int((s & ~d).sum()), w[side][:, ~side].sum()),
+        (int((~s & d).sum()), w[~side][:, side].sum()),
+    ):
         if n_links == 0:
             raise ValueError(f"the {topo.name} has no link across a cut: AllToAll is impossible")
         worst = max(worst, math.ceil(int(load) / n_links))

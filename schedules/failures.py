@@ -15,6 +15,8 @@ import numpy as np
 
 from .topology import Topology, TopologyError
 
+__all__ = ["DegradedTopology", "Disconnected", "degrade", "parse_fail_links", "random_failures"]
+
 
 class Disconnected(ValueError):
     """The failures leave some node unable to reach another; the message is one line.
@@ -106,8 +108,7 @@ def parse_fail_links(text: str, topo: Topology) -> list[tuple]:
         for w in (u, v):
             if not 0 <= w < topo.nodes:
                 raise TopologyError(f"--fail-links: node {w} is not in the {topo.name} (0..{topo.nodes - 1})")
-        hit = [l for l in topo.links
-               if (l.src, l.dst) == (u, v) or (kind == "-" and (l.src, l.dst) == (v, u))]
+        hit = [l for l in topo.links if (l.src, l.dst) == (u, v) or (kind == "-" and (l.src, l.dst) == (v, u))]
         if not hit:
             raise TopologyError(f"--fail-links: the {topo.name} has no link {item}")
         out += [(l.src, l.dst, l.src_port, l.dst_port) for l in hit]
@@ -168,6 +169,7 @@ def degrade(topo: Topology, failed: list) -> DegradedTopology:
     deg = DegradedTopology(topo, [tuple(f) for f in failed])
     if not deg.strongly_connected:
         u, v = (int(x[0]) for x in np.nonzero(deg.distances < 0))
-        raise Disconnected(f"failing {len(deg.failed)} link(s) disconnects the network: "
-                           f"node {u} can no longer reach node {v}")
+        raise Disconnected(
+            f"failing {len(deg.failed)} link(s) disconnects the network: node {u} can no longer reach node {v}"
+        )
     return deg

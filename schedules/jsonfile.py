@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+__all__ = ["JsonFileError", "parse", "read_json", "read_text"]
+
 
 class JsonFileError(ValueError):
     """A file that cannot be read as JSON; the message is one line naming the file."""

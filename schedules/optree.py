@@ -31,7 +31,25 @@ from functools import cached_property
 
 import numpy as np
 
-CW, CCW = 0, 1             # fiber index: clockwise (node x -> x+1), counter-clockwise
+__all__ = [
+    "OpTreeError",
+    "OpTreeInvalid",
+    "OpTreeSchedule",
+    "best_radices",
+    "build",
+    "factorizations",
+    "k_star",
+    "ne_steps",
+    "osm_steps",
+    "proof_stage_steps",
+    "ring_steps",
+    "stage_loads",
+    "theorem1_steps",
+    "verify",
+    "wrht_steps",
+]
+
+CW, CCW = 0, 1  # fiber index: clockwise (node x -> x+1), counter-clockwise
 
 
 class OpTreeError(ValueError):
@@ -46,6 +64,7 @@ def _check(nodes: int, wavelengths: int) -> None:
 
 
 # ----- closed forms ----------------------------------------------------------
+
 
 def theorem1_steps(nodes: int, wavelengths: int, stages: int) -> int:
     """Theorem 1: ceil((2k-1) N^(1+1/k) / (8w)), with the real-valued radix m = N^(1/k).
@@ -182,9 +201,9 @@ def wrht_steps(nodes: int, wavelengths: int) -> tuple[int, int]:
     _check(nodes, wavelengths)
     m = 2 * wavelengths + 1
     theta = 1
-    while m ** theta < nodes:
+    while m**theta < nodes:
         theta += 1
-    gather = 1 + -(-(m ** theta - m) // (m - 1))
+    gather = 1 + -(-(m**theta - m) // (m - 1))
     return gather + (theta - 1) * m ** (theta - 1), gather + theta * m ** (theta - 1)
 
 
@@ -222,11 +241,12 @@ def proof_stage_steps(nodes: int, wavelengths: int, m: int, stages: int) -> list
         raise OpTreeError(f"the tree needs k >= 1 stages (got {stages})")
     out = [-(-m * m // (8 * wavelengths)) * -(-nodes // m)]
     for j in range(2, stages + 1):
-        out.append(m ** (j - 1) * -(-nodes // m ** j) * -(-m * m // (4 * wavelengths)))
+        out.append(m ** (j - 1) * -(-nodes // m**j) * -(-m * m // (4 * wavelengths)))
     return out
 
 
 # ----- the m-ary tree --------------------------------------------------------
+
 
 def factorizations(nodes: int, stages: int) -> list[tuple[int, ...]]:
     """Every multiset of ``stages`` radices >= 2 whose product is ``nodes``, largest first.
@@ -243,6 +263,7 @@ def factorizations(nodes: int, stages: int) -> list[tuple[int, ...]]:
     list of tuple of int
         Each tuple non-increasing; the list in descending lexicographic order; empty if none.
     """
+
     def rec(n, k, cap):
         if k == 1:
             return [(n,)] if 2 <= n <= cap else []
@@ -251,6 +272,7 @@ def factorizations(nodes: int, stages: int) -> list[tuple[int, ...]]:
             if n % f == 0:
                 out += [(f,) + rest for rest in rec(n // f, k - 1, f)]
         return out
+
     return rec(nodes, stages, nodes)
 
 
@@ -265,14 +287,14 @@ def _pairs(nodes: int, radices: tuple[int, ...], stage: int) -> tuple[np.ndarray
     c = g // m
     x = np.repeat(np.arange(nodes, dtype=np.int64), m - 1)
     digit = (x % g) // c
-    t = np.tile(np.arange(1, m, dtype=np.int64), nodes)        # child offset, 1..m-1
+    t = np.tile(np.arange(1, m, dtype=np.int64), nodes)  # child offset, 1..m-1
     z = x - (x % g) + ((digit + t) % m) * c + x % c
     if stage == 0:
         # whole ring, shortest way; the antipodal pairs {x, x + N/2} (t = m/2) take the two fibers in turn
         fiber = np.where(2 * t < m, CW, CCW)
         fiber = np.where(2 * t == m, (x % (nodes // 2)) % 2, fiber)
     else:
-        fiber = np.where(z > x, CW, CCW)                       # inside the parent's segment: a line
+        fiber = np.where(z > x, CW, CCW)  # inside the parent's segment: a line
     return x, z, fiber
 
 
@@ -289,7 +311,7 @@ def _load(nodes: int, lo: np.ndarray, length: np.ndarray, fiber: np.ndarray, wei
     np.add.at(diff, (fiber, lo), weight)
     np.add.at(diff, (fiber, lo + length), -weight)
     run = np.cumsum(diff, axis=1)
-    return int((run[:, :nodes] + run[:, nodes:2 * nodes]).max())
+    return int((run[:, :nodes] + run[:, nodes : 2 * nodes]).max())
 
 
 def stage_loads(nodes: int, radices: tuple[int, ...]) -> list[int]:
@@ -341,12 +363,15 @@ def best_radices(nodes: int, wavelengths: int, stages: int) -> tuple[int, ...]:
         If N does not split into k radices >= 2, or N < 2 or w < 1.
     """
     _check(nodes, wavelengths)
-    cands = {(f[i],) + f[:i] + f[i + 1:] for f in factorizations(nodes, stages) for i in range(len(f))}
+    cands = {(f[i],) + f[:i] + f[i + 1 :] for f in factorizations(nodes, stages) for i in range(len(f))}
     if not cands:
-        raise OpTreeError(f"N = {nodes} does not split into {stages} radices >= 2 "
-                          f"(it has {_prime_factor_count(nodes)} prime factors)")
+        raise OpTreeError(
+            f"N = {nodes} does not split into {stages} radices >= 2 (it has {_prime_factor_count(nodes)} prime factors)"
+        )
+
     def cost(r):
         return sum(-(-l // wavelengths) for l in stage_loads(nodes, r)), r
+
     return min(sorted(cands, reverse=True), key=cost)
 
 
@@ -362,6 +387,7 @@ def _prime_factor_count(n: int) -> int:
 
 # ----- wavelength assignment -------------------------------------------------
 
+
 def _colour_line(lo: np.ndarray, hi: np.ndarray, copies: int) -> tuple[np.ndarray, int]:
     """Interval colouring, ``copies`` colours per interval: sweep by left end, reuse freed colours.
 
@@ -369,7 +395,7 @@ def _colour_line(lo: np.ndarray, hi: np.ndarray, copies: int) -> tuple[np.ndarra
     Returns an (intervals, copies) colour array and the colour count.
     """
     colours = np.empty((len(lo), copies), dtype=np.int64)
-    busy: list[tuple[int, int]] = []          # (right end, interval index)
+    busy: list[tuple[int, int]] = []  # (right end, interval index)
     free: list[int] = []
     used = 0
     for i in np.lexsort((hi, lo)):
@@ -377,8 +403,8 @@ def _colour_line(lo: np.ndarray, hi: np.ndarray, copies: int) -> tuple[np.ndarra
         while busy and busy[0][0] <= a:
             free.extend(colours[heapq.heappop(busy)[1]])
         take = min(copies, len(free))
-        got = free[len(free) - take:]
-        del free[len(free) - take:]
+        got = free[len(free) - take :]
+        del free[len(free) - take :]
         got += range(used, used + copies - take)
         used += copies - take
         colours[i] = got
@@ -411,7 +437,7 @@ def _tile_ring(nodes: int, m: int, lo: np.ndarray, length: np.ndarray) -> tuple[
             base += nodes // 4
     anti = t == m // 2
     colour[anti] = base + (lo[anti] % half) // 2
-    _, dense = np.unique(colour, return_inverse=True)   # the other fiber's half of the antipodal colours is unused
+    _, dense = np.unique(colour, return_inverse=True)  # the other fiber's half of the antipodal colours is unused
     return dense, int(dense.max()) + 1 if len(dense) else 0
 
 
@@ -428,10 +454,10 @@ def _colour_ring(nodes: int, lo: np.ndarray, length: np.ndarray) -> tuple[np.nda
     cut = np.nonzero(hi > nodes)[0]
     colour[cut] = np.arange(len(cut))
     used = len(cut)
-    busy = [(int(hi[i] - nodes), int(colour[i]), int(lo[i])) for i in cut]   # (free from, colour, free until)
+    busy = [(int(hi[i] - nodes), int(colour[i]), int(lo[i])) for i in cut]  # (free from, colour, free until)
     heapq.heapify(busy)
     plain: list[int] = []
-    bounded: list[tuple[int, int]] = []       # (free until, colour), sorted
+    bounded: list[tuple[int, int]] = []  # (free until, colour), sorted
     rest = np.setdiff1d(np.arange(len(lo)), cut)
     for i in rest[np.lexsort((hi[rest], lo[rest]))]:
         a, b = int(lo[i]), int(hi[i])
@@ -455,6 +481,7 @@ def _colour_ring(nodes: int, lo: np.ndarray, length: np.ndarray) -> tuple[np.nda
 
 
 # ----- the constructive schedule ---------------------------------------------
+
 
 @dataclass
 class OpTreeSchedule:
@@ -538,7 +565,7 @@ def build(nodes: int, wavelengths: int, radices: tuple[int, ...]) -> OpTreeSched
     cols = {k: [] for k in ("step", "wavelength", "src", "dst", "fiber", "item")}
     stage_steps, loads, offset = [], [], 0
     for s in range(len(radices)):
-        held = math.prod(radices[:s])                  # items each node holds entering this stage
+        held = math.prod(radices[:s])  # items each node holds entering this stage
         x, z, fiber = _pairs(nodes, radices, s)
         lo, length = _segments(nodes, x, z, fiber)
         loads.append(_load(nodes, lo, length, fiber, held))
@@ -564,7 +591,7 @@ def build(nodes: int, wavelengths: int, radices: tuple[int, ...]) -> OpTreeSched
                 cf, n = _colour_line(lo[sel], lo[sel] + length[sel], held)
                 colour[sel] = cf
                 used = max(used, n)
-            rel = (x % g) * g + z % g                      # the pair's place inside its segment
+            rel = (x % g) * g + z % g  # the pair's place inside its segment
             key = np.full(g * g, -1, dtype=np.int64)
             key[rel[first]] = np.nonzero(first)[0]
             colour = colour[key[rel]]
@@ -606,10 +633,22 @@ def verify(sched: OpTreeSchedule) -> None:
         At the first broken rule, one line.
     """
     n, w = sched.nodes, sched.wavelengths
-    step, wl, src, dst, fib, item = (np.asarray(a, dtype=np.int64) for a in
-                                     (sched.step, sched.wavelength, sched.src, sched.dst, sched.fiber, sched.item))
-    bad = np.nonzero((wl < 0) | (wl >= w) | (src < 0) | (src >= n) | (dst < 0) | (dst >= n)
-                     | (src == dst) | (item < 0) | (item >= n) | ((fib != CW) & (fib != CCW)))[0]
+    step, wl, src, dst, fib, item = (
+        np.asarray(a, dtype=np.int64)
+        for a in (sched.step, sched.wavelength, sched.src, sched.dst, sched.fiber, sched.item)
+    )
+    bad = np.nonzero(
+        (wl < 0)
+        | (wl >= w)
+        | (src < 0)
+        | (src >= n)
+        | (dst < 0)
+        | (dst >= n)
+        | (src == dst)
+        | (item < 0)
+        | (item >= n)
+        | ((fib != CW) & (fib != CCW))
+    )[0]
     if len(bad):
         i = bad[0]
         raise OpTreeInvalid(f"lightpath {i}: {src[i]}->{dst[i]} wavelength {wl[i]} item {item[i]} out of range")
@@ -626,15 +665,17 @@ def verify(sched: OpTreeSchedule) -> None:
     if len(k) > 1:
         starts = np.r_[True, k[1:] != k[:-1]]
         seg_id = np.cumsum(starts) - 1
-        shift = seg_id * (4 * n)                       # keys apart by more than any right end
+        shift = seg_id * (4 * n)  # keys apart by more than any right end
         run_hi = np.maximum.accumulate(b + shift) - shift
         over = np.nonzero(~starts[1:] & (a[1:] < run_hi[:-1]))[0]
         if len(over):
             clash = over[0] + 1
     if clash is not None:
         i = j[clash]
-        raise OpTreeInvalid(f"step {step[i]}, {'cw' if fib[i] == CW else 'ccw'} fiber, wavelength {wl[i]}: "
-                            f"lightpath {src[i]}->{dst[i]} shares a segment with another lightpath")
+        raise OpTreeInvalid(
+            f"step {step[i]}, {'cw' if fib[i] == CW else 'ccw'} fiber, wavelength {wl[i]}: "
+            f"lightpath {src[i]}->{dst[i]} shares a segment with another lightpath"
+        )
     holds = np.eye(n, dtype=bool)
     order = np.argsort(step, kind="stable")
     bounds = np.r_[0, np.nonzero(np.diff(step[order]))[0] + 1, len(order)]

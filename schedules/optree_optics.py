@@ -32,10 +32,21 @@ import numpy as np
 
 from . import optree as ot
 
-__all__ = ["BER_LIMIT", "Optics", "ber", "built_path_nodes", "check_radices", "crosstalk_power", "insertion_loss",
-           "l_max", "power_ok", "snr_db", "torus_steps"]
+__all__ = [
+    "BER_LIMIT",
+    "Optics",
+    "ber",
+    "built_path_nodes",
+    "check_radices",
+    "crosstalk_power",
+    "insertion_loss",
+    "l_max",
+    "power_ok",
+    "snr_db",
+    "torus_steps",
+]
 
-BER_LIMIT = 1e-9           # seed 002, Section IV-B-2
+BER_LIMIT = 1e-9  # seed 002, Section IV-B-2
 
 
 def _radix(n: int, k: int) -> float:
@@ -45,8 +56,9 @@ def _radix(n: int, k: int) -> float:
         raise ot.OpTreeError(f"the tree depth k must be >= 1 (got {k})")
     m = n ** (1 / k)
     if m < 2 - 1e-9:
-        raise ot.OpTreeError(f"radix m = N^(1/k) = {m:.3f} must be >= 2 (k = {k} is too deep for N = {n}; "
-                             f"k <= {int(math.log2(n))})")
+        raise ot.OpTreeError(
+            f"radix m = N^(1/k) = {m:.3f} must be >= 2 (k = {k} is too deep for N = {n}; k <= {int(math.log2(n))})"
+        )
     return m
 
 
@@ -118,11 +130,15 @@ def check_radices(n: int, radices: tuple[int, ...]) -> None:
         if size % m:
             child = -(-size // m)
             last = size - child * (m - 1)
-            short = (f"children of {child} and a last one of {last}" if last > 0
-                     else f"only {-(-size // child)} children of {child}")
+            short = (
+                f"children of {child} and a last one of {last}"
+                if last > 0
+                else f"only {-(-size // child)} children of {child}"
+            )
             raise ot.OpTreeError(
                 f"radix {m} does not divide the {size} nodes at level {level}: seed 002's Algorithm 1 makes "
-                f"{short}, and a short child's nodes never receive the items of the positions it lacks")
+                f"{short}, and a short child's nodes never receive the items of the positions it lacks"
+            )
         size //= m
     if size != 1:
         raise ot.OpTreeError(f"the radices {list(radices)} multiply to {math.prod(radices)}, not N = {n}")
@@ -135,6 +151,13 @@ def torus_steps(n: int, wavelengths: int, stages: int) -> dict:
     sched = ot.build(n, wavelengths, rad)
     ot.verify(sched)
     s1 = ot.theorem1_steps(n, wavelengths, stages)
-    return {"radices": list(rad), "row_steps": s1, "column_steps": s1, "theorem1_total": 2 * s1,
-            "constructive_row": sched.num_steps, "constructive_total": 2 * sched.num_steps,
-            "time_in_d_over_B": s1 + n * s1, "time_steps_alpha": 2 * s1}
+    return {
+        "radices": list(rad),
+        "row_steps": s1,
+        "column_steps": s1,
+        "theorem1_total": 2 * s1,
+        "constructive_row": sched.num_steps,
+        "constructive_total": 2 * sched.num_steps,
+        "time_in_d_over_B": s1 + n * s1,
+        "time_steps_alpha": 2 * s1,
+    }

@@ -62,6 +62,25 @@ from pathlib import Path
 from .jsonfile import JsonFileError, read_json
 from .topology import Topology, TopologyError, build, parse_ring_dirs
 
+__all__ = [
+    "ALGORITHMS",
+    "DeadlockError",
+    "FORMAT",
+    "ForwardingTable",
+    "LOCAL",
+    "RoutingError",
+    "channel_dependencies",
+    "check_deadlock_free",
+    "describe_link",
+    "find_cycle",
+    "forwarding_table",
+    "link_loads",
+    "load",
+    "shortcut_table",
+    "validate",
+    "xy_table",
+]
+
 LOCAL = "L"
 ALGORITHMS = ("shortcut", "xy")
 FORMAT = "equimesh-routing"
@@ -211,11 +230,17 @@ class ForwardingTable:
             ``format`` (:data:`FORMAT`), ``version`` 1, ``algorithm``, ``topology``
             (:meth:`.Topology.to_json`) and ``ports`` (the N x N table).
         """
-        return {"format": FORMAT, "version": 1, "algorithm": self.algorithm,
-                "topology": self.topology.to_json(), "ports": self.ports}
+        return {
+            "format": FORMAT,
+            "version": 1,
+            "algorithm": self.algorithm,
+            "topology": self.topology.to_json(),
+            "ports": self.ports,
+        }
 
 
 # ----- construction ---------------------------------------------------------
+
 
 def _step_towards(topo: Topology, v: int, d: int) -> str:
     """Dimension-order (XY) port at ``v`` towards ``d`` over mesh links: columns first, then rows."""
@@ -252,7 +277,7 @@ def xy_table(topo: Topology) -> ForwardingTable:
     for v in range(n):
         for d in range(n):
             if v != d:
-                if ports[v][d] not in t.out_link[v]:   # e.g. the supermesh: no N/E/S/W ports
+                if ports[v][d] not in t.out_link[v]:  # e.g. the supermesh: no N/E/S/W ports
                     raise RoutingError(f"packet routing needs mesh ports; the {topo.name} has none")
                 (r, c) = divmod(v, topo.cols)
                 dst = topo.links[t.next_link(v, d)].dst
@@ -350,8 +375,10 @@ def _in_line_paths(topo: Topology, load: list[int]) -> list[list[int]]:
 
     row = [tree_to(x, lambda l, r=x // cols: l.src // cols == l.dst // cols == r) for x in range(n)]
     col = [tree_to(x, lambda l, c=x % cols: l.src % cols == l.dst % cols == c) for x in range(n)]
-    return [[-1 if v == d else row[v - v % cols + d % cols][v] if v % cols != d % cols else col[d][v]
-             for v in range(n)] for d in range(n)]
+    return [
+        [-1 if v == d else row[v - v % cols + d % cols][v] if v % cols != d % cols else col[d][v] for v in range(n)]
+        for d in range(n)
+    ]
 
 
 def _want_len(want: list[list[int]], links, d: int, v: int) -> int:
@@ -442,8 +469,7 @@ def shortcut_table(topo: Topology) -> ForwardingTable:
     """
     links = topo.links
     want = _in_line_paths(topo, link_loads(xy_table(topo))[0])
-    ports = [[LOCAL if v == d else links[want[d][v]].src_port for d in range(topo.nodes)]
-             for v in range(topo.nodes)]
+    ports = [[LOCAL if v == d else links[want[d][v]].src_port for d in range(topo.nodes)] for v in range(topo.nodes)]
     t = ForwardingTable(topo, ports, "shortcut")
     if find_cycle(len(links), channel_dependencies(t)) is not None:
         t = _guarded(topo, want)
@@ -482,6 +508,7 @@ def forwarding_table(topo: Topology, algorithm: str = "shortcut") -> ForwardingT
 
 
 # ----- checking -------------------------------------------------------------
+
 
 def validate(t: ForwardingTable) -> None:
     """Shape, ports and loop-freedom of a table; raises RoutingError with the first problem.
@@ -645,8 +672,9 @@ def check_deadlock_free(t: ForwardingTable, flow: str = "cut-through") -> None:
     cyc = find_cycle(len(t.topology.links), channel_dependencies(t, flow))
     if cyc is not None:
         ring = " -> ".join(describe_link(t.topology, i) for i in cyc + cyc[:1])
-        raise DeadlockError(f"{t.algorithm} routing on the {t.topology.name} can deadlock ({flow}): "
-                            f"channel dependency cycle {ring}")
+        raise DeadlockError(
+            f"{t.algorithm} routing on the {t.topology.name} can deadlock ({flow}): channel dependency cycle {ring}"
+        )
 
 
 def load(path: str | Path) -> ForwardingTable:

@@ -23,13 +23,30 @@ from .failures import DegradedTopology
 from .topology import KINDS, MAX_SIDE, Topology, TopologyError, build
 from .topology import from_json as topology_from_json
 
-RING_KINDS = ("equimesh", "mirror-equimesh")   # the kinds with Algorithm 1's edge rings
+__all__ = [
+    "COLLECTIVES",
+    "FORMAT",
+    "MAX_CHUNKS",
+    "OPS",
+    "Phase",
+    "RING_KINDS",
+    "Schedule",
+    "ScheduleFileError",
+    "VERSION",
+    "VERSION_OVERLAP",
+    "from_dict",
+    "load",
+    "lower_bound",
+    "schedule_bound",
+]
+
+RING_KINDS = ("equimesh", "mirror-equimesh")  # the kinds with Algorithm 1's edge rings
 
 FORMAT = "equimesh-schedule"
 VERSION = 1
-VERSION_OVERLAP = 2      # docs/architecture.md: the overlapped AllReduce of typed transfers
-MAX_CHUNKS = 1 << 24     # chunks per shard a schedule file may declare
-OPS = ("r", "g")         # op letters in the file; their index is the op column in memory
+VERSION_OVERLAP = 2  # docs/architecture.md: the overlapped AllReduce of typed transfers
+MAX_CHUNKS = 1 << 24  # chunks per shard a schedule file may declare
+OPS = ("r", "g")  # op letters in the file; their index is the op column in memory
 OP_REDUCE, OP_GATHER = 0, 1
 COLLECTIVES = ("allgather", "reducescatter", "allreduce", "alltoall")
 
@@ -169,8 +186,14 @@ class Schedule:
         if {"steps", "phases", "topology"} & meta.keys():
             # meta shadows a structural key: to_json() decides what is written, as it always has.
             return _render(self.to_json(), _format_lists)
-        d = {"format": FORMAT, "version": self.version, "collective": self.collective,
-             "algorithm": self.algorithm, "chunks": self.chunks, "topology": self.topology.to_json()}
+        d = {
+            "format": FORMAT,
+            "version": self.version,
+            "collective": self.collective,
+            "algorithm": self.algorithm,
+            "chunks": self.chunks,
+            "topology": self.topology.to_json(),
+        }
         if self.collective == "allreduce" and not self.overlapped:
             d["phases"] = [{"collective": p.collective, "steps": p.steps} for p in self.phases]
         else:
@@ -196,8 +219,11 @@ def _render(d: dict, fmt) -> str:
     for k, v in head.items():
         parts.append(f"  {json.dumps(k)}: {json.dumps(v, sort_keys=True)},")
     topo = d["topology"]
-    parts.append('  "topology": {' + ", ".join(
-        f"{json.dumps(k)}: {json.dumps(v)}" for k, v in topo.items() if k != "links") + ',')
+    parts.append(
+        '  "topology": {'
+        + ", ".join(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in topo.items() if k != "links")
+        + ","
+    )
     parts.append('    "links": [' + ", ".join(json.dumps(l) for l in topo["links"]) + "]},")
     if "phases" in d:
         parts.append('  "phases": [')
@@ -231,7 +257,7 @@ def _steps_json(steps: list[np.ndarray], typed: bool = False) -> list[list[list]
 
 
 _POW10 = 10 ** np.arange(19, dtype=np.int64)
-_BIG = 1 << 62   # |values| past this could overflow the int64 arithmetic below; such steps go through json
+_BIG = 1 << 62  # |values| past this could overflow the int64 arithmetic below; such steps go through json
 
 
 def _digits(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -247,8 +273,8 @@ def _digits(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     length = nd + neg
     out = np.zeros((len(v), int(length.max()) if len(v) else 1), dtype=np.uint8)
     for j in range(out.shape[1]):
-        exp = length - 1 - j                  # the power of ten of column j's digit; < 0 past the end
-        ok = (exp >= 0) & ~(neg & (j == 0))   # column 0 of a negative number holds its sign
+        exp = length - 1 - j  # the power of ten of column j's digit; < 0 past the end
+        ok = (exp >= 0) & ~(neg & (j == 0))  # column 0 of a negative number holds its sign
         out[ok, j] = 48 + (mag[ok] // _POW10[exp[ok]]) % 10
         if j == 0:
             out[neg, 0] = ord("-")
@@ -268,8 +294,8 @@ def _field(v: np.ndarray, prefix: bytes, suffix: bytes) -> tuple[np.ndarray, np.
     width = p + d + len(suffix)
     table = np.zeros((len(digits), -(-width // 8) * 8), dtype=np.uint8)
     table[:, :p] = np.frombuffer(prefix, dtype=np.uint8)
-    table[:, p:p + d] = digits
-    table[:, p + d:width] = np.frombuffer(suffix, dtype=np.uint8)
+    table[:, p : p + d] = digits
+    table[:, p + d : width] = np.frombuffer(suffix, dtype=np.uint8)
     words = table.view(np.uint64)
     length = length + (p + len(suffix))
     if not small:
@@ -285,7 +311,7 @@ def _op_field(op: np.ndarray, suffix: bytes) -> tuple[np.ndarray, np.ndarray]:
     texts = [f'"{o}"'.encode("ascii") + suffix for o in OPS]
     table = np.zeros((len(OPS), 8), dtype=np.uint8)
     for i, t in enumerate(texts):
-        table[i, :len(t)] = np.frombuffer(t, dtype=np.uint8)
+        table[i, : len(t)] = np.frombuffer(t, dtype=np.uint8)
     return table.view(np.uint64)[op], np.array([len(t) for t in texts], dtype=np.int64)[op]
 
 
@@ -307,7 +333,7 @@ def _format_steps(steps, indent: str) -> str:
     a = np.concatenate(arrays) if n else np.zeros((0, w), dtype=np.int64)
     if n and (int(a.min()) < -_BIG or int(a.max()) > _BIG):
         return _format_lists(_steps_json(arrays, typed=w == 4), indent)
-    bounds = np.zeros(len(arrays) + 1, dtype=np.int64)   # byte offsets of the steps in the buffer
+    bounds = np.zeros(len(arrays) + 1, dtype=np.int64)  # byte offsets of the steps in the buffer
     buf = b""
     if n:
         # Order by (step, link, root, chunk[, op]): one int64 key when the ranges allow it, else lexsort.
@@ -328,17 +354,17 @@ def _format_steps(steps, indent: str) -> str:
             del step, key
         else:
             a = a[np.lexsort((*a.T[::-1], step))]
-        last = np.cumsum(counts)[counts > 0] - 1   # the row of each non-empty step's last transfer
+        last = np.cumsum(counts)[counts > 0] - 1  # the row of each non-empty step's last transfer
         fields = [_field(a[:, 0], b"[", b", "), _field(a[:, 1], b"", b", ")]
         if w == 3:
             fields.append(_field(a[:, 2], b"", b"], "))
-            end, _ = _field(a[last, 2], b"", b"]")    # a step's last transfer: no ", " after it
+            end, _ = _field(a[last, 2], b"", b"]")  # a step's last transfer: no ", " after it
         else:
             fields += [_field(a[:, 2], b"", b", "), _op_field(a[:, 3], b"], ")]
             end, _ = _op_field(a[last, 3], b"]")
         cw = fields[-1][0]
         cw[last] = 0
-        cw[last, :end.shape[1]] = end
+        cw[last, : end.shape[1]] = end
         words = np.hstack([f[0] for f in fields]).view(np.uint8)
         buf = words[words != 0]
         row_len = sum(f[1] for f in fields)
@@ -351,7 +377,7 @@ def _format_steps(steps, indent: str) -> str:
     parts = []
     for i in range(len(arrays)):
         parts.append(head)
-        parts.append(mv[bounds[i]:bounds[i + 1]])
+        parts.append(mv[bounds[i] : bounds[i + 1]])
         parts.append(b"],\n" if i + 1 < len(arrays) else b"]")
     return b"".join(parts).decode("ascii")
 
@@ -389,12 +415,19 @@ def _parse_steps(raw, where: str, n_links: int, nodes: int, chunks: int, typed: 
                 a = np.array(step) if step else np.zeros((0, 3), dtype=np.int64)
             except (ValueError, TypeError, OverflowError):
                 raise ScheduleFileError(f"{where}: step {s} must hold [link, root, chunk] integer triples") from None
-            if (a.dtype.kind != "i" or a.ndim != 2 or a.shape[1] != 3 or (len(step) and a.shape[0] != len(step))
-                    or any(type(v) is bool for t in step for v in t)):  # numpy reads true as 1
+            if (
+                a.dtype.kind != "i"
+                or a.ndim != 2
+                or a.shape[1] != 3
+                or (len(step) and a.shape[0] != len(step))
+                or any(type(v) is bool for t in step for v in t)
+            ):  # numpy reads true as 1
                 raise ScheduleFileError(f"{where}: step {s} must hold [link, root, chunk] integer triples")
         bad = np.nonzero((a[:, 0] < 0) | (a[:, 0] >= n_links))[0]
         if len(bad):
-            raise ScheduleFileError(f"{where}: step {s}: link {a[bad[0], 0]} does not exist (the topology has {n_links} links)")
+            raise ScheduleFileError(
+                f"{where}: step {s}: link {a[bad[0], 0]} does not exist (the topology has {n_links} links)"
+            )
         bad = np.nonzero((a[:, 1] < 0) | (a[:, 1] >= nodes))[0]
         if len(bad):
             raise ScheduleFileError(f"{where}: step {s}: root {a[bad[0], 1]} is not a node (0..{nodes - 1})")
@@ -411,7 +444,7 @@ class _Read(list):
     """Steps that :func:`_load_canonical` has already read into (n, 3) or, typed, (n, 4) int64 arrays."""
 
 
-_STEP_PUNCT = bytes.maketrans(b'[],"rg', b"    01")   # op letters become their index in OPS
+_STEP_PUNCT = bytes.maketrans(b'[],"rg', b"    01")  # op letters become their index in OPS
 
 
 def _load_canonical(text: str, where: str) -> Schedule | None:
@@ -426,7 +459,7 @@ def _load_canonical(text: str, where: str) -> Schedule | None:
     if not text.endswith("\n}\n"):
         return None
     try:
-        data = text.encode("ascii")    # dumps() writes ASCII only
+        data = text.encode("ascii")  # dumps() writes ASCII only
     except UnicodeEncodeError:
         return None
     lines = data.split(b"\n")
@@ -440,7 +473,7 @@ def _load_canonical(text: str, where: str) -> Schedule | None:
             while j < len(lines) and lines[j][:16].lstrip().startswith(b"["):
                 j += 1
             if j == i and j < len(lines) and not lines[j]:
-                j += 1                 # an empty step list: dumps() leaves one empty line
+                j += 1  # an empty step list: dumps() leaves one empty line
             regions.append(lines[i:j])
             i = j
     if not regions:
@@ -455,13 +488,16 @@ def _load_canonical(text: str, where: str) -> Schedule | None:
             steps = _Read()
             for line in region:
                 nums = line.translate(_STEP_PUNCT)
-                steps.append(np.fromstring(nums, dtype=np.int64, sep=" ").reshape(-1, w) if nums.strip()
-                             else np.zeros((0, w), dtype=np.int64))
+                steps.append(
+                    np.fromstring(nums, dtype=np.int64, sep=" ").reshape(-1, w)
+                    if nums.strip()
+                    else np.zeros((0, w), dtype=np.int64)
+                )
             h["steps"] = steps
         sched = from_dict(d, where)
         if sched.dumps() != text:
             return None
-    except Exception:                  # noqa: BLE001 -- whatever it is, the json path decides and reports
+    except Exception:  # noqa: BLE001 -- whatever it is, the json path decides and reports
         return None
     return sched
 
@@ -529,8 +565,9 @@ def from_dict(d, where: str = "schedule") -> Schedule:
     if d.get("format") != FORMAT:
         raise ScheduleFileError(f"{where}: 'format' must be {FORMAT!r} (got {d.get('format')!r})")
     if d.get("version") not in (VERSION, VERSION_OVERLAP):
-        raise ScheduleFileError(f"{where}: unsupported version {d.get('version')!r} "
-                                f"(this reader knows {VERSION} and {VERSION_OVERLAP})")
+        raise ScheduleFileError(
+            f"{where}: unsupported version {d.get('version')!r} (this reader knows {VERSION} and {VERSION_OVERLAP})"
+        )
     for key in ("collective", "algorithm", "chunks", "topology"):
         if key not in d:
             raise ScheduleFileError(f"{where}: missing key {key!r}")
@@ -561,20 +598,28 @@ def from_dict(d, where: str = "schedule") -> Schedule:
         raise ScheduleFileError(f"{where}: topology says nodes={t['nodes']} but rows x cols = {topo.rows}x{topo.cols}")
     for i, l in enumerate(topo.links):
         if not (0 <= l.src < topo.nodes and 0 <= l.dst < topo.nodes) or l.src == l.dst:
-            raise ScheduleFileError(f"{where}: topology link {i} [{l.src}, {l.dst}] does not join two distinct nodes 0..{topo.nodes - 1}")
+            raise ScheduleFileError(
+                f"{where}: topology link {i} [{l.src}, {l.dst}] does not join two distinct nodes 0..{topo.nodes - 1}"
+            )
     topo = _named_topology(t, topo, where)
     n_links = len(topo.links)
-    meta = {k: v for k, v in d.items()
-            if k not in ("format", "version", "collective", "algorithm", "chunks", "topology", "steps", "phases")}
+    meta = {
+        k: v
+        for k, v in d.items()
+        if k not in ("format", "version", "collective", "algorithm", "chunks", "topology", "steps", "phases")
+    }
     if _typed(d):
         if "steps" not in d:
-            raise ScheduleFileError(f"{where}: a version-2 allreduce file needs 'steps' of "
-                                    "[link, root, chunk, op] transfers, or 'phases'")
+            raise ScheduleFileError(
+                f"{where}: a version-2 allreduce file needs 'steps' of [link, root, chunk, op] transfers, or 'phases'"
+            )
         phases = [Phase("allreduce", _parse_steps(d["steps"], where, n_links, topo.nodes, chunks, typed=True))]
     elif collective == "allreduce":
         if "steps" in d and "phases" not in d:
-            raise ScheduleFileError(f"{where}: an allreduce file with one 'steps' list (overlapped) must be version "
-                                    f"{VERSION_OVERLAP}; version {VERSION} needs 'phases'")
+            raise ScheduleFileError(
+                f"{where}: an allreduce file with one 'steps' list (overlapped) must be version "
+                f"{VERSION_OVERLAP}; version {VERSION} needs 'phases'"
+            )
         phases_raw = d.get("phases")
         if not isinstance(phases_raw, list) or len(phases_raw) != 2:
             raise ScheduleFileError(f"{where}: an allreduce file needs 'phases': [reducescatter, allgather]")
@@ -582,7 +627,9 @@ def from_dict(d, where: str = "schedule") -> Schedule:
         for i, (want, ph) in enumerate(zip(("reducescatter", "allgather"), phases_raw)):
             if not isinstance(ph, dict) or ph.get("collective") != want:
                 raise ScheduleFileError(f"{where}: phase {i} must be {want!r}")
-            phases.append(Phase(want, _parse_steps(ph.get("steps"), f"{where}: phase {i} ({want})", n_links, topo.nodes, chunks)))
+            phases.append(
+                Phase(want, _parse_steps(ph.get("steps"), f"{where}: phase {i} ({want})", n_links, topo.nodes, chunks))
+            )
     else:
         if "steps" not in d:
             raise ScheduleFileError(f"{where}: missing key 'steps'")
@@ -616,11 +663,15 @@ def _named_topology(t: dict, topo: Topology, where: str) -> Topology:
     want, got = named.links, topo.links
     for i, (a, b) in enumerate(zip(got, want)):
         if a != b:
-            raise ScheduleFileError(f"{where}: topology link {i} is {a.as_list()} but link {i} of the "
-                                    f"{named.name} is {b.as_list()}")
+            raise ScheduleFileError(
+                f"{where}: topology link {i} is {a.as_list()} but link {i} of the {named.name} is {b.as_list()}"
+            )
     if len(got) != len(want):
-        extra = (f"link {len(want)} {got[len(want)].as_list()} is extra" if len(got) > len(want)
-                 else f"link {len(got)} {want[len(got)].as_list()} is missing")
+        extra = (
+            f"link {len(want)} {got[len(want)].as_list()} is extra"
+            if len(got) > len(want)
+            else f"link {len(got)} {want[len(got)].as_list()} is missing"
+        )
         raise ScheduleFileError(f"{where}: topology has {len(got)} links but the {named.name} has {len(want)}: {extra}")
     return named
 
@@ -660,8 +711,11 @@ def lower_bound(topology: Topology, chunks: int, collective: str, overlapped: bo
         return alltoall.lower_bound(topology, chunks)
     if collective == "allreduce" and overlapped:
         work = chunks * (n - 1)
-        return max(math.ceil(2 * work * n / len(topology.links)), math.ceil(work / int(topology.out_degree.min())),
-                   math.ceil(work / int(topology.in_degree.min())))
+        return max(
+            math.ceil(2 * work * n / len(topology.links)),
+            math.ceil(work / int(topology.out_degree.min())),
+            math.ceil(work / int(topology.in_degree.min())),
+        )
     if collective == "allreduce":
         return lower_bound(topology, chunks, "reducescatter") + lower_bound(topology, chunks, "allgather")
     deg = topology.in_degree if collective == "allgather" else topology.out_degree

@@ -26,6 +26,16 @@ import numpy as np
 from .schedule import Phase, Schedule
 from .topology import Topology
 
+__all__ = [
+    "StorageConflict",
+    "allgather_lanes",
+    "check_storage",
+    "home_lanes",
+    "lane_table",
+    "link_lanes",
+    "reducescatter_lanes",
+]
+
 
 class StorageConflict(ValueError):
     """A schedule the node storage cannot execute; the message is one line.
@@ -172,9 +182,9 @@ def _first_conflict(step, lane_id, root, chunk, chunks):
         return None
     x = root * chunks + chunk
     span = int(x.max()) + 1
-    slot = step * (int(lane_id.max()) + 1) + lane_id            # (step, lane)
+    slot = step * (int(lane_id.max()) + 1) + lane_id  # (step, lane)
     key = slot * span + x
-    order = np.argsort(key)           # one int64 key instead of a 3-key lexsort: 4M transfers in 0.3 s
+    order = np.argsort(key)  # one int64 key instead of a 3-key lexsort: 4M transfers in 0.3 s
     k = key[order]
     bad = np.nonzero((k[1:] // span == k[:-1] // span) & (k[1:] != k[:-1]))[0]
     return None if len(bad) == 0 else order[bad[0] + 1]
@@ -217,4 +227,5 @@ def check_storage(sched: Schedule) -> None:
             raise StorageConflict(
                 f"{label}step {step[j]}, link {link[j]}, node {v}, root {root[j]}, chunk {chunk[j]}: "
                 f"lane {port} of node {v} {what} two different chunks in one step "
-                "(one chunk per lane per step; see README 'Node storage')")
+                "(one chunk per lane per step; see README 'Node storage')"
+            )

@@ -24,6 +24,21 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import shortest_path
 
+__all__ = [
+    "AllToAll",
+    "Supermesh3D",
+    "SupermeshError",
+    "all_to_all",
+    "bisection_width",
+    "check_sizes",
+    "exchange_cost",
+    "gbw",
+    "links_3d",
+    "short_reach_links",
+    "slide_examples",
+    "supermesh3d",
+]
+
 
 class SupermeshError(ValueError):
     """Sizes or a message matrix the formulas do not accept; one line."""
@@ -173,9 +188,9 @@ class Supermesh3D:
     p: int
     x: int
     y: int
-    a: np.ndarray          # link end points
+    a: np.ndarray  # link end points
     b: np.ndarray
-    kind: np.ndarray       # "C" column, "R" row, "X" row-plane, "Y" column-plane link
+    kind: np.ndarray  # "C" column, "R" row, "X" row-plane, "Y" column-plane link
 
     @property
     def nodes(self) -> int:
@@ -259,21 +274,26 @@ def supermesh3d(m: int, n: int = 1, p: int = 1, x: int = 0, y: int = 0) -> Super
     """
     check_sizes(m, n, p, x, y)
     ids = np.arange(m * n * p).reshape(p, m, n)
-    parts = {"C": lambda s, t: (ids[:, s, :], ids[:, t, :]),          # same plane and column
-             "R": lambda s, t: (ids[:, :, s], ids[:, :, t]),          # same plane and row
-             "X": lambda s, t: (ids[s, :x, :], ids[t, :x, :]),        # row planes: rows < x
-             "Y": lambda s, t: (ids[s, :, :y], ids[t, :, :y])}        # column planes: columns < y
+    parts = {
+        "C": lambda s, t: (ids[:, s, :], ids[:, t, :]),  # same plane and column
+        "R": lambda s, t: (ids[:, :, s], ids[:, :, t]),  # same plane and row
+        "X": lambda s, t: (ids[s, :x, :], ids[t, :x, :]),  # row planes: rows < x
+        "Y": lambda s, t: (ids[s, :, :y], ids[t, :, :y]),
+    }  # column planes: columns < y
     size = {"C": m, "R": n, "X": p, "Y": p}
     a, b, kind = [], [], []
     for label, pair in parts.items():
         for s_ in range(size[label]):
             for t in range(s_ + 1, size[label]):
                 u, v = pair(s_, t)
-                a.append(u.ravel()); b.append(v.ravel()); kind.append(np.full(u.size, label))
+                a.append(u.ravel())
+                b.append(v.ravel())
+                kind.append(np.full(u.size, label))
     return Supermesh3D(m, n, p, x, y, np.concatenate(a), np.concatenate(b), np.concatenate(kind))
 
 
 # ----- cost model and all-to-all ---------------------------------------------------------
+
 
 def exchange_cost(rounds: list[np.ndarray], sync: float = 0.0) -> float:
     """Slide "Supermesh Communication Cost Model": sum over rounds of max(data on the busiest link, sync).
@@ -322,8 +342,8 @@ class AllToAll:
     max_c: float
     R: int
     C: int
-    da2a_cost: float       # the cost model on DA2A's one round
-    ia2a_cost: float       # the cost model on IA2A's two rounds (exact fractions, not R + C)
+    da2a_cost: float  # the cost model on DA2A's one round
+    ia2a_cost: float  # the cost model on IA2A's two rounds (exact fractions, not R + C)
 
     @property
     def choice(self) -> str:
@@ -366,9 +386,16 @@ def all_to_all(msg, sync: float = 0.0) -> AllToAll:
     off = ~np.eye(m, dtype=bool)
     round1 = np.where(off, row[:, None] / m, 0)
     round2 = np.where(off, col[None, :] / m, 0)
-    return AllToAll(m, float(v.max()), float(row.max()), float(col.max()),
-                    math.ceil(row.max() / m), math.ceil(col.max() / m),
-                    exchange_cost([v], sync), exchange_cost([round1, round2], sync))
+    return AllToAll(
+        m,
+        float(v.max()),
+        float(row.max()),
+        float(col.max()),
+        math.ceil(row.max() / m),
+        math.ceil(col.max() / m),
+        exchange_cost([v], sync),
+        exchange_cost([round1, round2], sync),
+    )
 
 
 def slide_examples(m: int = 8) -> dict[str, np.ndarray]:
@@ -387,7 +414,7 @@ def slide_examples(m: int = 8) -> dict[str, np.ndarray]:
     """
     z = lambda: np.zeros((m, m))
     ex = {}
-    a = z()                                   # M = 9, MaxR = 35, MaxC = 38
+    a = z()  # M = 9, MaxR = 35, MaxC = 38
     a[0, 1:5] = [9, 9, 9, 8]
     a[1:6, 7] = [9, 9, 9, 9, 2]
     ex["irregular"] = a

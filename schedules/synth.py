@@ -40,6 +40,27 @@ from .methods.xtree_paper import xtree_paper
 from .schedule import Phase, Schedule, lower_bound
 from .topology import Topology
 
+__all__ = [
+    "ALGORITHMS",
+    "ALLTOALL_ALGORITHMS",
+    "BASELINES",
+    "EXACT_A2A_AUTO_MAX",
+    "EXACT_AUTO_MAX",
+    "EXACT_AUTO_SECONDS",
+    "REPAIR_AUTO_MAX",
+    "REPAIR_AUTO_SECONDS",
+    "REPAIR_SEEDS",
+    "SynthesisError",
+    "allgather",
+    "alltoall",
+    "best_allgather",
+    "cpsat",
+    "overlap",
+    "ring",
+    "split",
+    "synthesize",
+]
+
 
 def overlap(topo: Topology, chunks: int, collective: str = "allreduce", trees: str = "mirrorxtree") -> Schedule:
     """The overlapped AllReduce (format version 2, :mod:`.methods.overlap`).
@@ -79,15 +100,28 @@ def overlap(topo: Topology, chunks: int, collective: str = "allreduce", trees: s
 BASELINES = {"tacos": tacos, "tto": tto, "tidalmesh": tidalmesh, "overlap": overlap}
 # "xtree-paper" is seed 000's Algorithm 2 as printed (:mod:`.methods.xtree_paper`); "xtree-matching" is
 # equimesh's own variant of it (:mod:`.methods.xtree`), also reachable under its older name "xtree".
-ALGORITHMS = ("auto", "ring", "split", "xtree-matching", "xtree", "xtree-paper", "repair", "mirrorxtree", "multitree",
-              "ring2d", "optimal", "cpsat", "relay")
-ALLTOALL_ALGORITHMS = ("auto", "relay", "cpsat")   # AllToAll methods (docs/alltoall.md)
-EXACT_A2A_AUTO_MAX = 9   # auto tries the AllToAll CP-SAT model when nodes x K is at most this
-EXACT_AUTO_MAX = 24      # auto tries the CP-SAT exact model when nodes x K is at most this ...
+ALGORITHMS = (
+    "auto",
+    "ring",
+    "split",
+    "xtree-matching",
+    "xtree",
+    "xtree-paper",
+    "repair",
+    "mirrorxtree",
+    "multitree",
+    "ring2d",
+    "optimal",
+    "cpsat",
+    "relay",
+)
+ALLTOALL_ALGORITHMS = ("auto", "relay", "cpsat")  # AllToAll methods (docs/alltoall.md)
+EXACT_A2A_AUTO_MAX = 9  # auto tries the AllToAll CP-SAT model when nodes x K is at most this
+EXACT_AUTO_MAX = 24  # auto tries the CP-SAT exact model when nodes x K is at most this ...
 EXACT_AUTO_SECONDS = 10.0  # ... for at most this long
-REPAIR_AUTO_MAX = 64     # auto tries XTree with repair when nodes x K is at most this ...
+REPAIR_AUTO_MAX = 64  # auto tries XTree with repair when nodes x K is at most this ...
 REPAIR_AUTO_SECONDS = 5.0  # ... for at most this long
-REPAIR_SEEDS = 4         # XTree tie-break orders that repair tries
+REPAIR_SEEDS = 4  # XTree tie-break orders that repair tries
 
 
 class SynthesisError(RuntimeError):
@@ -121,14 +155,17 @@ def ring(topo: Topology, chunks: int) -> Phase:
     if topo.kind not in ("equimesh", "mirror-equimesh"):
         raise SynthesisError(f"ring needs an EquiMesh (got {topo.kind}); use --algorithm auto or xtree")
     if chunks % 4:
-        raise SynthesisError(f"ring needs K a multiple of 4 to reach the bound (got K={chunks}); "
-                             "use --algorithm auto or xtree")
+        raise SynthesisError(
+            f"ring needs K a multiple of 4 to reach the bound (got K={chunks}); use --algorithm auto or xtree"
+        )
     dec = decompose(topo)
     if dec is None:
         known = stored(topo, chunks)
-        other = ("auto (it runs a stored schedule at the bound here)"
-                 if known is not None and known.num_steps <= lower_bound(topo, chunks, "allgather")
-                 else "auto or xtree")
+        other = (
+            "auto (it runs a stored schedule at the bound here)"
+            if known is not None and known.num_steps <= lower_bound(topo, chunks, "allgather")
+            else "auto or xtree"
+        )
         why = no_decomposition(topo) or "none is known, README 'Schedules'"
         raise SynthesisError(f"ring: no Hamiltonian decomposition of the {topo.name} ({why}); use --algorithm {other}")
     return ring_allgather(topo, chunks, dec)
@@ -161,12 +198,16 @@ def split(topo: Topology, chunks: int) -> Phase:
     if phase is None:
         long = max(topo.rows, topo.cols)
         side = min(topo.rows, topo.cols) == 2 and long % 2 and long >= 5
-        why = ("it applies to the EquiMesh and its mirror only" if topo.kind not in ("equimesh", "mirror-equimesh")
-               else "none exists at 2 x C with C odd from 5 on, for any ring directions (CP-SAT proof, "
-               "docs/schedules.md 'Split schedules')" if side else
-               "none stored for it with these ring directions, and no split tile covers it (tiles: cccc, one "
-               "side even, the other odd >= 9, or >= 7 with an even side of 14 or 16; "
-               "docs/schedules.md 'Split schedules')")
+        why = (
+            "it applies to the EquiMesh and its mirror only"
+            if topo.kind not in ("equimesh", "mirror-equimesh")
+            else "none exists at 2 x C with C odd from 5 on, for any ring directions (CP-SAT proof, "
+            "docs/schedules.md 'Split schedules')"
+            if side
+            else "none stored for it with these ring directions, and no split tile covers it (tiles: cccc, one "
+            "side even, the other odd >= 9, or >= 7 with an even side of 14 or 16; "
+            "docs/schedules.md 'Split schedules')"
+        )
         raise SynthesisError(f"split on the {topo.name}: {why}; use --algorithm auto")
     return phase
 
@@ -209,9 +250,9 @@ def best_allgather(topo: Topology, chunks: int, lanes: bool, time_limit: float, 
         return known, "stored"
     near = split_allgather(topo, chunks) if lanes else None
     if near is not None and near.num_steps <= bound + 1 and (known is None or near.num_steps <= known.num_steps):
-        return near, "split"            # at the bound (a stored tail), or one over: only the bound is better
+        return near, "split"  # at the bound (a stored tail), or one over: only the bound is better
     best, method = xtree(topo, chunks, lanes=lanes, progress=progress), "xtree"
-    if known is not None or near is not None:   # best known, above the bound: the solvers below found no better
+    if known is not None or near is not None:  # best known, above the bound: the solvers below found no better
         for phase, name in ((known, "stored"), (near, "split")):
             if phase is not None and phase.num_steps < best.num_steps:
                 best, method = phase, name
@@ -313,11 +354,13 @@ def allgather(topo: Topology, chunks: int, algorithm: str, lanes: bool, time_lim
         return ring2d(topo, chunks)
     if algorithm == "optimal":
         from .methods.optimal import optimal  # scipy.optimize takes a second to import; only this path needs it
+
         res = optimal(topo, chunks, lanes=lanes, time_limit=time_limit)
         if res.phase is None:
             raise SynthesisError(
                 f"exact solver: no decision within {time_limit:g} s on {topo.name} (K={chunks}); "
-                f"every step count below {res.infeasible_below} is proven infeasible")
+                f"every step count below {res.infeasible_below} is proven infeasible"
+            )
         return res.phase
     raise SynthesisError(f"unknown algorithm {algorithm!r}; expected one of {', '.join(ALGORITHMS)}")
 
@@ -331,8 +374,9 @@ def alltoall(topo: Topology, chunks: int, algorithm: str, lanes: bool, time_limi
     if algorithm not in ALLTOALL_ALGORITHMS:
         raise SynthesisError(f"AllToAll is scheduled by {', '.join(ALLTOALL_ALGORITHMS)} (got {algorithm})")
     if lanes:
-        raise SynthesisError("AllToAll schedules do not model the storage lanes yet (the RTL cannot run them); "
-                             "use --storage none")
+        raise SynthesisError(
+            "AllToAll schedules do not model the storage lanes yet (the RTL cannot run them); use --storage none"
+        )
     if counts is not None and algorithm == "cpsat":
         raise SynthesisError("the exact AllToAll model takes uniform AllToAll only; use --algorithm relay")
     phase, meta = relay_alltoall(topo, chunks, counts), {"method": "relay"}
@@ -350,8 +394,16 @@ def alltoall(topo: Topology, chunks: int, algorithm: str, lanes: bool, time_limi
     return Schedule("alltoall", algorithm, chunks, topo, [phase], meta)
 
 
-def synthesize(topo: Topology, chunks: int, collective: str, algorithm: str = "auto", lanes: bool = True,
-               time_limit: float = 60.0, progress=None, counts=None) -> Schedule:
+def synthesize(
+    topo: Topology,
+    chunks: int,
+    collective: str,
+    algorithm: str = "auto",
+    lanes: bool = True,
+    time_limit: float = 60.0,
+    progress=None,
+    counts=None,
+) -> Schedule:
     """Build the schedule.
 
     ReduceScatter is MirrorXTree's construction (seed 000, Algorithm 3): an AllGather on the mirror
@@ -392,8 +444,10 @@ def synthesize(topo: Topology, chunks: int, collective: str, algorithm: str = "a
         or the method cannot produce a schedule.
     """
     if algorithm in ("multitree", "ring2d") and lanes:
-        raise SynthesisError(f"{algorithm} does not model the node storage lanes; pass lanes=False "
-                             "(--storage none), or use xtree or optimal")
+        raise SynthesisError(
+            f"{algorithm} does not model the node storage lanes; pass lanes=False "
+            "(--storage none), or use xtree or optimal"
+        )
     if collective == "alltoall":
         return alltoall(topo, chunks, algorithm, lanes, time_limit, counts)
     if algorithm == "relay":

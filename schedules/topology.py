@@ -34,8 +34,34 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import shortest_path
 
+__all__ = [
+    "DATA",
+    "DEFAULT_RING_DIRS",
+    "EDGES",
+    "KINDS",
+    "Link",
+    "MAX_SIDE",
+    "PORT_ORDER",
+    "RING_DIRS_CHOICES",
+    "RING_DIRS_TABLE",
+    "RING_PORT",
+    "TRANSPOSED_PORT",
+    "Topology",
+    "TopologyError",
+    "build",
+    "default_ring_dirs",
+    "edge_nodes",
+    "edge_ring",
+    "format_ring_dirs",
+    "from_json",
+    "grid_maps",
+    "parse_ring_dirs",
+    "parse_sizes",
+    "ring_links",
+]
+
 KINDS = ("mesh", "equimesh", "mirror-equimesh", "overflow", "torus", "supermesh")
-DATA = Path(__file__).parent / "data"   # the stored schedules, splits, tiles and ring directions
+DATA = Path(__file__).parent / "data"  # the stored schedules, splits, tiles and ring directions
 EDGES = ("top", "bottom", "left", "right")
 # Algorithm 1's anticlockwise flag per edge, as four letters c/a in EDGES order; cccc first.
 RING_DIRS_CHOICES = ["".join(p) for p in itertools.product("ca", repeat=len(EDGES))]
@@ -206,7 +232,8 @@ def parse_ring_dirs(text: str | None) -> dict[str, bool] | None:
         return None
     if len(text) != 4 or any(ch not in "ac" for ch in text):
         raise TopologyError(
-            f"--ring-dirs must be 'default', 'auto' or four letters a/c for top,bottom,left,right (got {text!r})")
+            f"--ring-dirs must be 'default', 'auto' or four letters a/c for top,bottom,left,right (got {text!r})"
+        )
     return {edge: ch == "a" for edge, ch in zip(EDGES, text)}
 
 
@@ -400,7 +427,7 @@ class Topology:
     @property
     def crosspoints(self) -> int:
         """Crossbar crosspoints: the sum over routers of P^2 (seed 000, Section II-A, Fig. 2c/2d)."""
-        return int((self.router_ports ** 2).sum())
+        return int((self.router_ports**2).sum())
 
     @cached_property
     def distances(self) -> np.ndarray:
@@ -456,8 +483,13 @@ class Topology:
             ``kind``, ``rows``, ``cols``, ``nodes``, ``links`` (``[src, dst, src_port, dst_port]``
             per link, in link id order) and, for the EquiMesh kinds, ``ring_dirs`` (four letters).
         """
-        d = {"kind": self.kind, "rows": self.rows, "cols": self.cols, "nodes": self.nodes,
-             "links": [l.as_list() for l in self.links]}
+        d = {
+            "kind": self.kind,
+            "rows": self.rows,
+            "cols": self.cols,
+            "nodes": self.nodes,
+            "links": [l.as_list() for l in self.links],
+        }
         if self.ring_dirs is not None:
             d["ring_dirs"] = format_ring_dirs(self.ring_dirs)
         return d
@@ -475,7 +507,10 @@ class Topology:
         ports = self.router_ports
         by_ports = {int(p): int((ports == p).sum()) for p in np.unique(ports)}
         out = {
-            "kind": self.kind, "rows": self.rows, "cols": self.cols, "nodes": self.nodes,
+            "kind": self.kind,
+            "rows": self.rows,
+            "cols": self.cols,
+            "nodes": self.nodes,
             "links": len(self.links),
             "in_degree": {"min": int(self.in_degree.min()), "max": int(self.in_degree.max())},
             "out_degree": {"min": int(self.out_degree.min()), "max": int(self.out_degree.max())},
@@ -658,9 +693,11 @@ def grid_maps(src: Topology, dst: Topology):
             cc = dst.cols - 1 - cc
             port = {k: {"E": "W", "W": "E"}.get(v, v) for k, v in port.items()}
         node = rr * dst.cols + cc
-        remap = [index.get((int(node[l.src]), int(node[l.dst]), port[l.src_port], port[l.dst_port]))
-                 for l in src.links]
+        remap = [index.get((int(node[l.src]), int(node[l.dst]), port[l.src_port], port[l.dst_port])) for l in src.links]
         if None in remap or len(src.links) != len(dst.links):
             continue
-        yield (node, np.array(remap, dtype=np.int64),
-               np.array([PORT_ORDER.index(port[p]) for p in PORT_ORDER], dtype=np.int64))
+        yield (
+            node,
+            np.array(remap, dtype=np.int64),
+            np.array([PORT_ORDER.index(port[p]) for p in PORT_ORDER], dtype=np.int64),
+        )

@@ -22,6 +22,15 @@ import numpy as np
 
 from .schedule import OP_GATHER, OP_REDUCE, Phase, Schedule
 
+__all__ = [
+    "ScheduleInvalid",
+    "verify",
+    "verify_allgather",
+    "verify_alltoall",
+    "verify_overlapped",
+    "verify_reducescatter",
+]
+
 
 class ScheduleInvalid(ValueError):
     """The schedule breaks the collective's semantics; the message is one line.
@@ -48,7 +57,7 @@ def _where(label: str, step, link, src, dst, root, chunk) -> str:
 def _second_occurrence(key: np.ndarray) -> int | None:
     """Index of the first transfer whose key an earlier transfer already has, or None."""
     k = np.sort(key)
-    if not (k[1:] == k[:-1]).any():       # the common case, without the slower stable argsort
+    if not (k[1:] == k[:-1]).any():  # the common case, without the slower stable argsort
         return None
     order = np.argsort(key, kind="stable")
     dup = np.nonzero(np.diff(key[order]) == 0)[0]
@@ -58,8 +67,10 @@ def _second_occurrence(key: np.ndarray) -> int | None:
 def _check_link_capacity(label, step, link, root, chunk, src, dst, n_links):
     i = _second_occurrence(step * n_links + link)
     if i is not None:
-        raise ScheduleInvalid(_where(label, step[i], link[i], src[i], dst[i], root[i], chunk[i])
-                              + ": link already carries another chunk in this step")
+        raise ScheduleInvalid(
+            _where(label, step[i], link[i], src[i], dst[i], root[i], chunk[i])
+            + ": link already carries another chunk in this step"
+        )
 
 
 def _check_ranges(label, step, link, root, chunk, n_links, n, k):
@@ -68,8 +79,10 @@ def _check_ranges(label, step, link, root, chunk, n_links, n, k):
         bad = np.nonzero((a < 0) | (a >= hi))[0]
         if len(bad):
             i = bad[0]
-            raise ScheduleInvalid(f"{label}step {step[i]}, link {link[i]}, root {root[i]}, chunk {chunk[i]}: "
-                                  f"{name} {a[i]} is out of range (0..{hi - 1})")
+            raise ScheduleInvalid(
+                f"{label}step {step[i]}, link {link[i]}, root {root[i]}, chunk {chunk[i]}: "
+                f"{name} {a[i]} is out of range (0..{hi - 1})"
+            )
 
 
 def verify_allgather(sched: Schedule, phase: Phase, label: str = "") -> None:
@@ -103,13 +116,17 @@ def _allgather(sched: Schedule, step, link, root, chunk, label: str, held: np.nd
     own = np.nonzero(dst == root)[0]
     if len(own):
         i = own[0]
-        raise ScheduleInvalid(_where(label, step[i], link[i], src[i], dst[i], root[i], chunk[i])
-                              + f": node {dst[i]} is the root and already holds its own chunk")
+        raise ScheduleInvalid(
+            _where(label, step[i], link[i], src[i], dst[i], root[i], chunk[i])
+            + f": node {dst[i]} is the root and already holds its own chunk"
+        )
     key = (dst * n + root) * k + chunk
     i = _second_occurrence(key)
     if i is not None:
-        raise ScheduleInvalid(_where(label, step[i], link[i], src[i], dst[i], root[i], chunk[i])
-                              + f": node {dst[i]} receives this chunk a second time")
+        raise ScheduleInvalid(
+            _where(label, step[i], link[i], src[i], dst[i], root[i], chunk[i])
+            + f": node {dst[i]} receives this chunk a second time"
+        )
     # recv[node, root, chunk] = step it arrives; -1 for the root's own chunks.
     big = np.iinfo(np.int64).max
     recv = np.full(n * n * k, big, dtype=np.int64)
@@ -119,8 +136,10 @@ def _allgather(sched: Schedule, step, link, root, chunk, label: str, held: np.nd
     late = np.nonzero(recv[(src * n + root) * k + chunk] >= step)[0]
     if len(late):
         i = late[np.argmin(step[late])]
-        raise ScheduleInvalid(_where(label, step[i], link[i], src[i], dst[i], root[i], chunk[i])
-                              + f": sender {src[i]} does not hold the chunk before this step")
+        raise ScheduleInvalid(
+            _where(label, step[i], link[i], src[i], dst[i], root[i], chunk[i])
+            + f": sender {src[i]} does not hold the chunk before this step"
+        )
     missing = np.nonzero(recv == big)[0]
     if len(missing):
         node, rest = divmod(int(missing[0]), n * k)
@@ -160,13 +179,17 @@ def _reducescatter(sched: Schedule, step, link, root, chunk, label: str) -> None
     bad = np.nonzero(src == root)[0]
     if len(bad):
         i = bad[0]
-        raise ScheduleInvalid(_where(label, step[i], link[i], src[i], dst[i], root[i], chunk[i])
-                              + f": node {src[i]} is the root and must not send its own shard's sum")
+        raise ScheduleInvalid(
+            _where(label, step[i], link[i], src[i], dst[i], root[i], chunk[i])
+            + f": node {src[i]} is the root and must not send its own shard's sum"
+        )
     key = (src * n + root) * k + chunk
     i = _second_occurrence(key)
     if i is not None:
-        raise ScheduleInvalid(_where(label, step[i], link[i], src[i], dst[i], root[i], chunk[i])
-                              + f": node {src[i]} sends its partial a second time")
+        raise ScheduleInvalid(
+            _where(label, step[i], link[i], src[i], dst[i], root[i], chunk[i])
+            + f": node {src[i]} sends its partial a second time"
+        )
     big = np.iinfo(np.int64).max
     sent = np.full(n * n * k, big, dtype=np.int64)
     sent[key] = step
@@ -175,16 +198,20 @@ def _reducescatter(sched: Schedule, step, link, root, chunk, label: str) -> None
     if len(missing):
         node, rest = divmod(int(missing[0]), n * k)
         rt, ch = divmod(rest, k)
-        raise ScheduleInvalid(f"{label}node {node} never sends its partial of root {rt}, chunk {ch}: "
-                              "the reduction tree does not span every node")
+        raise ScheduleInvalid(
+            f"{label}node {node} never sends its partial of root {rt}, chunk {ch}: "
+            "the reduction tree does not span every node"
+        )
     # A receiver other than the root must send strictly after every partial it receives.
     nonroot = dst != root
     early = np.nonzero(nonroot & (sent[(dst * n + root) * k + chunk] <= step))[0]
     if len(early):
         i = early[np.argmin(step[early])]
-        raise ScheduleInvalid(_where(label, step[i], link[i], src[i], dst[i], root[i], chunk[i])
-                              + f": node {dst[i]} sends its partial at step "
-                              f"{sent[(dst[i] * n + root[i]) * k + chunk[i]]}, before this child's partial arrives")
+        raise ScheduleInvalid(
+            _where(label, step[i], link[i], src[i], dst[i], root[i], chunk[i])
+            + f": node {dst[i]} sends its partial at step "
+            f"{sent[(dst[i] * n + root[i]) * k + chunk[i]]}, before this child's partial arrives"
+        )
 
 
 def verify_overlapped(sched: Schedule) -> None:
@@ -217,15 +244,18 @@ def verify_overlapped(sched: Schedule) -> None:
     early = np.nonzero(gat & (src == root) & (step <= complete[root * k + chunk]))[0]
     if len(early):
         i = early[np.argmin(step[early])]
-        raise ScheduleInvalid(_where("gather: ", step[i], link[i], src[i], dst[i], root[i], chunk[i])
-                              + f": root {root[i]} sends before its sum is complete (its last partial "
-                              f"arrives at step {complete[root[i] * k + chunk[i]]})")
+        raise ScheduleInvalid(
+            _where("gather: ", step[i], link[i], src[i], dst[i], root[i], chunk[i])
+            + f": root {root[i]} sends before its sum is complete (its last partial "
+            f"arrives at step {complete[root[i] * k + chunk[i]]})"
+        )
     _allgather(sched, step[gat], link[gat], root[gat], chunk[gat], "gather: ", complete.reshape(n, k))
 
 
 def _a2a_where(step, link, src, dst, root, chunk, k) -> str:
-    return (f"step {step}, link {link} ({src}->{dst}), chunk {root}->{chunk // k}"
-            + (f" part {chunk % k}" if k > 1 else ""))
+    return f"step {step}, link {link} ({src}->{dst}), chunk {root}->{chunk // k}" + (
+        f" part {chunk % k}" if k > 1 else ""
+    )
 
 
 def _counts(sched: Schedule) -> np.ndarray:
@@ -234,8 +264,11 @@ def _counts(sched: Schedule) -> np.ndarray:
     counts = sched.meta.get("counts")
     if counts is None:
         return np.full((n, n), k, dtype=np.int64)
-    ok = (isinstance(counts, list) and len(counts) == n
-          and all(isinstance(r, list) and len(r) == n and all(type(c) is int and 0 <= c <= k for c in r) for r in counts))
+    ok = (
+        isinstance(counts, list)
+        and len(counts) == n
+        and all(isinstance(r, list) and len(r) == n and all(type(c) is int and 0 <= c <= k for c in r) for r in counts)
+    )
     if not ok:
         raise ScheduleInvalid(f"'counts' must be {n} lists of {n} integers 0..{k} (chunks per source, destination)")
     return np.array(counts, dtype=np.int64)
@@ -255,41 +288,51 @@ def verify_alltoall(sched: Schedule) -> None:
     extra = np.nonzero(chunk % k >= w[root, chunk // k])[0]
     if len(extra):
         i = extra[0]
-        raise ScheduleInvalid(_a2a_where(step[i], link[i], src[i], dst[i], root[i], chunk[i], k)
-                              + f": node {root[i]} sends node {chunk[i] // k} only {w[root[i], chunk[i] // k]} "
-                              "chunk(s) ('counts')")
+        raise ScheduleInvalid(
+            _a2a_where(step[i], link[i], src[i], dst[i], root[i], chunk[i], k)
+            + f": node {root[i]} sends node {chunk[i] // k} only {w[root[i], chunk[i] // k]} "
+            "chunk(s) ('counts')"
+        )
     self_addressed = np.nonzero(chunk // k == root)[0]
     if len(self_addressed):
         i = self_addressed[0]
-        raise ScheduleInvalid(_a2a_where(step[i], link[i], src[i], dst[i], root[i], chunk[i], k)
-                              + f": node {root[i]} addresses no chunk to itself")
-    for i, why in ((np.nonzero(dst == root)[0], "is its source"),
-                   ([_second_occurrence((dst * n + root) * (n * k) + chunk)], "receives it a second time")):
+        raise ScheduleInvalid(
+            _a2a_where(step[i], link[i], src[i], dst[i], root[i], chunk[i], k)
+            + f": node {root[i]} addresses no chunk to itself"
+        )
+    for i, why in (
+        (np.nonzero(dst == root)[0], "is its source"),
+        ([_second_occurrence((dst * n + root) * (n * k) + chunk)], "receives it a second time"),
+    ):
         if len(i) and i[0] is not None:
             i = i[0]
-            raise ScheduleInvalid(_a2a_where(step[i], link[i], src[i], dst[i], root[i], chunk[i], k)
-                                  + f": node {dst[i]} {why}")
-    key = (dst * n + root) * (n * k) + chunk              # (node, source, chunk) it arrives at
+            raise ScheduleInvalid(
+                _a2a_where(step[i], link[i], src[i], dst[i], root[i], chunk[i], k) + f": node {dst[i]} {why}"
+            )
+    key = (dst * n + root) * (n * k) + chunk  # (node, source, chunk) it arrives at
     order = np.argsort(key, kind="stable")
     keys, steps = key[order], step[order]
-    want = (src * n + root) * (n * k) + chunk             # what the sender must hold
+    want = (src * n + root) * (n * k) + chunk  # what the sender must hold
     at = np.minimum(np.searchsorted(keys, want), max(len(keys) - 1, 0))
     held = (src == root) | ((keys[at] == want) & (steps[at] < step) if len(keys) else False)
     late = np.nonzero(~held)[0]
     if len(late):
         i = late[np.argmin(step[late])]
-        raise ScheduleInvalid(_a2a_where(step[i], link[i], src[i], dst[i], root[i], chunk[i], k)
-                              + f": sender {src[i]} does not hold the chunk before this step")
-    arrived = np.zeros((n, n * k), dtype=bool)            # [source, chunk] reached its destination
+        raise ScheduleInvalid(
+            _a2a_where(step[i], link[i], src[i], dst[i], root[i], chunk[i], k)
+            + f": sender {src[i]} does not hold the chunk before this step"
+        )
+    arrived = np.zeros((n, n * k), dtype=bool)  # [source, chunk] reached its destination
     home = dst == chunk // k
     arrived[root[home], chunk[home]] = True
     arrived[np.arange(n * k) // k, np.arange(n * k)] = True
-    arrived |= np.arange(n * k)[None, :] % k >= np.repeat(w, k, axis=1)   # parts beyond the pair's count
+    arrived |= np.arange(n * k)[None, :] % k >= np.repeat(w, k, axis=1)  # parts beyond the pair's count
     missing = np.argwhere(~arrived)
     if len(missing):
         s, c = (int(x) for x in missing[0])
-        raise ScheduleInvalid(f"chunk {s}->{c // k}" + (f" part {c % k}" if k > 1 else "")
-                              + f": never reaches node {c // k}")
+        raise ScheduleInvalid(
+            f"chunk {s}->{c // k}" + (f" part {c % k}" if k > 1 else "") + f": never reaches node {c // k}"
+        )
 
 
 def verify(sched: Schedule) -> None:

@@ -18,6 +18,8 @@ from ..rtl.rom import NetworkImage
 from .metrics import LinkStats, link_stats
 from .program import Outcome, check, join, make_program, read_back
 
+__all__ = ["BACKENDS", "FLAT_NODES", "MODELS", "RunResult", "judge", "model_kind", "run_image", "trace_kind"]
+
 BACKENDS = ("verilator", "icarus", "amaranth")
 MODELS = ("auto", "flat", "modules", "hierarchical")
 FLAT_NODES = 64  # measured: docs/rtl.md, "Compiled model"
@@ -79,8 +81,8 @@ class RunResult:
     design: Design
     outcome: Outcome
     stats: LinkStats
-    run_seconds: float       # the run phase (start to done) only
-    build_seconds: float     # Verilog export and compile; 0 for a cached model
+    run_seconds: float  # the run phase (start to done) only
+    build_seconds: float  # Verilog export and compile; 0 for a cached model
     cached: bool
 
     @property
@@ -121,9 +123,16 @@ def trace_kind(path: str | None) -> str | None:
     return "fst" if str(path).endswith(".fst") else "vcd"
 
 
-def run_image(image: NetworkImage, backend: str = "verilator", design: Design | None = None,
-              vcd: str | None = None, workdir: str | Path | None = None, log=None, progress=None,
-              model: str = "auto") -> RunResult:
+def run_image(
+    image: NetworkImage,
+    backend: str = "verilator",
+    design: Design | None = None,
+    vcd: str | None = None,
+    workdir: str | Path | None = None,
+    log=None,
+    progress=None,
+    model: str = "auto",
+) -> RunResult:
     """Run ``image`` on ``design`` (default: the fitted design) with ``backend`` and check it.
 
     ``vcd``: write a waveform there (``.fst`` for FST with Verilator). ``log(line)`` reports build steps.
@@ -188,8 +197,16 @@ def run_image(image: NetworkImage, backend: str = "verilator", design: Design | 
                 from .verilator import build_model
 
                 kind = model_kind(model, design.nodes)
-                model = build_model(text, ins, outs, widths, trace=trace_kind(vcd), log=log,
-                                    hier_blocks=nv.modules if kind == "hierarchical" else [], inline=kind != "modules")
+                model = build_model(
+                    text,
+                    ins,
+                    outs,
+                    widths,
+                    trace=trace_kind(vcd),
+                    log=log,
+                    hier_blocks=nv.modules if kind == "hierarchical" else [],
+                    inline=kind != "modules",
+                )
                 out = model.run(program, work, trace=str(Path(vcd).resolve()) if vcd else None)
                 build_seconds, cached = model.build_seconds, model.cached
             elif backend == "icarus":
@@ -218,6 +235,6 @@ def judge(image: NetworkImage, design: Design, out: dict) -> tuple[Outcome, Link
     -------
     tuple of (Outcome, LinkStats)
     """
-    busy = join(design, out, "busy")[0].astype("int64")[:len(image.topology.links)]
+    busy = join(design, out, "busy")[0].astype("int64")[: len(image.topology.links)]
     outcome = check(image, design, out["run_cycles"], int(out["cycles"][0, 0]), busy, read_back(design, out))
     return outcome, link_stats(image, outcome.busy, outcome.cycles, design.period)

@@ -23,6 +23,8 @@ from cocotb.utils import get_sim_time
 
 from .program import words_of
 
+__all__ = ["PERIOD_NS", "run_program"]
+
 PERIOD_NS = 10
 
 
@@ -64,18 +66,18 @@ async def run_program(dut):
             await FallingEdge(dut.clk)
             continue
         frames, n = int(prog[pos + 1]), int(prog[pos + 2])
-        driven = [ins[int(i)] for i in prog[pos + 3:pos + 3 + n]]
+        driven = [ins[int(i)] for i in prog[pos + 3 : pos + 3 + n]]
         pos += 3 + n
         nc = int(prog[pos])
-        caps = [outs[int(i)] for i in prog[pos + 1:pos + 1 + nc]]
+        caps = [outs[int(i)] for i in prog[pos + 1 : pos + 1 + nc]]
         pos += 1 + nc
         frame_words = sum(words[p] for p in driven)
-        block = prog[pos:pos + frames * frame_words].reshape(frames, frame_words) if frame_words else None
+        block = prog[pos : pos + frames * frame_words].reshape(frames, frame_words) if frame_words else None
         pos += frames * frame_words
         for f in range(frames):
             col = 0
             for p in driven:
-                getattr(dut, p).value = _int(block[f, col:col + words[p]])
+                getattr(dut, p).value = _int(block[f, col : col + words[p]])
                 col += words[p]
             await RisingEdge(dut.clk)
             if caps:

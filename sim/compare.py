@@ -30,6 +30,8 @@ from ..schedules.jsonfile import JsonFileError, read_json
 from ..schedules.synth import synthesize
 from ..schedules.topology import build
 
+__all__ = ["CompareError", "KINDS", "add_time", "clocks", "compare", "heatmap", "read_fpga"]
+
 KINDS = ("mesh", "equimesh", "overflow", "torus", "supermesh")
 
 
@@ -40,8 +42,9 @@ class CompareError(ValueError):
     """
 
 
-def compare(rows: int, cols: int, chunks: int, chunk_flits: int, collective: str, out_dir: str | Path,
-            run, kinds=KINDS) -> dict[str, dict]:
+def compare(
+    rows: int, cols: int, chunks: int, chunk_flits: int, collective: str, out_dir: str | Path, run, kinds=KINDS
+) -> dict[str, dict]:
     """Run one collective on each kind (seed 000, Section II-A; seed 001 for the Supermesh) and compare.
 
     ``run(image, label)`` runs a compiled image on a backend and returns its
@@ -84,9 +87,12 @@ def compare(rows: int, cols: int, chunks: int, chunk_flits: int, collective: str
         heatmap(t, res.stats.utilization, png, f"{t.name} {collective}, K={chunks}, F={chunk_flits}")
         result[kind] = {
             "bit_exact": res.bit_exact and res.stats.busy_matches_schedule and res.counters_agree,
-            "steps": sched.num_steps, "cycles": res.cycles,
-            "link_utilization": round(res.stats.mean, 4), "link_utilization_min": round(res.stats.min, 4),
-            "links": len(t.links), "routers_by_ports": {str(p): c for p, c in summ["routers_by_ports"].items()},
+            "steps": sched.num_steps,
+            "cycles": res.cycles,
+            "link_utilization": round(res.stats.mean, 4),
+            "link_utilization_min": round(res.stats.min, 4),
+            "links": len(t.links),
+            "routers_by_ports": {str(p): c for p, c in summ["routers_by_ports"].items()},
             "crosspoints": summ["crosspoints"],
             "router_cells": {str(p): c for p, c in router_cells(res.design, out_dir / "synth" / kind).items()},
             "table_bits": {str(p): b for p, b in table_bits(res.design).items()},
@@ -106,8 +112,9 @@ def _mhz(value) -> float:
     return float(value)
 
 
-def read_fpga(paths, kinds, rows: int, cols: int, chunk_flits: int,
-              pipeline: int = DEFAULT_PIPELINE) -> dict[str, dict[str, float]]:
+def read_fpga(
+    paths, kinds, rows: int, cols: int, chunk_flits: int, pipeline: int = DEFAULT_PIPELINE
+) -> dict[str, dict[str, float]]:
     """The median Fmax (MHz) of each router, by kind, from the JSON files of ``equimesh fpga --json``
     (one per kind), checked against the comparison before it runs: a file for another design raises
     :class:`CompareError`.
@@ -150,12 +157,15 @@ def read_fpga(paths, kinds, rows: int, cols: int, chunk_flits: int,
             raise CompareError(f"{path}: Fmax of the {kind}, which is not compared (kinds: {', '.join(kinds)})")
         ours = (rows, cols, chunk_flits, FLIT_BITS)
         if design != ours:
-            raise CompareError(f"{path}: Fmax of a {design[0]}x{design[1]} {kind} at {design[2]} flits/chunk, "
-                               f"{design[3]}-bit flits; compared: {rows}x{cols}, {chunk_flits} flits/chunk, "
-                               f"{FLIT_BITS}-bit flits")
+            raise CompareError(
+                f"{path}: Fmax of a {design[0]}x{design[1]} {kind} at {design[2]} flits/chunk, "
+                f"{design[3]}-bit flits; compared: {rows}x{cols}, {chunk_flits} flits/chunk, "
+                f"{FLIT_BITS}-bit flits"
+            )
         if depth != pipeline:
-            raise CompareError(f"{path}: Fmax of routers with pipeline depth {depth}; the compared ones have "
-                               f"{pipeline}")
+            raise CompareError(
+                f"{path}: Fmax of routers with pipeline depth {depth}; the compared ones have {pipeline}"
+            )
         if kind in fmax:
             raise CompareError(f"{path}: a second Fmax file for the {kind}")
         fmax[kind] = routers
@@ -187,8 +197,10 @@ def clocks(fmax: dict[str, dict[str, float]], result: dict[str, dict]) -> dict[s
     for kind, routers in fmax.items():
         missing = sorted(set(result[kind]["routers"]) - set(routers))
         if missing:
-            raise CompareError(f"the Fmax file of the {kind} has no router {', '.join(missing)} "
-                               f"(measured: {', '.join(sorted(routers))})")
+            raise CompareError(
+                f"the Fmax file of the {kind} has no router {', '.join(missing)} "
+                f"(measured: {', '.join(sorted(routers))})"
+            )
         out[kind] = min(routers[name] for name in result[kind]["routers"])
     return out
 
@@ -227,10 +239,11 @@ def heatmap(topo, utilization: np.ndarray, path: Path, title: str) -> None:
     title : str
     """
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    ports = sorted({l.src_port for l in topo.links}, key=lambda p: ("NESW".find(p) if p in "NESW" else 4 + int(p[1:])))
+    ports = sorted({l.src_port for l in topo.links}, key=lambda p: "NESW".find(p) if p in "NESW" else 4 + int(p[1:]))
     fig, axes = plt.subplots(1, len(ports), figsize=(2.6 * len(ports) + 1, 2.6), squeeze=False)
     for ax, port in zip(axes[0], ports):
         grid = np.full((topo.rows, topo.cols), np.nan)

@@ -16,6 +16,8 @@ from amaranth.sim import Simulator
 from ..rtl.network import Network
 from .program import Drive, Program, Run, words_of
 
+__all__ = ["drive", "execute"]
+
 
 def _int(words: np.ndarray) -> int:
     return int.from_bytes(np.ascontiguousarray(words, dtype="<u4").tobytes(), "little")
@@ -98,8 +100,9 @@ def execute(net: Network, *programs: Program, vcd: str | None = None, progress=N
                         progress(cycles, seg.limit)
                 out["run_cycles"], out["run_seconds"] = cycles, time.perf_counter() - t0
                 continue
-            caps = {name: np.zeros((seg.frames, words_of(program.widths[name])), dtype=np.uint32)
-                    for name in seg.capture}
+            caps = {
+                name: np.zeros((seg.frames, words_of(program.widths[name])), dtype=np.uint32) for name in seg.capture
+            }
             for f in range(seg.frames):
                 for name, vals in seg.values.items():
                     ctx.set(_port(net, name), _int(vals[f]))

@@ -14,6 +14,8 @@ import numpy as np
 
 from ..rtl.rom import NetworkImage
 
+__all__ = ["LinkStats", "link_stats"]
+
 
 @dataclass
 class LinkStats:
@@ -43,10 +45,10 @@ class LinkStats:
         cycles / (steps x chunk_flits).
     """
 
-    busy: np.ndarray             # busy cycles per link
-    expected_busy: np.ndarray    # transfers x chunk_flits per link, from the schedule
-    utilization: np.ndarray      # per link: busy / cycles
-    per_step: np.ndarray         # per timestep: transfers x chunk_flits / (links x period)
+    busy: np.ndarray  # busy cycles per link
+    expected_busy: np.ndarray  # transfers x chunk_flits per link, from the schedule
+    utilization: np.ndarray  # per link: busy / cycles
+    per_step: np.ndarray  # per timestep: transfers x chunk_flits / (links x period)
     mean: float
     min: float
     cycles: int
@@ -87,5 +89,14 @@ def link_stats(image: NetworkImage, busy: np.ndarray, cycles: int, period: int) 
     util = busy / cycles
     transfers = sum(r.out_valid.sum(axis=1) for r in image.routers)  # per step
     per_step = transfers * image.chunk_flits / (len(busy) * period)
-    return LinkStats(busy, image.link_transfers * image.chunk_flits, util, per_step,
-                     float(util.mean()), float(util.min()), cycles, image.steps, image.chunk_flits)
+    return LinkStats(
+        busy,
+        image.link_transfers * image.chunk_flits,
+        util,
+        per_step,
+        float(util.mean()),
+        float(util.min()),
+        cycles,
+        image.steps,
+        image.chunk_flits,
+    )

@@ -36,6 +36,8 @@ from .metrics import link_stats
 from .program import Program, check, final_reads, join, make_program, merged, read_back, scalar
 from .traffic import Run, Traffic, traffic_load
 
+__all__ = ["MixedRun", "mixed_load", "mixed_program", "mixed_top", "run_mixed_compiled", "simulate_mixed"]
+
 
 class MixedRun:
     """One mixed run's control and checking, independent of the simulator (like :class:`~equimesh.sim.traffic.Run`).
@@ -45,8 +47,17 @@ class MixedRun:
     then :meth:`results` with the link counters and the lanes read back through the host port.
     """
 
-    def __init__(self, image: NetworkImage, design: Design, fmt, traffic: Traffic, lane_nodes: list[int], *,
-                 start_at: int, cycles: int):
+    def __init__(
+        self,
+        image: NetworkImage,
+        design: Design,
+        fmt,
+        traffic: Traffic,
+        lane_nodes: list[int],
+        *,
+        start_at: int,
+        cycles: int,
+    ):
         self.image, self.design, self.start_at = image, design, start_at
         self.run = Run(fmt, traffic, lane_nodes, cycles)
         self.limit = start_at + cycles + design.run_cycles(image.steps) + 100_000
@@ -54,7 +65,7 @@ class MixedRun:
         self.launched = self.done_at = self.in_flight_at_request = None
         self.trace: list[int] = []  # link_valid from the cycle after the launch to ``done``
         self.moved_in_schedule = 0  # packet handshakes at the endpoints while the schedule runs
-        self.headers = [0, 0, 0]    # packets injected before the launch, while it runs, after ``done``
+        self.headers = [0, 0, 0]  # packets injected before the launch, while it runs, after ``done``
 
     def drive(self) -> tuple[bool, bool]:
         """``(stop, start)`` for the coming cycle."""
@@ -90,9 +101,13 @@ class MixedRun:
         :func:`~equimesh.sim.program.final_reads` addresses)."""
         image = self.image
         links = len(image.topology.links)
-        schedule = {"requested_at": self.start_at, "in_flight_at_request": self.in_flight_at_request,
-                    "launched_at": self.launched, "done": self.done_at is not None,
-                    "expected_cycles": self.design.run_cycles(image.steps)}
+        schedule = {
+            "requested_at": self.start_at,
+            "in_flight_at_request": self.in_flight_at_request,
+            "launched_at": self.launched,
+            "done": self.done_at is not None,
+            "expected_cycles": self.design.run_cycles(image.steps),
+        }
         sched_flits = 0
         if self.done_at is not None:
             cycles = self.done_at - self.launched
@@ -101,14 +116,17 @@ class MixedRun:
             mism, first = o.mismatches, o.first_mismatch
             st = link_stats(image, busy, cycles, self.design.period)
             sched_flits = int(st.busy.sum())
-            schedule.update({
-                "drain_cycles": self.launched - self.start_at - 1,
-                "cycles": st.cycles,
-                "bit_exact": mism == 0, "mismatches": mism,
-                "link_busy_matches_schedule": st.busy_matches_schedule,
-                "link_utilization": round(st.mean, 4),
-                "packet_flits_during_schedule": self.moved_in_schedule,
-            })
+            schedule.update(
+                {
+                    "drain_cycles": self.launched - self.start_at - 1,
+                    "cycles": st.cycles,
+                    "bit_exact": mism == 0,
+                    "mismatches": mism,
+                    "link_busy_matches_schedule": st.busy_matches_schedule,
+                    "link_utilization": round(st.mean, 4),
+                    "packet_flits_during_schedule": self.moved_in_schedule,
+                }
+            )
             if first:
                 schedule["first_mismatch"] = first
         packets = self.run.results(link_flits)
@@ -127,8 +145,14 @@ def _decode(trace: list[int], links: int) -> np.ndarray:
     return np.unpackbits(raw, axis=1, bitorder="little")[:, :links].astype(bool)
 
 
-def mixed_top(design: Design, table: ForwardingTable, traffic: Traffic, payload_flits: int,
-              check: bool = False, instances: bool = False) -> TrafficTop:
+def mixed_top(
+    design: Design,
+    table: ForwardingTable,
+    traffic: Traffic,
+    payload_flits: int,
+    check: bool = False,
+    instances: bool = False,
+) -> TrafficTop:
     """The network carrying both modes, with a generator and a sink per node (and a checker with ``check``);
     ``instances``: its routers are instances of their Verilog modules (``rtl/network.py``). Of the traffic
     only its table depth is part of the design."""
@@ -137,8 +161,9 @@ def mixed_top(design: Design, table: ForwardingTable, traffic: Traffic, payload_
     return TrafficTop(net, traffic.depth, check=check)
 
 
-def mixed_load(image: NetworkImage, design: Design, fmt: PacketFormat, traffic: Traffic, stall: float,
-               widths: dict[str, int]):
+def mixed_load(
+    image: NetworkImage, design: Design, fmt: PacketFormat, traffic: Traffic, stall: float, widths: dict[str, int]
+):
     """The host's load before a mixed run, the same on every backend: the tables and lanes
     (:func:`~equimesh.sim.program.make_program`) beside the generators' tables
     (:func:`~equimesh.sim.traffic.traffic_load`), generators stopped, ``start`` low."""
@@ -147,9 +172,18 @@ def mixed_load(image: NetworkImage, design: Design, fmt: PacketFormat, traffic: 
     return load
 
 
-def simulate_mixed(image: NetworkImage, table: ForwardingTable, traffic: Traffic, payload_flits: int, *,
-                   start_at: int, cycles: int, stall: float = 0.0, vcd: str | None = None,
-                   pipeline: int = DEFAULT_PIPELINE) -> dict:
+def simulate_mixed(
+    image: NetworkImage,
+    table: ForwardingTable,
+    traffic: Traffic,
+    payload_flits: int,
+    *,
+    start_at: int,
+    cycles: int,
+    stall: float = 0.0,
+    vcd: str | None = None,
+    pipeline: int = DEFAULT_PIPELINE,
+) -> dict:
     """Run packets for ``cycles`` cycles (random patterns) with the collective requested at ``start_at``,
     in the Amaranth simulator, on routers of pipeline depth ``pipeline`` (both paths, rtl/router.py).
     Returns the schedule's and the packets' results (see module docstring).
@@ -163,8 +197,7 @@ def simulate_mixed(image: NetworkImage, table: ForwardingTable, traffic: Traffic
     for mon in list(top.inject_mon) + list(top.eject_mon):
         sigs += [mon.valid, mon.ready, mon.payload.as_value()]
     n_inj = len(top.inject_mon)
-    mixed = MixedRun(image, design, top.fmt, traffic, [v for v, _ in top.net.lanes], start_at=start_at,
-                     cycles=cycles)
+    mixed = MixedRun(image, design, top.fmt, traffic, [v for v, _ in top.net.lanes], start_at=start_at, cycles=cycles)
     out = {}
 
     async def bench(ctx):
@@ -175,7 +208,7 @@ def simulate_mixed(image: NetworkImage, table: ForwardingTable, traffic: Traffic
             ctx.set(top.stop, stop)
             ctx.set(top.start, start)
             _, _, launch, done, valid, *vals = await sampler.__anext__()
-            mons = [tuple(vals[i:i + 3]) for i in range(0, len(vals), 3)]
+            mons = [tuple(vals[i : i + 3]) for i in range(0, len(vals), 3)]
             if mixed.observe(launch, done, valid, mons[:n_inj], mons[n_inj:]):
                 break
         reads = final_reads(image)
@@ -200,8 +233,17 @@ def simulate_mixed(image: NetworkImage, table: ForwardingTable, traffic: Traffic
     return out
 
 
-def mixed_program(image: NetworkImage, design: Design, fmt, traffic: Traffic, widths: dict[str, int], *,
-                  start_at: int, cycles: int, stall: float) -> tuple[Program, dict]:
+def mixed_program(
+    image: NetworkImage,
+    design: Design,
+    fmt,
+    traffic: Traffic,
+    widths: dict[str, int],
+    *,
+    start_at: int,
+    cycles: int,
+    stall: float,
+) -> tuple[Program, dict]:
     """The compiled model's program of a mixed run, event for event as :func:`simulate_mixed`: load
     (generators stopped), packets from edge 0, ``start`` for the one edge ``start_at``, ``stop`` from
     edge ``cycles`` (random patterns), clock until ``done``, drain the packets (as
@@ -239,9 +281,20 @@ def mixed_program(image: NetworkImage, design: Design, fmt, traffic: Traffic, wi
     return Program(segs, widths), at
 
 
-def run_mixed_compiled(image: NetworkImage, table: ForwardingTable, traffic: Traffic, payload_flits: int, workdir, *,
-                       start_at: int, cycles: int, stall: float = 0.0, log=None,
-                       pipeline: int = DEFAULT_PIPELINE, vcd: str | None = None) -> dict:
+def run_mixed_compiled(
+    image: NetworkImage,
+    table: ForwardingTable,
+    traffic: Traffic,
+    payload_flits: int,
+    workdir,
+    *,
+    start_at: int,
+    cycles: int,
+    stall: float = 0.0,
+    log=None,
+    pipeline: int = DEFAULT_PIPELINE,
+    vcd: str | None = None,
+) -> dict:
     """:func:`simulate_mixed` on the compiled Verilator model (cached per design; no Python per cycle).
 
     The schedule is checked bit for bit as on every backend (:func:`~equimesh.sim.program.check` on the
@@ -259,9 +312,13 @@ def run_mixed_compiled(image: NetworkImage, table: ForwardingTable, traffic: Tra
 
     design = fit(image, pipeline=pipeline)
     fmt = PacketFormat(table.topology.nodes, payload_flits, design.flit_bits)
-    model, widths = build_top(lambda: mixed_top(design, table, traffic, payload_flits, check=True, instances=True), json.dumps(
-        ["mixed", repr(design), table.to_json(), traffic.depth, payload_flits]), log,
-        kind=packet_model(fmt.nodes), trace=trace_kind(vcd))
+    model, widths = build_top(
+        lambda: mixed_top(design, table, traffic, payload_flits, check=True, instances=True),
+        json.dumps(["mixed", repr(design), table.to_json(), traffic.depth, payload_flits]),
+        log,
+        kind=packet_model(fmt.nodes),
+        trace=trace_kind(vcd),
+    )
     program, at = mixed_program(image, design, fmt, traffic, widths, start_at=start_at, cycles=cycles, stall=stall)
     t0 = program.segments[0].frames
     rec = model.run(program, Path(workdir), trace=str(Path(vcd).resolve()) if vcd else None)
@@ -270,8 +327,13 @@ def run_mixed_compiled(image: NetworkImage, table: ForwardingTable, traffic: Tra
     got = rec["captures"][at["counters"]]
     links = len(image.topology.links)
     counters = read_counters(lambda n: int(got[n][0]), fmt.nodes, links)
-    schedule = {"requested_at": start_at, "in_flight_at_request": None, "launched_at": None,
-                "done": done_edge is not None, "expected_cycles": design.run_cycles(image.steps)}
+    schedule = {
+        "requested_at": start_at,
+        "in_flight_at_request": None,
+        "launched_at": None,
+        "done": done_edge is not None,
+        "expected_cycles": design.run_cycles(image.steps),
+    }
     sched_flits = 0
     if done_edge is not None:
         done_at = done_edge - t0 + 1  # as MixedRun counts: the edge after the one that sampled ``done``
@@ -281,21 +343,38 @@ def run_mixed_compiled(image: NetworkImage, table: ForwardingTable, traffic: Tra
         st = link_stats(image, busy, run_cycles, design.period)
         sched_flits = int(st.busy.sum())
         launched = done_at - run_cycles
-        schedule.update({
-            "launched_at": launched, "drain_cycles": launched - start_at - 1, "cycles": st.cycles,
-            "bit_exact": o.bit_exact, "mismatches": o.mismatches,
-            "link_busy_matches_schedule": st.busy_matches_schedule,
-            "link_utilization": round(st.mean, 4), "packet_flits_during_schedule": None,
-        })
+        schedule.update(
+            {
+                "launched_at": launched,
+                "drain_cycles": launched - start_at - 1,
+                "cycles": st.cycles,
+                "bit_exact": o.bit_exact,
+                "mismatches": o.mismatches,
+                "link_busy_matches_schedule": st.busy_matches_schedule,
+                "link_utilization": round(st.mean, 4),
+                "packet_flits_during_schedule": None,
+            }
+        )
         if o.first_mismatch:
             schedule["first_mismatch"] = o.first_mismatch
     last = completion(end, traffic.counts is not None) - t0
-    packets = soak_verdict(fmt, traffic, cycles=max(last, done_at if done_edge is not None else 0),
-                           deadlock=not finished(end, traffic.counts is not None), **counters)
+    packets = soak_verdict(
+        fmt,
+        traffic,
+        cycles=max(last, done_at if done_edge is not None else 0),
+        deadlock=not finished(end, traffic.counts is not None),
+        **counters,
+    )
     packets["completion"] = last
     packets["flit_hops"] -= sched_flits  # the link counters count every flit; the schedule's are its busy cycles
     packets["link_utilization"] = round(packets["flit_hops"] / (links * max(packets["cycles"], 1)), 4)
     packets["injected_before"] = packets["injected_after"] = None
     seconds = sum(m.seconds for m in rec["marks"].values())
-    return {"schedule": schedule, "packets": packets, "sim_seconds": round(seconds, 3), "simulator": "verilator",
-            "build_seconds": round(model.build_seconds, 1), "cached": model.cached}
+    return {
+        "schedule": schedule,
+        "packets": packets,
+        "sim_seconds": round(seconds, 3),
+        "simulator": "verilator",
+        "build_seconds": round(model.build_seconds, 1),
+        "cached": model.cached,
+    }

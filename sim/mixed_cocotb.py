@@ -38,6 +38,8 @@ from ..rtl.timing import DEFAULT_PIPELINE
 from .traffic import Traffic
 from .traffic_cocotb import drive_load
 
+__all__ = ["NAME", "mixed", "run_mixed_verilog"]
+
 NAME = "equimesh_mixed"
 
 
@@ -62,8 +64,11 @@ async def mixed(dut):
     lanes = cfg["lanes"]
     run = MixedRun(image, design, fmt, traffic, lanes, start_at=cfg["start_at"], cycles=cfg["cycles"])
     n_inj = fmt.nodes
-    mons = [[getattr(dut, f"{kind}_mon__{i}__{f}") for f in ("valid", "ready", "payload")]
-            for kind, count in (("inject", n_inj), ("eject", len(lanes))) for i in range(count)]
+    mons = [
+        [getattr(dut, f"{kind}_mon__{i}__{f}") for f in ("valid", "ready", "payload")]
+        for kind, count in (("inject", n_inj), ("eject", len(lanes)))
+        for i in range(count)
+    ]
 
     cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
     dut.rst.value = 1
@@ -85,8 +90,7 @@ async def mixed(dut):
         for v, r, p in mons:  # ready and payload only when valid (most monitors are idle)
             take = 1 if int(v.value) and int(r.value) else 0
             vals.append((take, take, int(p.value) if take else 0))
-        if run.observe(int(launch_sig.value), int(done_sig.value), int(valid_sig.value), vals[:n_inj],
-                       vals[n_inj:]):
+        if run.observe(int(launch_sig.value), int(done_sig.value), int(valid_sig.value), vals[:n_inj], vals[n_inj:]):
             break
     sim_seconds = time.perf_counter() - t0
     await RisingEdge(dut.clk)  # the edge the Amaranth bench's last sample belongs to
@@ -108,8 +112,19 @@ async def mixed(dut):
     Path(cfg["result"]).write_text(json.dumps(out, default=_jsonable))
 
 
-def run_mixed_verilog(image, table, traffic: Traffic, payload_flits: int, build_dir, *, start_at: int, cycles: int,
-                      stall: float = 0.0, simulator: str = "icarus", pipeline: int = DEFAULT_PIPELINE) -> dict:
+def run_mixed_verilog(
+    image,
+    table,
+    traffic: Traffic,
+    payload_flits: int,
+    build_dir,
+    *,
+    start_at: int,
+    cycles: int,
+    stall: float = 0.0,
+    simulator: str = "icarus",
+    pipeline: int = DEFAULT_PIPELINE,
+) -> dict:
     """:func:`~equimesh.sim.mixed.simulate_mixed` on the generated Verilog under cocotb (Icarus or Verilator).
 
     Returns the same ``{"schedule", "packets", "sim_seconds"}`` dict, plus ``sim_cycles`` (cycles the
@@ -134,11 +149,28 @@ def run_mixed_verilog(image, table, traffic: Traffic, payload_flits: int, build_
     load = mixed_load(image, design, top.fmt, traffic, stall, top_ports(top)[2])
     pkl = build / "image.pkl"
     pkl.write_bytes(pickle.dumps((image, design, load)))
-    out, build_s, run_s = run_bench(top, NAME, build, simulator, "equimesh.sim.mixed_cocotb", "EQUIMESH_MIXED", {
-        "image": str(pkl), "nodes": top.fmt.nodes, "payload_flits": payload_flits, "flit_bits": top.fmt.width,
-        "pattern": traffic.pattern, "roms": traffic.roms, "counts": traffic.counts, "rate": traffic.rate,
-        "silent": list(traffic.silent),
-        "start_at": start_at, "cycles": cycles, "links": len(image.topology.links),
-        "lanes": [v for v, _ in top.net.lanes]})
+    out, build_s, run_s = run_bench(
+        top,
+        NAME,
+        build,
+        simulator,
+        "equimesh.sim.mixed_cocotb",
+        "EQUIMESH_MIXED",
+        {
+            "image": str(pkl),
+            "nodes": top.fmt.nodes,
+            "payload_flits": payload_flits,
+            "flit_bits": top.fmt.width,
+            "pattern": traffic.pattern,
+            "roms": traffic.roms,
+            "counts": traffic.counts,
+            "rate": traffic.rate,
+            "silent": list(traffic.silent),
+            "start_at": start_at,
+            "cycles": cycles,
+            "links": len(image.topology.links),
+            "lanes": [v for v, _ in top.net.lanes],
+        },
+    )
     out.update({"simulator": simulator, "build_seconds": round(build_s, 1), "run_seconds": round(run_s, 1)})
     return out

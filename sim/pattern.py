@@ -12,6 +12,8 @@ import numpy as np
 
 from ..rtl.flit import WORD_BITS
 
+__all__ = ["expected_chunks", "input_chunks"]
+
 _M = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
@@ -47,8 +49,9 @@ def input_chunks(node, root, chunk, chunk_flits: int, flit_bits: int) -> np.ndar
     f = np.arange(chunk_flits, dtype=np.uint64)[None, :, None]
     j = np.arange(w, dtype=np.uint64)[None, None, :]
     with np.errstate(over="ignore"):
-        key = ((((node * np.uint64(1 << 12) + root) * np.uint64(1 << 12) + chunk)
-                * np.uint64(1 << 16) + f) * np.uint64(64) + j)
+        key = (((node * np.uint64(1 << 12) + root) * np.uint64(1 << 12) + chunk) * np.uint64(1 << 16) + f) * np.uint64(
+            64
+        ) + j
         return (_mix(key) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
 
 

@@ -45,6 +45,30 @@ from ..rtl.network import buses, load_group
 from ..rtl.rom import NetworkImage
 from .pattern import expected_chunks, input_chunks
 
+__all__ = [
+    "Capture",
+    "ClockTo",
+    "Drive",
+    "Outcome",
+    "Program",
+    "Run",
+    "Set",
+    "Settle",
+    "Until",
+    "check",
+    "final_entries",
+    "final_reads",
+    "join",
+    "lane_images",
+    "make_program",
+    "merged",
+    "pack_bits",
+    "read_back",
+    "scalar",
+    "split",
+    "words_of",
+]
+
 
 def words_of(width: int) -> int:
     """uint32 words that hold a port of ``width`` bits (at least 1).
@@ -276,8 +300,11 @@ def lane_images(image: NetworkImage, design: Design) -> tuple[np.ndarray, int]:
         column ``v * max_lanes + i``; and the address count.
     """
     F, ml, W = image.chunk_flits, design.max_lanes, design.flit_bits // WORD_BITS
-    entries = [(v, lane, slot, root, c) for v in range(image.topology.nodes)
-               for (root, c), (lane, slot) in image.initial[v].items()]
+    entries = [
+        (v, lane, slot, root, c)
+        for v in range(image.topology.nodes)
+        for (root, c), (lane, slot) in image.initial[v].items()
+    ]
     e = np.array(entries, dtype=np.int64).reshape(-1, 5)
     n_load = int((e[:, 2].max() + 1) * F) if len(e) else 0
     out = np.zeros((n_load, image.topology.nodes * ml, W), dtype=np.uint32)
@@ -311,7 +338,7 @@ def split(design: Design, values: dict[str, np.ndarray]) -> dict[str, np.ndarray
         w = bus.field_bits // 32
         first = 0
         for port, fields in bus.ports():
-            out[port] = np.ascontiguousarray(vals[:, first:first + fields * w])
+            out[port] = np.ascontiguousarray(vals[:, first : first + fields * w])
             first += fields * w
     return out
 
@@ -364,22 +391,22 @@ def make_program(image: NetworkImage, design: Design, widths: dict[str, int]) ->
     n, ml, S = image.topology.nodes, design.max_lanes, image.steps
     bus, size = buses(design), load_group(design)
     groups = -(-n // size)
-    lanes, n_load = lane_images(image, design)                 # [addr, n * ml, W]
+    lanes, n_load = lane_images(image, design)  # [addr, n * ml, W]
     per = max(S, n_load)
     frames = groups * per + 1  # group by group; the last frame clears the write enables
     f = np.arange(frames)
-    g, a = np.minimum(f // per, groups - 1), f % per            # group and address of each frame
+    g, a = np.minimum(f // per, groups - 1), f % per  # group and address of each frame
     tab_live = (f < groups * per) & (a < S)
     lane_live = (f < groups * per) & (a < n_load)
     pad = groups * size - n
     eb = bus["tab_data"].field_bits
     bits = np.concatenate([image.table_bits(design.slots, eb), np.zeros((pad, S, eb), dtype=np.uint8)])
-    table = np.zeros((frames, size, eb), dtype=np.uint8)        # frame -> its group's entries at step a
+    table = np.zeros((frames, size, eb), dtype=np.uint8)  # frame -> its group's entries at step a
     rows = np.nonzero(tab_live)[0]
     table[rows] = bits.reshape(groups, size, S, eb)[g[rows], :, a[rows]]
     lane_we = np.zeros((groups * size, bus["load_we"].field_bits), dtype=np.uint8)
     for v in range(n):
-        lane_we[v, :len(design.lanes(v))] = 1
+        lane_we[v, : len(design.lanes(v))] = 1
     we = np.zeros((frames, size, lane_we.shape[1]), dtype=np.uint8)
     rows = np.nonzero(lane_live)[0]
     we[rows] = lane_we.reshape(groups, size, -1)[g[rows]]
@@ -387,25 +414,45 @@ def make_program(image: NetworkImage, design: Design, widths: dict[str, int]) ->
     lanes = np.concatenate([lanes, np.zeros((n_load, pad * ml, W), dtype=np.uint32)], axis=1)
     load_data = np.zeros((frames, size * ml, W), dtype=np.uint32)
     load_data[rows] = lanes.reshape(n_load, groups, size * ml, W)[a[rows], g[rows]]
-    load = Drive(frames, split(design, {
-        "steps": scalar(np.full(frames, S), widths["steps"]), "group": scalar(g, widths["group"]),
-        "tab_we": scalar(tab_live, 1), "tab_addr": scalar(np.minimum(a, S - 1), widths["tab_addr"]),
-        "tab_data": pack_bits(table.reshape(frames, -1)),
-        "load_addr": scalar(np.minimum(a, max(n_load - 1, 0)), widths["load_addr"]),
-        "load_we": pack_bits(we.reshape(frames, -1)),
-        "load_data": load_data.reshape(frames, -1),
-    }))
+    load = Drive(
+        frames,
+        split(
+            design,
+            {
+                "steps": scalar(np.full(frames, S), widths["steps"]),
+                "group": scalar(g, widths["group"]),
+                "tab_we": scalar(tab_live, 1),
+                "tab_addr": scalar(np.minimum(a, S - 1), widths["tab_addr"]),
+                "tab_data": pack_bits(table.reshape(frames, -1)),
+                "load_addr": scalar(np.minimum(a, max(n_load - 1, 0)), widths["load_addr"]),
+                "load_we": pack_bits(we.reshape(frames, -1)),
+                "load_data": load_data.reshape(frames, -1),
+            },
+        ),
+    )
     no_we = np.zeros((1, bus["load_we"].fields * bus["load_we"].field_bits // 32), dtype=np.uint32)
     # host_addr is set here too, for the host read's latency less one frame: the first read frames
     # capture the addresses of these (and a simulator with X values must see a defined one).
     n_idle = max(1, design.host_latency - 1)
-    idle = Drive(n_idle, split(design, {"tab_we": scalar([0] * n_idle, 1), "load_we": np.repeat(no_we, n_idle, 0),
-                                        "host_addr": scalar([0] * n_idle, widths["host_addr"])}),
-                 ["cycles"] + [p for p, _ in bus["busy"].ports()])
+    idle = Drive(
+        n_idle,
+        split(
+            design,
+            {
+                "tab_we": scalar([0] * n_idle, 1),
+                "load_we": np.repeat(no_we, n_idle, 0),
+                "host_addr": scalar([0] * n_idle, widths["host_addr"]),
+            },
+        ),
+        ["cycles"] + [p for p, _ in bus["busy"].ports()],
+    )
     n_read = final_reads(image)
     frames = n_read + design.host_latency - 1  # the last address is held while the reads drain
-    read = Drive(frames, {"host_addr": scalar(np.minimum(np.arange(frames), n_read - 1), widths["host_addr"])},
-                 [p for p, _ in bus["host_data"].ports()])
+    read = Drive(
+        frames,
+        {"host_addr": scalar(np.minimum(np.arange(frames), n_read - 1), widths["host_addr"])},
+        [p for p, _ in bus["host_data"].ports()],
+    )
     limit = design.run_cycles(image.steps) + 16
     return Program([load, Run(limit), idle, read], widths)
 
@@ -424,7 +471,7 @@ def read_back(design: Design, out: dict) -> np.ndarray:
     numpy.ndarray
         uint32 ``[reads, words]``: the ``host_data`` captures less the first host_latency - 1 frames.
     """
-    return join(design, out, "host_data")[design.host_latency - 1:]
+    return join(design, out, "host_data")[design.host_latency - 1 :]
 
 
 def final_reads(image: NetworkImage) -> int:
@@ -455,8 +502,11 @@ def final_entries(image: NetworkImage) -> np.ndarray:
     -------
     numpy.ndarray
     """
-    e = [(v, lane, slot, root, c) for v in range(image.topology.nodes)
-         for (root, c), (lane, slot) in image.final[v].items()]
+    e = [
+        (v, lane, slot, root, c)
+        for v in range(image.topology.nodes)
+        for (root, c), (lane, slot) in image.final[v].items()
+    ]
     return np.array(e, dtype=np.int64).reshape(-1, 5)
 
 
@@ -480,9 +530,9 @@ class Outcome:
         No mismatches.
     """
 
-    cycles: int            # edges counted by the backend, start to done
-    rtl_cycles: int        # the statistics block's cycle counter
-    busy: np.ndarray       # the statistics block's busy counter per link
+    cycles: int  # edges counted by the backend, start to done
+    rtl_cycles: int  # the statistics block's cycle counter
+    busy: np.ndarray  # the statistics block's busy counter per link
     mismatches: int
     first_mismatch: str | None
 
@@ -492,8 +542,9 @@ class Outcome:
         return self.mismatches == 0
 
 
-def check(image: NetworkImage, design: Design, cycles: int, rtl_cycles: int, busy: np.ndarray,
-          host_data: np.ndarray) -> Outcome:
+def check(
+    image: NetworkImage, design: Design, cycles: int, rtl_cycles: int, busy: np.ndarray, host_data: np.ndarray
+) -> Outcome:
     """Compare the lanes read back (``host_data``: uint32 ``[reads, nodes * max_lanes * words]``) with
     what the collective defines at every node (sim/pattern.py).
 
@@ -520,18 +571,19 @@ def check(image: NetworkImage, design: Design, cycles: int, rtl_cycles: int, bus
     e = final_entries(image)
     keys, inverse = np.unique(e[:, 3:5], axis=0, return_inverse=True)
     want = expected_chunks(image.collective, n, keys[:, 0], keys[:, 1], F, design.flit_bits)[inverse.ravel()]
-    addr = e[:, 2, None] * F + np.arange(F)                  # [entries, F]
-    have = got[addr, (e[:, 0] * ml + e[:, 1])[:, None]]      # [entries, F, W]
+    addr = e[:, 2, None] * F + np.arange(F)  # [entries, F]
+    have = got[addr, (e[:, 0] * ml + e[:, 1])[:, None]]  # [entries, F, W]
     bad = np.nonzero((have != want).any(axis=2))
     first = None
     if len(bad[0]):
         i, fl = bad[0][0], bad[1][0]
         v, lane, slot = e[i, :3]
-        first = (f"node {v} lane {image.routers[v].lanes[lane]} flit {slot * F + fl}: "
-                 f"got {_hex(have[i, fl])}, expected {_hex(want[i, fl])}")
+        first = (
+            f"node {v} lane {image.routers[v].lanes[lane]} flit {slot * F + fl}: "
+            f"got {_hex(have[i, fl])}, expected {_hex(want[i, fl])}"
+        )
     return Outcome(int(cycles), int(rtl_cycles), np.asarray(busy, dtype=np.int64), len(bad[0]), first)
 
 
 def _hex(words: np.ndarray) -> str:
     return hex(sum(int(w) << (32 * j) for j, w in enumerate(words)))
-

@@ -30,16 +30,55 @@ from ..rtl.packet import FLIT_BITS, SEQ_BITS, Opcode, PacketError, PacketFormat
 from ..rtl.timing import DEFAULT_PIPELINE
 from ..schedules.routing import ForwardingTable
 
-PATTERNS = ("multicast", "unicast", "uniform", "transpose", "bitcomp", "hotspot", "allgather-multiwrite",
-            "allgather-unicast")
-HOTSPOT_SHARE = 0.2   # hotspot pattern: the share of packets addressed to the centre node
-ROM_DEPTH = 256       # random patterns loop over this many bitmaps per node
-WATCHDOG = 2000       # cycles without any flit taken, with packets in flight, that count as deadlock
-BLOCK = 10_000        # counters-only soaks: cycles between progress checks while injecting
+__all__ = [
+    "BLOCK",
+    "DRAIN_LIMIT",
+    "HOTSPOT_SHARE",
+    "LIMIT_MAX",
+    "MAX_CYCLES",
+    "PATTERNS",
+    "ROM_DEPTH",
+    "Run",
+    "Scoreboard",
+    "TABLE_MAX",
+    "Traffic",
+    "WATCHDOG",
+    "bit_matrix",
+    "completion",
+    "copy_latency",
+    "counter_ports",
+    "finished",
+    "make_traffic",
+    "packet_model",
+    "packet_segments",
+    "phase_figures",
+    "read_counters",
+    "run_compiled",
+    "run_verilog",
+    "simulate",
+    "soak_verdict",
+    "target_flits",
+    "traffic_load",
+]
+
+PATTERNS = (
+    "multicast",
+    "unicast",
+    "uniform",
+    "transpose",
+    "bitcomp",
+    "hotspot",
+    "allgather-multiwrite",
+    "allgather-unicast",
+)
+HOTSPOT_SHARE = 0.2  # hotspot pattern: the share of packets addressed to the centre node
+ROM_DEPTH = 256  # random patterns loop over this many bitmaps per node
+WATCHDOG = 2000  # cycles without any flit taken, with packets in flight, that count as deadlock
+BLOCK = 10_000  # counters-only soaks: cycles between progress checks while injecting
 DRAIN_LIMIT = 1_000_000  # counters-only soaks: drain cycles after which the run counts as deadlocked
-TABLE_MAX = 4096      # generator table entries per node: an AllGather pattern's packets x copies
+TABLE_MAX = 4096  # generator table entries per node: an AllGather pattern's packets x copies
 LIMIT_MAX = 2**32 - 2  # a generator's packet limit (the register's all-ones value means "until stopped")
-MAX_CYCLES = 2**31    # injection cycles: every program deadline, drain included, fits 32 bits
+MAX_CYCLES = 2**31  # injection cycles: every program deadline, drain included, fits 32 bits
 
 
 @dataclass
@@ -86,24 +125,40 @@ def traffic_load(fmt: PacketFormat, traffic: Traffic, stall: float):
     bits = np.zeros((groups * g, length, fb), dtype=np.uint8)
     for v, rom in enumerate(traffic.roms):
         bits[v, :, :n] = bit_matrix(rom, n)
-    data = bits.reshape(groups, g, length, fb)[grp, :, addr]          # [frames, g, fb]
-    limits = np.full(groups * g, 2**32 - 1, dtype=np.uint32)          # until stopped
+    data = bits.reshape(groups, g, length, fb)[grp, :, addr]  # [frames, g, fb]
+    limits = np.full(groups * g, 2**32 - 1, dtype=np.uint32)  # until stopped
     if traffic.counts is not None:
         limits[:n] = traffic.counts
     limits[list(traffic.silent)] = 0
     const = np.ones(frames, dtype=np.uint64)
-    return Drive(frames, {
-        "stop": scalar(const, 1), "rate": scalar(const * probability(traffic.rate), 17),
-        "stall": scalar(const * probability(stall), 17), "table_len": scalar(const * length, 32),
-        "table_we": scalar(live, 1), "table_group": scalar(grp, 32), "table_addr": scalar(addr, 32),
-        "table_data": pack_bits(data.reshape(frames, -1)),
-        "table_limit": np.ascontiguousarray(limits.reshape(groups, g)[grp]),
-    })
+    return Drive(
+        frames,
+        {
+            "stop": scalar(const, 1),
+            "rate": scalar(const * probability(traffic.rate), 17),
+            "stall": scalar(const * probability(stall), 17),
+            "table_len": scalar(const * length, 32),
+            "table_we": scalar(live, 1),
+            "table_group": scalar(grp, 32),
+            "table_addr": scalar(addr, 32),
+            "table_data": pack_bits(data.reshape(frames, -1)),
+            "table_limit": np.ascontiguousarray(limits.reshape(groups, g)[grp]),
+        },
+    )
 
 
-def make_traffic(fmt: PacketFormat, pattern: str, *, fanout: int = 4, rate: float = 1.0, packets: int = 4,
-                 seed: int = 1, bitmap: int | None = None, src: int | None = None,
-                 grid: tuple[int, int] | None = None) -> Traffic:
+def make_traffic(
+    fmt: PacketFormat,
+    pattern: str,
+    *,
+    fanout: int = 4,
+    rate: float = 1.0,
+    packets: int = 4,
+    seed: int = 1,
+    bitmap: int | None = None,
+    src: int | None = None,
+    grid: tuple[int, int] | None = None,
+) -> Traffic:
     """Build the generators' tables. ``bitmap`` (with ``src``) replaces the random choice: only node ``src``
     sends, always to ``bitmap`` (the others' tables hold one entry and ``count`` stops them). ``grid``:
     (rows, cols) of the network, node ``r * cols + c`` at (r, c), for ``transpose`` and ``hotspot``."""
@@ -111,6 +166,7 @@ def make_traffic(fmt: PacketFormat, pattern: str, *, fanout: int = 4, rate: floa
     if pattern not in PATTERNS:
         raise PacketError(f"unknown pattern {pattern!r}; expected one of {', '.join(PATTERNS)}")
     from ..rtl.packet_endpoints import RATE_BITS, probability
+
     if not 0.0 < rate <= 1.0:
         raise PacketError(f"--rate must be in (0, 1] packets per node per cycle (got {rate})")
     if probability(rate) == 0:
@@ -120,9 +176,11 @@ def make_traffic(fmt: PacketFormat, pattern: str, *, fanout: int = 4, rate: floa
     if pattern.startswith("allgather") and bitmap is None:
         per = packets if pattern == "allgather-multiwrite" else packets * (n - 1)
         if per > TABLE_MAX:
-            raise PacketError(f"--pattern {pattern} with --packets {packets} needs {per} table entries per "
-                              f"generator; they hold at most {TABLE_MAX} (use --packets "
-                              f"{TABLE_MAX * packets // per} or fewer)")
+            raise PacketError(
+                f"--pattern {pattern} with --packets {packets} needs {per} table entries per "
+                f"generator; they hold at most {TABLE_MAX} (use --packets "
+                f"{TABLE_MAX * packets // per} or fewer)"
+            )
     rng = random.Random(seed)
     others = [[d for d in range(n) if d != s] for s in range(n)]
     if bitmap is not None:
@@ -149,8 +207,13 @@ def make_traffic(fmt: PacketFormat, pattern: str, *, fanout: int = 4, rate: floa
             raise PacketError(f"--pattern transpose needs a square network (got {rows}x{cols})")
         if pattern == "hotspot":
             hot = rows // 2 * cols + cols // 2
-            roms = [[fmt.bitmap([hot if s != hot and rng.random() < HOTSPOT_SHARE else rng.choice(others[s])], s)
-                     for _ in range(ROM_DEPTH)] for s in range(n)]
+            roms = [
+                [
+                    fmt.bitmap([hot if s != hot and rng.random() < HOTSPOT_SHARE else rng.choice(others[s])], s)
+                    for _ in range(ROM_DEPTH)
+                ]
+                for s in range(n)
+            ]
             return Traffic(pattern, roms, None, rate)
         dest = [(s % cols) * cols + s // cols if pattern == "transpose" else n - 1 - s for s in range(n)]
         silent = tuple(s for s in range(n) if dest[s] == s)
@@ -169,7 +232,7 @@ class Scoreboard:
     def __init__(self, fmt: PacketFormat, traffic: Traffic, lane_nodes: list[int]):
         self.fmt, self.traffic, self.lane_nodes = fmt, traffic, lane_nodes
         self.sent: dict[tuple[int, int], tuple[int, int]] = {}  # (src, seq) -> (bitmap, header cycle)
-        self.got: dict[tuple[int, int], int] = {}                 # (src, seq) -> bitmap of intact arrivals
+        self.got: dict[tuple[int, int], int] = {}  # (src, seq) -> bitmap of intact arrivals
         self.lane_pkt: list[list | None] = [None] * len(lane_nodes)
         self.expected = self.delivered = self.duplicates = self.corrupted = self.misdelivered = 0
         self.latencies: list[int] = []
@@ -331,9 +394,17 @@ class Run:
         return self.sb.results(self.cycle, link_flits, self.deadlock)
 
 
-def simulate(table: ForwardingTable, traffic: Traffic, payload_flits: int, *, cycles: int = 2000,
-             stall: float = 0.0, vcd: str | None = None, pipeline: int = DEFAULT_PIPELINE,
-             flit_bits: int = FLIT_BITS) -> dict:
+def simulate(
+    table: ForwardingTable,
+    traffic: Traffic,
+    payload_flits: int,
+    *,
+    cycles: int = 2000,
+    stall: float = 0.0,
+    vcd: str | None = None,
+    pipeline: int = DEFAULT_PIPELINE,
+    flit_bits: int = FLIT_BITS,
+) -> dict:
     """Run ``traffic`` on the Amaranth simulator (routers of pipeline depth ``pipeline``, rtl/relay.py);
     returns the scoreboard's results."""
     from amaranth.sim import Simulator
@@ -341,8 +412,9 @@ def simulate(table: ForwardingTable, traffic: Traffic, payload_flits: int, *, cy
     from ..rtl.packet_network import PacketNetwork, TrafficTop
     from .harness import drive
 
-    top = TrafficTop(PacketNetwork(table, payload_flits, pipeline=pipeline, flit_bits=flit_bits), traffic.depth,
-                     check=False)
+    top = TrafficTop(
+        PacketNetwork(table, payload_flits, pipeline=pipeline, flit_bits=flit_bits), traffic.depth, check=False
+    )
     load = traffic_load(top.fmt, traffic, stall)
     sigs = []
     for mon in list(top.inject_mon) + list(top.eject_mon):
@@ -357,7 +429,7 @@ def simulate(table: ForwardingTable, traffic: Traffic, payload_flits: int, *, cy
         while True:
             ctx.set(top.stop, run.stop)
             _, _, *vals = await sampler.__anext__()
-            mons = [tuple(vals[i:i + 3]) for i in range(0, len(vals), 3)]
+            mons = [tuple(vals[i : i + 3]) for i in range(0, len(vals), 3)]
             if run.observe(mons[:n_inj], mons[n_inj:]):
                 break
         out.update(run.results([ctx.get(s) for s in top.link_flits]))
@@ -380,8 +452,20 @@ def bit_matrix(values: list[int], width: int) -> np.ndarray:
     return np.unpackbits(raw.reshape(len(values), nbytes), axis=1, bitorder="little")[:, :width].astype(np.uint64)
 
 
-def soak_verdict(fmt: PacketFormat, traffic: Traffic, *, sent, count, key_sum, key_sq_sum, errors, ejected,
-                 cycles, deadlock, link_flits) -> dict:
+def soak_verdict(
+    fmt: PacketFormat,
+    traffic: Traffic,
+    *,
+    sent,
+    count,
+    key_sum,
+    key_sq_sum,
+    errors,
+    ejected,
+    cycles,
+    deadlock,
+    link_flits,
+) -> dict:
     """Compare the hardware checkers' counters with what the generators' tables say was sent.
 
     Source ``s`` sent packets ``0 .. sent[s]-1``, packet ``q`` to ``traffic.bitmap(s, q)``; so node
@@ -412,7 +496,9 @@ def soak_verdict(fmt: PacketFormat, traffic: Traffic, *, sent, count, key_sum, k
     expected = int(want.sum())
     extra = sum(max(0, count[d] - int(want[d])) for d in range(n))
     lost = sum(max(0, int(want[d]) - count[d]) for d in range(n))
-    mismatched = [d for d in range(n) if count[d] == want[d] and (key_sum[d], key_sq_sum[d]) != (want_sum[d], want_sq[d])]
+    mismatched = [
+        d for d in range(n) if count[d] == want[d] and (key_sum[d], key_sq_sum[d]) != (want_sum[d], want_sq[d])
+    ]
     hops = int(sum(link_flits))
     return {
         "packets": int(sum(sent)),
@@ -446,8 +532,11 @@ def copy_latency(fmt: PacketFormat, copies: np.ndarray, start: int, window: tupl
         lat = lat[(injected >= window[0]) & (injected < window[1])]
     if not len(lat):
         return {"latency_mean": None, "latency_p99": None, "latency_copies": 0}
-    return {"latency_mean": round(float(lat.mean()), 2), "latency_p99": float(np.percentile(lat, 99)),
-            "latency_copies": int(len(lat))}
+    return {
+        "latency_mean": round(float(lat.mean()), 2),
+        "latency_p99": float(np.percentile(lat, 99)),
+        "latency_copies": int(len(lat)),
+    }
 
 
 def read_counters(get, nodes: int, links: int) -> dict:
@@ -475,8 +564,9 @@ def target_flits(fmt: PacketFormat, traffic: Traffic) -> int | None:
     """Flits the sinks take in all for finite traffic (None for random traffic)."""
     if traffic.counts is None:
         return None
-    return fmt.packet_flits * sum(bin(traffic.bitmap(s, q)).count("1")
-                                  for s, c in enumerate(traffic.counts) for q in range(c))
+    return fmt.packet_flits * sum(
+        bin(traffic.bitmap(s, q)).count("1") for s, c in enumerate(traffic.counts) for q in range(c)
+    )
 
 
 def packet_segments(fmt: PacketFormat, traffic: Traffic, cycles: int, start: int = 0) -> list:
@@ -489,8 +579,12 @@ def packet_segments(fmt: PacketFormat, traffic: Traffic, cycles: int, start: int
 
     target = target_flits(fmt, traffic)
     if target is None:
-        return [Set({"stop": scalar([0], 1)}), Settle("ejected", BLOCK, start + cycles),
-                Set({"stop": scalar([1], 1)}), Until("ejected", 2**64 - 1, start + cycles + DRAIN_LIMIT, WATCHDOG)]
+        return [
+            Set({"stop": scalar([0], 1)}),
+            Settle("ejected", BLOCK, start + cycles),
+            Set({"stop": scalar([1], 1)}),
+            Until("ejected", 2**64 - 1, start + cycles + DRAIN_LIMIT, WATCHDOG),
+        ]
     return [Set({"stop": scalar([0], 1)}), Until("ejected", target, 2**32 - 1, WATCHDOG)]
 
 
@@ -512,6 +606,7 @@ def packet_model(nodes: int) -> str:
     written once per instance otherwise (8x8: 94 MB of it; at 16x16 its compile ran out of 23 GB),
     and once in all as a hierarchical block (docs/relay.md, "Packet runs at 16x16")."""
     from .backends import model_kind
+
     return "flat" if model_kind("auto", nodes) == "flat" else "hierarchical"
 
 
@@ -527,9 +622,20 @@ def phase_figures(fmt, copies: np.ndarray, start: int, warmup: int, measure: int
     return {"injected": round(injected, 5), "accepted": round(accepted, 5), **lat}
 
 
-def run_compiled(table: ForwardingTable, traffic: Traffic, payload_flits: int, workdir, *, cycles: int = 2000,
-                 stall: float = 0.0, log=None, pipeline: int = DEFAULT_PIPELINE, vcd: str | None = None,
-                 flit_bits: int = FLIT_BITS, phase: tuple[int, int] | None = None) -> dict:
+def run_compiled(
+    table: ForwardingTable,
+    traffic: Traffic,
+    payload_flits: int,
+    workdir,
+    *,
+    cycles: int = 2000,
+    stall: float = 0.0,
+    log=None,
+    pipeline: int = DEFAULT_PIPELINE,
+    vcd: str | None = None,
+    flit_bits: int = FLIT_BITS,
+    phase: tuple[int, int] | None = None,
+) -> dict:
     """Run ``traffic`` on the compiled Verilator model of the network with its endpoints and checkers
     (cached per design, ``sim/verilator.py``; kind: :func:`packet_model`): the harness clocks it with no Python per cycle and
     Python judges the checkers' counters at the end (:func:`soak_verdict`). Random traffic: as
@@ -546,13 +652,20 @@ def run_compiled(table: ForwardingTable, traffic: Traffic, payload_flits: int, w
     from .verilator import build_top
 
     def make_top():
-        return TrafficTop(PacketNetwork(table, payload_flits, pipeline=pipeline, instances=True, flit_bits=flit_bits),
-                          traffic.depth, check=True)
+        return TrafficTop(
+            PacketNetwork(table, payload_flits, pipeline=pipeline, instances=True, flit_bits=flit_bits),
+            traffic.depth,
+            check=True,
+        )
 
     fmt, links = PacketFormat(table.topology.nodes, payload_flits, flit_bits), len(table.topology.links)
-    model, widths = build_top(make_top, json.dumps(["traffic", table.to_json(), traffic.depth, payload_flits, pipeline,
-                                                    flit_bits]),
-                              log, kind=packet_model(fmt.nodes), trace=trace_kind(vcd))
+    model, widths = build_top(
+        make_top,
+        json.dumps(["traffic", table.to_json(), traffic.depth, payload_flits, pipeline, flit_bits]),
+        log,
+        kind=packet_model(fmt.nodes),
+        trace=trace_kind(vcd),
+    )
     load = traffic_load(fmt, traffic, stall)
     t0 = load.frames  # the program's edges count from reset, the load's frames first
     segments = [load] + packet_segments(fmt, traffic, cycles, start=t0)
@@ -570,14 +683,31 @@ def run_compiled(table: ForwardingTable, traffic: Traffic, payload_flits: int, w
     r.update(copy_latency(fmt, rec["copies"], t0))
     if phase is not None:  # a sweep's warm-up and measurement cycles (sim/traffic_sweep.py)
         r["phase"] = phase_figures(fmt, rec["copies"], t0, *phase)
-    r.update({"completion": last, "simulator": "verilator", "build_seconds": round(model.build_seconds, 1),
-              "cached": model.cached, "sim_seconds": round(sum(m.seconds for m in marks.values()), 3)})
+    r.update(
+        {
+            "completion": last,
+            "simulator": "verilator",
+            "build_seconds": round(model.build_seconds, 1),
+            "cached": model.cached,
+            "sim_seconds": round(sum(m.seconds for m in marks.values()), 3),
+        }
+    )
     return r
 
 
-def run_verilog(table: ForwardingTable, traffic: Traffic, payload_flits: int, build_dir, *, mode: str = "trace",
-                cycles: int = 2000, stall: float = 0.0, simulator: str = "icarus",
-                pipeline: int = DEFAULT_PIPELINE, flit_bits: int = FLIT_BITS) -> dict:
+def run_verilog(
+    table: ForwardingTable,
+    traffic: Traffic,
+    payload_flits: int,
+    build_dir,
+    *,
+    mode: str = "trace",
+    cycles: int = 2000,
+    stall: float = 0.0,
+    simulator: str = "icarus",
+    pipeline: int = DEFAULT_PIPELINE,
+    flit_bits: int = FLIT_BITS,
+) -> dict:
     """Export the network with its endpoints to Verilog and run it under cocotb (Icarus or Verilator).
 
     ``mode="trace"`` checks every flit in Python (as :func:`simulate`); ``mode="soak"`` (random
@@ -595,16 +725,36 @@ def run_verilog(table: ForwardingTable, traffic: Traffic, payload_flits: int, bu
         raise PacketError(str(e)) from None
     build = Path(build_dir).resolve()
     build.mkdir(parents=True, exist_ok=True)
-    top = TrafficTop(PacketNetwork(table, payload_flits, pipeline=pipeline, flit_bits=flit_bits), traffic.depth,
-                     check=mode != "trace")
+    top = TrafficTop(
+        PacketNetwork(table, payload_flits, pipeline=pipeline, flit_bits=flit_bits),
+        traffic.depth,
+        check=mode != "trace",
+    )
     target = target_flits(top.fmt, traffic)
-    out, build_s, _ = run_bench(top, "equimesh_traffic", build, simulator, "equimesh.sim.traffic_cocotb",
-                                "EQUIMESH_TRAFFIC", {
-        "mode": mode, "nodes": top.fmt.nodes, "payload_flits": payload_flits, "flit_bits": top.fmt.width,
-        "pattern": traffic.pattern,
-        "roms": traffic.roms, "counts": traffic.counts, "rate": traffic.rate, "silent": list(traffic.silent),
-        "stall": stall, "cycles": cycles,
-        "links": len(table.topology.links), "lanes": [v for v, _ in top.net.lanes], "target_flits": target})
+    out, build_s, _ = run_bench(
+        top,
+        "equimesh_traffic",
+        build,
+        simulator,
+        "equimesh.sim.traffic_cocotb",
+        "EQUIMESH_TRAFFIC",
+        {
+            "mode": mode,
+            "nodes": top.fmt.nodes,
+            "payload_flits": payload_flits,
+            "flit_bits": top.fmt.width,
+            "pattern": traffic.pattern,
+            "roms": traffic.roms,
+            "counts": traffic.counts,
+            "rate": traffic.rate,
+            "silent": list(traffic.silent),
+            "stall": stall,
+            "cycles": cycles,
+            "links": len(table.topology.links),
+            "lanes": [v for v, _ in top.net.lanes],
+            "target_flits": target,
+        },
+    )
     out["simulator"] = simulator
     out["build_seconds"] = round(build_s, 1)
     return out

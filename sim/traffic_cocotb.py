@@ -29,6 +29,8 @@ from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge
 from ..rtl.packet import PacketFormat
 from .traffic import BLOCK, DRAIN_LIMIT, WATCHDOG, Run, Traffic, read_counters, soak_verdict, traffic_load
 
+__all__ = ["drive_load", "traffic"]
+
 
 def _get(dut, name: str) -> int:
     return int(getattr(dut, name).value)
@@ -64,8 +66,11 @@ async def traffic(dut):
     t0 = time.perf_counter()
     if cfg["mode"] == "trace":
         run = Run(fmt, traffic, lanes, cfg["cycles"])
-        mons = [[getattr(dut, f"{kind}_mon__{i}__{f}") for f in ("valid", "ready", "payload")]
-                for kind, count in (("inject", fmt.nodes), ("eject", len(lanes))) for i in range(count)]
+        mons = [
+            [getattr(dut, f"{kind}_mon__{i}__{f}") for f in ("valid", "ready", "payload")]
+            for kind, count in (("inject", fmt.nodes), ("eject", len(lanes)))
+            for i in range(count)
+        ]
         while True:
             await FallingEdge(dut.clk)
             dut.stop.value = int(run.stop)
@@ -73,7 +78,7 @@ async def traffic(dut):
             for v, r, p in mons:  # payloads are X until written: read them only on a transfer
                 take = int(v.value) & int(r.value)
                 vals.append((take, take, int(p.value) if take else 0))
-            if run.observe(vals[:fmt.nodes], vals[fmt.nodes:]):
+            if run.observe(vals[: fmt.nodes], vals[fmt.nodes :]):
                 break
         result = run.results([_get(dut, f"link_flits__{i}") for i in range(n_links)])
     else:  # the same segments as the compiled model's program (traffic.packet_segments)
@@ -113,8 +118,13 @@ async def traffic(dut):
                     last, since = now, cycles
             deadlock = deadlock or cycles - since < WATCHDOG
         completion = cycles if cfg["mode"] == "count" else since  # the edge that took the last flit
-        result = soak_verdict(fmt, traffic, cycles=completion, deadlock=deadlock,
-                              **read_counters(lambda name: _get(dut, name), fmt.nodes, n_links))
+        result = soak_verdict(
+            fmt,
+            traffic,
+            cycles=completion,
+            deadlock=deadlock,
+            **read_counters(lambda name: _get(dut, name), fmt.nodes, n_links),
+        )
         result["completion"] = completion
     result["sim_seconds"] = round(time.perf_counter() - t0, 1)
     with open(cfg["result"], "w") as f:

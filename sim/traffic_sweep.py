@@ -21,6 +21,8 @@ first offered load whose mean latency exceeds :data:`SATURATION` times the sweep
 
 from __future__ import annotations
 
+__all__ = ["SATURATION", "plot", "saturation"]
+
 
 SATURATION = 3.0  # mean latency above this many times the zero-load latency: the network is saturated
 

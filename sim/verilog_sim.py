@@ -19,6 +19,8 @@ from ..rtl.flow.cache import cache_root
 from .program import Program
 from .verilator import TOP, VerilatorError, find_verilator, read_result, write_program
 
+__all__ = ["DUMP", "SimulatorMissing", "bench_failure", "check_simulator", "prepare_runner", "run_bench", "run_icarus"]
+
 DUMP = """module equimesh_dump();
   reg [8*1024-1:0] path;
   initial if ($value$plusargs("vcd=%s", path)) begin
@@ -112,8 +114,9 @@ def prepare_runner(simulator: str):
     return get_runner(simulator), build_args
 
 
-def run_bench(top, name: str, build: Path, simulator: str, test_module: str, env_var: str,
-              manifest: dict) -> tuple[dict, float, float]:
+def run_bench(
+    top, name: str, build: Path, simulator: str, test_module: str, env_var: str, manifest: dict
+) -> tuple[dict, float, float]:
     """Write ``top`` as Verilog module ``name`` into ``build``, build it with ``simulator`` and run the
     cocotb ``test_module``. The bench finds ``manifest`` (plus ``result``, the path it writes its JSON
     to) through the environment variable ``env_var``.
@@ -157,19 +160,39 @@ def run_bench(top, name: str, build: Path, simulator: str, test_module: str, env
     path = build / f"{name}.json"
     path.write_text(json.dumps({**manifest, "result": str(result)}))
     runner, build_args = prepare_runner(simulator)
-    runner.build(sources=[src], hdl_toplevel=name, build_dir=build / simulator, timescale=("1ns", "1ps"),
-                 build_args=build_args, always=True, log_file=build / "build.log")
+    runner.build(
+        sources=[src],
+        hdl_toplevel=name,
+        build_dir=build / simulator,
+        timescale=("1ns", "1ps"),
+        build_args=build_args,
+        always=True,
+        log_file=build / "build.log",
+    )
     t1 = time.perf_counter()
-    runner.test(test_module=test_module, hdl_toplevel=name, build_dir=build / simulator, test_dir=build,
-                extra_env={env_var: str(path)}, log_file=build / "test.log")
+    runner.test(
+        test_module=test_module,
+        hdl_toplevel=name,
+        build_dir=build / simulator,
+        test_dir=build,
+        extra_env={env_var: str(path)},
+        log_file=build / "test.log",
+    )
     t2 = time.perf_counter()
     if not result.exists():
         raise RuntimeError(bench_failure(build / "test.log"))
     return json.loads(result.read_text()), t1 - t0, t2 - t1
 
 
-def run_icarus(verilog_text: str, program: Program, ins: list[str], outs: list[str], workdir: Path,
-               vcd: str | None = None, log=None) -> tuple[dict, float, bool]:
+def run_icarus(
+    verilog_text: str,
+    program: Program,
+    ins: list[str],
+    outs: list[str],
+    workdir: Path,
+    vcd: str | None = None,
+    log=None,
+) -> tuple[dict, float, bool]:
     """Execute ``program`` on the Verilog under cocotb and Icarus; returns the records (as the compiled
     harness's), the build seconds and whether the build was cached.
 
@@ -219,17 +242,29 @@ def run_icarus(verilog_text: str, program: Program, ins: list[str], outs: list[s
         (src / f"{TOP}.v").write_text(verilog_text)
         (src / "dump.v").write_text(DUMP)
     # Up to date when cached: cocotb's runner then only records the build for test().
-    runner.build(sources=[src / f"{TOP}.v", src / "dump.v"], hdl_toplevel=TOP, build_dir=src,
-                 timescale=("1ns", "1ps"), build_args=["-s", "equimesh_dump"], always=not cached,
-                 log_file=src / "build.log")
+    runner.build(
+        sources=[src / f"{TOP}.v", src / "dump.v"],
+        hdl_toplevel=TOP,
+        build_dir=src,
+        timescale=("1ns", "1ps"),
+        build_args=["-s", "equimesh_dump"],
+        always=not cached,
+        log_file=src / "build.log",
+    )
     if not cached:
         try:
             os.rename(src, build)
         except OSError:  # another process published the same build first
             shutil.rmtree(src, ignore_errors=True)
-        runner.build(sources=[build / f"{TOP}.v", build / "dump.v"], hdl_toplevel=TOP, build_dir=build,
-                     timescale=("1ns", "1ps"), build_args=["-s", "equimesh_dump"], always=False,
-                     log_file=build / "build.log")
+        runner.build(
+            sources=[build / f"{TOP}.v", build / "dump.v"],
+            hdl_toplevel=TOP,
+            build_dir=build,
+            timescale=("1ns", "1ps"),
+            build_args=["-s", "equimesh_dump"],
+            always=False,
+            log_file=build / "build.log",
+        )
     build_seconds = time.perf_counter() - t0
     workdir.mkdir(parents=True, exist_ok=True)
     prog, res, ports = workdir / "program.bin", workdir / "result.bin", workdir / "ports.json"
@@ -237,9 +272,15 @@ def run_icarus(verilog_text: str, program: Program, ins: list[str], outs: list[s
     ports.write_text(json.dumps({"ins": ins, "outs": outs, "widths": program.widths}))
     if res.exists():
         res.unlink()
-    runner.test(test_module="equimesh.sim.cocotb_bench", hdl_toplevel=TOP, build_dir=build, test_dir=workdir,
-                extra_env={"EQUIMESH_PROGRAM": str(prog), "EQUIMESH_RESULT": str(res), "EQUIMESH_PORTS": str(ports)},
-                plusargs=[f"+vcd={Path(vcd).resolve()}"] if vcd else [], log_file=workdir / "test.log")
+    runner.test(
+        test_module="equimesh.sim.cocotb_bench",
+        hdl_toplevel=TOP,
+        build_dir=build,
+        test_dir=workdir,
+        extra_env={"EQUIMESH_PROGRAM": str(prog), "EQUIMESH_RESULT": str(res), "EQUIMESH_PORTS": str(ports)},
+        plusargs=[f"+vcd={Path(vcd).resolve()}"] if vcd else [],
+        log_file=workdir / "test.log",
+    )
     if not res.exists():
         raise RuntimeError(bench_failure(workdir / "test.log"))
     return read_result(program, res), build_seconds, cached

@@ -6,6 +6,8 @@ from pathlib import Path
 
 from ..schedules.topology import Topology
 
+__all__ = ["SCOPES", "link_name", "write_gtkw"]
+
 # Where each backend's waveform puts the network top.
 SCOPES = {"amaranth": "bench.top", "icarus": "equimesh_top", "verilator": "TOP.equimesh_top"}
 

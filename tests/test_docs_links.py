@@ -58,16 +58,22 @@ def anchors(path: Path) -> set[str]:
 
 
 def relative_links(path: Path) -> list[str]:
-    return [t for t in LINK.findall(prose(path.read_text()))
-            if not re.match(r"^[a-z][a-z0-9+.-]*:", t) and not t.startswith("//")]
+    return [
+        t
+        for t in LINK.findall(prose(path.read_text()))
+        if not re.match(r"^[a-z][a-z0-9+.-]*:", t) and not t.startswith("//")
+    ]
 
 
 def test_the_link_parser_and_slugs_follow_their_definitions():
     # Hand-written cases: GitHub drops punctuation and keeps hyphens and underscores' words.
     assert slug("Node storage: the lane rule") == "node-storage-the-lane-rule"
     assert slug("The schedule compiler (`rtl/rom.py`)") == "the-schedule-compiler-rtlrompy"
-    assert LINK.findall("see [a](x.md#y) and ![fig](figures/f.png \"t\") but not `[b](z.md)`") == \
-        ["x.md#y", "figures/f.png", "z.md"]  # the parser alone; prose() removes the code span
+    assert LINK.findall('see [a](x.md#y) and ![fig](figures/f.png "t") but not `[b](z.md)`') == [
+        "x.md#y",
+        "figures/f.png",
+        "z.md",
+    ]  # the parser alone; prose() removes the code span
     assert prose("a `[b](z.md)` c") == "a  c"
 
 
@@ -90,8 +96,9 @@ def test_readme_is_a_ten_minute_read_without_date_stamps():
     assert not DATE.findall(text)
 
 
-@pytest.mark.parametrize("page", [p for p in sorted(DOCS.glob("*.md")) if p.name not in UNLIMITED],
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "page", [p for p in sorted(DOCS.glob("*.md")) if p.name not in UNLIMITED], ids=lambda p: p.name
+)
 def test_reference_pages_stay_references(page):
     """At most 20 KB, and no date stamps: history belongs in journal.md."""
     text = page.read_text()

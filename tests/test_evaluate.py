@@ -19,7 +19,7 @@ def test_tacos_on_2x2_by_hand(capsys):
     # K=2 needs 6 chunks over 2 links, 3 (a + M/2B); K=4: 6 (a + M/4B). Best per size.
     out = run_json(capsys, "--rows", "2", "--cols", "2", "--algorithms", "mesh-tacos", "--sizes", "1K,1M")
     r = out["results"][0]
-    m1k, m1m = 1024.0, 2.0 ** 20
+    m1k, m1m = 1024.0, 2.0**20
     assert r["best_chunks"] == [1, 2]
     assert r["completion_s"][0] == pytest.approx(2 * (ALPHA + m1k / B))
     assert r["completion_s"][1] == pytest.approx(3 * (ALPHA + m1m / 2 / B))
@@ -28,8 +28,19 @@ def test_tacos_on_2x2_by_hand(capsys):
 
 
 def test_ratio_is_against_the_best_baseline(capsys):
-    out = run_json(capsys, "--rows", "3", "--cols", "4", "--collective", "allreduce", "--sizes", "64M",
-                   "--algorithms", "equimesh-xtree,mesh-tacos,mesh-tidalmesh")
+    out = run_json(
+        capsys,
+        "--rows",
+        "3",
+        "--cols",
+        "4",
+        "--collective",
+        "allreduce",
+        "--sizes",
+        "64M",
+        "--algorithms",
+        "equimesh-xtree,mesh-tacos,mesh-tidalmesh",
+    )
     bw = {r["algorithm"]: r["effective_bandwidth_GBps"][-1] for r in out["results"]}
     best = max(bw["mesh-tacos"], bw["mesh-tidalmesh"])
     for r in out["results"]:
@@ -37,8 +48,9 @@ def test_ratio_is_against_the_best_baseline(capsys):
 
 
 def test_failed_links_resynthesized_and_verified(capsys):
-    out = run_json(capsys, "--rows", "3", "--cols", "3", "--algorithms", "equimesh-xtree", "--sizes", "1M",
-                   "--fail-links", "4-5")
+    out = run_json(
+        capsys, "--rows", "3", "--cols", "3", "--algorithms", "equimesh-xtree", "--sizes", "1M", "--fail-links", "4-5"
+    )
     f = out["failures"][0]
     assert f["verified"] and {tuple(x[:2]) for x in f["failed_links"]} == {(4, 5), (5, 4)}
     intact = out["results"][0]["effective_bandwidth_GBps"][0]
@@ -47,21 +59,40 @@ def test_failed_links_resynthesized_and_verified(capsys):
 
 def test_plot_written(tmp_path, capsys):
     png = tmp_path / "fig.png"
-    assert main(["evaluate", "--rows", "2", "--cols", "3", "--algorithms", "equimesh-xtree", "--sizes", "1K,1M",
-                 "--plot", str(png)]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "--rows",
+                "2",
+                "--cols",
+                "3",
+                "--algorithms",
+                "equimesh-xtree",
+                "--sizes",
+                "1K,1M",
+                "--plot",
+                str(png),
+            ]
+        )
+        == 0
+    )
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-@pytest.mark.parametrize("argv,code,msg", [
-    (["--algorithms", "nosuch"], 2, "unknown algorithm 'nosuch'"),
-    (["--sizes", "0"], 2, "sizes must be > 0"),
-    (["--sizes", "1X"], 2, "not a number"),
-    (["--chunks", "0"], 2, "--chunks: must be 1..16777216 (got 0)"),
-    (["--rows", "1"], 2, "--rows: must be 2..64 (got 1)"),
-    (["--algorithms", "mesh-tidalmesh", "--fail-links", "0-1"], 2, "cannot be resynthesized"),
-    (["--algorithms", "mesh-tacos", "--fail-links", "0-1,0-3"], 1, "disconnects the network: node 0"),
-    (["--algorithms", "mesh-tacos", "--fail-links", "0-5"], 2, "has no link 0-5"),
-])
+@pytest.mark.parametrize(
+    "argv,code,msg",
+    [
+        (["--algorithms", "nosuch"], 2, "unknown algorithm 'nosuch'"),
+        (["--sizes", "0"], 2, "sizes must be > 0"),
+        (["--sizes", "1X"], 2, "not a number"),
+        (["--chunks", "0"], 2, "--chunks: must be 1..16777216 (got 0)"),
+        (["--rows", "1"], 2, "--rows: must be 2..64 (got 1)"),
+        (["--algorithms", "mesh-tidalmesh", "--fail-links", "0-1"], 2, "cannot be resynthesized"),
+        (["--algorithms", "mesh-tacos", "--fail-links", "0-1,0-3"], 1, "disconnects the network: node 0"),
+        (["--algorithms", "mesh-tacos", "--fail-links", "0-5"], 2, "has no link 0-5"),
+    ],
+)
 def test_bad_input_is_one_line(capsys, argv, code, msg):
     base = {"--rows": "2", "--cols": "3", "--sizes": "1K"}
     for i in range(0, len(argv) - 1):
@@ -73,9 +104,10 @@ def test_bad_input_is_one_line(capsys, argv, code, msg):
 
 def test_sizes_parse_with_binary_suffixes():
     from equimesh.sim.analytic.evaluate import format_size, parse_size
-    assert parse_size("4K") == 4096 and parse_size("1G") == 2 ** 30 and parse_size("16MB") == 2 ** 24
+
+    assert parse_size("4K") == 4096 and parse_size("1G") == 2**30 and parse_size("16MB") == 2**24
     assert parse_size("1000") == 1000
-    assert [format_size(v) for v in (1024, 2 ** 20, 3 * 2 ** 30, 1000)] == ["1KB", "1MB", "3GB", "1000B"]
+    assert [format_size(v) for v in (1024, 2**20, 3 * 2**30, 1000)] == ["1KB", "1MB", "3GB", "1000B"]
 
 
 def test_fail_links_and_fail_random_exclude_each_other(capsys):

@@ -22,9 +22,14 @@ def test_pass_times_mfu_and_overlap_by_hand():
 def test_solve_mfu_finds_the_target_and_refuses_the_unreachable():
     m = load_models()[0]
     # baseline collectives exactly twice as slow: the speedup runs from 1 (compute bound) to 2 (comm bound)
-    row = {"seq_len": 2048, "micro_batch": 1,
-           "algorithms": {PROPOSED: {"allgather_s": 1e-3, "reducescatter_s": 1e-3},
-                          "mesh-x": {"allgather_s": 2e-3, "reducescatter_s": 2e-3}}}
+    row = {
+        "seq_len": 2048,
+        "micro_batch": 1,
+        "algorithms": {
+            PROPOSED: {"allgather_s": 1e-3, "reducescatter_s": 1e-3},
+            "mesh-x": {"allgather_s": 2e-3, "reducescatter_s": 2e-3},
+        },
+    }
     assert solve_mfu([m], [row], 64, "forward", 2.5) is None
     u = solve_mfu([m], [row], 64, "forward", 1.5)
     assert u is not None and 0 < u < 1

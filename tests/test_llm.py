@@ -7,8 +7,17 @@ import pytest
 from equimesh.cli import main
 from equimesh.sim.analytic.llm import PEAK_FLOPS, LayerWork, ModelShape, layer_work, load_models, pass_times
 
-TINY = {"name": "tiny", "layers": 2, "hidden": 4, "heads": 2, "kv_heads": 1, "head_dim": 2, "ffn": 8,
-        "mlp": "plain", "source": "hand-made"}
+TINY = {
+    "name": "tiny",
+    "layers": 2,
+    "hidden": 4,
+    "heads": 2,
+    "kv_heads": 1,
+    "head_dim": 2,
+    "ffn": 8,
+    "mlp": "plain",
+    "source": "hand-made",
+}
 
 
 def test_table_i_peak():
@@ -53,8 +62,25 @@ def tiny_file(tmp_path, **edit):
 
 
 def test_cli_json_on_a_small_network(tmp_path, capsys):
-    assert main(["llm", "--models-file", tiny_file(tmp_path), "--rows", "2", "--cols", "3", "--seq-len", "64",
-                 "--json", "--plot", str(tmp_path / "f.png")]) == 0
+    assert (
+        main(
+            [
+                "llm",
+                "--models-file",
+                tiny_file(tmp_path),
+                "--rows",
+                "2",
+                "--cols",
+                "3",
+                "--seq-len",
+                "64",
+                "--json",
+                "--plot",
+                str(tmp_path / "f.png"),
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     r = out["models"][0]
     assert r["name"] == "tiny" and (tmp_path / "f.png").stat().st_size > 0
@@ -68,24 +94,30 @@ def test_cli_json_on_a_small_network(tmp_path, capsys):
     assert eq["forward_s"] == pytest.approx(2 * (2 * (eq["allgather_s"] + eq["reducescatter_s"])) + 2 * gemm)
 
 
-@pytest.mark.parametrize("argv, message, code", [
-    (["--model", "GPT-5"], "unknown model 'GPT-5'; expected one of: all, GPT-NeoX-20B", 2),
-    (["--seq-len", "0"], "--seq-len and --micro-batch must be >= 1", 2),
-    (["--micro-batch", "-1"], "--seq-len and --micro-batch must be >= 1", 2),
-    (["--rows", "1"], "--rows: must be 2..64 (got 1)", 2),
-    (["--models-file", "/nonexistent.json"], "no such file", 1),
-])
+@pytest.mark.parametrize(
+    "argv, message, code",
+    [
+        (["--model", "GPT-5"], "unknown model 'GPT-5'; expected one of: all, GPT-NeoX-20B", 2),
+        (["--seq-len", "0"], "--seq-len and --micro-batch must be >= 1", 2),
+        (["--micro-batch", "-1"], "--seq-len and --micro-batch must be >= 1", 2),
+        (["--rows", "1"], "--rows: must be 2..64 (got 1)", 2),
+        (["--models-file", "/nonexistent.json"], "no such file", 1),
+    ],
+)
 def test_cli_bad_input_one_line(capsys, argv, message, code):
     assert main(["llm", *argv]) == code
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
 
 
-@pytest.mark.parametrize("edit, message", [
-    ({"ffn": None}, "tiny: missing field 'ffn'"),
-    ({"layers": 0}, "field 'layers' must be an integer >= 1"),
-    ({"mlp": "moe"}, "field 'mlp' must be one of plain, gated"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        ({"ffn": None}, "tiny: missing field 'ffn'"),
+        ({"layers": 0}, "field 'layers' must be an integer >= 1"),
+        ({"mlp": "moe"}, "field 'mlp' must be one of plain, gated"),
+    ],
+)
 def test_cli_model_file_errors_name_the_field(tmp_path, capsys, edit, message):
     assert main(["llm", "--models-file", tiny_file(tmp_path, **edit)]) == 1
     err = capsys.readouterr().err

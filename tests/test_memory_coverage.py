@@ -24,15 +24,16 @@ def _replay(image):
         for key, (lane, slot) in image.initial[v].items():
             held[(v, lane, slot)] = (key, frozenset([v]))
     for s in range(image.steps):
-        arriving = {}   # (node, in-port lane index) -> value carried by the link into it
+        arriving = {}  # (node, in-port lane index) -> value carried by the link into it
         for l in t.links:
             r = image.routers[l.src]
             o = r.lanes.index(l.src_port)
             if r.out_valid[s, o]:
                 lane = int(r.out_lane[s, o])
                 assert r.rd_en[s, lane]
-                arriving[(l.dst, image.routers[l.dst].lanes.index(l.dst_port))] = \
-                    held[(l.src, lane, int(r.rd_slot[s, lane]))]
+                arriving[(l.dst, image.routers[l.dst].lanes.index(l.dst_port))] = held[
+                    (l.src, lane, int(r.rd_slot[s, lane]))
+                ]
         writes = {}
         for v, r in enumerate(image.routers):
             for lane in range(len(r.lanes)):
@@ -55,11 +56,18 @@ def _replay(image):
     return held
 
 
-CASES = [("equimesh", 2, 3, 2, "reducescatter"), ("equimesh", 3, 3, 2, "reducescatter"),
-         ("mesh", 3, 4, 1, "reducescatter"), ("overflow", 3, 3, 1, "reducescatter"),
-         ("torus", 3, 3, 2, "reducescatter"),
-         ("equimesh", 2, 3, 2, "allreduce"), ("equimesh", 4, 4, 1, "allreduce"), ("mesh", 3, 3, 2, "allreduce"),
-         ("overflow", 3, 4, 1, "allreduce"), ("torus", 3, 3, 1, "allreduce")]
+CASES = [
+    ("equimesh", 2, 3, 2, "reducescatter"),
+    ("equimesh", 3, 3, 2, "reducescatter"),
+    ("mesh", 3, 4, 1, "reducescatter"),
+    ("overflow", 3, 3, 1, "reducescatter"),
+    ("torus", 3, 3, 2, "reducescatter"),
+    ("equimesh", 2, 3, 2, "allreduce"),
+    ("equimesh", 4, 4, 1, "allreduce"),
+    ("mesh", 3, 3, 2, "allreduce"),
+    ("overflow", 3, 4, 1, "allreduce"),
+    ("torus", 3, 3, 1, "allreduce"),
+]
 
 
 @pytest.mark.parametrize("kind,rows,cols,k,collective", CASES)
@@ -70,8 +78,11 @@ def test_final_lists_every_chunk_the_collective_defines(kind, rows, cols, k, col
     held = _replay(image)
     everyone = frozenset(range(n))
     for v in range(n):
-        want = {(v, c) for c in range(k)} if collective == "reducescatter" else \
-               {(r, c) for r in range(n) for c in range(k)}
+        want = (
+            {(v, c) for c in range(k)}
+            if collective == "reducescatter"
+            else {(r, c) for r in range(n) for c in range(k)}
+        )
         assert set(image.final[v]) == want, f"node {v}"
         for key, (lane, slot) in image.final[v].items():
             assert held[(v, lane, slot)] == (key, everyone), f"node {v} {key}: not the full sum"

@@ -23,13 +23,15 @@ from equimesh.sim.mixed import simulate_mixed
 from equimesh.sim.traffic import make_traffic
 
 
-def _run(kind, rows, cols, collective, *, rate=0.1, stall=0.2, start_at=60, cycles=200, pattern="multicast",
-         pipeline=1):
+def _run(
+    kind, rows, cols, collective, *, rate=0.1, stall=0.2, start_at=60, cycles=200, pattern="multicast", pipeline=1
+):
     topo = build(kind, rows, cols)
     image = compile_schedule(synthesize(topo, 2, collective), 4, topo)
     traffic = make_traffic(PacketFormat(topo.nodes, 3), pattern, fanout=2, rate=rate, packets=2)
-    return image, simulate_mixed(image, forwarding_table(topo), traffic, 3, start_at=start_at, cycles=cycles,
-                                 stall=stall, pipeline=pipeline)
+    return image, simulate_mixed(
+        image, forwarding_table(topo), traffic, 3, start_at=start_at, cycles=cycles, stall=stall, pipeline=pipeline
+    )
 
 
 def _clean(p):
@@ -38,12 +40,13 @@ def _clean(p):
     assert p["duplicates"] == p["lost"] == p["corrupted"] == p["misdelivered"] == 0
 
 
-@pytest.mark.parametrize("kind,collective", [("equimesh", "allgather"), ("equimesh", "allreduce"),
-                                             ("mesh", "allreduce")])
+@pytest.mark.parametrize(
+    "kind,collective", [("equimesh", "allgather"), ("equimesh", "allreduce"), ("mesh", "allreduce")]
+)
 def test_schedule_requested_mid_traffic(kind, collective):
     image, r = _run(kind, 2, 3, collective)
     s, p = r["schedule"], r["packets"]
-    assert s["in_flight_at_request"] > 0          # the request really met packets in flight
+    assert s["in_flight_at_request"] > 0  # the request really met packets in flight
     assert s["drain_cycles"] > 0 and s["done"]
     assert s["bit_exact"], s.get("first_mismatch")
     assert s["link_busy_matches_schedule"]
@@ -89,6 +92,7 @@ def test_backpressured_allgather_packets_around_the_schedule():
 
 def test_launch_without_drain_is_caught(monkeypatch):
     """A network that starts the schedule at once, ignoring packets in flight, trips the router's assertion."""
+
     def launch_at_once(self, m, routers):
         m.d.comb += self.launch.eq(self.start)
         return Signal()
@@ -100,10 +104,36 @@ def test_launch_without_drain_is_caught(monkeypatch):
 
 # ----- the commands: `equimesh mixed`, `equimesh verilog --packets` ---------------------------------
 
+
 def test_mixed_command_json(capsys):
-    argv = ["mixed", "--kind", "equimesh", "--rows", "2", "--cols", "3", "--chunks", "2", "--chunk-flits", "4",
-            "--payload-flits", "3", "--fanout", "2", "--rate", "0.1", "--cycles", "150", "--start-at", "50",
-            "--collective", "allreduce", "--backend", "amaranth", "--json"]
+    argv = [
+        "mixed",
+        "--kind",
+        "equimesh",
+        "--rows",
+        "2",
+        "--cols",
+        "3",
+        "--chunks",
+        "2",
+        "--chunk-flits",
+        "4",
+        "--payload-flits",
+        "3",
+        "--fanout",
+        "2",
+        "--rate",
+        "0.1",
+        "--cycles",
+        "150",
+        "--start-at",
+        "50",
+        "--collective",
+        "allreduce",
+        "--backend",
+        "amaranth",
+        "--json",
+    ]
     assert main(argv) == 0
     r = json.loads(capsys.readouterr().out)
     s, p = r["schedule"], r["packets"]
@@ -111,18 +141,25 @@ def test_mixed_command_json(capsys):
     # the request met packets in flight (seeded traffic), so the launch waited for them to drain
     assert s["in_flight_at_request"] > 0 and s["drain_cycles"] > 0 and s["launched_at"] > s["requested_at"] == 50
     assert s["cycles"] == r["steps"] * 5 + 6 and s["packet_flits_during_schedule"] == 0  # steps x max(F, 5) + 6
-    assert p["delivered"] == p["expected"] == 2 * p["packets"] > 0                      # fanout 2
+    assert p["delivered"] == p["expected"] == 2 * p["packets"] > 0  # fanout 2
 
 
-@pytest.mark.parametrize("extra,code,text", [
-    (["--start-at", "-1"], 2, "--start-at must be 0..2147483648"),
-    (["--start-at", str(10**12)], 2, "--start-at must be 0..2147483648 (got 1000000000000)"),  # ran for ever before
-    (["--payload-flits", "0"], 2, "--payload-flits: must be 1..4096 (got 0)"),
-    (["--fanout", "6"], 2, "--fanout must be 1..5"),
-    (["--routing", "zigzag"], 1, "zigzag"),
-    (["--vcd", "w.vcd", "--backend", "icarus"], 2, "--vcd goes with --backend verilator or amaranth"),
-    (["--vcd", "w.fst", "--backend", "amaranth"], 2, "the amaranth backend writes VCD only; FST needs --backend verilator"),
-])
+@pytest.mark.parametrize(
+    "extra,code,text",
+    [
+        (["--start-at", "-1"], 2, "--start-at must be 0..2147483648"),
+        (["--start-at", str(10**12)], 2, "--start-at must be 0..2147483648 (got 1000000000000)"),  # ran for ever before
+        (["--payload-flits", "0"], 2, "--payload-flits: must be 1..4096 (got 0)"),
+        (["--fanout", "6"], 2, "--fanout must be 1..5"),
+        (["--routing", "zigzag"], 1, "zigzag"),
+        (["--vcd", "w.vcd", "--backend", "icarus"], 2, "--vcd goes with --backend verilator or amaranth"),
+        (
+            ["--vcd", "w.fst", "--backend", "amaranth"],
+            2,
+            "the amaranth backend writes VCD only; FST needs --backend verilator",
+        ),
+    ],
+)
 def test_mixed_bad_input_is_one_line(capsys, extra, code, text):
     assert main(["mixed", "--kind", "equimesh", "--rows", "2", "--cols", "3"] + extra) == code
     err = capsys.readouterr().err
@@ -132,13 +169,35 @@ def test_mixed_bad_input_is_one_line(capsys, extra, code, text):
 def test_verilog_with_packets_compiles(tmp_path, capsys):
     """The network carrying both modes converts to Verilog that Icarus elaborates, with packet ports."""
     out = tmp_path / "v"
-    assert main(["verilog", "--kind", "equimesh", "--rows", "2", "--cols", "3", "--chunks", "2",
-                 "--chunk-flits", "4", "--packets", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "verilog",
+                "--kind",
+                "equimesh",
+                "--rows",
+                "2",
+                "--cols",
+                "3",
+                "--chunks",
+                "2",
+                "--chunk-flits",
+                "4",
+                "--packets",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert "also carry packets" in capsys.readouterr().out
     text = (out / "equimesh_top.v").read_text()
     assert "inject__0__valid" in text and "eject__0__ready" in text and "launch" in text
     if shutil.which("iverilog") is None:
         pytest.skip("iverilog not installed")
-    proc = subprocess.run(["iverilog", "-g2012", "-o", str(tmp_path / "top.vvp"), str(out / "equimesh_top.v")],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        ["iverilog", "-g2012", "-o", str(tmp_path / "top.vvp"), str(out / "equimesh_top.v")],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr[:2000]

@@ -20,8 +20,7 @@ from equimesh.sim.traffic import make_traffic
 
 pytestmark = pytest.mark.skipif(shutil.which("iverilog") is None, reason="Icarus Verilog not installed")
 
-PACKET_KEYS = ("delivered", "expected", "duplicates", "lost", "flit_hops", "cycles", "latency_mean",
-               "latency_p99")
+PACKET_KEYS = ("delivered", "expected", "duplicates", "lost", "flit_hops", "cycles", "latency_mean", "latency_p99")
 
 
 def _both(tmp_path, collective, pattern, **run):

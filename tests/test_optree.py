@@ -17,7 +17,7 @@ def test_theorem1_and_table1_by_hand():
     # 13 * 1024 * 2^(10/7) / 512 = 69.99 -> 70
     assert ot.theorem1_steps(1024, 64, 7) == 70
     assert ot.ring_steps(1024) == 1023 and ot.ne_steps(1024) == 512
-    assert ot.osm_steps(1024, 64) == 2048            # 1024^2 / 512, not the printed 128
+    assert ot.osm_steps(1024, 64) == 2048  # 1024^2 / 512, not the printed 128
     # m = 129, theta = 2: 1 + (129^2 - 129)/128 + 129 = 259, or + 2*129 = 388
     assert ot.wrht_steps(1024, 64) == (259, 388)
     # m = 9, theta = 4: 1 + (6561 - 9)/8 + 3*729 = 3007
@@ -28,7 +28,7 @@ def test_lemma3_k_star():
     # ln 1024 = 6.931, sqrt(6.931 * 4.931) = 5.846, half the sum 6.389
     assert ot.k_star(1024) == 7
     assert ot.k_star(1024, round) == 6
-    assert ot.k_star(7) == 1                          # ln 7 < 2: no stationary point
+    assert ot.k_star(7) == 1  # ln 7 < 2: no stationary point
 
 
 def test_proof_stage_steps_motivation():
@@ -53,7 +53,7 @@ def test_motivation_schedules():
     two = ot.build(16, 2, (4, 4))
     ot.verify(two)
     assert two.stage_steps == [4, 8] and two.num_steps == 12
-    assert len(two.src) == 16 * 15                    # every node receives every other item once
+    assert len(two.src) == 16 * 15  # every node receives every other item once
 
 
 def test_small_schedule_by_hand():
@@ -74,8 +74,9 @@ def test_table1_size_verifies():
 def _copy(s, **changes):
     d = {k: getattr(s, k).copy() for k in ("step", "wavelength", "src", "dst", "fiber", "item")}
     d.update(changes)
-    return ot.OpTreeSchedule(s.nodes, s.wavelengths, s.radices, stage_steps=s.stage_steps,
-                             stage_loads=s.stage_loads, **d)
+    return ot.OpTreeSchedule(
+        s.nodes, s.wavelengths, s.radices, stage_steps=s.stage_steps, stage_loads=s.stage_loads, **d
+    )
 
 
 def test_verifier_rejects_shared_wavelength():
@@ -89,8 +90,19 @@ def test_verifier_rejects_shared_wavelength():
 
 def test_verifier_rejects_wrap_around_overlap():
     # two clockwise arcs that only meet across node 0: 14->2 and 1->3 share segment 1
-    s = ot.OpTreeSchedule(16, 1, (16,), np.array([0, 0]), np.array([0, 0]), np.array([14, 1]), np.array([2, 3]),
-                          np.array([ot.CW, ot.CW]), np.array([14, 1]), [1], [1])
+    s = ot.OpTreeSchedule(
+        16,
+        1,
+        (16,),
+        np.array([0, 0]),
+        np.array([0, 0]),
+        np.array([14, 1]),
+        np.array([2, 3]),
+        np.array([ot.CW, ot.CW]),
+        np.array([14, 1]),
+        [1],
+        [1],
+    )
     with pytest.raises(ot.OpTreeInvalid, match="shares a segment"):
         ot.verify(s)
 
@@ -102,7 +114,7 @@ def test_verifier_rejects_missing_and_early_items():
     with pytest.raises(ot.OpTreeInvalid, match="ends without"):
         ot.verify(_copy(s, **{k: getattr(s, k)[keep] for k in ("step", "wavelength", "src", "dst", "fiber", "item")}))
     step = s.step + 1
-    step[s.step == s.step.max()] = 0                  # last stage-2 step moved before everything
+    step[s.step == s.step.max()] = 0  # last stage-2 step moved before everything
     with pytest.raises(ot.OpTreeInvalid, match="before it holds"):
         ot.verify(_copy(s, step=step))
     with pytest.raises(ot.OpTreeInvalid, match="out of range"):
@@ -112,7 +124,7 @@ def test_verifier_rejects_missing_and_early_items():
 def test_performance_difference_truncates_like_table3():
     assert report.performance_difference(259, 70) == 72.97
     assert report.performance_difference(1023, 1120) == -9.48
-    assert report.performance_difference(512, 70) == 86.32     # 86.328 truncated
+    assert report.performance_difference(512, 70) == 86.32  # 86.328 truncated
 
 
 def test_paper_checks_flag_osm():
@@ -128,12 +140,15 @@ def test_cli_json(capsys):
     assert out["constructive_steps"] == 12 and out["k_star"] == 3
 
 
-@pytest.mark.parametrize("argv, text", [
-    (["--nodes", "16", "--wavelengths", "0"], "--wavelengths must be >= 1"),
-    (["--nodes", "1", "--wavelengths", "2"], "--nodes must be >= 2"),
-    (["--nodes", "12", "--wavelengths", "2", "--stages", "4"], "does not split into 4 radices"),
-    (["--nodes", "13", "--wavelengths", "2"], "does not split into 2 radices"),
-])
+@pytest.mark.parametrize(
+    "argv, text",
+    [
+        (["--nodes", "16", "--wavelengths", "0"], "--wavelengths must be >= 1"),
+        (["--nodes", "1", "--wavelengths", "2"], "--nodes must be >= 2"),
+        (["--nodes", "12", "--wavelengths", "2", "--stages", "4"], "does not split into 4 radices"),
+        (["--nodes", "13", "--wavelengths", "2"], "does not split into 2 radices"),
+    ],
+)
 def test_cli_bad_input(capsys, argv, text):
     assert main(["optree", *argv]) == 2
     err = capsys.readouterr().err

@@ -1,20 +1,30 @@
 """OpTree's closed forms (seed 002) by hand (issue 37): every expected value is worked out in a comment
 from the formula the docstring cites, at the points where a rounding or a loop bound decides."""
 
-
 import pytest
 
-from equimesh.schedules.optree import (OpTreeError, k_star, ne_steps, osm_steps, proof_stage_steps, ring_steps,
-                                       theorem1_steps, wrht_steps)
+from equimesh.schedules.optree import (
+    OpTreeError,
+    k_star,
+    ne_steps,
+    osm_steps,
+    proof_stage_steps,
+    ring_steps,
+    theorem1_steps,
+    wrht_steps,
+)
 
 
-@pytest.mark.parametrize("call,message", [
-    (lambda: osm_steps(1, 1), "the ring needs N >= 2 nodes (got 1)"),
-    (lambda: osm_steps(2, 0), "the ring needs w >= 1 wavelengths (got 0)"),
-    (lambda: theorem1_steps(8, 1, 0), "the tree needs k >= 1 stages (got 0)"),
-    (lambda: proof_stage_steps(8, 1, 1, 2), "the tree radix must be m >= 2 (got 1)"),
-    (lambda: proof_stage_steps(8, 1, 2, 0), "the tree needs k >= 1 stages (got 0)"),
-])
+@pytest.mark.parametrize(
+    "call,message",
+    [
+        (lambda: osm_steps(1, 1), "the ring needs N >= 2 nodes (got 1)"),
+        (lambda: osm_steps(2, 0), "the ring needs w >= 1 wavelengths (got 0)"),
+        (lambda: theorem1_steps(8, 1, 0), "the tree needs k >= 1 stages (got 0)"),
+        (lambda: proof_stage_steps(8, 1, 1, 2), "the tree radix must be m >= 2 (got 1)"),
+        (lambda: proof_stage_steps(8, 1, 2, 0), "the tree needs k >= 1 stages (got 0)"),
+    ],
+)
 def test_errors_are_exact(call, message):
     with pytest.raises(OpTreeError) as e:
         call()
@@ -28,8 +38,9 @@ def test_the_smallest_valid_ring():
 
 # Theorem 1: ceil((2k - 1) N^(1 + 1/k) / (8w)). N = 64: k = 1: 4096 / 8 = 512; k = 2: 3 * 512 / 8 = 192;
 # k = 3: 5 * 256 / 8 = 160; w = 2, k = 2: 96. N = 10, k = 1: 100 / 8 = 12.5 -> 13.
-@pytest.mark.parametrize("n,w,k,steps", [(64, 1, 1, 512), (64, 1, 2, 192), (64, 1, 3, 160), (64, 2, 2, 96),
-                                         (10, 1, 1, 13)])
+@pytest.mark.parametrize(
+    "n,w,k,steps", [(64, 1, 1, 512), (64, 1, 2, 192), (64, 1, 3, 160), (64, 2, 2, 96), (10, 1, 1, 13)]
+)
 def test_theorem1(n, w, k, steps):
     assert theorem1_steps(n, w, k) == steps
 
@@ -64,7 +75,9 @@ def test_proof_stage_steps(n, w, m, k, steps):
 # N = 25, w = 2: m = 5, theta = 2: gather 1 + ceil(20 / 4) = 6, + 5 or 10 -> (11, 16).
 # N = 26, w = 2: theta = 3: gather 1 + ceil(120 / 4) = 31, + 50 or 75 -> (81, 106).
 # N = 3, w = 1: m = 3, theta = 1 -> (1, 2); N = 4: theta = 2, gather 1 + ceil(6 / 2) = 4 -> (7, 10).
-@pytest.mark.parametrize("n,w,steps", [(9, 4, (1, 2)), (10, 4, (19, 28)), (25, 2, (11, 16)), (26, 2, (81, 106)),
-                                       (3, 1, (1, 2)), (4, 1, (7, 10))])
+@pytest.mark.parametrize(
+    "n,w,steps",
+    [(9, 4, (1, 2)), (10, 4, (19, 28)), (25, 2, (11, 16)), (26, 2, (81, 106)), (3, 1, (1, 2)), (4, 1, (7, 10))],
+)
 def test_wrht_steps_at_powers_of_m(n, w, steps):
     assert wrht_steps(n, w) == steps

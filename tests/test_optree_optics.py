@@ -49,15 +49,34 @@ def test_radices_that_divide_are_built_and_others_refused():
         op.check_radices(10, (1, 10))
 
 
-@pytest.mark.parametrize("argv,text", [
-    (["optree", "--nodes", "10", "--wavelengths", "4", "--radices", "1,10"], "every radix must be >= 2"),
-    (["optree", "--nodes", "10", "--wavelengths", "0"], "--wavelengths must be >= 1 (got 0)"),
-    (["optree", "--nodes", "10", "--wavelengths", "4", "--radices", "3,4"], "radix 3 does not divide"),
-    (["optree", "--nodes", "10", "--wavelengths", "4", "--radices", "a"], "--radices must be comma-separated"),
-    (["optree", "--nodes", "8", "--wavelengths", "4", "--p-signal", "0", "--p-rx", "1", "--p-tx", "1",
-      "--p-other", "1"], "P_S must be > 0"),
-    (["optree", "--nodes", "8", "--wavelengths", "4", "--p-mod", "-1", "--p-pass", "1"], "must be >= 0 dB"),
-])
+@pytest.mark.parametrize(
+    "argv,text",
+    [
+        (["optree", "--nodes", "10", "--wavelengths", "4", "--radices", "1,10"], "every radix must be >= 2"),
+        (["optree", "--nodes", "10", "--wavelengths", "0"], "--wavelengths must be >= 1 (got 0)"),
+        (["optree", "--nodes", "10", "--wavelengths", "4", "--radices", "3,4"], "radix 3 does not divide"),
+        (["optree", "--nodes", "10", "--wavelengths", "4", "--radices", "a"], "--radices must be comma-separated"),
+        (
+            [
+                "optree",
+                "--nodes",
+                "8",
+                "--wavelengths",
+                "4",
+                "--p-signal",
+                "0",
+                "--p-rx",
+                "1",
+                "--p-tx",
+                "1",
+                "--p-other",
+                "1",
+            ],
+            "P_S must be > 0",
+        ),
+        (["optree", "--nodes", "8", "--wavelengths", "4", "--p-mod", "-1", "--p-pass", "1"], "must be >= 0 dB"),
+    ],
+)
 def test_out_of_domain_parameters_one_line(capsys, argv, text):
     assert main(argv) == 2
     err = capsys.readouterr().err

@@ -64,24 +64,27 @@ def test_two_ops_in_one_step_on_different_links_are_valid():
     assert sorted(steps[i][:, 3].tolist()) == [R, G]
 
 
-@pytest.mark.parametrize("mutate, message", [
-    # the root sends the sum before its last partial (b->r) has arrived
-    (lambda t: [t[0], t[1], t[3], t[2]] + t[4:], "before its sum is complete"),
-    # a partial leaves a relay before its child's partial arrived
-    (lambda t: [t[1], t[0]] + t[2:], "before this child's partial arrives"),
-    # a node never sends its partial (b->r dropped)
-    (lambda t: t[:2] + t[3:], "never sends its partial"),
-    # a node never receives the sum (a->o dropped)
-    (lambda t: t[:5] + t[6:], "never receives"),
-    # the root sends its own shard's sum as a partial
-    (lambda t: t + [(0, 1, 0, R)], "must not send its own shard's sum"),
-    # the sum is gathered into the root
-    (lambda t: t + [(1, 0, 0, G)], "already holds its own chunk"),
-    # a gather forwarded before the forwarder holds it
-    (lambda t: t[:3] + [t[5], t[3], t[4]] + t[6:], "does not hold the chunk"),
-    # a node receives the sum twice
-    (lambda t: t + [(3, 1, 0, G)], "a second time"),
-])
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        # the root sends the sum before its last partial (b->r) has arrived
+        (lambda t: [t[0], t[1], t[3], t[2]] + t[4:], "before its sum is complete"),
+        # a partial leaves a relay before its child's partial arrived
+        (lambda t: [t[1], t[0]] + t[2:], "before this child's partial arrives"),
+        # a node never sends its partial (b->r dropped)
+        (lambda t: t[:2] + t[3:], "never sends its partial"),
+        # a node never receives the sum (a->o dropped)
+        (lambda t: t[:5] + t[6:], "never receives"),
+        # the root sends its own shard's sum as a partial
+        (lambda t: t + [(0, 1, 0, R)], "must not send its own shard's sum"),
+        # the sum is gathered into the root
+        (lambda t: t + [(1, 0, 0, G)], "already holds its own chunk"),
+        # a gather forwarded before the forwarder holds it
+        (lambda t: t[:3] + [t[5], t[3], t[4]] + t[6:], "does not hold the chunk"),
+        # a node receives the sum twice
+        (lambda t: t + [(3, 1, 0, G)], "a second time"),
+    ],
+)
 def test_every_invalid_kind_is_rejected_with_one_line(mutate, message):
     with pytest.raises(ScheduleInvalid, match=message) as e:
         verify(overlapped(one_per_step(mutate(good()))))
@@ -102,18 +105,18 @@ def test_one_link_carries_one_transfer_per_step_across_both_ops():
 
 def test_bound_by_hand():
     # docs/architecture.md: max(ceil(2 K N (N-1) / L), ceil(K (N-1) / min out), ceil(K (N-1) / min in))
-    assert lower_bound(build("mesh", 8, 8), 4, "allreduce", overlapped=True) == 144      # 2*4*64*63 / 224
-    assert lower_bound(build("mesh", 5, 11), 4, "allreduce", overlapped=True) == 127     # 23760 / 188 = 126.4
+    assert lower_bound(build("mesh", 8, 8), 4, "allreduce", overlapped=True) == 144  # 2*4*64*63 / 224
+    assert lower_bound(build("mesh", 5, 11), 4, "allreduce", overlapped=True) == 127  # 23760 / 188 = 126.4
     assert lower_bound(build("equimesh", 8, 8), 4, "allreduce", overlapped=True) == 126  # 32256 / 256; 252 / 4 = 63
-    assert lower_bound(T, 1, "allreduce", overlapped=True) == 3                          # 24 / 8; 3 / 2 -> 2
-    assert lower_bound(build("mesh", 8, 8), 4, "allreduce") == 252                        # phased: 126 + 126
+    assert lower_bound(T, 1, "allreduce", overlapped=True) == 3  # 24 / 8; 3 / 2 -> 2
+    assert lower_bound(build("mesh", 8, 8), 4, "allreduce") == 252  # phased: 126 + 126
     assert schedule_bound(overlapped(one_per_step(good()))) == 3
 
 
 def test_alphabeta_gather_waits_for_the_roots_sum():
     # root 0 alone: 3->1 [0, t], 1->0 [t, 2t] and 2->0 [0, t]; the sum is complete at 2t, the
     # gathers 0->1 and 0->2 run [2t, 3t], 1->3 [3t, 4t]. (Without the dependency: 2t.)
-    m = 2.0 ** 20
+    m = 2.0**20
     model = LinkModel(alpha=20e-9, bandwidth=128e9)
     tau = model.alpha + m / 4 / model.bandwidth
     res = simulate(overlapped(one_per_step(root_transfers(0))), [m], model)
@@ -124,7 +127,7 @@ def test_alphabeta_link_serves_both_ops_in_step_order():
     # root 1's partial 0->1 is listed before root 0's gather on the same link 0->1; it is ready only
     # after 2->0 (root 1) arrives, which waits behind root 0's partial 2->0 on link 2->0:
     # 2->0 (r0) [0, t], 2->0 (r1) [t, 2t], 0->1 (r1) [2t, 3t], then 0->1 (gather r0) [3t, 4t].
-    m = 2.0 ** 20
+    m = 2.0**20
     model = LinkModel(alpha=0.0, bandwidth=1e9)
     tau = m / 4 / model.bandwidth
     t = [(2, 0, 0, R), (1, 0, 0, R), (2, 0, 1, R), (0, 1, 1, R), (0, 1, 0, G)]
@@ -164,13 +167,16 @@ def test_version1_files_stay_version1():
     assert json.loads(s.dumps())["version"] == 1
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda d: d["steps"][0][0].__setitem__(3, "x"), "neither 'r'"),
-    (lambda d: d["steps"][0].__setitem__(0, d["steps"][0][0][:3]), r"\[link, root, chunk, op\]"),
-    (lambda d: d.__setitem__("version", 1), "must be version 2"),
-    (lambda d: d.pop("steps"), "needs 'steps'"),
-    (lambda d: d.__setitem__("version", 3), "unsupported version"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda d: d["steps"][0][0].__setitem__(3, "x"), "neither 'r'"),
+        (lambda d: d["steps"][0].__setitem__(0, d["steps"][0][0][:3]), r"\[link, root, chunk, op\]"),
+        (lambda d: d.__setitem__("version", 1), "must be version 2"),
+        (lambda d: d.pop("steps"), "needs 'steps'"),
+        (lambda d: d.__setitem__("version", 3), "unsupported version"),
+    ],
+)
 def test_loader_rejects_bad_version2_files(tmp_path, edit, message):
     d = json.loads(overlapped(one_per_step(good())).dumps())
     edit(d)
@@ -201,19 +207,42 @@ def test_mesh_overlap_beats_the_phased_degree_bound():
 
 def test_cli_schedule_overlap_writes_a_file_verify_accepts(tmp_path, capsys):
     out = tmp_path / "s.json"
-    assert main(["schedule", "--kind", "mesh", "--rows", "3", "--cols", "3", "--chunks", "2", "--collective",
-                 "allreduce", "--overlap", "--out", str(out), "--json"]) == 0
+    assert (
+        main(
+            [
+                "schedule",
+                "--kind",
+                "mesh",
+                "--rows",
+                "3",
+                "--cols",
+                "3",
+                "--chunks",
+                "2",
+                "--collective",
+                "allreduce",
+                "--overlap",
+                "--out",
+                str(out),
+                "--json",
+            ]
+        )
+        == 0
+    )
     js = json.loads(capsys.readouterr().out)
     assert js["overlapped"] and js["bound"] == lower_bound(build("mesh", 3, 3), 2, "allreduce", overlapped=True)
     assert main(["verify", str(out)]) == 0
     assert json.loads(out.read_text())["version"] == 2
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--collective", "allgather", "--overlap"], "--overlap applies to --collective allreduce only"),
-    (["--collective", "allreduce", "--overlap", "--storage", "lanes"], "storage lanes"),
-    (["--collective", "allreduce", "--overlap", "--algorithm", "optimal"], "not optimal"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--collective", "allgather", "--overlap"], "--overlap applies to --collective allreduce only"),
+        (["--collective", "allreduce", "--overlap", "--storage", "lanes"], "storage lanes"),
+        (["--collective", "allreduce", "--overlap", "--algorithm", "optimal"], "not optimal"),
+    ],
+)
 def test_cli_overlap_bad_usage(capsys, argv, message):
     assert main(["schedule", "--rows", "2", "--cols", "3", *argv]) == 2
     err = capsys.readouterr().err
@@ -229,8 +258,27 @@ def test_rtl_commands_reject_an_overlapped_file_with_one_line(tmp_path, capsys):
 
 
 def test_evaluate_json_has_top_level_ratio_and_the_overlap_baseline(capsys):
-    assert main(["evaluate", "--rows", "3", "--cols", "4", "--collective", "allreduce", "--sizes", "1G",
-                 "--algorithms", "equimesh-xtree,mesh-tacos,mesh-overlap", "--chunks", "4", "--json"]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "--rows",
+                "3",
+                "--cols",
+                "4",
+                "--collective",
+                "allreduce",
+                "--sizes",
+                "1G",
+                "--algorithms",
+                "equimesh-xtree,mesh-tacos,mesh-overlap",
+                "--chunks",
+                "4",
+                "--json",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     bw = {r["algorithm"]: r["effective_bandwidth_GBps"][-1] for r in out["results"]}
     best = max(bw["mesh-tacos"], bw["mesh-overlap"])

@@ -10,8 +10,9 @@ from equimesh.schedules.topology import build
 from equimesh.sim.traffic import make_traffic, simulate
 
 
-@pytest.mark.parametrize("nodes,flit_bits,words", [(16, 64, 1), (64, 64, 1), (65, 64, 2), (256, 64, 4),
-                                                   (1024, 64, 16), (36, 32, 2)])
+@pytest.mark.parametrize(
+    "nodes,flit_bits,words", [(16, 64, 1), (64, 64, 1), (65, 64, 2), (256, 64, 4), (1024, 64, 16), (36, 32, 2)]
+)
 def test_bitmap_words_are_nodes_over_flit_bits_rounded_up(nodes, flit_bits, words):
     fmt = PacketFormat(nodes, 8, flit_bits)
     assert (fmt.bitmap_flits, fmt.packet_flits, fmt.flit.size) == (words, 1 + words + 8, flit_bits + 2)
@@ -45,8 +46,10 @@ def test_two_bitmap_words_exactly_once():
     assert fmt.bitmap_flits == 2
     rng = random.Random(4)
     tr = make_traffic(fmt, "multicast", fanout=1, rate=0.1, seed=4)
-    tr.roms = [[fmt.bitmap(rng.sample([d for d in range(36) if d != s], rng.randint(1, 35)), s) for _ in range(16)]
-               for s in range(36)]
+    tr.roms = [
+        [fmt.bitmap(rng.sample([d for d in range(36) if d != s], rng.randint(1, 35)), s) for _ in range(16)]
+        for s in range(36)
+    ]
     r = simulate(forwarding_table(topo), tr, 2, cycles=100, stall=0.3, flit_bits=32)
     assert r["errors"] == [] and not r["deadlock"]
     assert (r["duplicates"], r["lost"], r["corrupted"], r["misdelivered"]) == (0, 0, 0, 0)
@@ -67,11 +70,14 @@ def test_bitmap_overhead_command(capsys):
     assert [r["share_of_flits"] for r in rows] == [16 / 49, 16 / 529]
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["--payloads", "100"], "a 100-byte payload is not a whole number of 64-bit flits"),
-    (["--flit-bits", "8"], "the minimum flit width is 35 bits"),
-    (["--payloads", "x"], "--payloads entries must be integers"),
-])
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--payloads", "100"], "a 100-byte payload is not a whole number of 64-bit flits"),
+        (["--flit-bits", "8"], "the minimum flit width is 35 bits"),
+        (["--payloads", "x"], "--payloads entries must be integers"),
+    ],
+)
 def test_bitmap_overhead_bad_input_is_one_line(argv, message, capsys):
     from equimesh.cli import main
 

@@ -42,10 +42,24 @@ def _fake_run(results):
         if len(calls) > len(results):
             raise KeyboardInterrupt
         accepted, mean, p99 = results[len(calls) - 1]
-        return {"deadlock": False, "duplicates": 0, "lost": 0, "corrupted": 0, "misdelivered": 0,
-                "delivered": 10, "expected": 10, "sim_seconds": 0.1,
-                "phase": {"injected": accepted, "accepted": accepted, "latency_mean": mean, "latency_p99": p99,
-                          "latency_copies": 10}}
+        return {
+            "deadlock": False,
+            "duplicates": 0,
+            "lost": 0,
+            "corrupted": 0,
+            "misdelivered": 0,
+            "delivered": 10,
+            "expected": 10,
+            "sim_seconds": 0.1,
+            "phase": {
+                "injected": accepted,
+                "accepted": accepted,
+                "latency_mean": mean,
+                "latency_p99": p99,
+                "latency_copies": 10,
+            },
+        }
+
     return run, calls
 
 
@@ -58,8 +72,28 @@ def test_sweep_bookkeeping_and_interruption(monkeypatch, capsys, tmp_path):
     run, calls = _fake_run([(0.05, 20.0, 30.0), (0.08, 70.0, 200.0)])
     monkeypatch.setattr(traffic_commands, "packet_run", run)
     plot = tmp_path / "curve.png"
-    argv = ["traffic", "--kind", "mesh", "--rows", "2", "--cols", "3", "--pattern", "uniform", "--payload-flits", "2",
-            "--sweep", "0.05,0.1,0.2", "--warmup", "100", "--cycles", "300", "--json", "--plot", str(plot)]
+    argv = [
+        "traffic",
+        "--kind",
+        "mesh",
+        "--rows",
+        "2",
+        "--cols",
+        "3",
+        "--pattern",
+        "uniform",
+        "--payload-flits",
+        "2",
+        "--sweep",
+        "0.05,0.1,0.2",
+        "--warmup",
+        "100",
+        "--cycles",
+        "300",
+        "--json",
+        "--plot",
+        str(plot),
+    ]
     assert main(argv) == 130
     cap = capsys.readouterr()
     out = json.loads(cap.out)
@@ -72,12 +106,15 @@ def test_sweep_bookkeeping_and_interruption(monkeypatch, capsys, tmp_path):
     assert plot.stat().st_size > 1000
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["--sweep", "0.1,x"], "--sweep entries must be numbers"),
-    (["--sweep", "1.5"], "--sweep loads must be in (0, 1]"),
-    (["--sweep", "0.1", "--backend", "amaranth"], "--sweep runs on the compiled model"),
-    (["--sweep", "0.1", "--pattern", "allgather-unicast"], "--sweep takes a random pattern"),
-])
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--sweep", "0.1,x"], "--sweep entries must be numbers"),
+        (["--sweep", "1.5"], "--sweep loads must be in (0, 1]"),
+        (["--sweep", "0.1", "--backend", "amaranth"], "--sweep runs on the compiled model"),
+        (["--sweep", "0.1", "--pattern", "allgather-unicast"], "--sweep takes a random pattern"),
+    ],
+)
 def test_sweep_bad_input_is_one_line(argv, message, capsys):
     assert main(["traffic", "--rows", "2", "--cols", "3", *argv]) == 2
     err = capsys.readouterr().err.strip()
@@ -89,8 +126,26 @@ def test_sweep_on_the_compiled_model(capsys):
     generators inject (within the randomness of 400 measured cycles) and the latency is at least the
     zero-load latency of one hop (the header, a bitmap word and 2 payload flits: more than 8 cycles,
     test_traffic_cli)."""
-    argv = ["traffic", "--kind", "equimesh", "--rows", "2", "--cols", "3", "--pattern", "uniform",
-            "--payload-flits", "2", "--sweep", "0.02,0.3", "--warmup", "200", "--cycles", "400", "--json"]
+    argv = [
+        "traffic",
+        "--kind",
+        "equimesh",
+        "--rows",
+        "2",
+        "--cols",
+        "3",
+        "--pattern",
+        "uniform",
+        "--payload-flits",
+        "2",
+        "--sweep",
+        "0.02,0.3",
+        "--warmup",
+        "200",
+        "--cycles",
+        "400",
+        "--json",
+    ]
     assert main(argv) == 0
     c = json.loads(capsys.readouterr().out)["curves"]["equimesh"]
     assert all(r["checked"] for r in c["rows"])

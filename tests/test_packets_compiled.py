@@ -48,8 +48,9 @@ def test_compiled_soak_equals_icarus_and_amaranth(tmp_path):
     _clean(got)
     assert got["packets"] > 120
     cocotb = run_verilog(table, traffic, 2, tmp_path / "i", mode="soak", cycles=600, stall=0.2)
-    assert {k: v for k, v in got.items() if k not in TIMING + LATENCY + ("latency_copies",)} == \
-        {k: v for k, v in cocotb.items() if k not in TIMING + LATENCY}
+    assert {k: v for k, v in got.items() if k not in TIMING + LATENCY + ("latency_copies",)} == {
+        k: v for k, v in cocotb.items() if k not in TIMING + LATENCY
+    }
     ref = simulate(table, traffic, 2, cycles=600, stall=0.2)  # every flit checked in Python
     _clean(ref)
     assert {k: got[k] for k in COPIES + EDGES + LATENCY} == {k: ref[k] for k in COPIES + EDGES + LATENCY}
@@ -86,8 +87,9 @@ def test_compiled_count_equals_icarus_and_amaranth(tmp_path):
     _clean(ref)
     assert {k: got[k] for k in COPIES + EDGES + LATENCY} == {k: ref[k] for k in COPIES + EDGES + LATENCY}
     cocotb = run_verilog(table, traffic, 2, tmp_path / "i", mode="count")
-    assert {k: v for k, v in got.items() if k not in TIMING + LATENCY + ("latency_copies",)} == \
-        {k: v for k, v in cocotb.items() if k not in TIMING + LATENCY}
+    assert {k: v for k, v in got.items() if k not in TIMING + LATENCY + ("latency_copies",)} == {
+        k: v for k, v in cocotb.items() if k not in TIMING + LATENCY
+    }
 
 
 def test_a_hierarchical_packet_model_gives_the_same_records(tmp_path, monkeypatch):
@@ -129,8 +131,26 @@ def test_compiled_mixed_equals_amaranth(tmp_path):
 
 
 def test_soak_command_on_the_compiled_model(capsys):
-    argv = ["soak", "--kind", "equimesh", "--rows", "2", "--cols", "3", "--payload-flits", "2", "--cycles", "1500",
-            "--stall", "0.2", "--fanout", str(SOAK["fanout"]), "--seed", str(SOAK["seed"]), "--json"]
+    argv = [
+        "soak",
+        "--kind",
+        "equimesh",
+        "--rows",
+        "2",
+        "--cols",
+        "3",
+        "--payload-flits",
+        "2",
+        "--cycles",
+        "1500",
+        "--stall",
+        "0.2",
+        "--fanout",
+        str(SOAK["fanout"]),
+        "--seed",
+        str(SOAK["seed"]),
+        "--json",
+    ]
     assert main(argv) == 0
     r = json.loads(capsys.readouterr().out)
     assert r["backend"] == "verilator" and r["simulator"] == "verilator"
@@ -142,9 +162,19 @@ def _verdict(sent, count, key_sum, key_sq_sum, payload_errors=0):
     fmt = PacketFormat(6, 2)
     tr = make_traffic(fmt, "multicast", bitmap=0b001010, src=0, packets=3)
     z = [0] * 6
-    return soak_verdict(fmt, tr, sent=sent, count=count, key_sum=key_sum, key_sq_sum=key_sq_sum,
-                        errors={"header": 0, "payload": payload_errors}, ejected=6 * fmt.packet_flits,
-                        cycles=100, deadlock=False, link_flits=z)
+    return soak_verdict(
+        fmt,
+        tr,
+        sent=sent,
+        count=count,
+        key_sum=key_sum,
+        key_sq_sum=key_sq_sum,
+        errors={"header": 0, "payload": payload_errors},
+        ejected=6 * fmt.packet_flits,
+        cycles=100,
+        deadlock=False,
+        link_flits=z,
+    )
 
 
 def test_soak_verdict_catches_planted_faults():
@@ -152,7 +182,7 @@ def test_soak_verdict_catches_planted_faults():
     good = _verdict(sent, [0, 3, 0, 3, 0, 0], [0, 3, 0, 3, 0, 0], [0, 5, 0, 5, 0, 0])
     assert (good["expected"], good["delivered"], good["duplicates"], good["lost"]) == (6, 6, 0, 0)
     assert good["sum_mismatch_nodes"] == [] and not good["deadlock"]
-    dup = _verdict(sent, [0, 4, 0, 3, 0, 0], [0, 4, 0, 3, 0, 0], [0, 6, 0, 5, 0, 0])   # packet 1 twice at node 1
+    dup = _verdict(sent, [0, 4, 0, 3, 0, 0], [0, 4, 0, 3, 0, 0], [0, 6, 0, 5, 0, 0])  # packet 1 twice at node 1
     assert (dup["duplicates"], dup["delivered"]) == (1, 6)
     lost = _verdict(sent, [0, 3, 0, 2, 0, 0], [0, 3, 0, 1, 0, 0], [0, 5, 0, 1, 0, 0])  # packet 2 lost at node 3
     assert (lost["lost"], lost["delivered"]) == (1, 5)
@@ -179,9 +209,19 @@ def test_soak_verdict_with_bitmaps_wider_than_64_bits():
     z = [0] * 10
 
     def verdict(count, key_sum):
-        return soak_verdict(fmt, tr, sent=sent, count=count, key_sum=key_sum, key_sq_sum=key_sq_sum,
-                            errors={"header": 0, "payload": 0}, ejected=10 * fmt.packet_flits, cycles=100,
-                            deadlock=False, link_flits=z)
+        return soak_verdict(
+            fmt,
+            tr,
+            sent=sent,
+            count=count,
+            key_sum=key_sum,
+            key_sq_sum=key_sq_sum,
+            errors={"header": 0, "payload": 0},
+            ejected=10 * fmt.packet_flits,
+            cycles=100,
+            deadlock=False,
+            link_flits=z,
+        )
 
     good = verdict(count, key_sum)
     assert (good["expected"], good["delivered"], good["duplicates"], good["lost"]) == (10, 10, 0, 0)
@@ -198,8 +238,24 @@ def test_traffic_waveform_on_the_compiled_model(tmp_path, capsys):
     from vcdvcd import VCDVCD
 
     vcd = tmp_path / "t.vcd"
-    argv = ["traffic", "--kind", "equimesh", "--rows", "2", "--cols", "3", "--pattern", "allgather-multiwrite",
-            "--packets", "2", "--payload-flits", "2", "--vcd", str(vcd), "--json"]
+    argv = [
+        "traffic",
+        "--kind",
+        "equimesh",
+        "--rows",
+        "2",
+        "--cols",
+        "3",
+        "--pattern",
+        "allgather-multiwrite",
+        "--packets",
+        "2",
+        "--payload-flits",
+        "2",
+        "--vcd",
+        str(vcd),
+        "--json",
+    ]
     assert main(argv) == 0
     r = json.loads(capsys.readouterr().out)
     _clean(r)

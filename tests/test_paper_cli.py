@@ -6,10 +6,13 @@ from equimesh.cli import main
 from equimesh.sim.analytic.paper_xtree import algorithm2_rows, algorithm2_table
 
 
-@pytest.mark.parametrize("argv,text", [
-    (["paper", "--sizes", "1x3"], "1x3"),
-    (["paper", "--chunks", "0"], "--chunks"),
-])
+@pytest.mark.parametrize(
+    "argv,text",
+    [
+        (["paper", "--sizes", "1x3"], "1x3"),
+        (["paper", "--chunks", "0"], "--chunks"),
+    ],
+)
 def test_bad_input_one_line(capsys, argv, text):
     assert main(argv) == 2
     err = capsys.readouterr().err

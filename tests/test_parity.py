@@ -128,6 +128,6 @@ def test_a_hamiltonian_decomposition_has_sign_plus_one(rows, cols):
 def test_the_proof_covers_large_sizes_and_mirrors_and_stops_the_search():
     assert no_decomposition(build("equimesh", 31, 32)) is not None
     assert no_decomposition(build("mirror-equimesh", 7, 6)) is not None
-    assert no_decomposition(build("equimesh", 3, 5)) is None          # sign +1: only the exact search rules it out
+    assert no_decomposition(build("equimesh", 3, 5)) is None  # sign +1: only the exact search rules it out
     assert not may_decompose(build("equimesh", 6, 7))
     assert decompose(build("equimesh", 6, 7), time_limit=0.01) is None

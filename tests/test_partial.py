@@ -43,7 +43,7 @@ def test_the_cycles_are_hamiltonian_and_the_rest_has_degree_two():
         for _ in range(t.nodes):
             seen.append(v)
             v = nxt[v]
-        assert v == 0 and sorted(seen) == list(range(t.nodes))        # one cycle through every node
+        assert v == 0 and sorted(seen) == list(range(t.nodes))  # one cycle through every node
     rest = colour == 2
     assert (np.bincount(t.link_dst[rest], minlength=t.nodes) == 2).all()
     assert (np.bincount(t.link_src[rest], minlength=t.nodes) == 2).all()
@@ -75,7 +75,7 @@ def test_merge_keeps_every_lane_to_its_own_class():
     res = exact(sub, 2, t.nodes - 1, lanes=True, time_limit=60)
     ph = partial.merge(t, colour, sub, ids, res.phase)
     _checked(t, ph)
-    home_class = {}                      # (root, chunk) -> the class of the link entering its home lane
+    home_class = {}  # (root, chunk) -> the class of the link entering its home lane
     for l, link in enumerate(t.links):
         home_class[link.dst, t.ports(link.dst).index(link.dst_port)] = int(colour[l])
     for step in ph.steps:
@@ -85,9 +85,24 @@ def test_merge_keeps_every_lane_to_its_own_class():
 
 def test_library_cli_stores_a_partial_schedule(tmp_path):
     out = tmp_path / "lib.json"
-    cli(["search", "library", "--sizes", "2x5", "--method", "partial", "--seeds", "2", "--time-limit", "60", "--out", str(out)])
+    cli(
+        [
+            "search",
+            "library",
+            "--sizes",
+            "2x5",
+            "--method",
+            "partial",
+            "--seeds",
+            "2",
+            "--time-limit",
+            "60",
+            "--out",
+            str(out),
+        ]
+    )
     recs = json.loads(out.read_text())["schedules"]
-    assert [r["key"] for r in recs] == ["equimesh 2x5 cccc"]     # the mirror is a flipped copy
+    assert [r["key"] for r in recs] == ["equimesh 2x5 cccc"]  # the mirror is a flipped copy
     t = build("equimesh", 2, 5)
     ph = Phase("allgather", [np.array(s).reshape(-1, 3) for s in recs[0]["steps"]])
     assert _checked(t, ph).num_steps == 9

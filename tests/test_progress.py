@@ -42,7 +42,7 @@ def test_many_short_runs_in_a_log_do_not_print_a_line_each(monkeypatch):
     monkeypatch.setattr(progress.time, "perf_counter", lambda: float(next(clock)) / 10)
     out = io.StringIO()
     p = progress.Progress("search", delay=0.0, stream=out)
-    for run in range(200):               # 200 runs of 5 calls: 100 fake seconds in all
+    for run in range(200):  # 200 runs of 5 calls: 100 fake seconds in all
         for i in range(1, 6):
             p(i, 5)
     lines = out.getvalue().splitlines()

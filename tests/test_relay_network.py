@@ -19,6 +19,7 @@ PAYLOAD = 3
 def _random_bitmaps(fmt, seed):
     """Random fan-out per packet (1..N-1): ``multicast`` ROMs with a fan-out drawn per entry."""
     import random
+
     rng = random.Random(seed)
     roms = []
     for s in range(fmt.nodes):
@@ -30,8 +31,14 @@ def _random_bitmaps(fmt, seed):
 
 
 @pytest.mark.parametrize("stall", [0.0, 0.4], ids=["free", "backpressure"])
-@pytest.mark.parametrize("kind,rows,cols,cycles", [  # the mesh's XY routes at 2x3; the rings' at 4x4 too
-    ("mesh", 2, 3, 400), ("equimesh", 2, 3, 400), ("equimesh", 4, 4, 400)])
+@pytest.mark.parametrize(
+    "kind,rows,cols,cycles",
+    [  # the mesh's XY routes at 2x3; the rings' at 4x4 too
+        ("mesh", 2, 3, 400),
+        ("equimesh", 2, 3, 400),
+        ("equimesh", 4, 4, 400),
+    ],
+)
 def test_random_bitmaps_exactly_once(kind, rows, cols, cycles, stall):
     topo = build(kind, rows, cols)
     table = forwarding_table(topo)
@@ -90,11 +97,11 @@ def test_scoreboard_catches_duplicates_losses_and_corruption():
         sb.eject(cycle + 2, lane, flit(0, 1, word2 if word2 is not None else fmt.payload_word(0, 0, 2)))
 
     copy(0, 1, 5)
-    copy(0, 1, 9)                 # duplicate at node 1
-    copy(2, 2, 9)                 # node 2 is not a destination
+    copy(0, 1, 9)  # duplicate at node 1
+    copy(2, 2, 9)  # node 2 is not a destination
     r = sb.results(20, [0], False)
     assert (r["delivered"], r["duplicates"], r["misdelivered"], r["lost"]) == (1, 1, 1, 1)  # node 3 lost
-    copy(1, 3, 12, word2=123)     # node 3's copy arrives corrupted
+    copy(1, 3, 12, word2=123)  # node 3's copy arrives corrupted
     r = sb.results(20, [0], False)
     assert (r["corrupted"], r["lost"]) == (1, 0)
     sb = Scoreboard(fmt, tr, lane_nodes=[1, 3, 2])  # a fresh run: node 1's copy names node 3 in its bitmap word

@@ -28,8 +28,9 @@ def _flits(fmt, src, seq, bitmap):
     head = {"first": 1, "last": 0, "body": {"header": {"opcode": Opcode.MULTIWRITE, "src": src, "seq": seq}}}
     out = [head] + [{"first": 0, "last": 0, "body": {"payload": w}} for w in words]
     for i in range(1, fmt.payload_flits + 1):
-        out.append({"first": 0, "last": int(i == fmt.payload_flits),
-                    "body": {"payload": fmt.payload_word(src, seq, i)}})
+        out.append(
+            {"first": 0, "last": int(i == fmt.payload_flits), "body": {"payload": fmt.payload_word(src, seq, i)}}
+        )
     return out
 
 
@@ -194,8 +195,13 @@ def test_matrix_allocator_by_hand_and_its_invariants():
 
     dut = MatrixAllocator(3, 2)
     req = (0b01, 0b11, 0b10)
-    script = [((1, 1, 1), 0b11, 0b001), ((0, 1, 1), 0b10, 0b000), ((0, 1, 1), 0b10, 0b100), ((1, 1, 0), 0b00, 0b000),
-              ((1, 1, 0), 0b11, 0b010)]
+    script = [
+        ((1, 1, 1), 0b11, 0b001),
+        ((0, 1, 1), 0b10, 0b000),
+        ((0, 1, 1), 0b10, 0b100),
+        ((1, 1, 0), 0b00, 0b000),
+        ((1, 1, 0), 0b11, 0b010),
+    ]
     rng = random.Random(4)
     seen = []
 
@@ -295,8 +301,7 @@ def test_several_is_two_or_more_bits_set(width):
     x, y, z = Signal(width), Signal(), Signal()
     m = Module()
     g_any, g_sev = pairs(m, x, Const(0, width), isqrt(width), "half")
-    m.d.comb += [y.eq(pairs(m, x, Const(0, width), 1, "whole")[1][0]),
-                 z.eq(pairs(m, g_any, g_sev, 1, "rest")[1][0])]
+    m.d.comb += [y.eq(pairs(m, x, Const(0, width), 1, "whole")[1][0]), z.eq(pairs(m, g_any, g_sev, 1, "rest")[1][0])]
     sim = Simulator(m)
 
     async def bench(ctx):

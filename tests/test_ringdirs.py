@@ -28,16 +28,18 @@ def test_the_table_only_holds_sizes_without_a_known_decomposition():
         r, c = map(int, key.split("x"))
         assert ringdirs.needs_search(r, c), key
     assert format_ring_dirs(default_ring_dirs(8, 8)) == "cccc"
-    assert format_ring_dirs(default_ring_dirs(2, 3)) == "cccc"     # stored schedule at the bound with cccc
+    assert format_ring_dirs(default_ring_dirs(2, 3)) == "cccc"  # stored schedule at the bound with cccc
 
 
 @pytest.mark.parametrize("key", SMALL[:3])
 def test_a_stored_choice_gives_a_shorter_allgather_than_cccc(key):
     r, c = map(int, key.split("x"))
-    steps = {d: synthesize(build("equimesh", r, c, ring_dirs=parse_ring_dirs(d)), 4, "allgather").num_steps
-             for d in ("cccc", TABLE[key])}
+    steps = {
+        d: synthesize(build("equimesh", r, c, ring_dirs=parse_ring_dirs(d)), 4, "allgather").num_steps
+        for d in ("cccc", TABLE[key])
+    }
     assert steps[TABLE[key]] < steps["cccc"]
-    assert build("equimesh", r, c).ring_dirs == parse_ring_dirs(TABLE[key])      # the default
+    assert build("equimesh", r, c).ring_dirs == parse_ring_dirs(TABLE[key])  # the default
     assert build("mirror-equimesh", r, c).ring_dirs == parse_ring_dirs(TABLE[key])  # its mirror's rings reversed
 
 

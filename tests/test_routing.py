@@ -16,8 +16,16 @@ from equimesh.schedules.routing import (
 )
 from equimesh.schedules.topology import build
 
-SIZES = [("mesh", 2, 3), ("equimesh", 2, 3), ("mesh", 4, 4), ("equimesh", 4, 4),
-         ("mirror-equimesh", 4, 4), ("equimesh", 8, 8), ("torus", 4, 4), ("overflow", 3, 4)]
+SIZES = [
+    ("mesh", 2, 3),
+    ("equimesh", 2, 3),
+    ("mesh", 4, 4),
+    ("equimesh", 4, 4),
+    ("mirror-equimesh", 4, 4),
+    ("equimesh", 8, 8),
+    ("torus", 4, 4),
+    ("overflow", 3, 4),
+]
 
 
 def _manhattan(topo, s, d):
@@ -79,7 +87,7 @@ def test_reach_masks_partition_the_other_nodes(kind, rows, cols):
         masks = list(t.reach[v].values())
         assert sum(masks) == full
         for i, a in enumerate(masks):
-            for b in masks[i + 1:]:
+            for b in masks[i + 1 :]:
                 assert a & b == 0
         assert t.reach[v]["L"] == 1 << v
 
@@ -109,8 +117,7 @@ def test_mask_split_follows_the_recursive_rules():
         assert sorted(delivered) == sorted(dests)
     # The example of the docstring: router 5 of the 4x4 mesh, XY, destinations {1, 6, 9}.
     m = xy_table(build("mesh", 4, 4))
-    assert m.split(5, (1 << 1) | (1 << 6) | (1 << 9) | (1 << 5)) == {"N": 1 << 1, "E": 1 << 6, "S": 1 << 9,
-                                                                     "L": 1 << 5}
+    assert m.split(5, (1 << 1) | (1 << 6) | (1 << 9) | (1 << 5)) == {"N": 1 << 1, "E": 1 << 6, "S": 1 << 9, "L": 1 << 5}
 
 
 def _clockwise_2x2() -> ForwardingTable:

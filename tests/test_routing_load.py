@@ -101,8 +101,10 @@ def test_never_worse_than_xy(kind):
                     assert len(_walk(topo, t.ports, s, d)) <= abs(r - rd) + abs(c - cd)
 
 
-@pytest.mark.parametrize("kind,rows,cols", [("mesh", 4, 4), ("equimesh", 4, 4), ("equimesh", 5, 7),
-                                            ("mirror-equimesh", 6, 6), ("overflow", 4, 5)])
+@pytest.mark.parametrize(
+    "kind,rows,cols",
+    [("mesh", 4, 4), ("equimesh", 4, 4), ("equimesh", 5, 7), ("mirror-equimesh", 6, 6), ("overflow", 4, 5)],
+)
 def test_multiwrite_trees_are_trees(kind, rows, cols):
     """A source's MultiWrite copies reach every other node exactly once: its tree has N-1 links."""
     topo = build(kind, rows, cols)

@@ -18,13 +18,45 @@ def _one_error_line(capsys, argv, code):
 
 
 def test_simulate_json(capsys):
-    assert main(["simulate", "--rows", "2", "--cols", "3", "--chunks", "2", "--chunk-flits", "3",
-                 "--collective", "allreduce", "--backend", "amaranth", "--json"]) == 0
+    assert (
+        main(
+            [
+                "simulate",
+                "--rows",
+                "2",
+                "--cols",
+                "3",
+                "--chunks",
+                "2",
+                "--chunk-flits",
+                "3",
+                "--collective",
+                "allreduce",
+                "--backend",
+                "amaranth",
+                "--json",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
-    for key in ("bit_exact", "cycles", "steps", "chunk_flits", "link_utilization", "link_utilization_min",
-                "sim_seconds", "cycles_per_second", "backend", "build_seconds", "cached"):
+    for key in (
+        "bit_exact",
+        "cycles",
+        "steps",
+        "chunk_flits",
+        "link_utilization",
+        "link_utilization_min",
+        "sim_seconds",
+        "cycles_per_second",
+        "backend",
+        "build_seconds",
+        "cached",
+    ):
         assert key in out
-    assert out["backend"] == "amaranth" and out["cycles"] == out["rtl_cycle_counter"] == out["steps"] * 5 + 6  # max(F, 5) + 6
+    assert (
+        out["backend"] == "amaranth" and out["cycles"] == out["rtl_cycle_counter"] == out["steps"] * 5 + 6
+    )  # max(F, 5) + 6
     t = build("equimesh", 2, 3)
     sched = synthesize(t, 2, "allreduce")
     busy = np.zeros(len(t.links))
@@ -71,8 +103,9 @@ def test_schedule_the_storage_cannot_execute(tmp_path, capsys):
     sched = Schedule("allgather", "hand", 3, t, [Phase("allgather", [np.array(s) for s in steps])])
     path = tmp_path / "bad.json"
     sched.save(path)
-    err = _one_error_line(capsys, ["simulate", "--kind", "mesh", "--rows", "2", "--cols", "2",
-                                   "--schedule", str(path)], 1)
+    err = _one_error_line(
+        capsys, ["simulate", "--kind", "mesh", "--rows", "2", "--cols", "2", "--schedule", str(path)], 1
+    )
     assert "lane E of node 0" in err and "cannot execute" in err
 
 
@@ -83,7 +116,9 @@ def test_missing_simulator_says_how_to_install(tmp_path, capsys, monkeypatch):
 
 
 def test_a_design_too_small_for_the_schedule(capsys):
-    err = _one_error_line(capsys, ["simulate", "--rows", "2", "--cols", "3", "--depth", "3", "--backend", "amaranth"], 1)
+    err = _one_error_line(
+        capsys, ["simulate", "--rows", "2", "--cols", "3", "--depth", "3", "--backend", "amaranth"], 1
+    )
     assert "the design's tables hold 3 (use a deeper table)" in err
     err = _one_error_line(capsys, ["simulate", "--rows", "2", "--cols", "3", "--slots", "0"], 2)
     assert "--slots: must be 1..16777216 (got 0)" in err
@@ -91,5 +126,7 @@ def test_a_design_too_small_for_the_schedule(capsys):
     assert "a lane holds 1..16777216 flits (got 16777216 slots of 16 flits)" in err  # MemoryError before
     err = _one_error_line(capsys, ["verilog", "--rows", "2", "--cols", "3", "--depth", str(10**12), "--out", "v"], 2)
     assert "--depth: must be 1..1048576" in err
-    err = _one_error_line(capsys, ["simulate", "--rows", "2", "--cols", "3", "--vcd", "w.fst", "--backend", "icarus"], 2)
+    err = _one_error_line(
+        capsys, ["simulate", "--rows", "2", "--cols", "3", "--vcd", "w.fst", "--backend", "icarus"], 2
+    )
     assert "FST" in err

@@ -36,8 +36,10 @@ def _replay_allgather(image, sched):
     return held
 
 
-@pytest.mark.parametrize("kind,rows,cols,k", [("equimesh", 2, 3, 4), ("equimesh", 4, 4, 2), ("mesh", 3, 3, 2),
-                                              ("overflow", 3, 4, 2), ("torus", 3, 3, 1)])
+@pytest.mark.parametrize(
+    "kind,rows,cols,k",
+    [("equimesh", 2, 3, 4), ("equimesh", 4, 4, 2), ("mesh", 3, 3, 2), ("overflow", 3, 4, 2), ("torus", 3, 3, 1)],
+)
 def test_allgather_tables_replay_to_every_chunk(kind, rows, cols, k):
     t = build(kind, rows, cols)
     sched = synthesize(t, k, "allgather")
@@ -63,8 +65,12 @@ def test_rom_words_round_trip_through_the_layout():
             e = lay.from_bits(word)
             for i in range(len(r.lanes)):
                 assert (e.lane[i].rd_en, e.lane[i].rd_slot) == (r.rd_en[s, i], r.rd_slot[s, i])
-                assert (e.lane[i].wr_en, e.lane[i].wr_slot, e.lane[i].wr_acc, e.lane[i].wr_mask) == \
-                    (r.wr_en[s, i], r.wr_slot[s, i], r.wr_acc[s, i], r.wr_mask[s, i])
+                assert (e.lane[i].wr_en, e.lane[i].wr_slot, e.lane[i].wr_acc, e.lane[i].wr_mask) == (
+                    r.wr_en[s, i],
+                    r.wr_slot[s, i],
+                    r.wr_acc[s, i],
+                    r.wr_mask[s, i],
+                )
                 assert (e.out[i].valid, e.out[i].lane) == (r.out_valid[s, i], r.out_lane[s, i])
 
 

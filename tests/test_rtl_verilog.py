@@ -46,8 +46,9 @@ def test_packet_routers_are_one_module_per_port_set_with_their_node_tied_at_the_
     assert ties["own"] == 1 << 4
     assert [(ties["reach"] >> (6 * k)) & 63 for k in range(4)] == [setup.table.reach[4][p] for p in "NESW"]
     mesh = build("mesh", 3, 3)
-    names = re.findall(r"^module (packet_router_\w+)\(", top_verilog(PacketNetwork(forwarding_table(mesh), 2,
-                                                                               instances=True)), re.M)
+    names = re.findall(
+        r"^module (packet_router_\w+)\(", top_verilog(PacketNetwork(forwarding_table(mesh), 2, instances=True)), re.M
+    )
     assert len(set(names)) == len(names) == 9  # 4 corners, 4 edges, 1 interior: every port set differs
     both = network_verilog(Design(eq, 2, 16, 16, True), PacketSetup(forwarding_table(eq), 2)).modules
     assert both == ["router_5port_pkt"]
@@ -55,13 +56,57 @@ def test_packet_routers_are_one_module_per_port_set_with_their_node_tied_at_the_
 
 def test_the_verilog_does_not_depend_on_the_schedule(tmp_path, capsys):
     for name, coll in (("ag", "allgather"), ("ar", "allreduce")):
-        assert main(["verilog", "--rows", "2", "--cols", "3", "--chunks", "2", "--chunk-flits", "2", "--depth", "32",
-                     "--slots", "16", "--collective", coll, "--out", str(tmp_path / name)]) == 0
+        assert (
+            main(
+                [
+                    "verilog",
+                    "--rows",
+                    "2",
+                    "--cols",
+                    "3",
+                    "--chunks",
+                    "2",
+                    "--chunk-flits",
+                    "2",
+                    "--depth",
+                    "32",
+                    "--slots",
+                    "16",
+                    "--collective",
+                    coll,
+                    "--out",
+                    str(tmp_path / name),
+                ]
+            )
+            == 0
+        )
     # AllGather designs have no adders; with --collective allreduce the same sizes add them.
     ag, ar = ((tmp_path / n / f"{TOP}.v").read_text() for n in ("ag", "ar"))
     assert ag != ar
-    assert main(["verilog", "--rows", "2", "--cols", "3", "--chunks", "4", "--chunk-flits", "2", "--depth", "32",
-                 "--slots", "16", "--collective", "allreduce", "--out", str(tmp_path / "ar4")]) == 0
+    assert (
+        main(
+            [
+                "verilog",
+                "--rows",
+                "2",
+                "--cols",
+                "3",
+                "--chunks",
+                "4",
+                "--chunk-flits",
+                "2",
+                "--depth",
+                "32",
+                "--slots",
+                "16",
+                "--collective",
+                "allreduce",
+                "--out",
+                str(tmp_path / "ar4"),
+            ]
+        )
+        == 0
+    )
     assert (tmp_path / "ar4" / f"{TOP}.v").read_text() == ar
     assert "tab_we = 1" in (tmp_path / "ar" / "load.md").read_text()
 
@@ -69,8 +114,30 @@ def test_the_verilog_does_not_depend_on_the_schedule(tmp_path, capsys):
 def test_table_images_decode_to_the_compiled_schedule(tmp_path, capsys):
     t = build("mesh", 3, 3)
     image = compile_schedule(synthesize(t, 2, "allreduce"), 3, t)
-    assert main(["verilog", "--kind", "mesh", "--rows", "3", "--cols", "3", "--chunks", "2", "--chunk-flits", "3",
-                 "--collective", "allreduce", "--out", str(tmp_path), "--tables-dir", str(tmp_path / "t")]) == 0
+    assert (
+        main(
+            [
+                "verilog",
+                "--kind",
+                "mesh",
+                "--rows",
+                "3",
+                "--cols",
+                "3",
+                "--chunks",
+                "2",
+                "--chunk-flits",
+                "3",
+                "--collective",
+                "allreduce",
+                "--out",
+                str(tmp_path),
+                "--tables-dir",
+                str(tmp_path / "t"),
+            ]
+        )
+        == 0
+    )
     slots = 16  # the fitted design's lanes
     for r in image.routers:
         lines = (tmp_path / "t" / f"table_r{r.node}.hex").read_text().split()
@@ -80,20 +147,31 @@ def test_table_images_decode_to_the_compiled_schedule(tmp_path, capsys):
             for i in range(len(r.lanes)):
                 op = entry.lane[i]
                 assert (op.rd_en, op.rd_slot, op.wr_en, op.wr_slot, op.wr_acc, op.wr_mask) == (
-                    r.rd_en[s, i], r.rd_slot[s, i], r.wr_en[s, i], r.wr_slot[s, i], r.wr_acc[s, i], r.wr_mask[s, i])
+                    r.rd_en[s, i],
+                    r.rd_slot[s, i],
+                    r.wr_en[s, i],
+                    r.wr_slot[s, i],
+                    r.wr_acc[s, i],
+                    r.wr_mask[s, i],
+                )
                 assert (entry.out[i].valid, entry.out[i].lane) == (r.out_valid[s, i], r.out_lane[s, i])
 
 
-@pytest.mark.parametrize("kind,rows,cols,reduce", [("equimesh", 2, 3, True), ("overflow", 3, 4, False),
-                                                   ("mesh", 3, 3, True)])
+@pytest.mark.parametrize(
+    "kind,rows,cols,reduce", [("equimesh", 2, 3, True), ("overflow", 3, 4, False), ("mesh", 3, 3, True)]
+)
 def test_verilator_lint_is_clean_with_the_documented_waivers(tmp_path, kind, rows, cols, reduce):
     from equimesh.rtl.verilog import LINT_WAIVERS
 
     exe, _ = find_verilator()
     (tmp_path / f"{TOP}.v").write_text(network_verilog(Design(build(kind, rows, cols), 3, 16, 16, reduce)).text)
     (tmp_path / "lint.vlt").write_text(LINT_WAIVERS)
-    proc = subprocess.run([exe, "--lint-only", "-Wall", "--top-module", TOP, "lint.vlt", f"{TOP}.v"],
-                          cwd=tmp_path, capture_output=True, text=True)
+    proc = subprocess.run(
+        [exe, "--lint-only", "-Wall", "--top-module", TOP, "lint.vlt", f"{TOP}.v"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0 and "%" not in proc.stderr, proc.stderr[:2000]
 
 
@@ -102,10 +180,14 @@ def test_synthesis_text_drops_only_the_zero_memory_initialisers():
     with a non-zero word and every other line stay."""
     from equimesh.rtl.verilog import without_zero_init
 
-    text = ("module m;\n  reg [63:0] mem [1:0];\n  initial begin\n    mem[0] = 64'h0000000000000000;\n"
-            "    mem[1] = 64'h0000000000000000;\n  end\n  reg [7:0] \\table  [1:0];\n  initial begin\n"
-            "    \\table [0] = 8'h00;\n    \\table [1] = 8'h00;\n  end\n  reg [7:0] rom [1:0];\n"
-            "  initial begin\n    rom[0] = 8'h00;\n    rom[1] = 8'h5a;\n  end\nendmodule\n")
+    text = (
+        "module m;\n  reg [63:0] mem [1:0];\n  initial begin\n    mem[0] = 64'h0000000000000000;\n"
+        "    mem[1] = 64'h0000000000000000;\n  end\n  reg [7:0] \\table  [1:0];\n  initial begin\n"
+        "    \\table [0] = 8'h00;\n    \\table [1] = 8'h00;\n  end\n  reg [7:0] rom [1:0];\n"
+        "  initial begin\n    rom[0] = 8'h00;\n    rom[1] = 8'h5a;\n  end\nendmodule\n"
+    )
     out = without_zero_init(text)
-    assert out == ("module m;\n  reg [63:0] mem [1:0];\n  reg [7:0] \\table  [1:0];\n  reg [7:0] rom [1:0];\n"
-                   "  initial begin\n    rom[0] = 8'h00;\n    rom[1] = 8'h5a;\n  end\nendmodule\n")
+    assert out == (
+        "module m;\n  reg [63:0] mem [1:0];\n  reg [7:0] \\table  [1:0];\n  reg [7:0] rom [1:0];\n"
+        "  initial begin\n    rom[0] = 8'h00;\n    rom[1] = 8'h5a;\n  end\nendmodule\n"
+    )

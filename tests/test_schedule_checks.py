@@ -17,14 +17,18 @@ from equimesh.schedules.verify import ScheduleInvalid, verify
 
 # ----- the verifier's range check (in-memory schedules skip the file loader's checks) -----
 
-@pytest.mark.parametrize("column,value,msg", [
-    (0, -1, "link -1 is out of range \\(0..7\\)"),       # a negative id would index the last link
-    (0, 8, "link 8 is out of range \\(0..7\\)"),
-    (1, -4, "root -4 is out of range \\(0..3\\)"),        # -4 would wrap around to node 0
-    (1, 4, "root 4 is out of range \\(0..3\\)"),
-    (2, 1, "chunk 1 is out of range \\(0..0\\)"),
-    (2, -1, "chunk -1 is out of range \\(0..0\\)"),
-])
+
+@pytest.mark.parametrize(
+    "column,value,msg",
+    [
+        (0, -1, "link -1 is out of range \\(0..7\\)"),  # a negative id would index the last link
+        (0, 8, "link 8 is out of range \\(0..7\\)"),
+        (1, -4, "root -4 is out of range \\(0..3\\)"),  # -4 would wrap around to node 0
+        (1, 4, "root 4 is out of range \\(0..3\\)"),
+        (2, 1, "chunk 1 is out of range \\(0..0\\)"),
+        (2, -1, "chunk -1 is out of range \\(0..0\\)"),
+    ],
+)
 @pytest.mark.parametrize("collective", ["allgather", "reducescatter"])
 def test_verify_rejects_out_of_range_ids(collective, column, value, msg):
     steps = [np.array(s, dtype=np.int64) for s in (good_ag_steps() if collective == "allgather" else good_rs_steps())]
@@ -45,6 +49,7 @@ def test_negative_link_id_is_not_the_last_link():
 
 # ----- load checks ---------------------------------------------------------------------
 
+
 def good_file() -> dict:
     return json.loads(ag(*good_ag_steps()).dumps())
 
@@ -52,8 +57,13 @@ def good_file() -> dict:
 def good_allreduce_file() -> dict:
     r0, r1 = good_rs_steps()
     s0, s1 = good_ag_steps()
-    sched = Schedule("allreduce", "hand", 1, T, [Phase("reducescatter", [np.array(r0), np.array(r1)]),
-                                                 Phase("allgather", [np.array(s0), np.array(s1)])])
+    sched = Schedule(
+        "allreduce",
+        "hand",
+        1,
+        T,
+        [Phase("reducescatter", [np.array(r0), np.array(r1)]), Phase("allgather", [np.array(s0), np.array(s1)])],
+    )
     return json.loads(sched.dumps())
 
 
@@ -87,7 +97,13 @@ CASES = [  # (id, base, path into the file, new value, one-line message)
     ("allreduce-no-phases", good_allreduce_file, ("phases",), _DELETE, "needs 'phases'"),
     ("allreduce-empty-phases", good_allreduce_file, ("phases",), [], "needs 'phases'"),
     ("nodes-mismatch", good_file, ("topology", "nodes"), 5, "nodes=5 but rows x cols = 2x2"),
-    ("link-short", good_file, ("topology", "links", 0), [0, 1, "E"], "links must be \\[src, dst, src_port, dst_port\\]"),
+    (
+        "link-short",
+        good_file,
+        ("topology", "links", 0),
+        [0, 1, "E"],
+        "links must be \\[src, dst, src_port, dst_port\\]",
+    ),
     ("link-not-list", good_file, ("topology", "links", 0), 7, "links must be \\[src, dst, src_port, dst_port\\]"),
     ("link-bad-node", good_file, ("topology", "links", 0), [0, 9, "E", "W"], "link 0 \\[0, 9\\] does not join"),
     ("link-self-loop", good_file, ("topology", "links", 0), [1, 1, "E", "W"], "link 0 \\[1, 1\\] does not join"),

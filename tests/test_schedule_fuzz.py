@@ -65,13 +65,13 @@ def _allgather_ok(transfers, links, n, k, held_after=None):
     ``held_after[root, chunk]``: the step after which the root holds its chunk (-1: from the start)."""
     if not _one_per_link(transfers):
         return False
-    arrived = {}                                   # (node, root, chunk) -> step
+    arrived = {}  # (node, root, chunk) -> step
     for v in range(n):
         for c in range(k):
             arrived[v, v, c] = -1 if held_after is None else held_after[v, c]
     for s, link, root, chunk, *_ in transfers:
         dst = links[link][1]
-        if (dst, root, chunk) in arrived:        # the root itself, or a second arrival
+        if (dst, root, chunk) in arrived:  # the root itself, or a second arrival
             return False
         arrived[dst, root, chunk] = s
     for s, link, root, chunk, *_ in transfers:
@@ -106,15 +106,23 @@ def replay(d) -> bool:
         t = d["topology"]
         n, k, coll, version = t["rows"] * t["cols"], d["chunks"], d["collective"], d["version"]
         links = [tuple(l) for l in t["links"]]
-        if (d["format"] != "equimesh-schedule" or version not in (1, 2) or type(k) is not int or k < 1
-                or t["nodes"] != n or type(t["rows"]) is not int or type(t["cols"]) is not int):
+        if (
+            d["format"] != "equimesh-schedule"
+            or version not in (1, 2)
+            or type(k) is not int
+            or k < 1
+            or t["nodes"] != n
+            or type(t["rows"]) is not int
+            or type(t["cols"]) is not int
+        ):
             return False
-        if links != [tuple(l.as_list()) for l in build(t["kind"], t["rows"], t["cols"],
-                                                       _dirs(t.get("ring_dirs"))).links]:
+        if links != [
+            tuple(l.as_list()) for l in build(t["kind"], t["rows"], t["cols"], _dirs(t.get("ring_dirs"))).links
+        ]:
             return False
         if t["kind"] not in ("equimesh", "mirror-equimesh") and "ring_dirs" in t:
             return False
-    except Exception:                       # noqa: BLE001 -- a header that is not even readable
+    except Exception:  # noqa: BLE001 -- a header that is not even readable
         return False
     nl = len(links)
     if coll == "allreduce" and version == 2 and "phases" not in d:
@@ -137,7 +145,9 @@ def replay(d) -> bool:
         if [p.get("collective") for p in ph] != ["reducescatter", "allgather"]:
             return False
         rs, ag = (_transfers(p.get("steps"), nl, n, k) for p in ph)
-        return rs is not None and ag is not None and _reducescatter_ok(rs, links, n, k) and _allgather_ok(ag, links, n, k)
+        return (
+            rs is not None and ag is not None and _reducescatter_ok(rs, links, n, k) and _allgather_ok(ag, links, n, k)
+        )
     if coll not in ("allgather", "reducescatter"):
         return False
     tr = _transfers(d.get("steps"), nl, n, k)
@@ -170,20 +180,28 @@ def _step_lists(d):
     return [p["steps"] for p in d["phases"]] if "phases" in d else [d["steps"]]
 
 
-HEADER = [("chunks", st.integers(-1, 4)), ("version", st.sampled_from([0, 1, 2, 3, "1"])),
-          ("collective", st.sampled_from(["allgather", "reducescatter", "allreduce", "broadcast"])),
-          ("format", st.sampled_from(["equimesh-schedule", "other"]))]
-TOPO = [("kind", st.sampled_from(["mesh", "equimesh", "mirror-equimesh", "torus", "overflow"])),
-        ("rows", st.integers(1, 4)), ("cols", st.integers(1, 4)), ("nodes", st.integers(4, 8)),
-        ("ring_dirs", st.sampled_from(["cccc", "accc", "aaaa", "cacc", "xyz"]))]
+HEADER = [
+    ("chunks", st.integers(-1, 4)),
+    ("version", st.sampled_from([0, 1, 2, 3, "1"])),
+    ("collective", st.sampled_from(["allgather", "reducescatter", "allreduce", "broadcast"])),
+    ("format", st.sampled_from(["equimesh-schedule", "other"])),
+]
+TOPO = [
+    ("kind", st.sampled_from(["mesh", "equimesh", "mirror-equimesh", "torus", "overflow"])),
+    ("rows", st.integers(1, 4)),
+    ("cols", st.integers(1, 4)),
+    ("nodes", st.integers(4, 8)),
+    ("ring_dirs", st.sampled_from(["cccc", "accc", "aaaa", "cacc", "xyz"])),
+]
 
 
 @st.composite
 def corrupted(draw, form):
     d = copy.deepcopy(BASES[form])
     lists = _step_lists(d)
-    what = draw(st.sampled_from(["drop", "duplicate", "move", "link", "root", "chunk", "op", "header", "topology",
-                                 "port"]))
+    what = draw(
+        st.sampled_from(["drop", "duplicate", "move", "link", "root", "chunk", "op", "header", "topology", "port"])
+    )
     header = what in ("header", "topology", "port")
     if what == "header":
         key, values = draw(st.sampled_from(HEADER))
@@ -237,8 +255,9 @@ def test_the_bases_are_valid(form):
 
 @pytest.mark.parametrize("form", FORMS)
 def test_corrupted_files_are_rejected_or_valid(form):
-    @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=EXAMPLES, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
+    )
     @given(corrupted(form))
     def check(case):
         d, header = case

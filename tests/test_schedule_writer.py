@@ -14,6 +14,7 @@ from equimesh.schedules.topology import build
 
 def reference_dumps(s: Schedule) -> str:
     """The schedule file layout written out directly: json.dumps of each step's sorted Python lists."""
+
     def step_lines(steps, indent):
         lines = []
         for st in steps:
@@ -21,13 +22,21 @@ def reference_dumps(s: Schedule) -> str:
             lines.append(indent + json.dumps(rows))
         return ",\n".join(lines)
 
-    head = {"format": "equimesh-schedule", "version": 1, "collective": s.collective,
-            "algorithm": s.algorithm, "chunks": s.chunks}
+    head = {
+        "format": "equimesh-schedule",
+        "version": 1,
+        "collective": s.collective,
+        "algorithm": s.algorithm,
+        "chunks": s.chunks,
+    }
     head.update(s.meta)
     out = ["{"] + [f"  {json.dumps(k)}: {json.dumps(v, sort_keys=True)}," for k, v in head.items()]
     topo = s.topology.to_json()
-    out.append('  "topology": {' + ", ".join(f"{json.dumps(k)}: {json.dumps(v)}"
-                                             for k, v in topo.items() if k != "links") + ",")
+    out.append(
+        '  "topology": {'
+        + ", ".join(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in topo.items() if k != "links")
+        + ","
+    )
     out.append('    "links": [' + ", ".join(json.dumps(l) for l in topo["links"]) + "]},")
     if s.collective == "allreduce":
         out.append('  "phases": [')
@@ -43,13 +52,15 @@ def reference_dumps(s: Schedule) -> str:
     return "\n".join(out + ["}"]) + "\n"
 
 
-SYNTH = [("equimesh", 2, 3, 4, "allgather", "xtree"),
-         ("equimesh", 3, 3, 1, "allreduce", "mirrorxtree"),
-         ("equimesh", 4, 4, 4, "reducescatter", "mirrorxtree"),
-         ("mesh", 3, 4, 2, "allgather", "xtree"),
-         ("mesh", 2, 2, 4, "allreduce", "xtree"),
-         ("torus", 4, 4, 2, "allgather", "multitree"),
-         ("torus", 3, 3, 2, "allreduce", "xtree")]
+SYNTH = [
+    ("equimesh", 2, 3, 4, "allgather", "xtree"),
+    ("equimesh", 3, 3, 1, "allreduce", "mirrorxtree"),
+    ("equimesh", 4, 4, 4, "reducescatter", "mirrorxtree"),
+    ("mesh", 3, 4, 2, "allgather", "xtree"),
+    ("mesh", 2, 2, 4, "allreduce", "xtree"),
+    ("torus", 4, 4, 2, "allgather", "multitree"),
+    ("torus", 3, 3, 2, "allreduce", "xtree"),
+]
 
 
 def _synth(kind, rows, cols, k, coll, algo):
@@ -59,17 +70,26 @@ def _synth(kind, rows, cols, k, coll, algo):
 def _hand_made() -> list[Schedule]:
     t = build("mesh", 2, 2)
     rng = np.random.default_rng(7)
-    unsorted = [rng.integers(0, 4, size=(5, 3)), np.zeros((0, 3), dtype=np.int64), [[3, 1, 0], [0, 2, 1]],
-                rng.integers(0, 4, size=(1, 3))]
-    wide = [np.array([[123456789, 0, 0], [7, -3, 2], [7, -12, 0]]), np.array([[10 ** 15, 99999, 10]])]
+    unsorted = [
+        rng.integers(0, 4, size=(5, 3)),
+        np.zeros((0, 3), dtype=np.int64),
+        [[3, 1, 0], [0, 2, 1]],
+        rng.integers(0, 4, size=(1, 3)),
+    ]
+    wide = [np.array([[123456789, 0, 0], [7, -3, 2], [7, -12, 0]]), np.array([[10**15, 99999, 10]])]
     return [
         Schedule("allgather", "hand", 4, t, [Phase("allgather", unsorted)], {"note": "x", "z": {"b": 1, "a": 2}}),
         Schedule("allreduce", "hand", 4, t, [Phase("reducescatter", unsorted[::-1]), Phase("allgather", [])]),
-        Schedule("allgather", "hand", 4, t, [Phase("allgather", [[]])]),           # one empty step
-        Schedule("allgather", "hand", 4, t, [Phase("allgather", [])]),             # no steps at all
-        Schedule("allgather", "wide", 4, t, [Phase("allgather", wide)]),           # not a valid file, still formatted
-        Schedule("allgather", "hand", 4, degrade(build("equimesh", 2, 3), [(0, 1, "E", "W")]),
-                 [Phase("allgather", unsorted[:1])]),
+        Schedule("allgather", "hand", 4, t, [Phase("allgather", [[]])]),  # one empty step
+        Schedule("allgather", "hand", 4, t, [Phase("allgather", [])]),  # no steps at all
+        Schedule("allgather", "wide", 4, t, [Phase("allgather", wide)]),  # not a valid file, still formatted
+        Schedule(
+            "allgather",
+            "hand",
+            4,
+            degrade(build("equimesh", 2, 3), [(0, 1, "E", "W")]),
+            [Phase("allgather", unsorted[:1])],
+        ),
     ]
 
 
@@ -118,9 +138,9 @@ def test_load_round_trips_hand_made(tmp_path):
         p = tmp_path / f"h{i}.json"
         s.save(p)
         back = load(p)
-        json_path = from_dict(json.loads(p.read_text()), str(p))   # what load() did before the numpy reader
+        json_path = from_dict(json.loads(p.read_text()), str(p))  # what load() did before the numpy reader
         _same_schedule(json_path, back)
-        if s.topology.to_json() == back.topology.to_json():        # failed_links are not read back (yet)
+        if s.topology.to_json() == back.topology.to_json():  # failed_links are not read back (yet)
             _same_schedule(s, back)
 
 

@@ -41,10 +41,10 @@ def test_reducescatter_uses_original_links_only():
     """MirrorXTree (Algorithm 3): the ReduceScatter's link ids are ids of the original topology, and
     step s carries, link for link reversed, what the mirror's AllGather carries at step S-1-s."""
     t = build("equimesh", 3, 4)
-    s = synthesize(t, 2, "reducescatter", "mirrorxtree")   # not auto: its CP-SAT try depends on the load
+    s = synthesize(t, 2, "reducescatter", "mirrorxtree")  # not auto: its CP-SAT try depends on the load
     verify(s)
     m = t.mirror()
-    ag = synthesize(m, 2, "allgather", "xtree")    # the mirror's AllGather that MirrorXTree reverses
+    ag = synthesize(m, 2, "allgather", "xtree")  # the mirror's AllGather that MirrorXTree reverses
     steps = s.phases[0].steps
     assert len(steps) == ag.num_steps
     ring = {(l.src, l.dst, l.src_port) for l in t.links if l.src_port == l.dst_port}
@@ -52,10 +52,14 @@ def test_reducescatter_uses_original_links_only():
     for i, step in enumerate(steps):
         ids = np.asarray(step)[:, 0]
         assert ids.min() >= 0 and ids.max() < len(t.links)
-        got = sorted((t.links[l].src, t.links[l].dst, t.links[l].src_port, t.links[l].dst_port, r, c)
-                     for l, r, c in np.asarray(step).tolist())
-        want = sorted((m.links[l].dst, m.links[l].src, m.links[l].dst_port, m.links[l].src_port, r, c)
-                      for l, r, c in np.asarray(ag.phases[0].steps[len(steps) - 1 - i]).tolist())
+        got = sorted(
+            (t.links[l].src, t.links[l].dst, t.links[l].src_port, t.links[l].dst_port, r, c)
+            for l, r, c in np.asarray(step).tolist()
+        )
+        want = sorted(
+            (m.links[l].dst, m.links[l].src, m.links[l].dst_port, m.links[l].src_port, r, c)
+            for l, r, c in np.asarray(ag.phases[0].steps[len(steps) - 1 - i]).tolist()
+        )
         assert got == want
         used_ring |= {g[:3] for g in got} & ring
     # the original's ring links (absent from the mirror, whose rings run the other way) carry data
@@ -87,8 +91,8 @@ def test_output_is_deterministic():
 
 def test_bound_formula():
     t = build("mesh", 4, 4)
-    assert lower_bound(t, 4, "allgather") == 30      # ceil(4*15/2): corners have in-degree 2
-    assert lower_bound(build("equimesh", 4, 4), 1, "allgather") == 4   # max(D=4, ceil(15/4)=4)
+    assert lower_bound(t, 4, "allgather") == 30  # ceil(4*15/2): corners have in-degree 2
+    assert lower_bound(build("equimesh", 4, 4), 1, "allgather") == 4  # max(D=4, ceil(15/4)=4)
 
 
 def test_reducescatter_bound_by_hand():
@@ -97,8 +101,11 @@ def test_reducescatter_bound_by_hand():
     AllGather: ceil(32 / 3) = 11; ReduceScatter (min out-degree): ceil(32 / 2) = 16; AllReduce 27."""
     t = build("equimesh", 3, 3)
     d = degrade(t, parse_fail_links("4>1,4>3", t))
-    assert (lower_bound(d, 4, "allgather"), lower_bound(d, 4, "reducescatter"), lower_bound(d, 4, "allreduce")) \
-        == (11, 16, 27)
+    assert (lower_bound(d, 4, "allgather"), lower_bound(d, 4, "reducescatter"), lower_bound(d, 4, "allreduce")) == (
+        11,
+        16,
+        27,
+    )
     s = synthesize(d, 4, "reducescatter", lanes=False)
     verify(s)
     assert s.num_steps >= 16
@@ -127,8 +134,14 @@ def test_optimal_with_lanes_on_2x3():
 
 
 @settings(max_examples=15, deadline=None)
-@given(kind=st.sampled_from(KINDS), rows=st.integers(2, 6), cols=st.integers(2, 6), chunks=st.integers(1, 5),
-       collective=st.sampled_from(["allgather", "reducescatter", "allreduce"]), lanes=st.booleans())
+@given(
+    kind=st.sampled_from(KINDS),
+    rows=st.integers(2, 6),
+    cols=st.integers(2, 6),
+    chunks=st.integers(1, 5),
+    collective=st.sampled_from(["allgather", "reducescatter", "allreduce"]),
+    lanes=st.booleans(),
+)
 def test_property_every_synthesized_schedule_verifies(kind, rows, cols, chunks, collective, lanes):
     t = build(kind, rows, cols)
     s = synthesize(t, chunks, collective, lanes=lanes)
@@ -144,5 +157,5 @@ def test_xtree_k1_matches_proven_optimum(rows, cols):
     t = build("equimesh", rows, cols)
     res = optimal(t, 1, time_limit=120)
     assert res.steps is not None and res.phase.num_steps == res.steps
-    verify(Schedule("allgather", "optimal", 1, t, [res.phase]))   # the ILP's answer is a valid AllGather
+    verify(Schedule("allgather", "optimal", 1, t, [res.phase]))  # the ILP's answer is a valid AllGather
     assert synthesize(t, 1, "allgather", lanes=False).num_steps == res.steps

@@ -9,7 +9,7 @@ import pytest
 from equimesh.sim.analytic.alphabeta import LinkModel
 from equimesh.sim.analytic.seed003 import CASES, Case, simulate_case, sizes_for
 
-A, B = 20e-9, 128e9          # seed 000, Table I
+A, B = 20e-9, 128e9  # seed 000, Table I
 SMALL, LARGE = 8.0, 1e11
 
 
@@ -19,30 +19,46 @@ def seed003(topology, collective, algorithm, shape, m):
     w = m / B
     if topology == "star":
         lg = math.ceil(math.log2(n))
-        return {"ring": {"allgather": (n - 1) * A + (n - 1) / n * w, "reducescatter": (n - 1) * A + (n - 1) / n * w,
-                         "allreduce": 2 * (n - 1) * A + 2 * (n - 1) / n * w},
-                "rabenseifner": {"allreduce": 2 * lg * A + 2 * (n - 1) / n * w},
-                "binomial": {"broadcast": lg * A + w, "reduce": lg * A + w},
-                "chain": {"broadcast": (n - 1) * A + w}}[algorithm][collective]
+        return {
+            "ring": {
+                "allgather": (n - 1) * A + (n - 1) / n * w,
+                "reducescatter": (n - 1) * A + (n - 1) / n * w,
+                "allreduce": 2 * (n - 1) * A + 2 * (n - 1) / n * w,
+            },
+            "rabenseifner": {"allreduce": 2 * lg * A + 2 * (n - 1) / n * w},
+            "binomial": {"broadcast": lg * A + w, "reduce": lg * A + w},
+            "chain": {"broadcast": (n - 1) * A + w},
+        }[algorithm][collective]
     hops = sum(d - 1 for d in shape)
     if algorithm == "rabenseifner":
         return 2 * sum(math.ceil(math.log2(d)) for d in shape) * A + 2 * (n - 1) / n * w
     if algorithm == "bidir":
         return sum(d // 2 for d in shape) * A + w
-    return {"allgather": hops * A + (n - 1) / n * w, "reducescatter": hops * A + (n - 1) / n * w,
-            "allreduce": 2 * hops * A + 2 * (n - 1) / n * w, "broadcast": hops * A + w,
-            "reduce": hops * A + w}[collective]
+    return {
+        "allgather": hops * A + (n - 1) / n * w,
+        "reducescatter": hops * A + (n - 1) / n * w,
+        "allreduce": 2 * hops * A + 2 * (n - 1) / n * w,
+        "broadcast": hops * A + w,
+        "reduce": hops * A + w,
+    }[collective]
 
 
 # A binomial tree's root sends all M through its one port once per child, ceil(log2 N) times: its
 # bandwidth term is ceil(log2 N) M / B, not the table's M / B (docs/paper.md); its alpha term is checked.
-REGIMES = [(c, s, r) for c in CASES for s in sizes_for(c) for r in ("alpha", "beta")
-           if not (c.algorithm == "binomial" and r == "beta")]
+REGIMES = [
+    (c, s, r)
+    for c in CASES
+    for s in sizes_for(c)
+    for r in ("alpha", "beta")
+    if not (c.algorithm == "binomial" and r == "beta")
+]
 
 
-@pytest.mark.parametrize("case,shape,regime", REGIMES,
-                         ids=[f"{c.topology}-{c.collective}-{c.algorithm}-{'x'.join(map(str, s))}-{r}"
-                              for c, s, r in REGIMES])
+@pytest.mark.parametrize(
+    "case,shape,regime",
+    REGIMES,
+    ids=[f"{c.topology}-{c.collective}-{c.algorithm}-{'x'.join(map(str, s))}-{r}" for c, s, r in REGIMES],
+)
 def test_simulator_matches_seed003(case, shape, regime):
     m = SMALL if regime == "alpha" else LARGE
     sim = simulate_case(case, shape, m, LinkModel(A, B), regime)
@@ -51,8 +67,11 @@ def test_simulator_matches_seed003(case, shape, regime):
 
 def test_every_topology_and_collective_is_covered():
     got = {(c.topology, c.collective) for c in CASES}
-    want = {(t, c) for t in ("star", "torus", "mesh")
-            for c in ("allgather", "reducescatter", "allreduce", "broadcast", "reduce")}
+    want = {
+        (t, c)
+        for t in ("star", "torus", "mesh")
+        for c in ("allgather", "reducescatter", "allreduce", "broadcast", "reduce")
+    }
     assert want <= got
 
 

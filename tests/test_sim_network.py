@@ -43,7 +43,7 @@ CASES = [
     ("overflow", 3, 4, 1, "allreduce", 2),
     ("torus", 3, 3, 1, "allreduce", 2),
     ("torus", 3, 3, 2, "allgather", 2),
-    ("supermesh", 4, 4, 4, "allgather", 2),   # SM(4,4), seed 001: 6 network ports per router
+    ("supermesh", 4, 4, 4, "allgather", 2),  # SM(4,4), seed 001: 6 network ports per router
     ("supermesh", 4, 4, 2, "allreduce", 2),
 ]
 
@@ -77,7 +77,7 @@ def test_one_elaborated_network_runs_an_allgather_then_is_reloaded_and_runs_an_a
     widths = top_ports(net)[2]
     limit = sys.get_int_max_str_digits()
     outs = execute(net, make_program(ag, design, widths), make_program(ar, design, widths))
-    assert sys.get_int_max_str_digits() == limit       # lifted for the simulator only, then restored
+    assert sys.get_int_max_str_digits() == limit  # lifted for the simulator only, then restored
     for image, out in zip((ag, ar), outs):
         outcome, stats = judge(image, design, out)
         assert outcome.bit_exact, outcome.first_mismatch
@@ -131,8 +131,8 @@ def test_loading_group_by_group_and_buses_split_over_several_ports(monkeypatch):
 
     t = build("mesh", 2, 3)
     image = compile_schedule(synthesize(t, 2, "allreduce"), 2, t)
-    monkeypatch.setattr(network, "LOAD_BITS", 256)   # one node (4 lanes x 64 bits) per group
-    monkeypatch.setattr(network, "PORT_BITS", 128)   # two flits or four counters per port
+    monkeypatch.setattr(network, "LOAD_BITS", 256)  # one node (4 lanes x 64 bits) per group
+    monkeypatch.setattr(network, "PORT_BITS", 128)  # two flits or four counters per port
     design = fit(image)
     assert network.load_group(design) == 1
     assert [p for p, _ in network.buses(design)["host_data"].ports()][:2] == ["host_data_0", "host_data_1"]
@@ -154,8 +154,11 @@ def test_the_reference_simulator_takes_tops_wider_than_pythons_int_conversion_li
 
 def test_a_bench_that_wrote_no_result_is_one_line_naming_its_first_error(tmp_path):
     from equimesh.sim.verilog_sim import bench_failure
+
     log = tmp_path / "test.log"
-    log.write_text("  File \"bench.py\", line 84\n    raise ValueError(\nValueError: Can't convert LogicArray to int\n"
-                   "later: OtherError: not this one\n")
+    log.write_text(
+        '  File "bench.py", line 84\n    raise ValueError(\nValueError: Can\'t convert LogicArray to int\n'
+        "later: OtherError: not this one\n"
+    )
     assert bench_failure(log) == "the cocotb bench wrote no result: ValueError: Can't convert LogicArray to int"
     assert bench_failure(tmp_path / "gone.log") == f"the cocotb bench wrote no result; see {tmp_path / 'gone.log'}"

@@ -32,8 +32,29 @@ def test_vcd_link_busy_cycles_match_the_counters(tmp_path, capsys, backend):
     t = build("equimesh", 2, 3)
     image = compile_schedule(synthesize(t, 2, "allreduce"), 3, t)
     vcd_path = tmp_path / "run.vcd"
-    assert main(["simulate", "--rows", "2", "--cols", "3", "--chunks", "2", "--chunk-flits", "3",
-                 "--collective", "allreduce", "--backend", backend, "--vcd", str(vcd_path), "--json"]) == 0
+    assert (
+        main(
+            [
+                "simulate",
+                "--rows",
+                "2",
+                "--cols",
+                "3",
+                "--chunks",
+                "2",
+                "--chunk-flits",
+                "3",
+                "--collective",
+                "allreduce",
+                "--backend",
+                backend,
+                "--vcd",
+                str(vcd_path),
+                "--json",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     scope = SCOPES[backend]
     vcd = VCDVCD(str(vcd_path))
@@ -60,8 +81,25 @@ def test_fst_on_the_compiled_model(tmp_path, capsys):
     installs): the run succeeds and the file is an FST (its first block is the header block, type 0).
     vcdvcd reads VCD only, so the contents are checked by the VCD test above."""
     fst = tmp_path / "run.fst"
-    assert main(["simulate", "--rows", "2", "--cols", "3", "--chunks", "2", "--chunk-flits", "3",
-                 "--vcd", str(fst), "--json"]) == 0
+    assert (
+        main(
+            [
+                "simulate",
+                "--rows",
+                "2",
+                "--cols",
+                "3",
+                "--chunks",
+                "2",
+                "--chunk-flits",
+                "3",
+                "--vcd",
+                str(fst),
+                "--json",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["bit_exact"] and out["backend"] == "verilator"
     data = fst.read_bytes()

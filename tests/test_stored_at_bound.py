@@ -25,8 +25,23 @@ from equimesh.schedules.verify import verify
 LIBRARY = Path(__file__).parents[1] / "schedules" / "data" / "lane_schedules.json"
 RECORDS = json.loads(LIBRARY.read_text())["schedules"]
 # Written from the README: the sizes whose stored schedule is at the bound (6x5 is the transpose 5x6).
-AT_BOUND = {(2, 3), (3, 4), (2, 5), (2, 7), (3, 5), (3, 6), (4, 5), (4, 7), (5, 6), (6, 5),
-            (2, 9), (2, 11), (2, 13), (2, 15), (2, 17)}
+AT_BOUND = {
+    (2, 3),
+    (3, 4),
+    (2, 5),
+    (2, 7),
+    (3, 5),
+    (3, 6),
+    (4, 5),
+    (4, 7),
+    (5, 6),
+    (6, 5),
+    (2, 9),
+    (2, 11),
+    (2, 13),
+    (2, 15),
+    (2, 17),
+}
 
 
 def _size(key):
@@ -36,8 +51,21 @@ def _size(key):
 
 def test_every_size_the_readme_names_is_stored():
     stored = {_size(rec["key"]) for rec in RECORDS}
-    assert {(2, 3), (3, 4), (2, 5), (2, 7), (3, 5), (3, 6), (4, 5), (4, 7), (2, 9), (2, 11), (2, 13), (2, 15),
-            (2, 17)} <= stored and stored & {(5, 6), (6, 5)}
+    assert {
+        (2, 3),
+        (3, 4),
+        (2, 5),
+        (2, 7),
+        (3, 5),
+        (3, 6),
+        (4, 5),
+        (4, 7),
+        (2, 9),
+        (2, 11),
+        (2, 13),
+        (2, 15),
+        (2, 17),
+    } <= stored and stored & {(5, 6), (6, 5)}
 
 
 @pytest.mark.parametrize("rec", RECORDS, ids=lambda r: r["key"])
@@ -45,8 +73,13 @@ def test_stored_schedule(rec):
     kind, size, dirs = rec["key"].split()
     rows, cols = _size(rec["key"])
     t = build(kind, rows, cols, parse_ring_dirs(dirs))
-    s = Schedule("allgather", "stored", 4, t,
-                 [Phase("allgather", [np.array(st, dtype=np.int64).reshape(-1, 3) for st in rec["steps"]])])
+    s = Schedule(
+        "allgather",
+        "stored",
+        4,
+        t,
+        [Phase("allgather", [np.array(st, dtype=np.int64).reshape(-1, 3) for st in rec["steps"]])],
+    )
     verify(s)
     check_storage(s)
     if (rows, cols) in AT_BOUND:

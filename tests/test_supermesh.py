@@ -17,11 +17,11 @@ def test_topology_kind_ports():
     assert t.ports(0) == ["R1", "R2", "C1", "C2"]
     link = next(l for l in t.links if (l.src, l.dst) == (0, 2))
     assert (link.src_port, link.dst_port) == ("R2", "R0")
-    link = next(l for l in t.links if (l.src, l.dst) == (7, 1))       # row 2 -> row 0 of column 1
+    link = next(l for l in t.links if (l.src, l.dst) == (7, 1))  # row 2 -> row 0 of column 1
     assert (link.src_port, link.dst_port) == ("C0", "C2")
     # 3 rows x C(3,2) + 3 cols x C(3,2) = 18 bidirectional pairs
     assert len(t.links) == 36 and t.diameter == 2
-    assert build("supermesh", 4, 4).crosspoints == 16 * 7 ** 2      # 6 network ports + L
+    assert build("supermesh", 4, 4).crosspoints == 16 * 7**2  # 6 network ports + L
 
 
 @pytest.mark.parametrize("algorithm", ["xtree", "mirrorxtree"])
@@ -65,9 +65,16 @@ def test_cost_model():
 
 
 # The slides' printed M, R, C and choice for each S(8) example.
-SLIDES = {"irregular": (9, 5, 5, "DA2A"), "1-relation": (5, 1, 1, "IA2A"), "2-relation": (5, 2, 2, "IA2A"),
-          "4-relation": (8, 4, 4, "DA2A"), "all-to-all": (8, 7, 7, "DA2A"), "copy": (8, 1, 1, "IA2A"),
-          "scatter": (8, 7, 1, "DA2A"), "gather": (8, 1, 7, "DA2A")}
+SLIDES = {
+    "irregular": (9, 5, 5, "DA2A"),
+    "1-relation": (5, 1, 1, "IA2A"),
+    "2-relation": (5, 2, 2, "IA2A"),
+    "4-relation": (8, 4, 4, "DA2A"),
+    "all-to-all": (8, 7, 7, "DA2A"),
+    "copy": (8, 1, 1, "IA2A"),
+    "scatter": (8, 7, 1, "DA2A"),
+    "gather": (8, 1, 7, "DA2A"),
+}
 
 
 @pytest.mark.parametrize("name", sorted(SLIDES))
@@ -94,12 +101,15 @@ def test_cli(capsys, tmp_path):
     assert (out["M"], out["R"], out["C"], out["choice"]) == (5, 3, 3, "DA2A")
 
 
-@pytest.mark.parametrize("argv, text, code", [
-    (["topology", "--m", "1"], "m must be >= 2", 2),
-    (["topology", "--m", "4", "--p", "2"], "x + y >= 1", 2),
-    (["topology", "--m", "4", "--x", "5"], "row planes x", 2),
-    (["a2a", "--example", "copy", "--sync", "-1"], "--sync must be >= 0", 2),
-])
+@pytest.mark.parametrize(
+    "argv, text, code",
+    [
+        (["topology", "--m", "1"], "m must be >= 2", 2),
+        (["topology", "--m", "4", "--p", "2"], "x + y >= 1", 2),
+        (["topology", "--m", "4", "--x", "5"], "row planes x", 2),
+        (["a2a", "--example", "copy", "--sync", "-1"], "--sync must be >= 0", 2),
+    ],
+)
 def test_cli_bad_input(capsys, argv, text, code):
     assert main(["supermesh", *argv]) == code
     err = capsys.readouterr().err
@@ -120,7 +130,25 @@ def test_packet_routing_refuses_supermesh_in_one_line(capsys):
 
 def test_cli_schedule_and_verify_supermesh(capsys, tmp_path):
     f = tmp_path / "sm.json"
-    assert main(["schedule", "--kind", "supermesh", "--rows", "3", "--cols", "4", "--chunks", "2",
-                 "--collective", "allreduce", "--out", str(f)]) == 0
+    assert (
+        main(
+            [
+                "schedule",
+                "--kind",
+                "supermesh",
+                "--rows",
+                "3",
+                "--cols",
+                "4",
+                "--chunks",
+                "2",
+                "--collective",
+                "allreduce",
+                "--out",
+                str(f),
+            ]
+        )
+        == 0
+    )
     assert main(["verify", str(f)]) == 0
     assert "3x4 supermesh" in capsys.readouterr().out

@@ -4,17 +4,27 @@ messages, and link counts and global bandwidth worked out in comments from the s
 import numpy as np
 import pytest
 
-from equimesh.schedules.supermesh import (SupermeshError, bisection_width, check_sizes, exchange_cost, gbw, links_3d,
-                                          short_reach_links)
+from equimesh.schedules.supermesh import (
+    SupermeshError,
+    bisection_width,
+    check_sizes,
+    exchange_cost,
+    gbw,
+    links_3d,
+    short_reach_links,
+)
 
 
-@pytest.mark.parametrize("args,message", [
-    ((0,), "m, n and p must be >= 1 (got m = 0, n = 1, p = 1)"),
-    ((1,), "SM(1,1) has one node per plane: m must be >= 2 (got m = 1)"),
-    ((2, 1, 1, 3), "row planes x must be in 0..m and column planes y in 0..n (got x = 3, y = 0)"),
-    ((2, 1, 1, 0, 2), "row planes x must be in 0..m and column planes y in 0..n (got x = 0, y = 2)"),
-    ((2, 1, 2), "with p = 2 planes at least one row or column plane (x + y >= 1) must join them"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        ((0,), "m, n and p must be >= 1 (got m = 0, n = 1, p = 1)"),
+        ((1,), "SM(1,1) has one node per plane: m must be >= 2 (got m = 1)"),
+        ((2, 1, 1, 3), "row planes x must be in 0..m and column planes y in 0..n (got x = 3, y = 0)"),
+        ((2, 1, 1, 0, 2), "row planes x must be in 0..m and column planes y in 0..n (got x = 0, y = 2)"),
+        ((2, 1, 2), "with p = 2 planes at least one row or column plane (x + y >= 1) must join them"),
+    ],
+)
 def test_size_errors_are_exact(args, message):
     with pytest.raises(SupermeshError) as e:
         check_sizes(*args)
@@ -22,9 +32,9 @@ def test_size_errors_are_exact(args, message):
 
 
 def test_the_smallest_sizes_and_the_defaults():
-    check_sizes(2)                 # SM(2): two nodes, one plane, no plane groups
-    check_sizes(1, 2)              # SM(1,2): m n = 2
-    check_sizes(2, 1, 1, 2, 1)     # x = m, y = n
+    check_sizes(2)  # SM(2): two nodes, one plane, no plane groups
+    check_sizes(1, 2)  # SM(1,2): m n = 2
+    check_sizes(2, 1, 1, 2, 1)  # x = m, y = n
     # SM(2) = SM(2,1,1,0,0): C(2,2) = 1 link; SM(3): 3; SM(3,2): 2 C(3,2) + 3 C(2,2) = 9
     assert (short_reach_links(2), short_reach_links(3), short_reach_links(3, 2)) == (1, 3, 9)
     assert links_3d(3) == 3 and links_3d(3, 2) == 9

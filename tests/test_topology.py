@@ -54,7 +54,7 @@ def test_fig5a_left_ring_of_4x5():
 def test_equimesh_degree_four_everywhere(rows, cols):
     t = build("equimesh", rows, cols)
     assert (t.in_degree == 4).all() and (t.out_degree == 4).all()
-    assert (t.router_ports == 5).all()          # no router needs a sixth port
+    assert (t.router_ports == 5).all()  # no router needs a sixth port
     m = t.mirror()
     assert (m.in_degree == 4).all() and (m.out_degree == 4).all()
 
@@ -62,11 +62,15 @@ def test_equimesh_degree_four_everywhere(rows, cols):
 def test_ring_links_use_outward_ports():
     t = build("equimesh", 4, 5)
     for l in t.links:
-        if l.src_port == l.dst_port:            # ring links leave and enter through the same outward port
+        if l.src_port == l.dst_port:  # ring links leave and enter through the same outward port
             r1, c1 = divmod(l.src, 5)
             r2, c2 = divmod(l.dst, 5)
-            side = {"N": r1 == 0 and r2 == 0, "S": r1 == 3 and r2 == 3,
-                    "W": c1 == 0 and c2 == 0, "E": c1 == 4 and c2 == 4}
+            side = {
+                "N": r1 == 0 and r2 == 0,
+                "S": r1 == 3 and r2 == 3,
+                "W": c1 == 0 and c2 == 0,
+                "E": c1 == 4 and c2 == 4,
+            }
             assert side[l.src_port]
 
 
@@ -97,7 +101,7 @@ def test_mesh_degrees_and_diameter():
 def test_torus_size_two_has_one_neighbour():
     t = build("torus", 2, 5)
     pairs = [(l.src, l.dst) for l in t.links]
-    assert len(pairs) == len(set(pairs))        # no parallel links
+    assert len(pairs) == len(set(pairs))  # no parallel links
     assert (t.in_degree == 3).all()
     assert t.diameter == 1 + 2
 

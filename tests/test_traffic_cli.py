@@ -14,8 +14,26 @@ def _fails(capsys, argv, code, text):
 
 
 def test_explicit_multicast_json(capsys):
-    argv = ["traffic", "--kind", "equimesh", "--rows", "2", "--cols", "3", "--src", "4", "--dests", "0,2,5",
-            "--packets", "3", "--payload-flits", "2", "--backend", "amaranth", "--json"]
+    argv = [
+        "traffic",
+        "--kind",
+        "equimesh",
+        "--rows",
+        "2",
+        "--cols",
+        "3",
+        "--src",
+        "4",
+        "--dests",
+        "0,2,5",
+        "--packets",
+        "3",
+        "--payload-flits",
+        "2",
+        "--backend",
+        "amaranth",
+        "--json",
+    ]
     assert main(argv) == 0
     r = json.loads(capsys.readouterr().out)
     assert (r["packets"], r["expected"], r["delivered"], r["duplicates"], r["lost"]) == (3, 9, 9, 0, 0)
@@ -38,9 +56,30 @@ def test_pipeline_latency_model(capsys):
     6 + 16 + 7 = 29, the last flit in 32. Pipeline 2 deepens only the schedule path: its packets take
     pipeline 1's 32."""
     for pipeline, latency in ((0, 17), (1, 32), (2, 32)):
-        argv = ["traffic", "--kind", "mesh", "--rows", "2", "--cols", "3", "--routing", "xy", "--src", "0",
-                "--dests", "5", "--packets", "1", "--payload-flits", "2", "--backend", "amaranth",
-                "--pipeline", str(pipeline), "--json"]
+        argv = [
+            "traffic",
+            "--kind",
+            "mesh",
+            "--rows",
+            "2",
+            "--cols",
+            "3",
+            "--routing",
+            "xy",
+            "--src",
+            "0",
+            "--dests",
+            "5",
+            "--packets",
+            "1",
+            "--payload-flits",
+            "2",
+            "--backend",
+            "amaranth",
+            "--pipeline",
+            str(pipeline),
+            "--json",
+        ]
         assert main(argv) == 0
         r = json.loads(capsys.readouterr().out)
         assert (r["pipeline"], r["delivered"], r["latency_mean"]) == (pipeline, 1, latency)
@@ -57,15 +96,27 @@ def test_bad_input_is_one_line(capsys, tmp_path):
     _fails(capsys, base + ["--rate", "0.00001"], 2, "below the generators' resolution of 2**-16")
     _fails(capsys, base + ["--src", "0", "--dests", "1", "--packets", "-3"], 2, "--packets must be 1..4294967294")
     _fails(capsys, base + ["--src", "0", "--dests", "1", "--packets", str(2**32)], 2, "--packets must be 1..")
-    _fails(capsys, base + ["--pattern", "allgather-unicast", "--packets", "300"], 2,
-           "needs 4500 table entries per generator; they hold at most 4096 (use --packets 273 or fewer)")
+    _fails(
+        capsys,
+        base + ["--pattern", "allgather-unicast", "--packets", "300"],
+        2,
+        "needs 4500 table entries per generator; they hold at most 4096 (use --packets 273 or fewer)",
+    )
     _fails(capsys, ["soak"] + base[1:] + ["--pipeline", "3"], 2, "--pipeline: invalid choice: 3")
     t = xy_table(build("mesh", 2, 2))
     t.ports[0][3], t.ports[1][2], t.ports[3][0], t.ports[2][1] = "E", "S", "W", "N"
     path = tmp_path / "cyclic.json"
     path.write_text(json.dumps(t.to_json()))
-    _fails(capsys, ["traffic", "--kind", "mesh", "--rows", "2", "--cols", "2", "--routing", str(path)], 1,
-           "channel dependency cycle")
-    _fails(capsys, ["routing", "--kind", "mesh", "--rows", "2", "--cols", "2", "--routing", str(path)], 1,
-           "channel dependency cycle")
+    _fails(
+        capsys,
+        ["traffic", "--kind", "mesh", "--rows", "2", "--cols", "2", "--routing", str(path)],
+        1,
+        "channel dependency cycle",
+    )
+    _fails(
+        capsys,
+        ["routing", "--kind", "mesh", "--rows", "2", "--cols", "2", "--routing", str(path)],
+        1,
+        "channel dependency cycle",
+    )
     _fails(capsys, ["routing", "--routing", str(tmp_path / "missing.json")], 1, "missing.json: no such file")

@@ -18,18 +18,38 @@ LINK = {(l.src, l.dst): i for i, l in enumerate(T.links)}
 
 
 def ag(*steps, chunks=1):
-    return Schedule("allgather", "hand", chunks, T, [Phase("allgather", [np.array(s, dtype=np.int64).reshape(-1, 3) for s in steps])])
+    return Schedule(
+        "allgather",
+        "hand",
+        chunks,
+        T,
+        [Phase("allgather", [np.array(s, dtype=np.int64).reshape(-1, 3) for s in steps])],
+    )
 
 
 def rs(*steps, chunks=1):
-    return Schedule("reducescatter", "hand", chunks, T, [Phase("reducescatter", [np.array(s, dtype=np.int64).reshape(-1, 3) for s in steps])])
+    return Schedule(
+        "reducescatter",
+        "hand",
+        chunks,
+        T,
+        [Phase("reducescatter", [np.array(s, dtype=np.int64).reshape(-1, 3) for s in steps])],
+    )
 
 
 def good_ag_steps():
     # every node sends its chunk to both neighbours, then the diagonal goes via 1 and 2
     L = LINK
-    s0 = [[L[0, 1], 0, 0], [L[0, 2], 0, 0], [L[1, 0], 1, 0], [L[1, 3], 1, 0],
-          [L[2, 0], 2, 0], [L[2, 3], 2, 0], [L[3, 1], 3, 0], [L[3, 2], 3, 0]]
+    s0 = [
+        [L[0, 1], 0, 0],
+        [L[0, 2], 0, 0],
+        [L[1, 0], 1, 0],
+        [L[1, 3], 1, 0],
+        [L[2, 0], 2, 0],
+        [L[2, 3], 2, 0],
+        [L[3, 1], 3, 0],
+        [L[3, 2], 3, 0],
+    ]
     s1 = [[L[1, 0], 3, 0], [L[3, 1], 2, 0], [L[3, 2], 1, 0], [L[1, 3], 0, 0]]
     return s0, s1
 
@@ -49,7 +69,7 @@ def test_rejects_link_used_twice():
 def test_rejects_causality():
     s0, s1 = good_ag_steps()
     # node 1 forwards node 3's chunk in step 0, before it has it
-    s0 = [t for t in s0 if t[0] != LINK[1, 0]] + [[LINK[1, 0], 3, 0]]   # node 1 forwards 3 before it has it
+    s0 = [t for t in s0 if t[0] != LINK[1, 0]] + [[LINK[1, 0], 3, 0]]  # node 1 forwards 3 before it has it
     s1 = [t for t in s1 if t[0] != LINK[1, 0]] + [[LINK[1, 0], 1, 0]]
     with pytest.raises(ScheduleInvalid, match="step 0, link .* root 3, chunk 0: sender 1 does not hold"):
         verify(ag(s0, s1))
@@ -77,8 +97,16 @@ def good_rs_steps():
     # reduce to each root along a spanning in-tree: leaves first, then the middle node
     L = LINK
     s0 = [[L[3, 1], 0, 0], [L[2, 3], 1, 0], [L[1, 0], 2, 0], [L[0, 2], 3, 0]]
-    s1 = [[L[1, 0], 0, 0], [L[2, 0], 0, 0], [L[3, 1], 1, 0], [L[0, 1], 1, 0],
-          [L[0, 2], 2, 0], [L[3, 2], 2, 0], [L[2, 3], 3, 0], [L[1, 3], 3, 0]]
+    s1 = [
+        [L[1, 0], 0, 0],
+        [L[2, 0], 0, 0],
+        [L[3, 1], 1, 0],
+        [L[0, 1], 1, 0],
+        [L[0, 2], 2, 0],
+        [L[3, 2], 2, 0],
+        [L[2, 3], 3, 0],
+        [L[1, 3], 3, 0],
+    ]
     return s0, s1
 
 
@@ -115,11 +143,21 @@ def test_rejects_reducescatter_double_send():
 def test_allreduce_checks_both_phases():
     s0, s1 = good_ag_steps()
     r0, r1 = good_rs_steps()
-    ok = Schedule("allreduce", "hand", 1, T, [Phase("reducescatter", [np.array(r0), np.array(r1)]),
-                                                 Phase("allgather", [np.array(s0), np.array(s1)])])
+    ok = Schedule(
+        "allreduce",
+        "hand",
+        1,
+        T,
+        [Phase("reducescatter", [np.array(r0), np.array(r1)]), Phase("allgather", [np.array(s0), np.array(s1)])],
+    )
     verify(ok)
-    bad = Schedule("allreduce", "hand", 1, T, [Phase("reducescatter", [np.array(r0), np.array(r1)]),
-                                                  Phase("allgather", [np.array(s0)])])
+    bad = Schedule(
+        "allreduce",
+        "hand",
+        1,
+        T,
+        [Phase("reducescatter", [np.array(r0), np.array(r1)]), Phase("allgather", [np.array(s0)])],
+    )
     with pytest.raises(ScheduleInvalid, match="phase 1"):
         verify(bad)
 
@@ -146,11 +184,14 @@ def test_cli_verify_bad_file_one_line(tmp_path):
     assert _run("verify", str(p)).returncode == 0
 
 
-@pytest.mark.parametrize("content,msg", [
-    ("{not json", "not valid JSON"),
-    ("[]", "JSON object"),
-    ('{"format": "other"}', "format"),
-])
+@pytest.mark.parametrize(
+    "content,msg",
+    [
+        ("{not json", "not valid JSON"),
+        ("[]", "JSON object"),
+        ('{"format": "other"}', "format"),
+    ],
+)
 def test_malformed_files(tmp_path, content, msg):
     p = tmp_path / "bad.json"
     p.write_text(content)
@@ -172,10 +213,17 @@ def test_self_inconsistent_file(tmp_path):
     assert r.returncode == 1 and "no such file" in r.stderr
 
 
-@pytest.mark.parametrize("args", [
-    ["schedule", "--rows", "1"], ["schedule", "--chunks", "0"], ["schedule", "--kind", "ring"],
-    ["schedule", "--algorithm", "bogus"], ["topology", "--cols", "1"], ["schedule", "--ring-dirs", "xx"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["schedule", "--rows", "1"],
+        ["schedule", "--chunks", "0"],
+        ["schedule", "--kind", "ring"],
+        ["schedule", "--algorithm", "bogus"],
+        ["topology", "--cols", "1"],
+        ["schedule", "--ring-dirs", "xx"],
+    ],
+)
 def test_cli_usage_errors(args):
     r = _run(*args)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr

@@ -16,8 +16,9 @@ def _sched(topo, k, phase, lanes):
     return Schedule("allgather", "xtree-paper", k, topo, [phase], {"storage": "lanes"} if lanes else {})
 
 
-@pytest.mark.parametrize("kind,rows,cols", [("equimesh", 2, 3), ("equimesh", 4, 4), ("mesh", 3, 5),
-                                            ("equimesh", 3, 5), ("torus", 3, 4)])
+@pytest.mark.parametrize(
+    "kind,rows,cols", [("equimesh", 2, 3), ("equimesh", 4, 4), ("mesh", 3, 5), ("equimesh", 3, 5), ("torus", 3, 4)]
+)
 @pytest.mark.parametrize("k", [1, 4])
 @pytest.mark.parametrize("assign", ASSIGN)
 @pytest.mark.parametrize("lanes", [False, True])
@@ -25,7 +26,7 @@ def test_every_reading_is_a_valid_allgather(kind, rows, cols, k, assign, lanes):
     t = build(kind, rows, cols)
     ph = xtree_paper(t, k, lanes=lanes, assign=assign)
     s = _sched(t, k, ph, lanes)
-    verify(s)                         # every node ends with every chunk, data only from holders
+    verify(s)  # every node ends with every chunk, data only from holders
     if lanes:
         check_storage(s)
     assert ph.num_steps >= lower_bound(t, k, "allgather")
@@ -92,6 +93,6 @@ def test_registry_names_both_and_keeps_the_old_name():
     old = synthesize(t, 4, "allgather", "xtree", lanes=False)
     new = synthesize(t, 4, "allgather", "xtree-matching", lanes=False)
     assert old.num_steps == new.num_steps == xtree(t, 4).num_steps
-    paper = synthesize(t, 4, "allreduce", "xtree-paper", lanes=True)   # MirrorXTree on Algorithm 2
+    paper = synthesize(t, 4, "allreduce", "xtree-paper", lanes=True)  # MirrorXTree on Algorithm 2
     verify(paper)
     check_storage(paper)

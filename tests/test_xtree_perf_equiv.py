@@ -45,7 +45,7 @@ def _random_words(rng, L, W):
 @pytest.mark.parametrize("seed", range(40))
 def test_candidates_match_reference(seed):
     rng = np.random.default_rng(seed)
-    W = int(rng.integers(1, 9)) if seed % 10 else 260          # 260 words: the int32 prefix sums
+    W = int(rng.integers(1, 9)) if seed % 10 else 260  # 260 words: the int32 prefix sums
     L = int(rng.integers(1, 40)) if seed % 10 else 3
     U = _random_words(rng, L, W)
     start = rng.integers(0, W, L)
@@ -80,8 +80,7 @@ def test_match_matches_reference(seed):
     rows = np.repeat(np.arange(L), per)
     cols = np.concatenate([rng.choice(ncols, size=p, replace=False) for p in per]).astype(np.int64)
     perm = rng.permutation(L)
-    assert np.array_equal(xt._match(rows, cols, L, ncols, cap, perm),
-                          _reference_match(rows, cols, L, ncols, cap, perm))
+    assert np.array_equal(xt._match(rows, cols, L, ncols, cap, perm), _reference_match(rows, cols, L, ncols, cap, perm))
 
 
 @pytest.mark.parametrize("kind", ["mesh", "equimesh", "overflow"])
@@ -143,7 +142,7 @@ LANES = [
     ("overflow", 4, 5, 4, 20, 19),
     ("torus", 4, 4, 5, 20, 19),
     ("mesh", 3, 3, 3, 13, 12),
-    ("equimesh", 4, 4, 1, 5, 5),        # growth limit 4: one matching, as before
+    ("equimesh", 4, 4, 1, 5, 5),  # growth limit 4: one matching, as before
 ]
 
 

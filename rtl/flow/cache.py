@@ -60,8 +60,7 @@ def seal(tmp: Path, key: str, payload: str = "model", **info) -> None:
     **info
         Further JSON-ready fields of the record.
     """
-    (tmp / "entry.json").write_text(json.dumps({"key": key, **info,
-                                                f"{payload}_sha256": _digest_file(tmp / payload)}))
+    (tmp / "entry.json").write_text(json.dumps({"key": key, **info, f"{payload}_sha256": _digest_file(tmp / payload)}))
 
 
 def valid_entry(entry: Path, key: str, payload: str = "model") -> bool:

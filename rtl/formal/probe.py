@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from amaranth.hdl import Assume, Module, ResetSignal, Signal, Value
 from amaranth.hdl._ast import AnyConst  # public in amaranth.hdl from 0.6 on; the RTLIL backend writes $anyconst
 
+__all__ = ["anyconst", "internals", "made", "no_reset", "stream_contract"]
+
 
 def anyconst(m: Module, shape, name: str):
     """A signal holding one value the solver picks for the whole trace."""
@@ -49,6 +51,7 @@ def made(*classes):
             original(self, *args, **kwargs)
             if type(self) is cls or isinstance(self, cls):
                 seen[cls].append(self)
+
         return init
 
     for cls in classes:

@@ -20,31 +20,38 @@ from amaranth.lib.memory import Memory
 
 from ..lane import Lane
 from ..rom import entry_layout
-from ..timing import LATENCY, period
 from ..router import Router
+from ..timing import LATENCY, period
 from . import Params, Prop, Wrapper
 from .probe import internals, made, no_reset
 
-_HOST = ("the host keeps the router's contract (rtl/router.py): it starts a run only when the last one is "
-         "done (or none ran), with 1 <= steps <= table depth, loads the table and lanes only while no run "
-         "is in flight, and from pipeline 1 on writes no table entry in the two cycles before start")
+__all__ = ["PROPERTIES", "build", "tap_done", "tap_rd_addr"]
+
+_HOST = (
+    "the host keeps the router's contract (rtl/router.py): it starts a run only when the last one is "
+    "done (or none ran), with 1 <= steps <= table depth, loads the table and lanes only while no run "
+    "is in flight, and from pipeline 1 on writes no table entry in the two cycles before start"
+)
 
 PROPERTIES = {
     "done_timing": Prop(
         "done_timing",
         "done rises exactly steps x max(F, MIN_PERIOD) + LATENCY cycles after the edge that takes start, for "
         "every steps up to the table depth, is low before and stays high until the next start",
-        _HOST),
+        _HOST,
+    ),
     "link_schedule": Prop(
         "link_schedule",
         "an out-link is valid exactly in the flit cycles (flit < F) of the steps whose table entry selects "
         "that output, 2 + T cycles after the lanes are read (T = 1 from pipeline 1 on)",
-        _HOST),
+        _HOST,
+    ),
     "lane_addr": Prop(
         "lane_addr",
         "in every live cycle each lane's read address is rd_slot x F + flit of its table entry, every "
         "scheduled write goes to wr_slot x F + flit of the entry it belongs to, and both are below slots x F",
-        _HOST),
+        _HOST,
+    ),
 }
 
 
@@ -59,11 +66,24 @@ def tap_rd_addr(m: Module, addr):
 
 
 def _table_ports(p: Params, router: Router):
-    return [router.start, router.steps, router.done, router.tab_we, router.tab_addr, router.tab_data.as_value(),
-            router.load_we, router.load_addr, router.load_data.as_value(), router.host_addr,
-            router.host_data.as_value()] + \
-        [v for port in router.lanes for link in (getattr(router, f"i_{port}"), getattr(router, f"o_{port}"))
-         for v in (link.valid, link.flit.as_value())]
+    return [
+        router.start,
+        router.steps,
+        router.done,
+        router.tab_we,
+        router.tab_addr,
+        router.tab_data.as_value(),
+        router.load_we,
+        router.load_addr,
+        router.load_data.as_value(),
+        router.host_addr,
+        router.host_data.as_value(),
+    ] + [
+        v
+        for port in router.lanes
+        for link in (getattr(router, f"i_{port}"), getattr(router, f"o_{port}"))
+        for v in (link.valid, link.flit.as_value())
+    ]
 
 
 def build(p: Params, prop: str):
@@ -83,10 +103,10 @@ def build(p: Params, prop: str):
     done = tap_done(m, dut.done)
 
     # ---- the host's contract (Assume) and the wrapper's counter ----
-    busy = Signal()                       # a run is in flight: from the edge that takes start until done
+    busy = Signal()  # a run is in flight: from the edge that takes start until done
     cnt = Signal(range(p.table_depth * P + LATENCY[p.pipeline] + 2))
     steps_q = Signal.like(dut.steps)
-    finished = Signal()                   # done was reached and no start came since
+    finished = Signal()  # done was reached and no start came since
     taken = dut.start & ~busy
     tab_we_q = Signal()
     m.d.sync += tab_we_q.eq(dut.tab_we)
@@ -114,14 +134,14 @@ def build(p: Params, prop: str):
     with m.If(dut.start):
         m.d.sync += finished.eq(0)
     total = steps_q * P + LATENCY[p.pipeline]  # rtl/rom.py run_cycles: the edges from start to done
-    base = 1 + piped                            # cnt in the first cycle of step 0
+    base = 1 + piped  # cnt in the first cycle of step 0
     cover = p.table_depth * P + LATENCY[p.pipeline] + 4  # a run of the whole table, from reset
 
     # ---- the strengthening invariant (tagged with every property: each needs it to close) ----
     run, over, step, flit, last = (regs[k] for k in ("run", "over", "step", "flit", "last"))
     fill = regs["fill"] if piped else Const(0, 1)  # pipeline 0 has no fill cycle
     drains = [regs[f"drain_{k}"] for k in range(1 + p.pipeline)]
-    end = base + steps_q * P                    # cnt in the cycle after the last step: over rises
+    end = base + steps_q * P  # cnt in the cycle after the last step: over rises
     inv = [
         ~busy | ((steps_q >= 1) & (steps_q <= p.table_depth) & (cnt >= 1) & (cnt <= total)),
         busy | (~run & ~fill),
@@ -140,8 +160,11 @@ def build(p: Params, prop: str):
     if not piped:
         inv.append(Cat(*drains).any() | over | ~done | ~busy)
     # Outside a run the counters and the drain chain are what `done` (or reset) left.
-    inv += [busy | ~run, busy | finished | (~over & ~Cat(*drains).any() & ~done),
-            busy | ~finished | (over & Cat(*drains).all())]
+    inv += [
+        busy | ~run,
+        busy | finished | (~over & ~Cat(*drains).any() & ~done),
+        busy | ~finished | (over & Cat(*drains).all()),
+    ]
 
     if prop == "done_timing":
         for i, c in enumerate(inv):
@@ -174,18 +197,26 @@ def build(p: Params, prop: str):
         m.d.sync += [tab_we_qq.eq(tab_we_q), run_q.eq(run), run_qq.eq(run_q)]
         m.d.comb += [
             Assert(~run | (entry == look.data), f"{prop}: the entry register holds the step's entry"),
-            Assert(~run | (nxt == (step + 1)[:len(nxt)]), f"{prop}: read-ahead address in a run"),
+            Assert(~run | (nxt == (step + 1)[: len(nxt)]), f"{prop}: read-ahead address in a run"),
             Assert(run | (nxt == 0), f"{prop}: read-ahead address outside a run"),
             Assert(~run | (flit < 1) | (rd_data == ahead.data), f"{prop}: table read register"),
             Assert(~run | (flit < 2) | (tab_q == ahead.data), f"{prop}: read-ahead register"),
-            Assert(run | run_q | tab_we_q | (settled < 1) | (rd_data == first.data), f"{prop}: table read register outside a run"),
-            Assert(run | run_q | run_qq | tab_we_q | tab_we_qq | (settled < 2) | (tab_q == first.data), f"{prop}: read-ahead register outside a run"),
+            Assert(
+                run | run_q | tab_we_q | (settled < 1) | (rd_data == first.data),
+                f"{prop}: table read register outside a run",
+            ),
+            Assert(
+                run | run_q | run_qq | tab_we_q | tab_we_qq | (settled < 2) | (tab_q == first.data),
+                f"{prop}: read-ahead register outside a run",
+            ),
         ]
         if p.pipeline > 1:  # the read addresses are counters, loaded from stage T at each step's first flit
             for i, port in enumerate(p.lanes):
                 ctr = regs[f"rd_addr_{port}"]
-                m.d.comb += Assert(~run | (ctr == (entry_now.lane[i].rd_slot * F + flit)[:len(ctr)]),
-                                   f"{prop}: lane {port} read counter")
+                m.d.comb += Assert(
+                    ~run | (ctr == (entry_now.lane[i].rd_slot * F + flit)[: len(ctr)]),
+                    f"{prop}: lane {port} read counter",
+                )
 
     if prop == "link_schedule":
         # The expected valid of every out-link, delayed by the stages from A to the link register.
@@ -197,15 +228,21 @@ def build(p: Params, prop: str):
                 m.d.sync += q.eq(want)
                 want = q
                 if k + 1 < delay:  # the delay line is what the stage registers carry
-                    st = ("r", "b")[1 - piped:][k]
-                    m.d.comb += Assert(q == (regs[f"{st}_live"] & lay(regs[f"{st}_ops"]).out[o].valid),
-                                       f"link_schedule: stage {st} carries out-link {port}")
+                    st = ("r", "b")[1 - piped :][k]
+                    m.d.comb += Assert(
+                        q == (regs[f"{st}_live"] & lay(regs[f"{st}_ops"]).out[o].valid),
+                        f"link_schedule: stage {st} carries out-link {port}",
+                    )
 
             m.d.comb += [
                 Assert(getattr(dut, f"o_{port}").valid == want, f"link_schedule: out-link {port}"),
-                Cover(getattr(dut, f"o_{port}").valid & busy & (steps_q == p.table_depth)
-                      & (cnt >= base + (p.table_depth - 1) * P + delay),
-                      f"link_schedule cover: out-link {port} in the last step of a full-depth run"),
+                Cover(
+                    getattr(dut, f"o_{port}").valid
+                    & busy
+                    & (steps_q == p.table_depth)
+                    & (cnt >= base + (p.table_depth - 1) * P + delay),
+                    f"link_schedule cover: out-link {port} in the last step of a full-depth run",
+                ),
             ]
         return Wrapper(m, _table_ports(p, dut), P + LATENCY[p.pipeline] + 4, cover)
 
@@ -215,13 +252,18 @@ def build(p: Params, prop: str):
     for i, lane in enumerate(lanes):
         op = entry_now.lane[i]
         addr = tap_rd_addr(m, lane.rd_addr)
-        m.d.comb += Assert(~live | ((addr == op.rd_slot * F + flit) & (addr < size)),
-                           f"lane_addr: lane {p.lanes[i]} read address")
+        m.d.comb += Assert(
+            ~live | ((addr == op.rd_slot * F + flit) & (addr < size)), f"lane_addr: lane {p.lanes[i]} read address"
+        )
     # Stage C (W): the write of a flit goes where the entry of the step it was read in says.
     delay = 2 + piped + int(p.pipeline > 1)  # A -> (R) -> B -> C (-> W)
     w_step, w_flit, w_live = step, flit, live
     for k in range(delay):
-        s_, f_, l_ = Signal.like(step, name=f"w_step_{k}"), Signal.like(flit, name=f"w_flit_{k}"), Signal(name=f"w_live_{k}")
+        s_, f_, l_ = (
+            Signal.like(step, name=f"w_step_{k}"),
+            Signal.like(flit, name=f"w_flit_{k}"),
+            Signal(name=f"w_live_{k}"),
+        )
         m.d.sync += [s_.eq(w_step), f_.eq(w_flit), l_.eq(w_live)]
         w_step, w_flit, w_live = s_, f_, l_
     wlook = table.read_port(domain="comb")
@@ -231,9 +273,13 @@ def build(p: Params, prop: str):
         op = went.lane[i]
         scheduled = w_live & op.wr_en
         m.d.comb += [
-            Assert(~scheduled | (lane.wr_en & (lane.wr_addr == op.wr_slot * F + w_flit) & (lane.wr_addr < size)),
-                   f"lane_addr: lane {p.lanes[i]} write address"),
-            Cover(scheduled & (op.wr_slot == p.slots - 1) & (w_flit == F - 1),
-                  f"lane_addr cover: lane {p.lanes[i]} writes the last flit of its last slot"),
+            Assert(
+                ~scheduled | (lane.wr_en & (lane.wr_addr == op.wr_slot * F + w_flit) & (lane.wr_addr < size)),
+                f"lane_addr: lane {p.lanes[i]} write address",
+            ),
+            Cover(
+                scheduled & (op.wr_slot == p.slots - 1) & (w_flit == F - 1),
+                f"lane_addr cover: lane {p.lanes[i]} writes the last flit of its last slot",
+            ),
         ]
     return Wrapper(m, _table_ports(p, dut), P + LATENCY[p.pipeline] + 4, cover)

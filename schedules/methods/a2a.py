@@ -32,8 +32,7 @@ def _segments(topo: Topology, members: list[int]) -> dict[int, dict[int, int]]:
     """Distances inside the subgraph of the links joining two of ``members`` (one row or one
     column): ``dist[b][a]`` = hops from ``a`` to ``b`` (breadth-first search towards ``b``)."""
     inside = set(members)
-    into = {v: [int(topo.link_src[l]) for l in topo.in_links[v] if int(topo.link_src[l]) in inside]
-            for v in members}
+    into = {v: [int(topo.link_src[l]) for l in topo.in_links[v] if int(topo.link_src[l]) in inside] for v in members}
     out = {}
     for b in members:
         dist, frontier = {b: 0}, [b]
@@ -73,14 +72,16 @@ def routes(topo: Topology, chunks: int, passes: int = 2, counts=None) -> tuple[n
     out, ldst = topo.out_links, topo.link_dst.tolist()
     w = demand(n, k, counts).reshape(-1)
     pair = np.repeat(np.arange(n * n), w)
-    part = np.arange(len(pair)) - np.repeat(np.cumsum(w) - w, w)     # 0 .. W[s, d] - 1 within each pair
+    part = np.arange(len(pair)) - np.repeat(np.cumsum(w) - w, w)  # 0 .. W[s, d] - 1 within each pair
     src_of, dst_of = pair // n, pair % n
     table = np.stack([src_of, dst_of * k + part], axis=1)
     cands = []
     for i, (s, d) in enumerate(zip(src_of.tolist(), dst_of.tolist())):
         turn_xy, turn_yx = (s // cols) * cols + d % cols, (d // cols) * cols + s % cols
-        pair = [_path(s, mid, first[mid], out, ldst, i) + _path(mid, d, second[d], out, ldst, i)
-                for mid, first, second in ((turn_xy, rows_seg, cols_seg), (turn_yx, cols_seg, rows_seg))]
+        pair = [
+            _path(s, mid, first[mid], out, ldst, i) + _path(mid, d, second[d], out, ldst, i)
+            for mid, first, second in ((turn_xy, rows_seg, cols_seg), (turn_yx, cols_seg, rows_seg))
+        ]
         cands.append(pair)
     load = [0] * len(topo.links)
     choice = [i % 2 for i in range(len(cands))]
@@ -97,12 +98,12 @@ def routes(topo: Topology, chunks: int, passes: int = 2, counts=None) -> tuple[n
                 load[l] += 1
     paths = [c[choice[i]] for i, c in enumerate(cands)]
     if n * k <= RELIEVE_MAX:
-        _relieve(topo, table[:, 0] , table[:, 1] // k, paths, load)
+        _relieve(topo, table[:, 0], table[:, 1] // k, paths, load)
     return table, paths
 
 
-RELIEVE_MAX = 512     # stage 1b runs when nodes x K is at most this (16x16 with K <= 2)
-DETOUR = 4            # a rerouted chunk may take at most this many hops more than its old route
+RELIEVE_MAX = 512  # stage 1b runs when nodes x K is at most this (16x16 with K <= 2)
+DETOUR = 4  # a rerouted chunk may take at most this many hops more than its old route
 
 
 def _detour(topo: Topology, s: int, d: int, ok, limit: int) -> list[int] | None:
@@ -161,7 +162,7 @@ def _relieve(topo: Topology, src, dst, paths: list[list[int]], load: list[int]) 
 def relay_alltoall(topo: Topology, chunks: int, counts=None) -> Phase:
     """The relay AllToAll of the module docstring, as one ``alltoall`` phase (``counts``: skewed, per pair)."""
     table, paths = routes(topo, chunks, counts=counts)
-    waiting: list[list] = [[] for _ in topo.links]   # per link: heap of (-hops left, chunk row, hop index)
+    waiting: list[list] = [[] for _ in topo.links]  # per link: heap of (-hops left, chunk row, hop index)
     for i, p in enumerate(paths):
         heapq.heappush(waiting[p[0]], (-len(p), i, 0))
     busy = {l for l, w in enumerate(waiting) if w}

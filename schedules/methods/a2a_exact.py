@@ -53,7 +53,7 @@ def feasible(topo: Topology, chunks: int, steps: int, time_limit: float) -> tupl
     for vs in per_link.values():
         m.add_at_most_one(vs)
     for c, (s, d, _) in enumerate(pairs):
-        held = [1 if v == s else 0 for v in range(n)]          # held after the previous step
+        held = [1 if v == s else 0 for v in range(n)]  # held after the previous step
         for t in range(steps):
             now = []
             for v in range(n):

@@ -41,6 +41,17 @@ from ..schedule import Phase, lower_bound
 from ..storage import home_lanes, link_lanes
 from ..topology import Topology, grid_maps
 
+__all__ = [
+    "ExactResult",
+    "at_bound",
+    "exact",
+    "grid_automorphism",
+    "improve_tail",
+    "invariant_under",
+    "repair",
+    "start_lanes",
+]
+
 
 @dataclass
 class ExactResult:
@@ -60,9 +71,9 @@ class ExactResult:
         ``steps == lower``: the step count is optimal.
     """
 
-    phase: Phase | None        # the best schedule found (None if none within the limit)
-    steps: int | None          # its step count
-    lower: int                 # proven: no schedule has fewer steps
+    phase: Phase | None  # the best schedule found (None if none within the limit)
+    steps: int | None  # its step count
+    lower: int  # proven: no schedule has fewer steps
     seconds: float
 
     @property
@@ -104,6 +115,7 @@ def _model(topo: Topology, chunks: int, horizon: int, lane0: np.ndarray, lanes: 
     the read literals per lane and step, ``reads[lane, t]``, that the lane rule bounds; None if some
     node needs more chunks than its in-links carry in ``horizon`` steps."""
     from ortools.sat.python import cp_model
+
     n, K, T = topo.nodes, chunks, horizon
     X = n * K
     src, dst = topo.link_src, topo.link_dst
@@ -122,7 +134,7 @@ def _model(topo: Topology, chunks: int, horizon: int, lane0: np.ndarray, lanes: 
             for t in range(int(earliest[src[l], x]), T):
                 y[l, x, t] = m.NewBoolVar("")
     by_link_step: dict[tuple[int, int], list] = {}
-    recv: dict[tuple[int, int], list] = {}       # (node, x) -> [(t, var, link)]
+    recv: dict[tuple[int, int], list] = {}  # (node, x) -> [(t, var, link)]
     for (l, x, t), v in y.items():
         by_link_step.setdefault((l, t), []).append(v)
         recv.setdefault((int(dst[l]), x), []).append((t, v, l))
@@ -142,7 +154,7 @@ def _model(topo: Topology, chunks: int, horizon: int, lane0: np.ndarray, lanes: 
         u = int(src[l])
         if not held[u, x]:
             m.AddBoolOr([b for tt, b, _ in recv.get((u, x), []) if tt < t] + [v.Not()])
-    reads: dict[tuple[int, int], list] = {}       # (lane, t) -> read literals
+    reads: dict[tuple[int, int], list] = {}  # (lane, t) -> read literals
     if lanes:
         _, dst_lane = link_lanes(topo)
         # at[v, x][lane]: x is kept in that lane of v
@@ -181,9 +193,16 @@ def _phase(solver, y: dict, chunks: int, steps: int) -> Phase:
     return Phase("allgather", [np.array(s, dtype=np.int64).reshape(-1, 3) for s in out])
 
 
-def exact(topo: Topology, chunks: int, horizon: int, lanes: bool = True, time_limit: float = 60.0,
-          workers: int = 1, start: np.ndarray | None = None,
-          symmetry: tuple[np.ndarray, np.ndarray] | None = None) -> ExactResult:
+def exact(
+    topo: Topology,
+    chunks: int,
+    horizon: int,
+    lanes: bool = True,
+    time_limit: float = 60.0,
+    workers: int = 1,
+    start: np.ndarray | None = None,
+    symmetry: tuple[np.ndarray, np.ndarray] | None = None,
+) -> ExactResult:
     """The shortest AllGather with at most ``horizon`` steps (None if there is none: then
     ``lower = horizon + 1`` proves that ``horizon + 1`` steps are needed when the solver decided it).
 
@@ -217,13 +236,14 @@ def exact(topo: Topology, chunks: int, horizon: int, lanes: bool = True, time_li
         solution ``lower`` is the bound (1 from a ``start``).
     """
     from ortools.sat.python import cp_model
+
     t0 = time.perf_counter()
     T = horizon
     bound = lower_bound(topo, chunks, "allgather") if start is None else 1
     if T < bound:
         return ExactResult(None, None, bound, time.perf_counter() - t0)
     built = _model(topo, chunks, T, start_lanes(topo, chunks) if start is None else start, lanes)
-    if built is None:   # more chunks than the in-links carry in T steps: no schedule
+    if built is None:  # more chunks than the in-links carry in T steps: no schedule
         return ExactResult(None, None, T + 1, time.perf_counter() - t0)
     m, y, reads = built
     if symmetry is not None:
@@ -335,6 +355,7 @@ def at_bound(topo: Topology, chunks: int, time_limit: float = 600.0, invariant: 
         plus one when proven.
     """
     from ortools.sat.python import cp_model
+
     t0 = time.perf_counter()
     K, T = chunks, lower_bound(topo, chunks, "allgather")
     sym = grid_automorphism(topo, K) if invariant else None
@@ -360,7 +381,7 @@ def at_bound(topo: Topology, chunks: int, time_limit: float = 600.0, invariant: 
         if len(group) < 2 or (u, w) in broken or any(len(c) == 0 for c in own):
             continue
         img = (u, w)
-        for _ in range(4):          # a symmetry of the grid has order 1, 2 or 4
+        for _ in range(4):  # a symmetry of the grid has order 1, 2 or 4
             img = (int(node[img[0]]), int(node[img[1]]))
             broken.add(img)
         out = sorted({int(z) for z in topo.link_dst[topo.out_links[w]]})
@@ -368,8 +389,10 @@ def at_bound(topo: Topology, chunks: int, time_limit: float = 600.0, invariant: 
         def key(c: int):
             """Where w's own chunk c goes in step 0 (links to neighbour i, weighted 2^i): the swap
             exchanges the keys of the two chunks, so one of each pair of solutions keeps the order."""
-            return sum(2 ** i * y[l, w * K + c, 0] for i, z in enumerate(out) for l in topo.out_links[w]
-                       if topo.link_dst[l] == z)
+            return sum(
+                2**i * y[l, w * K + c, 0] for i, z in enumerate(out) for l in topo.out_links[w] if topo.link_dst[l] == z
+            )
+
         for a, b in zip(own, own[1:]):
             m.Add(key(int(a[0])) >= key(int(b[0])))
     if sym is not None:
@@ -388,8 +411,14 @@ def at_bound(topo: Topology, chunks: int, time_limit: float = 600.0, invariant: 
     return ExactResult(None, None, T + 1 if proven and sym is None else T, seconds)
 
 
-def improve_tail(topo: Topology, chunks: int, phase: Phase, lanes: bool = True, time_limit: float = 10.0,
-                 windows: tuple[int, ...] = (4, 6, 8)) -> Phase:
+def improve_tail(
+    topo: Topology,
+    chunks: int,
+    phase: Phase,
+    lanes: bool = True,
+    time_limit: float = 10.0,
+    windows: tuple[int, ...] = (4, 6, 8),
+) -> Phase:
     """CP-SAT windows: keep the first steps of ``phase``, re-solve its last ``w`` steps exactly in
     fewer; repeat while that shortens it, trying the windows in order, within ``time_limit``, and
     stop at the step bound (no window can prove anything below it faster than the bound does).
@@ -422,7 +451,7 @@ def improve_tail(topo: Topology, chunks: int, phase: Phase, lanes: bool = True, 
         w = min(windows[i], best.num_steps)
         if left <= 0 or w < 2 or best.num_steps <= bound:
             break
-        prefix = best.steps[:best.num_steps - w]
+        prefix = best.steps[: best.num_steps - w]
         res = exact(topo, chunks, w - 1, lanes, left, start=start_lanes(topo, chunks, prefix))
         if res.phase is None:
             i += 1
@@ -431,8 +460,9 @@ def improve_tail(topo: Topology, chunks: int, phase: Phase, lanes: bool = True, 
     return best
 
 
-def repair(topo: Topology, chunks: int, seeds: int, lanes: bool = True, window_seconds: float = 5.0,
-           time_limit: float = 600.0) -> Phase:
+def repair(
+    topo: Topology, chunks: int, seeds: int, lanes: bool = True, window_seconds: float = 5.0, time_limit: float = 600.0
+) -> Phase:
     """XTree with repair (issue 10, item 2): XTree's tie-break orders one after another
     (:func:`.xtree.tie_break_orders`), each tail re-solved by :func:`improve_tail` with up to
     ``window_seconds``; the shortest result, as soon as one meets the step bound or ``time_limit``
@@ -460,6 +490,7 @@ def repair(topo: Topology, chunks: int, seeds: int, lanes: bool = True, window_s
         The shortest AllGather found (XTree, seed 000, Algorithm 2, with its tail re-solved).
     """
     from .xtree import tie_break_orders
+
     t0 = time.perf_counter()
     bound = lower_bound(topo, chunks, "allgather")
     best = None

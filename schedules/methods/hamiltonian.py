@@ -42,10 +42,38 @@ import numpy as np
 from ..topology import DATA, DEFAULT_RING_DIRS, TRANSPOSED_PORT, Topology, build
 from .parity import no_decomposition
 
+__all__ = [
+    "BAND",
+    "COLOURS",
+    "Decomposition",
+    "DecompositionError",
+    "EXACT_MAX",
+    "PERIOD",
+    "SEARCH_MAX",
+    "SearchResult",
+    "TILES",
+    "band_pairs",
+    "cccc",
+    "check",
+    "colours_of",
+    "decompose",
+    "extend",
+    "from_colours",
+    "from_tile",
+    "make_tile",
+    "may_decompose",
+    "order",
+    "reversal",
+    "reverse",
+    "solve",
+    "tile_side",
+    "transpose",
+]
+
 COLOURS = 4
-PERIOD = 4            # rows (columns) in a tile's band
-BAND = 2              # the band's first row (column)
-EXACT_MAX = 11        # sides up to this are tiles without a band; longer sides repeat a band
+PERIOD = 4  # rows (columns) in a tile's band
+BAND = 2  # the band's first row (column)
+EXACT_MAX = 11  # sides up to this are tiles without a band; longer sides repeat a band
 
 
 def cccc(rows: int, cols: int) -> Topology:
@@ -85,7 +113,7 @@ class Decomposition:
     """
 
     cycles: list[np.ndarray]
-    method: str               # "cp-sat" (searched now) or "tile" (stored tile, extended)
+    method: str  # "cp-sat" (searched now) or "tile" (stored tile, extended)
 
 
 @dataclass
@@ -103,7 +131,7 @@ class SearchResult:
     """
 
     decomposition: Decomposition | None
-    status: str               # "found", "none" (proven: no decomposition) or "timeout"
+    status: str  # "found", "none" (proven: no decomposition) or "timeout"
     seconds: float
 
 
@@ -168,6 +196,7 @@ def _circuit_model(topo: Topology, links: np.ndarray, colours: int):
     Hamiltonian circuit. Parallel links (2-node rings beside a mesh link) share a circuit arc
     literal that is the sum of their colour literals. Returns (model, x[link_index][colour])."""
     from ortools.sat.python import cp_model
+
     m = cp_model.CpModel()
     src, dst = topo.link_src[links], topo.link_dst[links]
     x = [[m.NewBoolVar("") for _ in range(colours)] for _ in links]
@@ -194,9 +223,10 @@ def _circuit_model(topo: Topology, links: np.ndarray, colours: int):
 
 def _run(model, time_limit: float, seed: int = 0):
     from ortools.sat.python import cp_model
+
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = time_limit
-    solver.parameters.num_workers = 1       # the machines are shared: one core
+    solver.parameters.num_workers = 1  # the machines are shared: one core
     solver.parameters.random_seed = seed
     status = solver.Solve(model)
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -211,8 +241,9 @@ def _key(topo: Topology, l) -> tuple[int, int, int, int, str]:
     return a, b, c, d, l.src_port
 
 
-def band_pairs(topo: Topology, row_band: int | None, col_band: int | None,
-               period: int = PERIOD) -> list[tuple[int, int]]:
+def band_pairs(
+    topo: Topology, row_band: int | None, col_band: int | None, period: int = PERIOD
+) -> list[tuple[int, int]]:
     """Pairs of links whose colours a tile must share: a link whose nearer end lies in the ``period``
     band rows from ``row_band`` on (or columns) and the same link ``period`` rows (columns) further on.
 
@@ -241,8 +272,9 @@ def band_pairs(topo: Topology, row_band: int | None, col_band: int | None,
     return pairs
 
 
-def solve(topo: Topology, time_limit: float = 60.0, row_band: int | None = None, col_band: int | None = None,
-          seed: int = 0) -> SearchResult:
+def solve(
+    topo: Topology, time_limit: float = 60.0, row_band: int | None = None, col_band: int | None = None, seed: int = 0
+) -> SearchResult:
     """Exact search (CP-SAT): a decomposition, or a proof that none exists, or a timeout.
 
     With ``row_band`` / ``col_band`` the decomposition is also a *tile*: rows (columns)
@@ -266,7 +298,7 @@ def solve(topo: Topology, time_limit: float = 60.0, row_band: int | None = None,
     links = np.arange(len(topo.links))
     m, x = _circuit_model(topo, links, COLOURS)
     outs = topo.out_links[0]
-    for c, l in enumerate(outs):       # symmetry: the colours of node 0's out-links are arbitrary
+    for c, l in enumerate(outs):  # symmetry: the colours of node 0's out-links are arbitrary
         m.Add(x[l][c] == 1)
     for i, j in band_pairs(topo, row_band, col_band):
         for c in range(COLOURS):
@@ -342,8 +374,9 @@ def _shift(m: int, band: int | None, extra: int, period: int) -> int:
     return period * ((m - band) // period)
 
 
-def extend(tile: Topology, colour: np.ndarray, row_band: int | None, col_band: int | None,
-           topo: Topology, period: int = PERIOD) -> np.ndarray:
+def extend(
+    tile: Topology, colour: np.ndarray, row_band: int | None, col_band: int | None, topo: Topology, period: int = PERIOD
+) -> np.ndarray:
     """Colours for another ``topo`` (same ring directions): the tile with its band rows / columns
     repeated (sides longer by multiples of ``period``), or with one band period cut out (a side
     shorter by exactly ``period``). Every link of ``topo`` takes the colour of the tile link it
@@ -374,8 +407,7 @@ def extend(tile: Topology, colour: np.ndarray, row_band: int | None, col_band: i
         ``-period``), or differs in a dimension without a band.
     """
     er, ec = topo.rows - tile.rows, topo.cols - tile.cols
-    if any(e < -period or e % period or (e and band is None)
-           for e, band in ((er, row_band), (ec, col_band))):
+    if any(e < -period or e % period or (e and band is None) for e, band in ((er, row_band), (ec, col_band))):
         raise DecompositionError(f"a {tile.rows}x{tile.cols} tile does not extend to {topo.rows}x{topo.cols}")
     index = {_key(tile, l): i for i, l in enumerate(tile.links)}
     out = np.empty(len(topo.links), dtype=np.int64)
@@ -408,7 +440,7 @@ def tile_side(n: int) -> tuple[int, int | None]:
     """
     if n <= EXACT_MAX:
         return n, None
-    base = EXACT_MAX + 1 + (n - EXACT_MAX - 1) % PERIOD     # 12..15: n - base is a multiple of PERIOD
+    base = EXACT_MAX + 1 + (n - EXACT_MAX - 1) % PERIOD  # 12..15: n - base is a multiple of PERIOD
     return base, BAND
 
 
@@ -442,7 +474,7 @@ def make_tile(rows: int, cols: int, time_limit: float, seeds: int, reach: int = 
         res = solve(tile, time_limit, rb, cb, seed)
         status = res.status
         if res.decomposition is None:
-            if status == "none":     # with a band: no tile of this form (a decomposition may still exist)
+            if status == "none":  # with a band: no tile of this form (a decomposition may still exist)
                 return None, "none" if rb is None and cb is None else "no tile"
             continue
         colour = colours_of(res.decomposition, len(tile.links))
@@ -454,8 +486,14 @@ def make_tile(rows: int, cols: int, time_limit: float, seeds: int, reach: int = 
         except DecompositionError:
             status = "does not extend"
             continue
-        return {"rows": R0, "cols": C0, "ring_dirs": "cccc", "row_band": rb, "col_band": cb,
-                "colours": "".join(map(str, colour.tolist()))}, "found"
+        return {
+            "rows": R0,
+            "cols": C0,
+            "ring_dirs": "cccc",
+            "row_band": rb,
+            "col_band": cb,
+            "colours": "".join(map(str, colour.tolist())),
+        }, "found"
     return None, status
 
 
@@ -531,8 +569,10 @@ def transpose(other: Topology, colour: np.ndarray, topo: Topology) -> np.ndarray
         int64, shape (L,) of ``topo``.
     """
     index = {_key(other, l): i for i, l in enumerate(other.links)}
-    return np.array([colour[index[(b, a, d, c, TRANSPOSED_PORT[p])]]
-                     for a, b, c, d, p in (_key(topo, l) for l in topo.links)], dtype=np.int64)
+    return np.array(
+        [colour[index[(b, a, d, c, TRANSPOSED_PORT[p])]] for a, b, c, d, p in (_key(topo, l) for l in topo.links)],
+        dtype=np.int64,
+    )
 
 
 def reversal(topo: Topology, mirror: Topology) -> np.ndarray:
@@ -576,7 +616,7 @@ def reverse(dec: Decomposition, topo: Topology, mirror: Topology) -> Decompositi
     return Decomposition(cycles, dec.method)
 
 
-SEARCH_MAX = 64       # networks up to this many nodes without a tile are searched at run time (if may_decompose)
+SEARCH_MAX = 64  # networks up to this many nodes without a tile are searched at run time (if may_decompose)
 
 
 def may_decompose(topo: Topology) -> bool:
@@ -598,6 +638,7 @@ def may_decompose(topo: Topology) -> bool:
 @functools.lru_cache(maxsize=64)
 def _decompose_equimesh(rows: int, cols: int, dirs: str, time_limit: float) -> Decomposition | None:
     from ..topology import parse_ring_dirs
+
     topo = build("equimesh", rows, cols, ring_dirs=parse_ring_dirs(dirs))
     dec = from_tile(topo)
     if dec is None and topo.nodes <= SEARCH_MAX and may_decompose(topo):
@@ -622,12 +663,14 @@ def decompose(topo: Topology, time_limit: float = 10.0) -> Decomposition | None:
     Decomposition or None
     """
     from ..topology import format_ring_dirs
+
     if topo.kind not in ("equimesh", "mirror-equimesh"):
         return None
     base = topo if topo.kind == "equimesh" else topo.mirror()
-    if [l.as_list() for l in base.links] != [l.as_list() for l in build(
-            "equimesh", topo.rows, topo.cols, ring_dirs=topo.ring_dirs).links]:
-        return None       # links renumbered or removed (e.g. a failed link): no stored cycles apply
+    if [l.as_list() for l in base.links] != [
+        l.as_list() for l in build("equimesh", topo.rows, topo.cols, ring_dirs=topo.ring_dirs).links
+    ]:
+        return None  # links renumbered or removed (e.g. a failed link): no stored cycles apply
     dec = _decompose_equimesh(topo.rows, topo.cols, format_ring_dirs(topo.ring_dirs), time_limit)
     if dec is None or topo.kind == "equimesh":
         return dec

@@ -33,8 +33,10 @@ from ..storage import check_storage
 from ..topology import DATA, Topology, build, format_ring_dirs, grid_maps, parse_ring_dirs
 from ..verify import verify
 
+__all__ = ["BASE", "LIBRARY", "TAIL_WINDOWS", "applies", "check", "image", "key", "lookup", "rounds", "stored"]
+
 LIBRARY = DATA / "lane_schedules.json"
-BASE = 4       # chunks per shard of a stored schedule (one per port of an EquiMesh router)
+BASE = 4  # chunks per shard of a stored schedule (one per port of an EquiMesh router)
 # ``--tail``: windows (steps) that re-solve a stored schedule's end; longer than repair's 4-8 steps, so
 # each takes minutes (2x9: 19 -> 18 steps in 183 s, docs/schedules.md "Best known").
 TAIL_WINDOWS = (10, 12, 14)
@@ -125,9 +127,12 @@ def applies(topo: Topology, chunks: int) -> bool:
     -------
     bool
     """
-    return (topo.kind in ("equimesh", "mirror-equimesh") and chunks % BASE == 0
-            and [l.as_list() for l in topo.links] == [l.as_list() for l in build(
-                topo.kind, topo.rows, topo.cols, ring_dirs=topo.ring_dirs).links])
+    return (
+        topo.kind in ("equimesh", "mirror-equimesh")
+        and chunks % BASE == 0
+        and [l.as_list() for l in topo.links]
+        == [l.as_list() for l in build(topo.kind, topo.rows, topo.cols, ring_dirs=topo.ring_dirs).links]
+    )
 
 
 def stored(topo: Topology, chunks: int) -> Phase | None:

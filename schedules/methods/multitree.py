@@ -16,6 +16,8 @@ import numpy as np
 from ..schedule import Phase
 from ..topology import Topology
 
+__all__ = ["build_trees", "multitree"]
+
 
 def build_trees(topo: Topology) -> list[list[tuple[int, int]]]:
     """Per root, the tree edges as ``(link, tree_step)`` in the order they were added.
@@ -39,7 +41,7 @@ def build_trees(topo: Topology) -> list[list[tuple[int, int]]]:
     """
     n = topo.nodes
     src, dst = topo.link_src, topo.link_dst
-    in_tree = np.eye(n, dtype=bool)                 # in_tree[root, node]
+    in_tree = np.eye(n, dtype=bool)  # in_tree[root, node]
     edges: list[list[tuple[int, int]]] = [[] for _ in range(n)]
     step = 0
     while not in_tree.all():
@@ -87,13 +89,13 @@ def multitree(topo: Topology, chunks: int) -> Phase:
     """
     src, dst = topo.link_src, topo.link_dst
     trees = build_trees(topo)
-    jobs = []                                       # (tree_step, chunk, root, link)
+    jobs = []  # (tree_step, chunk, root, link)
     for r, es in enumerate(trees):
         for l, s in es:
             for c in range(chunks):
                 jobs.append((s, c, r, l))
     jobs.sort()
-    arrive: dict[tuple[int, int, int], int] = {}    # (node, root, chunk) -> step received
+    arrive: dict[tuple[int, int, int], int] = {}  # (node, root, chunk) -> step received
     busy: dict[int, set[int]] = {}
     out: dict[int, list[tuple[int, int, int]]] = {}
     for _, c, r, l in jobs:

@@ -30,6 +30,8 @@ from ..schedule import Phase, lower_bound
 from ..storage import home_lanes, lane_table, link_lanes
 from ..topology import Topology
 
+__all__ = ["OptimalResult", "optimal"]
+
 
 @dataclass
 class OptimalResult:
@@ -50,10 +52,10 @@ class OptimalResult:
     """
 
     phase: Phase | None
-    steps: int | None          # proven optimum, when decided
-    infeasible_below: int      # every step count below this is proven infeasible
+    steps: int | None  # proven optimum, when decided
+    infeasible_below: int  # every step count below this is proven infeasible
     seconds: float
-    status: str                # "optimal" or "timeout"
+    status: str  # "optimal" or "timeout"
 
 
 class _Rows:
@@ -155,8 +157,13 @@ def _solve(topo: Topology, chunks: int, steps: int, lanes: bool, time_limit: flo
         nv = nxt
     cons = rows.constraint(nv)
     integrality = np.ones(nv)
-    res = milp(np.zeros(nv), constraints=[cons], integrality=integrality, bounds=Bounds(0, 1),
-               options={"time_limit": time_limit, "disp": False})
+    res = milp(
+        np.zeros(nv),
+        constraints=[cons],
+        integrality=integrality,
+        bounds=Bounds(0, 1),
+        options={"time_limit": time_limit, "disp": False},
+    )
     if res.status == 0:
         sol = np.round(res.x[:ny]).astype(np.int64).reshape(L, X, T)
         steps_out = []
@@ -169,8 +176,9 @@ def _solve(topo: Topology, chunks: int, steps: int, lanes: bool, time_limit: flo
     return "timeout", None
 
 
-def optimal(topo: Topology, chunks: int, lanes: bool = False, time_limit: float = 60.0,
-            start: int | None = None) -> OptimalResult:
+def optimal(
+    topo: Topology, chunks: int, lanes: bool = False, time_limit: float = 60.0, start: int | None = None
+) -> OptimalResult:
     """Search step counts upward from the bound; return the first feasible schedule (the optimum).
 
     The bound is that of seed 000, Section III-A; each step count is one integer program

@@ -33,9 +33,20 @@ import numpy as np
 from ..schedule import OP_GATHER, OP_REDUCE, Phase, Schedule
 from ..topology import Topology
 
-ROUNDS = 6          # rip-up-and-reroute passes over all trees
-SPACING = 0.5       # turn times of the first pass, in units of the link bound's time per chunk
-PASSES = 4          # backward-forward improvement passes
+__all__ = [
+    "PASSES",
+    "ROUNDS",
+    "SPACING",
+    "TREE_ALGORITHMS",
+    "balanced_trees",
+    "overlapped_allreduce",
+    "phased_trees",
+    "schedule_overlapped",
+]
+
+ROUNDS = 6  # rip-up-and-reroute passes over all trees
+SPACING = 0.5  # turn times of the first pass, in units of the link bound's time per chunk
+PASSES = 4  # backward-forward improvement passes
 
 
 def balanced_trees(topo: Topology, chunks: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -72,9 +83,9 @@ def balanced_trees(topo: Topology, chunks: int, seed: int = 0) -> tuple[np.ndarr
                 tree = trees[t, x]
                 if rnd:
                     np.subtract.at(load, tree[tree >= 0], 1)
-                if t == 0:     # reduce: u -> w with w one hop closer to the root
+                if t == 0:  # reduce: u -> w with w one hop closer to the root
                     cand, owner = np.flatnonzero(dist[dst, r] == dist[src, r] - 1), src
-                else:          # gather: u -> v with u one hop closer to the root
+                else:  # gather: u -> v with u one hop closer to the root
                     cand, owner = np.flatnonzero(dist[r, src] == dist[r, dst] - 1), dst
                 cand = cand[np.lexsort((rng.random(len(cand)), load[cand], owner[cand]))]
                 pick = cand[np.unique(owner[cand], return_index=True)[1]]
@@ -152,8 +163,8 @@ def schedule_overlapped(topo: Topology, chunks: int, reduce: np.ndarray, gather:
     """
     n, x_count = topo.nodes, topo.nodes * chunks
     src, dst = topo.link_src, topo.link_dst
-    xr, ur = np.nonzero(reduce >= 0)          # reduce edge: node ur sends its partial of x
-    xg, vg = np.nonzero(gather >= 0)          # gather edge: node vg receives x
+    xr, ur = np.nonzero(reduce >= 0)  # reduce edge: node ur sends its partial of x
+    xg, vg = np.nonzero(gather >= 0)  # gather edge: node vg receives x
     lr, lg = reduce[xr, ur], gather[xg, vg]
     rs_parent = np.full((x_count, n), -1, dtype=np.int64)
     rs_parent[xr, ur] = dst[lr]
@@ -197,14 +208,14 @@ def schedule_overlapped(topo: Topology, chunks: int, reduce: np.ndarray, gather:
     best = _list_schedule(e_link, *fwd, key)
     step = best
     for _ in range(PASSES):
-        back = _list_schedule(e_link, *bwd, -step)          # latest first, in reverse time
+        back = _list_schedule(e_link, *bwd, -step)  # latest first, in reverse time
         step = _list_schedule(e_link, *fwd, back.max() - back)
         if step.max() < best.max():
             best = step
     order = np.argsort(best, kind="stable")
     bounds = np.searchsorted(best[order], np.arange(best.max() + 2))
     rows = np.stack([e_link, root[e_x], e_x % chunks, e_op], axis=1)[order]
-    return Phase("allreduce", [rows[bounds[s]:bounds[s + 1]] for s in range(best.max() + 1)])
+    return Phase("allreduce", [rows[bounds[s] : bounds[s + 1]] for s in range(best.max() + 1)])
 
 
 def phased_trees(sched: Schedule) -> tuple[np.ndarray, np.ndarray]:
@@ -260,8 +271,9 @@ def overlapped_allreduce(topo: Topology, chunks: int, phased: Schedule) -> Sched
         If ``phased.algorithm`` is not one of ``TREE_ALGORITHMS``.
     """
     if phased.algorithm not in TREE_ALGORITHMS:
-        raise ValueError(f"the overlapped AllReduce takes the trees of {', '.join(TREE_ALGORITHMS)} "
-                         f"(got {phased.algorithm!r})")
+        raise ValueError(
+            f"the overlapped AllReduce takes the trees of {', '.join(TREE_ALGORITHMS)} (got {phased.algorithm!r})"
+        )
     best = None
     for reduce, gather in (balanced_trees(topo, chunks), phased_trees(phased)):
         phase = schedule_overlapped(topo, chunks, reduce, gather)

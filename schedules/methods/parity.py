@@ -44,6 +44,15 @@ from scipy.sparse.csgraph import maximum_bipartite_matching
 
 from ..topology import Topology
 
+__all__ = [
+    "DEGREE",
+    "factorization_sign",
+    "no_decomposition",
+    "one_factorization",
+    "permutation_sign",
+    "tail_head_planar",
+]
+
 DEGREE = 4
 
 
@@ -99,12 +108,12 @@ def one_factorization(topo: Topology) -> list[np.ndarray]:
     """
     _check_regular(topo)
     n = topo.nodes
-    left = [list(range(len(topo.links)))]          # links not yet coloured
+    left = [list(range(len(topo.links)))]  # links not yet coloured
     covers = []
     for _ in range(DEGREE):
         rest = left[-1]
         src, dst = topo.link_src[rest], topo.link_dst[rest]
-        counts = csr_matrix((np.ones(len(rest)), (src, dst)), shape=(n, n))   # duplicates add up
+        counts = csr_matrix((np.ones(len(rest)), (src, dst)), shape=(n, n))  # duplicates add up
         match = maximum_bipartite_matching(counts, perm_type="column")
         if (match < 0).any():
             raise AssertionError("a regular bipartite multigraph without a perfect matching")
@@ -156,6 +165,7 @@ def tail_head_planar(topo: Topology) -> bool:
         By ``networkx.check_planarity``.
     """
     import networkx as nx
+
     graph = nx.Graph()
     graph.add_edges_from(((0, int(u)), (1, int(w))) for u, w in zip(topo.link_src, topo.link_dst))
     return nx.check_planarity(graph)[0]
@@ -164,6 +174,7 @@ def tail_head_planar(topo: Topology) -> bool:
 @functools.lru_cache(maxsize=256)
 def _proof(rows: int, cols: int, dirs: str) -> str | None:
     from ..topology import build, parse_ring_dirs
+
     topo = build("equimesh", rows, cols, ring_dirs=parse_ring_dirs(dirs))
     if factorization_sign(topo) == 1 or not tail_head_planar(topo):
         return None
@@ -185,7 +196,8 @@ def no_decomposition(topo: Topology) -> str | None:
         The line (it cites docs/schedules.md), computed once per size and ring directions.
     """
     from ..topology import format_ring_dirs
+
     if topo.kind not in ("equimesh", "mirror-equimesh"):
         return None
-    base = topo if topo.kind == "equimesh" else topo.mirror()   # reversal maps decompositions 1:1
+    base = topo if topo.kind == "equimesh" else topo.mirror()  # reversal maps decompositions 1:1
     return _proof(base.rows, base.cols, format_ring_dirs(base.ring_dirs))

@@ -29,8 +29,10 @@ from ..schedule import Phase
 from ..topology import Link, Topology
 from .cpsat import exact
 
-RINGS = 2        # chunk classes on Hamiltonian cycles; the other 4 - RINGS are solved on D
-DRAW_SECONDS = 30.0    # CP-SAT's limit for drawing the cycles (2 x C up to 15: optimal in seconds)
+__all__ = ["DRAW_SECONDS", "RINGS", "cycles", "merge", "rest", "rest_symmetry", "solve"]
+
+RINGS = 2  # chunk classes on Hamiltonian cycles; the other 4 - RINGS are solved on D
+DRAW_SECONDS = 30.0  # CP-SAT's limit for drawing the cycles (2 x C up to 15: optimal in seconds)
 
 
 def cycles(topo: Topology, time_limit: float, seed: int, link: np.ndarray | None = None) -> np.ndarray | None:
@@ -63,6 +65,7 @@ def cycles(topo: Topology, time_limit: float, seed: int, link: np.ndarray | None
     from ortools.sat.python import cp_model
 
     from .split import arcs
+
     m = cp_model.CpModel()
     x = [[m.NewBoolVar("") for _ in range(RINGS + 1)] for _ in topo.links]
     for row in x:
@@ -116,8 +119,10 @@ def rest(topo: Topology, colour: np.ndarray) -> tuple[Topology, np.ndarray]:
     inports: dict[int, list[str]] = {}
     for l in ids.tolist():
         inports.setdefault(topo.links[l].dst, []).append(topo.links[l].dst_port)
-    links = [Link(topo.links[l].src, topo.links[l].dst, inports[topo.links[l].src][0], topo.links[l].dst_port)
-             for l in ids.tolist()]
+    links = [
+        Link(topo.links[l].src, topo.links[l].dst, inports[topo.links[l].src][0], topo.links[l].dst_port)
+        for l in ids.tolist()
+    ]
     return Topology(topo.kind, topo.rows, topo.cols, links), ids
 
 
@@ -144,15 +149,17 @@ def merge(topo: Topology, colour: np.ndarray, sub: Topology, ids: np.ndarray, re
         The K = 4 AllGather in N - 1 steps (not checked here).
     """
     from .hamiltonian import order
+
     n = topo.nodes
     chunk_at = {(v, p): k for v in range(n) for k, p in enumerate(topo.ports(v))}
-    steps = [[] for _ in range(n - 1)]      # D's AllGather is at its bound N - 1 too
+    steps = [[] for _ in range(n - 1)]  # D's AllGather is at its bound N - 1 too
     for c in range(RINGS):
         ring = order(topo, np.nonzero(colour == c)[0])
         nodes = topo.link_src[ring]
-        chunk = np.array([chunk_at[v, topo.links[l].dst_port]
-                          for v, l in zip(topo.link_dst[ring].tolist(), ring.tolist())])
-        chunk = np.roll(chunk, 1)     # the class-c chunk of the node at each position
+        chunk = np.array(
+            [chunk_at[v, topo.links[l].dst_port] for v, l in zip(topo.link_dst[ring].tolist(), ring.tolist())]
+        )
+        chunk = np.roll(chunk, 1)  # the class-c chunk of the node at each position
         for s in range(n - 1):
             src = (np.arange(n) - s) % n
             steps[s].append(np.stack([ring, nodes[src], chunk[src]], axis=1))
@@ -221,18 +228,30 @@ def solve(topo: Topology, seeds: int, time_limit: float, log=print) -> Phase | N
         A lane-rule K = 4 AllGather in N - 1 steps (not checked here).
     """
     from .cpsat import grid_automorphism
+
     n = topo.nodes
     sym = grid_automorphism(topo, 4)
     for seed in range(seeds):
         colour = cycles(topo, min(time_limit, DRAW_SECONDS), seed, None if sym is None else sym[1])
         if colour is None:
-            log(f"{topo.name}: no two arc-disjoint Hamiltonian cycles {'' if sym is None else 'that the symmetry swaps '}found")
+            log(
+                f"{topo.name}: no two arc-disjoint Hamiltonian cycles {'' if sym is None else 'that the symmetry swaps '}found"
+            )
             return None
         sub, ids = rest(topo, colour)
-        res = exact(sub, 4 - RINGS, n - 1, lanes=True, time_limit=time_limit, workers=2,
-                    symmetry=None if sym is None else rest_symmetry(topo, sym, sub, ids))
-        log(f"{topo.name}: seed {seed}: D {'at the bound' if res.steps == n - 1 else 'none at the bound'} "
-            f"({res.seconds:.1f} s{'' if res.steps == n - 1 or res.lower > n - 1 else ', time limit'})")
+        res = exact(
+            sub,
+            4 - RINGS,
+            n - 1,
+            lanes=True,
+            time_limit=time_limit,
+            workers=2,
+            symmetry=None if sym is None else rest_symmetry(topo, sym, sub, ids),
+        )
+        log(
+            f"{topo.name}: seed {seed}: D {'at the bound' if res.steps == n - 1 else 'none at the bound'} "
+            f"({res.seconds:.1f} s{'' if res.steps == n - 1 or res.lower > n - 1 else ', time limit'})"
+        )
         if res.steps == n - 1:
             return merge(topo, colour, sub, ids, res.phase)
     return None

@@ -21,6 +21,8 @@ import numpy as np
 from ..schedule import Phase
 from ..topology import Topology
 
+__all__ = ["ring2d"]
+
 
 def ring2d(topo: Topology, chunks: int) -> Phase:
     """The dimension-decomposed 2D ring AllGather: along columns (Y), then rows (X) (module docstring).

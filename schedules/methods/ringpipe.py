@@ -27,6 +27,8 @@ from ..schedule import Phase
 from ..topology import Topology
 from .hamiltonian import Decomposition
 
+__all__ = ["ring_allgather"]
+
 
 def ring_allgather(topo: Topology, chunks: int, dec: Decomposition) -> Phase:
     """The ring-pipelined AllGather of ``chunks`` chunks per shard on the cycles of ``dec``.
@@ -52,14 +54,14 @@ def ring_allgather(topo: Topology, chunks: int, dec: Decomposition) -> Phase:
     src = topo.link_src
     rounds = -(-chunks // len(dec.cycles))
     # per cycle: link at position i and the node at position i (its source)
-    links = np.stack(dec.cycles)                       # (4, n)
-    nodes = src[links]                                 # (4, n)
+    links = np.stack(dec.cycles)  # (4, n)
+    nodes = src[links]  # (4, n)
     pos = np.arange(n)
     steps = []
     for j in range(rounds):
         live = [c for c in range(len(dec.cycles)) if 4 * j + c < chunks]
         lk = links[live].reshape(-1)
-        by_link = np.argsort(lk)          # steps listed by link id, as the file writer orders them
+        by_link = np.argsort(lk)  # steps listed by link id, as the file writer orders them
         lk = lk[by_link]
         ch = np.repeat(np.array([4 * j + c for c in live], dtype=np.int64), n)[by_link]
         for s in range(n - 1):

@@ -71,10 +71,44 @@ from ..topology import (
 from . import hamiltonian
 from .library import BASE, applies, check, image, key, rounds
 
+__all__ = [
+    "EARLIER",
+    "K",
+    "SPLITS",
+    "SplitFailed",
+    "TAIL_SIDE",
+    "TILE_SIDES",
+    "arcs",
+    "choices",
+    "choose",
+    "construct",
+    "construct_record",
+    "default",
+    "find",
+    "finish",
+    "format_step",
+    "is_split",
+    "length",
+    "make_tile",
+    "parse_colours",
+    "parse_transfers",
+    "solve",
+    "solve_tail",
+    "split_allgather",
+    "stored_split",
+    "tail_keys",
+    "tail_start",
+    "tile_colours",
+    "tile_key",
+    "tile_pair",
+    "tile_sizes",
+    "two_cycles",
+]
+
 SPLITS = DATA / "splits.json"
-K = BASE               # chunks per shard of a split schedule (one per class)
-EARLIER = (0, 2, 4)    # a tail may start this many steps before the split's tail start
-TAIL_SIDE = 16         # tails are stored for networks up to this many rows and columns
+K = BASE  # chunks per shard of a split schedule (one per class)
+EARLIER = (0, 2, 4)  # a tail may start this many steps before the split's tail start
+TAIL_SIDE = 16  # tails are stored for networks up to this many rows and columns
 
 
 class SplitFailed(ValueError):
@@ -84,8 +118,9 @@ class SplitFailed(ValueError):
     """
 
 
-def find(topo: Topology, pairs: list[tuple[int, int]], time_limit: float, seed: int = 0,
-         same: list[tuple[int, int]] = ()) -> tuple[np.ndarray | None, str]:
+def find(
+    topo: Topology, pairs: list[tuple[int, int]], time_limit: float, seed: int = 0, same: list[tuple[int, int]] = ()
+) -> tuple[np.ndarray | None, str]:
     """CP-SAT: colours 0-2 Hamiltonian circuits, colour 3 the 2-cycles ``u <-> w`` of ``pairs`` plus
     a circuit through every other node. Returns each link's colour (or None) and "found", "none"
     (proven: no such split with the 2-cycles there) or "timeout".
@@ -116,7 +151,7 @@ def find(topo: Topology, pairs: list[tuple[int, int]], time_limit: float, seed: 
     m, x = _colouring(topo)
     for l in pair:
         m.Add(x[l][3] == 1)
-    for i, j in same:          # a tile's band: link pairs of one colour
+    for i, j in same:  # a tile's band: link pairs of one colour
         for c in range(4):
             m.Add(x[i][c] == x[j][c])
     for c in range(3):
@@ -148,7 +183,7 @@ def two_cycles(topo: Topology, time_limit: float) -> str:
     m, x = _colouring(topo)
     for c in range(3):
         m.AddCircuit(arcs(m, topo, [row[c] for row in x], range(len(topo.links))))
-    side = [m.NewBoolVar("") for _ in range(topo.nodes)]      # the cycle through node 0, or the other
+    side = [m.NewBoolVar("") for _ in range(topo.nodes)]  # the cycle through node 0, or the other
     m.Add(side[0] == 1)
     m.Add(sum(side) <= topo.nodes - 2)
     circuits: list[list] = [[], []]
@@ -167,6 +202,7 @@ def two_cycles(topo: Topology, time_limit: float) -> str:
 def _colouring(topo: Topology):
     """A CP-SAT model with one colour of 4 per link (``x[link][colour]``)."""
     from ortools.sat.python import cp_model
+
     m = cp_model.CpModel()
     x = [[m.NewBoolVar("") for _ in range(4)] for _ in topo.links]
     for row in x:
@@ -206,6 +242,7 @@ def arcs(m, topo: Topology, lits: list, links) -> list[tuple[int, int, object]]:
 
 def _solve(m, x, time_limit: float, seed: int) -> tuple[np.ndarray | None, str]:
     from ortools.sat.python import cp_model
+
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = time_limit
     solver.parameters.num_workers = 1
@@ -218,12 +255,21 @@ def _solve(m, x, time_limit: float, seed: int) -> tuple[np.ndarray | None, str]:
 
 def _successors(topo: Topology, links) -> tuple[dict[int, int], dict[int, int]]:
     """Successor node and out-link per node of a 1-in-1-out set of links."""
-    return ({int(topo.link_src[l]): int(topo.link_dst[l]) for l in links},
-            {int(topo.link_src[l]): int(l) for l in links})
+    return (
+        {int(topo.link_src[l]): int(topo.link_dst[l]) for l in links},
+        {int(topo.link_src[l]): int(l) for l in links},
+    )
 
 
-def construct(topo: Topology, colour: np.ndarray, pairs: list[tuple[int, int]], inject: tuple[int, ...],
-              chunk_of: tuple[int, ...], first: tuple[int, ...], until: int | None = None) -> Phase:
+def construct(
+    topo: Topology,
+    colour: np.ndarray,
+    pairs: list[tuple[int, int]],
+    inject: tuple[int, ...],
+    chunk_of: tuple[int, ...],
+    first: tuple[int, ...],
+    until: int | None = None,
+) -> Phase:
     """Simulate the split schedule (module docstring) for its :func:`length` (or its first ``until``
     steps, the part a tail completes): ``pairs`` = the 2-cycles ``(u, w)``, ``inject`` = the ring
     that carries each pair node's class-3 chunk (u, w of the first pair, then of the next),
@@ -288,18 +334,18 @@ def construct(topo: Topology, colour: np.ndarray, pairs: list[tuple[int, int]], 
     has = np.zeros((n, n * K), dtype=bool)
     lane = np.full((n, n * K), -1, dtype=np.int64)
     for v in range(n):
-        has[v, v * K:(v + 1) * K] = True
-        lane[v, v * K:(v + 1) * K] = home[v]
+        has[v, v * K : (v + 1) * K] = True
+        lane[v, v * K : (v + 1) * K] = home[v]
     queue = [{v: [v * K + chunk_of[c]] for v in range(n)} for c in range(3)]
     for node, c, pos in zip(ends, inject, first):
         queue[c][node].insert(pos, node * K + chunk_of[3])
     b_queue = {v: [] if v in ends else [v * K + chunk_of[3]] for v in range(n)}
-    early: dict[int, set[int]] = {v: set() for v in ends}   # chunks v got over its 2-cycle ahead of its ring
+    early: dict[int, set[int]] = {v: set() for v in ends}  # chunks v got over its 2-cycle ahead of its ring
     steps = []
     for t in range(length(topo, pairs) if until is None else until):
         sends: list[tuple[int, int]] = []
         reads: dict[tuple[int, int], int] = {}
-        arrive: list[tuple[int, int, int, object]] = []     # (node, chunk, lane, queue to join)
+        arrive: list[tuple[int, int, int, object]] = []  # (node, chunk, lane, queue to join)
         incoming: set[tuple[int, int]] = set()
 
         def read(v: int, x: int) -> bool:
@@ -324,12 +370,13 @@ def construct(topo: Topology, colour: np.ndarray, pairs: list[tuple[int, int]], 
         for (c, v), x in heads.items():
             nxt = succ[c][v]
             queue[c][v].pop(0)
-            if has[nxt, x]:      # nxt has x already (over the 2-cycle, ahead of the ring): a swap
+            if has[nxt, x]:  # nxt has x already (over the 2-cycle, ahead of the ring): a swap
                 if x in early.get(nxt, ()) and x // K != succ[c][nxt]:
-                    queue[c][nxt].append(x)         # nxt forwards it when the ring would have
+                    queue[c][nxt].append(x)  # nxt forwards it when the ring would have
                 early.get(nxt, set()).discard(x)
-                offer = ([b_heads[v]] if v in b_heads else []) + [   # B's class-3 chunks only
-                    y for y in np.nonzero(has[v] & ~has[nxt])[0].tolist() if y % K == chunk_of[3]]
+                offer = ([b_heads[v]] if v in b_heads else []) + [  # B's class-3 chunks only
+                    y for y in np.nonzero(has[v] & ~has[nxt])[0].tolist() if y % K == chunk_of[3]
+                ]
                 for y in offer:
                     if not has[nxt, y] and (nxt, y) not in incoming and read(v, y):
                         send(out[c][v], y, None)
@@ -341,8 +388,13 @@ def construct(topo: Topology, colour: np.ndarray, pairs: list[tuple[int, int]], 
         for a, b in [(w, u) for u, w in pairs] + list(pairs):
             c = swap[b]
             x = heads.get((c, a))
-            if (x is not None and not has[b, x] and x not in early[b] and reads.get((a, int(lane[a, x]))) == x
-                    and reaches(c, a, b, x // K)):
+            if (
+                x is not None
+                and not has[b, x]
+                and x not in early[b]
+                and reads.get((a, int(lane[a, x]))) == x
+                and reaches(c, a, b, x // K)
+            ):
                 early[b].add(x)
                 send(pair_out[a], x, None)
                 continue
@@ -423,8 +475,9 @@ def choices(pairs: int = 1) -> list[tuple[tuple[int, ...], tuple[int, ...], tupl
         inject = list(itertools.permutations(range(3), 2))
     else:
         inject = sorted(itertools.product(range(3), repeat=2 * pairs), key=lambda i: (len(set(i)), i))
-    return list(itertools.product(inject, itertools.permutations(range(K)),
-                                  itertools.product((0, 1), repeat=2 * pairs)))
+    return list(
+        itertools.product(inject, itertools.permutations(range(K)), itertools.product((0, 1), repeat=2 * pairs))
+    )
 
 
 def solve(topo: Topology, time_limit: float) -> dict | None:
@@ -446,8 +499,9 @@ def solve(topo: Topology, time_limit: float) -> dict | None:
         and, with two 2-cycles, ``tail`` (steps as text).
     """
     from .parity import factorization_sign
+
     t0 = time.perf_counter()
-    per_pair = max(5.0, topo.nodes / 4)       # seconds of CP-SAT per choice of 2-cycles
+    per_pair = max(5.0, topo.nodes / 4)  # seconds of CP-SAT per choice of 2-cycles
     if factorization_sign(topo) < 0:
         candidates = [[p] for p in _pairs(topo)]
     else:
@@ -467,14 +521,18 @@ def _pairs(topo: Topology, side: int | None = None) -> list[tuple[int, int]]:
     """Mesh-neighbour pairs (a link each way), nearest the corner node 0 first; with ``side`` (0: row,
     1: column) only those with both nodes before a tile's band in that coordinate."""
     rc = [divmod(v, topo.cols) for v in range(topo.nodes)]
-    return sorted(((u, w) for u, w in itertools.combinations(range(topo.nodes), 2)
-                   if topo.distances[u, w] == 1 == topo.distances[w, u]
-                   and (side is None or max(rc[u][side], rc[w][side]) < hamiltonian.BAND)),
-                  key=lambda p: sum(rc[p[0]]) + sum(rc[p[1]]))
+    return sorted(
+        (
+            (u, w)
+            for u, w in itertools.combinations(range(topo.nodes), 2)
+            if topo.distances[u, w] == 1 == topo.distances[w, u]
+            and (side is None or max(rc[u][side], rc[w][side]) < hamiltonian.BAND)
+        ),
+        key=lambda p: sum(rc[p[0]]) + sum(rc[p[1]]),
+    )
 
 
-def choose(topo: Topology, colour: np.ndarray, pairs: list[tuple[int, int]],
-           tail_seconds: float = 0.0) -> dict | None:
+def choose(topo: Topology, colour: np.ndarray, pairs: list[tuple[int, int]], tail_seconds: float = 0.0) -> dict | None:
     """The first choices (either node of each pair as ``u``) with which :func:`construct` works on the
     split ``colour`` with the 2-cycles ``pairs``, checked; None if there are none (or it is no
     split). With ``tail_seconds`` instead the first whose steps up to :func:`tail_start` run and
@@ -532,8 +590,7 @@ def choose(topo: Topology, colour: np.ndarray, pairs: list[tuple[int, int]],
 
 def _choice(pairs: list[tuple[int, int]], inject, chunk_of, first) -> dict:
     """The record of one set of :func:`construct` choices (``data/splits.json``)."""
-    return {"pairs": [list(p) for p in pairs], "inject": list(inject), "chunk_of": list(chunk_of),
-            "first": list(first)}
+    return {"pairs": [list(p) for p in pairs], "inject": list(inject), "chunk_of": list(chunk_of), "first": list(first)}
 
 
 def is_split(topo: Topology, colour: np.ndarray, pairs: list[tuple[int, int]]) -> bool:
@@ -596,7 +653,7 @@ def parse_colours(text: str) -> np.ndarray:
 # The period is 4 (tiles E x 13 and E x 15, like the Hamiltonian tiles) or 2 (tiles E x 9, which
 # cover every odd side from 7 up; splits, unlike decompositions, admit a band of period 2).
 
-TILE_SIDES = {4: (13, 15), 2: (9,)}     # band period -> the odd sides a tile may have
+TILE_SIDES = {4: (13, 15), 2: (9,)}  # band period -> the odd sides a tile may have
 
 
 def default(kind: str, rows: int, cols: int) -> Topology:
@@ -672,13 +729,24 @@ def tile_sizes(rows: int, cols: int, period: int, reach: int = 32) -> list[str]:
     """
     odd, even = (rows, cols) if rows % 2 else (cols, rows)
     row_band = rows % 2 == 1
-    return [size for n in range(odd - period, reach + 1, period)
-            for size in ((f"{n}x{even}", f"{even}x{n}") if row_band else (f"{even}x{n}", f"{n}x{even}"))]
+    return [
+        size
+        for n in range(odd - period, reach + 1, period)
+        for size in ((f"{n}x{even}", f"{even}x{n}") if row_band else (f"{even}x{n}", f"{n}x{even}"))
+    ]
 
 
-def make_tile(kind: str, rows: int, cols: int, time_limit: float, reach: int = 32,
-              known: dict | None = None, tail_seconds: float = 0.0, period: int = hamiltonian.PERIOD,
-              skip: frozenset[str] = frozenset()) -> dict | None:
+def make_tile(
+    kind: str,
+    rows: int,
+    cols: int,
+    time_limit: float,
+    reach: int = 32,
+    known: dict | None = None,
+    tail_seconds: float = 0.0,
+    period: int = hamiltonian.PERIOD,
+    skip: frozenset[str] = frozenset(),
+) -> dict | None:
     """Search a split tile of ``kind`` (one side even, the other in ``TILE_SIDES[period]``: the band
     side) whose extensions (:func:`tile_sizes`, but for those in ``skip``, served otherwise) are all
     splits that :func:`choose` finds choices for; the record (with those choices per size), else the
@@ -713,7 +781,7 @@ def make_tile(kind: str, rows: int, cols: int, time_limit: float, reach: int = 3
     t0 = time.perf_counter()
     tile = default(kind, rows, cols)
     want = [size for size in tile_sizes(rows, cols, period, reach) if size not in skip]
-    best = None          # the tile covering the most sizes so far, if none covers all
+    best = None  # the tile covering the most sizes so far, if none covers all
     if known is not None:
         colour = np.empty(len(tile.links), dtype=np.int64)
         colour[hamiltonian.reversal(default("equimesh", rows, cols), tile)] = parse_colours(known["colours"])
@@ -729,7 +797,7 @@ def make_tile(kind: str, rows: int, cols: int, time_limit: float, reach: int = 3
         left = time_limit - (time.perf_counter() - t0)
         if left <= 0:
             break
-        colour, _ = find(tile, [(u, w)], min(left, time_limit / 3), same=same)     # a pair may be hard; try 3+
+        colour, _ = find(tile, [(u, w)], min(left, time_limit / 3), same=same)  # a pair may be hard; try 3+
         sizes = None if colour is None else _extensions(tile, colour, (u, w), want, period, tail_seconds)
         if sizes and (best is None or len(sizes) > len(best["sizes"])):
             best = _tile_record(tile, colour, period, sizes)
@@ -768,12 +836,19 @@ def _carry(v: int, rows: int, cols: int, to_rows: int, to_cols: int) -> int:
 
 
 def _tile_record(tile: Topology, colour: np.ndarray, period: int, sizes: dict) -> dict:
-    return {"kind": tile.kind, "rows": tile.rows, "cols": tile.cols, "period": period, "colours": _text(colour),
-            "sizes": sizes}
+    return {
+        "kind": tile.kind,
+        "rows": tile.rows,
+        "cols": tile.cols,
+        "period": period,
+        "colours": _text(colour),
+        "sizes": sizes,
+    }
 
 
-def _extensions(tile: Topology, colour: np.ndarray, pair: tuple[int, int], sizes: list[str], period: int,
-                tail_seconds: float = 0.0) -> dict:
+def _extensions(
+    tile: Topology, colour: np.ndarray, pair: tuple[int, int], sizes: list[str], period: int, tail_seconds: float = 0.0
+) -> dict:
     """The choices for each of ``sizes`` (extensions of a tile with a band of ``period``, 2-cycle
     ``pair`` before the band) that is a split that runs (with ``tail_seconds``, up to
     :data:`TAIL_SIDE` per side: that runs to N - 4 steps and has a tail)."""
@@ -781,9 +856,12 @@ def _extensions(tile: Topology, colour: np.ndarray, pair: tuple[int, int], sizes
     for size in sizes:
         r, c = (int(v) for v in size.split("x"))
         topo = default(tile.kind, r, c)
-        choice = choose(topo, tile_colours(tile, colour, topo, period),
-                        [tuple(_carry(v, tile.rows, tile.cols, r, c) for v in pair)],
-                        tail_seconds if max(r, c) <= TAIL_SIDE else 0.0)
+        choice = choose(
+            topo,
+            tile_colours(tile, colour, topo, period),
+            [tuple(_carry(v, tile.rows, tile.cols, r, c) for v in pair)],
+            tail_seconds if max(r, c) <= TAIL_SIDE else 0.0,
+        )
         if choice is not None:
             out[size] = choice
     return out
@@ -815,8 +893,12 @@ def stored_split(topo: Topology) -> tuple[np.ndarray, dict] | None:
     for tile in _data().get("tiles", []):
         choice = tile["sizes"].get(f"{topo.rows}x{topo.cols}")
         if tile["kind"] == topo.kind and choice is not None:
-            return (tile_colours(default(topo.kind, tile["rows"], tile["cols"]), parse_colours(tile["colours"]), topo,
-                                 tile["period"]), choice)
+            return (
+                tile_colours(
+                    default(topo.kind, tile["rows"], tile["cols"]), parse_colours(tile["colours"]), topo, tile["period"]
+                ),
+                choice,
+            )
     return None
 
 
@@ -885,8 +967,10 @@ def finish(topo: Topology, prefix: list[np.ndarray], time_limit: float) -> list[
         N - 1 - len(prefix) steps at most.
     """
     from .cpsat import exact, start_lanes
-    res = exact(topo, K, topo.nodes - 1 - len(prefix), lanes=True, time_limit=time_limit,
-                start=start_lanes(topo, K, prefix))
+
+    res = exact(
+        topo, K, topo.nodes - 1 - len(prefix), lanes=True, time_limit=time_limit, start=start_lanes(topo, K, prefix)
+    )
     return None if res.phase is None else res.phase.steps
 
 
@@ -912,8 +996,15 @@ def construct_record(topo: Topology, colour: np.ndarray, rec: dict, until: int |
     SplitFailed
         If the choices do not work.
     """
-    return construct(topo, colour, [tuple(p) for p in rec["pairs"]], tuple(rec["inject"]), tuple(rec["chunk_of"]),
-                     tuple(rec["first"]), until=until)
+    return construct(
+        topo,
+        colour,
+        [tuple(p) for p in rec["pairs"]],
+        tuple(rec["inject"]),
+        tuple(rec["chunk_of"]),
+        tuple(rec["first"]),
+        until=until,
+    )
 
 
 def tail_keys(text: str) -> list[str]:
@@ -938,8 +1029,12 @@ def tail_keys(text: str) -> list[str]:
     """
     if text == "all":
         keys = [rec["key"] for rec in _data().get("splits", [])]
-        keys += [tile_key(t["kind"], size) for t in _data().get("tiles", [])
-                 for size in t["sizes"] if max(int(v) for v in size.split("x")) <= TAIL_SIDE]
+        keys += [
+            tile_key(t["kind"], size)
+            for t in _data().get("tiles", [])
+            for size in t["sizes"]
+            if max(int(v) for v in size.split("x")) <= TAIL_SIDE
+        ]
         return sorted(set(keys), key=lambda k: (int(k.split()[1].split("x")[0]) * int(k.split()[1].split("x")[1]), k))
     keys = []
     for r, c in parse_sizes(text, "--tails"):
@@ -1005,7 +1100,7 @@ def _symmetric(topo: Topology) -> Phase | None:
     C x R with some ring directions serves R x C with the directions they turn into."""
     sizes = {(topo.rows, topo.cols), (topo.cols, topo.rows)}
     keys = {rec["key"] for rec in _data().get("splits", [])}
-    keys |= {tile_key(topo.kind, f"{r}x{c}") for r, c in sizes}   # tiles
+    keys |= {tile_key(topo.kind, f"{r}x{c}") for r, c in sizes}  # tiles
     for name in sorted(keys - {key(topo)}):
         kind, size, dirs = name.split()
         rows, cols = (int(v) for v in size.split("x"))

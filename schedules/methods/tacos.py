@@ -21,6 +21,8 @@ from ..schedule import Phase, Schedule
 from ..topology import Topology
 from .reverse import reverse_onto
 
+__all__ = ["SEEDS", "best_allgather", "tacos", "tacos_allgather"]
+
 SEEDS = 4
 
 

@@ -28,6 +28,8 @@ from ..topology import Topology
 from .reverse import reverse_onto
 from .tto import schedule_trees
 
+__all__ = ["tidal_allgather", "tidalmesh"]
+
 
 def _tide_tree(topo: Topology, root: int, row_first: bool, index: dict) -> np.ndarray:
     """Link into every node of the dimension-ordered broadcast tree from ``root``."""

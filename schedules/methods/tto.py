@@ -27,6 +27,8 @@ from ..schedule import Phase, Schedule
 from ..topology import Topology
 from .reverse import reverse_onto
 
+__all__ = ["TREES", "schedule_trees", "tto", "tto_allgather", "tto_trees"]
+
 TREES = 3
 
 
@@ -90,8 +92,10 @@ def tto_trees(topo: Topology) -> np.ndarray:
                 grow = inside[t, src] & ~inside[t, dst]
                 if not grow.any():
                     if not inside[t].all():
-                        raise ValueError(f"{topo.name} is not strongly connected: "
-                                         f"node {int(np.argmin(inside[t]))} is unreachable from {r}")
+                        raise ValueError(
+                            f"{topo.name} is not strongly connected: "
+                            f"node {int(np.argmin(inside[t]))} is unreachable from {r}"
+                        )
                     continue
                 fresh = grow & ~used
                 cand = np.flatnonzero(fresh if fresh.any() else grow)

@@ -61,10 +61,12 @@ from ..schedule import Phase
 from ..storage import home_lanes, lane_table, link_lanes
 from ..topology import Topology
 
-WINDOW = 16          # candidate trees offered per link to the first matching of a step
-RETRY = 256        # candidates per link when the first matching left a link idle
+__all__ = ["FILL_ROUNDS", "LANES_FIRST_MAX", "RETRY", "SEEDS", "SMALL", "WINDOW", "tie_break_orders", "xtree"]
+
+WINDOW = 16  # candidate trees offered per link to the first matching of a step
+RETRY = 256  # candidates per link when the first matching left a link idle
 FILL_ROUNDS = 3
-SMALL = 64           # networks up to this many nodes keep the best of SEEDS tie-break orders
+SMALL = 64  # networks up to this many nodes keep the best of SEEDS tie-break orders
 SEEDS = 4
 LANES_FIRST_MAX = 256  # lane-aware networks up to this many nodes also try matching lanes first
 _BIT = np.uint64(1) << np.arange(64, dtype=np.uint64)
@@ -96,7 +98,7 @@ class _State:
         self.pos = np.empty(X, dtype=np.int64)
         self.pos[order] = np.arange(X)
         self.P = np.zeros((n, W), dtype=np.uint64)
-        self.Pf = self.P.reshape(-1)                              # a view
+        self.Pf = self.P.reshape(-1)  # a view
         self.held = np.zeros(W * 64, dtype=np.int64)
         self.src, self.dst = src, dst = topo.link_src, topo.link_dst
         # the links at each node (in or out): a delivery to the node changes their U. Rows are
@@ -171,10 +173,10 @@ def _window_words(pcT: np.ndarray, start: np.ndarray, limit: int) -> np.ndarray:
         return np.full(L, W, dtype=np.int64)
     dt = np.int16 if 128 * W < np.iinfo(np.int16).max else np.int32
     ce = pcT.astype(dt)
-    for w in range(1, W):                      # prefix sums down the words (np.cumsum on axis 0 is slow)
+    for w in range(1, W):  # prefix sums down the words (np.cumsum on axis 0 is slow)
         np.add(ce[w], ce[w - 1], out=ce[w])
     total = ce[-1].copy()
-    ce -= pcT                                  # exclusive: bits in the words before
+    ce -= pcT  # exclusive: bits in the words before
     thr = ce[start, np.arange(L)] + dt(limit)
     # ce is non-decreasing down a column: words start.. (wrapping) are those with ce < thr, minus
     # the start words before, plus the words from 0 whose ce + total < thr
@@ -217,7 +219,7 @@ def _match(rows: np.ndarray, cols: np.ndarray, L: int, ncols: int, cap: int, per
     """
     cnt = np.bincount(rows, minlength=L)
     first = np.cumsum(cnt) - cnt
-    c, f = cnt[perm], first[perm]                          # row i of the matrix is link perm[i]
+    c, f = cnt[perm], first[perm]  # row i of the matrix is link perm[i]
     indptr = np.zeros(L + 1, dtype=np.int64)
     np.cumsum(c * cap, out=indptr[1:])
     if cap == 1:
@@ -227,8 +229,9 @@ def _match(rows: np.ndarray, cols: np.ndarray, L: int, ncols: int, cap: int, per
         t = np.arange(indptr[-1]) - indptr[i]
         ind = cols[f[i] + t % c[i]] + ncols * (t // c[i])
     itype = np.int32 if max(ncols * cap, indptr[-1]) < 2**31 else np.int64
-    graph = csr_matrix((np.ones(len(ind), dtype=np.int8), ind.astype(itype), indptr.astype(itype)),
-                       shape=(L, ncols * cap))
+    graph = csr_matrix(
+        (np.ones(len(ind), dtype=np.int8), ind.astype(itype), indptr.astype(itype)), shape=(L, ncols * cap)
+    )
     inv = np.empty(L, dtype=np.int64)
     inv[perm] = np.arange(L)
     match = maximum_bipartite_matching(graph, perm_type="column")[inv]
@@ -254,8 +257,7 @@ def _growth_cap(topo: Topology, chunks: int) -> int:
     return max(1, -(-int(topo.in_degree.min()) // chunks))
 
 
-def _xtree_once(topo: Topology, chunks: int, lanes: bool, seed: int, progress=None,
-                lanes_first: bool = False) -> Phase:
+def _xtree_once(topo: Topology, chunks: int, lanes: bool, seed: int, progress=None, lanes_first: bool = False) -> Phase:
     n, K = topo.nodes, chunks
     src, dst = topo.link_src, topo.link_dst
     L = len(src)
@@ -319,7 +321,7 @@ def _xtree_once(topo: Topology, chunks: int, lanes: bool, seed: int, progress=No
             r, c = r[ok], c[ok]
             if len(r) == 0:
                 break
-            m2 = _match(r, c, L, W * 64, 1, perm)                 # the idle links, matched again
+            m2 = _match(r, c, L, W * 64, 1, perm)  # the idle links, matched again
             r = np.nonzero(m2 >= 0)[0]
             r, x = _resolve(st, src, dst, r, st.chunk_at[m2[r]])
             got[r] = x

@@ -63,8 +63,8 @@ class _Lanes:
     def __init__(self, topo: Topology, chunks: int):
         n = topo.nodes
         self.src_lane, self.dst_lane = link_lanes(topo)
-        self.where = np.full((chunks * n, n), -1, dtype=np.int64)   # where[tree, node] = lane
-        home = home_lanes(topo, chunks)                              # home[v, c]
+        self.where = np.full((chunks * n, n), -1, dtype=np.int64)  # where[tree, node] = lane
+        home = home_lanes(topo, chunks)  # home[v, c]
         t = np.arange(chunks * n)
         self.where[t, t % n] = home[t % n, t // n]
         self.reading = np.full(int(lane_table(topo)[1].sum()), -1, dtype=np.int64)
@@ -107,8 +107,8 @@ def _timestep(order, U, free, held_now, dst, lanes, assign, link_order):
     """Lines 8-13 (and the enclosing loop of the text) for one timestep; returns (links, trees)."""
     r, c = np.nonzero(U[order][:, link_order])
     cut = np.searchsorted(r, np.arange(len(order) + 1))
-    cands = {int(order[i]): link_order[c[cut[i]:cut[i + 1]]] for i in np.unique(r)}
-    active = [int(order[i]) for i in np.unique(r)]      # np.unique keeps line 7's order (i ascending)
+    cands = {int(order[i]): link_order[c[cut[i] : cut[i + 1]]] for i in np.unique(r)}
+    active = [int(order[i]) for i in np.unique(r)]  # np.unique keeps line 7's order (i ascending)
     got_l, got_t = [], []
     left = int(free.sum())
     while active and left:
@@ -120,7 +120,7 @@ def _timestep(order, U, free, held_now, dst, lanes, assign, link_order):
                 got_t.append(np.full(len(ls), t, dtype=np.int64))
                 nxt.append(t)
                 left -= len(ls)
-                if not left:           # E' is empty: no tree can take a link
+                if not left:  # E' is empty: no tree can take a link
                     break
         if assign != "round-robin":
             break
@@ -130,8 +130,14 @@ def _timestep(order, U, free, held_now, dst, lanes, assign, link_order):
     return np.concatenate(got_l), np.concatenate(got_t)
 
 
-def xtree_paper(topo: Topology, chunks: int, lanes: bool = False, assign: str = "priority",
-                distance: str = "tree", seed: int | None = None) -> Phase:
+def xtree_paper(
+    topo: Topology,
+    chunks: int,
+    lanes: bool = False,
+    assign: str = "priority",
+    distance: str = "tree",
+    seed: int | None = None,
+) -> Phase:
     """Algorithm 2 of seed 000 as printed: an AllGather of ``chunks`` chunks per shard on ``topo``.
 
     Parameters
@@ -163,21 +169,21 @@ def xtree_paper(topo: Topology, chunks: int, lanes: bool = False, assign: str = 
     n, K = topo.nodes, chunks
     src, dst, D = topo.link_src, topo.link_dst, topo.distances
     T = n * K
-    root = np.arange(T) % n                     # lines 1-3: tree t = (root t mod n, chunk t div n)
+    root = np.arange(T) % n  # lines 1-3: tree t = (root t mod n, chunk t div n)
     held = np.zeros((T, n), dtype=bool)
     held[np.arange(T), root] = True
-    near = D[root].copy()                       # distance from the tree (or its root) to every node
+    near = D[root].copy()  # distance from the tree (or its root) to every node
     rng = np.random.default_rng(seed) if seed is not None else None
     tie = rng.permutation(T) if rng is not None else np.arange(T)
     store = _Lanes(topo, K) if lanes else None
     steps: list[np.ndarray] = []
-    while not held.all():                       # line 5
-        key = _farthest(held, near)             # line 7, at the start of the timestep
+    while not held.all():  # line 5
+        key = _farthest(held, near)  # line 7, at the start of the timestep
         order = tie[np.argsort(-key[tie], kind="stable")]
         order = order[key[order] > 0]
         link_order = rng.permutation(len(src)) if rng is not None else np.arange(len(src))
-        U = held[:, src] & ~held[:, dst]        # (u, w): u in the tree when the step began, w not
-        free = np.ones(len(src), dtype=bool)    # line 6: E' <- E
+        U = held[:, src] & ~held[:, dst]  # (u, w): u in the tree when the step began, w not
+        free = np.ones(len(src), dtype=bool)  # line 6: E' <- E
         if store is not None:
             store.reading[:] = -1
         links, trees = _timestep(order, U, free, held.copy(), dst, store, assign, link_order)

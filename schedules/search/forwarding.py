@@ -29,6 +29,8 @@ import numpy as np
 
 from ..topology import Topology
 
+__all__ = ["check", "solve"]
+
 
 def solve(topo: Topology, time_limit: float = 60.0, workers: int = 2) -> tuple[str, np.ndarray | None]:
     """CP-SAT's status (``FEASIBLE``/``OPTIMAL``, ``INFEASIBLE`` or ``UNKNOWN``) and, when found, the
@@ -58,7 +60,9 @@ def solve(topo: Topology, time_limit: float = 60.0, workers: int = 2) -> tuple[s
         r = tok // 4
         for v in range(n):
             if v != r:  # entered once
-                m.AddExactlyOne([at[k] for step in range(1, n) for e in topo.in_links[v] if (k := (tok, step, e)) in at])
+                m.AddExactlyOne(
+                    [at[k] for step in range(1, n) for e in topo.in_links[v] if (k := (tok, step, e)) in at]
+                )
         for step in range(1, n - 1):
             for e2 in range(links):
                 if (tok, step + 1, e2) in at:  # leaves the node its last link entered

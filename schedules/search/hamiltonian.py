@@ -18,8 +18,15 @@ from ..methods.hamiltonian import PERIOD, TILES, cccc, from_tile, make_tile, til
 __all__ = ["search"]
 
 
-def search(first: list[tuple[int, int]], max_side: int = 16, time_limit: float = 40.0, seeds: int = 3,
-           retry_open: bool = False, out: Path = TILES, log: Callable[[str], None] = print) -> None:
+def search(
+    first: list[tuple[int, int]],
+    max_side: int = 16,
+    time_limit: float = 40.0,
+    seeds: int = 3,
+    retry_open: bool = False,
+    out: Path = TILES,
+    log: Callable[[str], None] = print,
+) -> None:
     """Solve the missing tiles for every side up to ``max_side`` (and 32) and store them.
 
     Parameters
@@ -39,8 +46,11 @@ def search(first: list[tuple[int, int]], max_side: int = 16, time_limit: float =
     log : callable
         Receives one line per tile.
     """
-    data = json.loads(out.read_text()) if out.exists() else {"format": "equimesh-hamiltonian-tiles",
-                                                             "period": PERIOD, "tiles": [], "open": []}
+    data = (
+        json.loads(out.read_text())
+        if out.exists()
+        else {"format": "equimesh-hamiltonian-tiles", "period": PERIOD, "tiles": [], "open": []}
+    )
     have = {(t["rows"], t["cols"]) for t in data["tiles"]}
     if not retry_open:
         have |= {(o[0], o[1]) for o in data.get("open", [])}
@@ -48,7 +58,7 @@ def search(first: list[tuple[int, int]], max_side: int = 16, time_limit: float =
     todo = sorted(((r, c) for r in sides for c in sides if r % 2 == c % 2), key=lambda rc: rc[0] * rc[1])
     todo = first + [rc for rc in todo if rc not in first]
     for r, c in todo:
-        if (r, c) in have or from_tile(cccc(r, c)) is not None:    # stored, transposed or cut
+        if (r, c) in have or from_tile(cccc(r, c)) is not None:  # stored, transposed or cut
             continue
         t0 = time.perf_counter()
         rec, status = make_tile(r, c, time_limit, seeds)

@@ -32,8 +32,11 @@ class LibraryError(ValueError):
 
 
 def _open(out: Path) -> dict:
-    return (json.loads(out.read_text()) if out.exists()
-            else {"format": "equimesh-lane-schedules", "chunks": BASE, "schedules": []})
+    return (
+        json.loads(out.read_text())
+        if out.exists()
+        else {"format": "equimesh-lane-schedules", "chunks": BASE, "schedules": []}
+    )
 
 
 def _have(data: dict, topo: Topology) -> Phase | None:
@@ -58,8 +61,9 @@ def store(data: dict, topo: Topology, phase: Phase, out: Path) -> None:
     """
     check(topo, phase)
     data["schedules"] = [rec for rec in data["schedules"] if rec["key"] != key(topo)]
-    data["schedules"].append({"key": key(topo), "steps": [
-        np.asarray(st, dtype=np.int64).reshape(-1, 3).tolist() for st in phase.steps]})
+    data["schedules"].append(
+        {"key": key(topo), "steps": [np.asarray(st, dtype=np.int64).reshape(-1, 3).tolist() for st in phase.steps]}
+    )
     out.write_text(json.dumps(data, separators=(",", ":")) + "\n")
 
 
@@ -84,9 +88,13 @@ def add_files(paths: list[Path], out: Path = LIBRARY, log: Callable[[str], None]
     for path in paths:
         sched = load(path)
         topo = sched.topology
-        if (sched.collective != "allgather" or sched.chunks != BASE or topo.kind not in ("equimesh", "mirror-equimesh")
-                or [l.as_list() for l in topo.links] != [l.as_list() for l in build(
-                    topo.kind, topo.rows, topo.cols, ring_dirs=topo.ring_dirs).links]):
+        if (
+            sched.collective != "allgather"
+            or sched.chunks != BASE
+            or topo.kind not in ("equimesh", "mirror-equimesh")
+            or [l.as_list() for l in topo.links]
+            != [l.as_list() for l in build(topo.kind, topo.rows, topo.cols, ring_dirs=topo.ring_dirs).links]
+        ):
             raise LibraryError(f"{path}: not a K = {BASE} AllGather on an EquiMesh or its mirror")
         check(topo, sched.phases[0])
         if sched.num_steps != lower_bound(topo, BASE, "allgather"):
@@ -113,8 +121,15 @@ def _solve(topo: Topology, method: str, known: Phase | None, seeds: int, time_li
     return synthesize(topo, BASE, "allgather", "cpsat", time_limit=time_limit).phases[0]
 
 
-def search(sizes: list[tuple[int, int]], ring_dirs: dict | None, method: str = "cpsat", seeds: int = 0,
-           time_limit: float = 120.0, out: Path = LIBRARY, log: Callable[[str], None] = print) -> None:
+def search(
+    sizes: list[tuple[int, int]],
+    ring_dirs: dict | None,
+    method: str = "cpsat",
+    seeds: int = 0,
+    time_limit: float = 120.0,
+    out: Path = LIBRARY,
+    log: Callable[[str], None] = print,
+) -> None:
     """Solve each size (EquiMesh and mirror) and store what reaches the bound or beats the best known.
 
     Networks stored at the bound, directly or as a symmetric image, are skipped; ``tail`` only
@@ -155,8 +170,9 @@ def search(sizes: list[tuple[int, int]], ring_dirs: dict | None, method: str = "
                 log(f"{key(topo)}: none at the bound {bound} ({time.perf_counter() - t0:.1f} s)")
                 continue
             beat = min(xtree(topo, BASE, lanes=True).num_steps, np.inf if known is None else known.num_steps)
-            log(f"{key(topo)}: {phase.num_steps} steps, bound {bound}, to beat {beat} "
-                f"({time.perf_counter() - t0:.1f} s)")
+            log(
+                f"{key(topo)}: {phase.num_steps} steps, bound {bound}, to beat {beat} "
+                f"({time.perf_counter() - t0:.1f} s)"
+            )
             if phase.num_steps == bound or phase.num_steps < beat:
                 store(data, topo, phase, out)
-

@@ -42,8 +42,10 @@ def best_choice(rows: int, cols: int) -> tuple[str, dict[str, int]]:
     """The choice with the fewest AllGather steps, and the steps of every choice. On a tie, the
     fewest AllReduce steps, that is the fewest ReduceScatter steps (it runs on the mirror, the
     opposite directions), then the first in :data:`~equimesh.schedules.topology.RING_DIRS_CHOICES` (``cccc`` first)."""
+
     def topo(d: str):
         return build("equimesh", rows, cols, ring_dirs=parse_ring_dirs(d))
+
     steps = {d: synthesize(topo(d), CHUNKS, "allgather").num_steps for d in RING_DIRS_CHOICES}
     fewest = min(steps.values())
     tied = [d for d in RING_DIRS_CHOICES if steps[d] == fewest]
@@ -53,8 +55,12 @@ def best_choice(rows: int, cols: int) -> tuple[str, dict[str, int]]:
     return min(tied, key=lambda d: reducescatter[d]), steps
 
 
-def search(sizes: list[tuple[int, int]] | None, max_side: int = 16, out: Path = RING_DIRS_TABLE,
-           log: Callable[[str], None] = print) -> None:
+def search(
+    sizes: list[tuple[int, int]] | None,
+    max_side: int = 16,
+    out: Path = RING_DIRS_TABLE,
+    log: Callable[[str], None] = print,
+) -> None:
     """Search the 16 ring-direction choices and store the winners that beat ``cccc``.
 
     Parameters
@@ -69,14 +75,22 @@ def search(sizes: list[tuple[int, int]] | None, max_side: int = 16, out: Path = 
     log : callable
         Receives one line per size.
     """
-    data = {"format": "equimesh-ring-dirs", "chunks": CHUNKS, "collective": "allgather", "storage": "lanes",
-            "best": {}, "steps": {}}
+    data = {
+        "format": "equimesh-ring-dirs",
+        "chunks": CHUNKS,
+        "collective": "allgather",
+        "storage": "lanes",
+        "best": {},
+        "steps": {},
+    }
     if sizes is not None:
         if out.exists():
             data = json.loads(out.read_text())
     else:
-        sizes = sorted(((r, c) for r in range(2, max_side + 1) for c in range(2, max_side + 1)
-                        if needs_search(r, c)), key=lambda rc: rc[0] * rc[1])
+        sizes = sorted(
+            ((r, c) for r in range(2, max_side + 1) for c in range(2, max_side + 1) if needs_search(r, c)),
+            key=lambda rc: rc[0] * rc[1],
+        )
     for r, c in sizes:
         t0 = time.perf_counter()
         best, steps = best_choice(r, c)

@@ -50,8 +50,11 @@ def _splits(topo_sizes, data: dict, time_limit: float, save, log) -> None:
             if rec is None:
                 log(f"{key(topo)}: no split found ({time.perf_counter() - t0:.1f} s)")
                 continue
-            tail = ([parse_transfers(t) for t in rec.pop("tail")] if "tail" in rec     # two 2-cycles: found with it
-                    else solve_tail(topo, parse_colours(rec["colours"]), rec, time_limit))
+            tail = (
+                [parse_transfers(t) for t in rec.pop("tail")]
+                if "tail" in rec  # two 2-cycles: found with it
+                else solve_tail(topo, parse_colours(rec["colours"]), rec, time_limit)
+            )
             steps = topo.nodes - 1 if tail is not None else length(topo, rec["pairs"])
             known = stored(topo, K)
             beat = min(xtree(topo, K, lanes=True).num_steps, known.num_steps if known is not None else np.inf)
@@ -98,13 +101,23 @@ def _tiles(tiles: list[tuple[int, int]], period: int, data: dict, time_limit: fl
             if any((t["kind"], t["rows"], t["cols"]) == (kind, r, c) for t in data["tiles"]):
                 continue
             t0 = time.perf_counter()
-            known = next((t for t in data["tiles"] if kind == "mirror-equimesh"
-                          and (t["kind"], t["rows"], t["cols"]) == ("equimesh", r, c)), None)
+            known = next(
+                (
+                    t
+                    for t in data["tiles"]
+                    if kind == "mirror-equimesh" and (t["kind"], t["rows"], t["cols"]) == ("equimesh", r, c)
+                ),
+                None,
+            )
             served = {other for t in data["tiles"] if t["kind"] == kind for other in t["sizes"]}
-            served |= {other for other in tile_sizes(r, c, period)
-                       if any(rec["key"] == tile_key(kind, other) for rec in data["splits"])}
-            rec = make_tile(kind, r, c, time_limit, known=known, tail_seconds=time_limit,
-                            period=period, skip=frozenset(served))
+            served |= {
+                other
+                for other in tile_sizes(r, c, period)
+                if any(rec["key"] == tile_key(kind, other) for rec in data["splits"])
+            }
+            rec = make_tile(
+                kind, r, c, time_limit, known=known, tail_seconds=time_limit, period=period, skip=frozenset(served)
+            )
             found = "sizes " + " ".join(rec["sizes"]) if rec else "none found"
             log(f"{kind} {size} tile: {found} ({time.perf_counter() - t0:.1f} s)")
             if rec is not None:
@@ -115,8 +128,15 @@ def _tiles(tiles: list[tuple[int, int]], period: int, data: dict, time_limit: fl
                 save()
 
 
-def search(sizes: list[tuple[int, int]], tails: list[str], tiles: list[tuple[int, int]], period: int,
-           time_limit: float = 300.0, out: Path = SPLITS, log: Callable[[str], None] = print) -> None:
+def search(
+    sizes: list[tuple[int, int]],
+    tails: list[str],
+    tiles: list[tuple[int, int]],
+    period: int,
+    time_limit: float = 300.0,
+    out: Path = SPLITS,
+    log: Callable[[str], None] = print,
+) -> None:
     """Find splits, tails and tiles, and store what improves on the best known (module docstring).
 
     Parameters
@@ -145,6 +165,7 @@ def search(sizes: list[tuple[int, int]], tails: list[str], tiles: list[tuple[int
 
     def save() -> None:
         out.write_text(json.dumps(data, indent=1) + "\n")
+
     _splits(sizes, data, time_limit, save, log)
     _tails(tails, data, time_limit, save, log)
     _tiles(tiles, period, data, time_limit, save, log)

@@ -44,6 +44,23 @@ import numpy as np
 
 from ...schedules.schedule import Schedule
 
+__all__ = [
+    "DIM_PHASES",
+    "LINK_ORDERS",
+    "LinkModel",
+    "Result",
+    "TABLE_I_ALPHA",
+    "TABLE_I_BANDWIDTH",
+    "Transfers",
+    "chunk_bytes",
+    "dim_decomposed_allreduce",
+    "dim_decomposed_allreduce_time",
+    "flatten",
+    "run",
+    "run_ready_order",
+    "simulate",
+]
+
 # seed 000, Table I: 128 GB/s links, 20 ns per hop.
 TABLE_I_BANDWIDTH = 128e9
 TABLE_I_ALPHA = 20e-9
@@ -246,11 +263,15 @@ def flatten(sched: Schedule) -> Transfers:
     src = topo.link_src[link]
     # a root starts its AllGather from the previous phase's (ReduceScatter) key
     src_phase = np.where((src == root) & (phase_of > 0), phase_of - 1, phase_of)
-    return Transfers(step=step, link=link,
-                     src_keys=(src_phase * per_phase + src * (n * k) + rc)[:, None],
-                     dst_keys=(phase_of * per_phase + topo.link_dst[link] * (n * k) + rc)[:, None],
-                     units=np.ones(len(link), dtype=np.int64),
-                     n_keys=per_phase * (2 if sched.collective == "allreduce" else 1), n_links=len(topo.links))
+    return Transfers(
+        step=step,
+        link=link,
+        src_keys=(src_phase * per_phase + src * (n * k) + rc)[:, None],
+        dst_keys=(phase_of * per_phase + topo.link_dst[link] * (n * k) + rc)[:, None],
+        units=np.ones(len(link), dtype=np.int64),
+        n_keys=per_phase * (2 if sched.collective == "allreduce" else 1),
+        n_links=len(topo.links),
+    )
 
 
 def _flatten_alltoall(sched: Schedule) -> Transfers:
@@ -264,8 +285,15 @@ def _flatten_alltoall(sched: Schedule) -> Transfers:
     src_key = topo.link_src[link] * (n * n * k) + rc
     dst_key = topo.link_dst[link] * (n * n * k) + rc
     keys, inv = np.unique(np.concatenate([src_key, dst_key]), return_inverse=True)
-    return Transfers(step=step, link=link, src_keys=inv[:len(link), None], dst_keys=inv[len(link):, None],
-                     units=np.ones(len(link), dtype=np.int64), n_keys=len(keys), n_links=len(topo.links))
+    return Transfers(
+        step=step,
+        link=link,
+        src_keys=inv[: len(link), None],
+        dst_keys=inv[len(link) :, None],
+        units=np.ones(len(link), dtype=np.int64),
+        n_keys=len(keys),
+        n_links=len(topo.links),
+    )
 
 
 def run(tr: Transfers, unit_time, alpha: float) -> np.ndarray:
@@ -293,7 +321,7 @@ def run(tr: Transfers, unit_time, alpha: float) -> np.ndarray:
     units = tr.units.astype(np.float64)[:, None]
     single = tr.src_keys.shape[1] == 1 and tr.dst_keys.shape[1] == 1
     for g in range(0, len(unit_time), group):
-        ut = unit_time[g:g + group]
+        ut = unit_time[g : g + group]
         state = np.zeros((tr.n_keys + 2, len(ut)))
         free = np.zeros((tr.n_links, len(ut)))
         for i in range(len(tr.bounds) - 1):
@@ -315,7 +343,7 @@ def run(tr: Transfers, unit_time, alpha: float) -> np.ndarray:
             uk = dks[first]
             # several partials may arrive at one node for one chunk in the same step
             state[uk] = np.maximum(state[uk], np.maximum.reduceat(vals[order], first, axis=0))
-        out[g:g + group] = free.max(axis=0) if tr.n_links else 0.0
+        out[g : g + group] = free.max(axis=0) if tr.n_links else 0.0
     return out
 
 
@@ -398,8 +426,10 @@ def run_ready_order(tr: Transfers, unit_time: float, alpha: float) -> float:
         if queue[l]:
             start(l, now)
     if finished < n_t:
-        raise ValueError(f"{n_t - finished} transfers never get their data: the schedule's dependencies "
-                         "are not met (run the verifier)")
+        raise ValueError(
+            f"{n_t - finished} transfers never get their data: the schedule's dependencies "
+            "are not met (run the verifier)"
+        )
     return end
 
 
@@ -443,12 +473,17 @@ def simulate(sched: Schedule, sizes, model: LinkModel = LinkModel(), link_order:
         completion = np.array([run_ready_order(tr, u / model.bandwidth, model.alpha) for u in ub])
     else:
         raise ValueError(f"unknown link order {link_order!r}; expected one of {', '.join(LINK_ORDERS)}")
-    return Result(sizes=sizes, completion=completion, unit_bytes=ub,
-                  link_transfers=np.bincount(tr.link, minlength=tr.n_links).astype(np.float64),
-                  link_units=np.bincount(tr.link, weights=tr.units, minlength=tr.n_links))
+    return Result(
+        sizes=sizes,
+        completion=completion,
+        unit_bytes=ub,
+        link_transfers=np.bincount(tr.link, minlength=tr.n_links).astype(np.float64),
+        link_units=np.bincount(tr.link, weights=tr.units, minlength=tr.n_links),
+    )
 
 
 # ----- seed 003 cross-check: dimension-decomposed ring AllReduce ---------------------------
+
 
 def dim_decomposed_allreduce_time(rows: int, cols: int, message: float, model: LinkModel = LinkModel()) -> float:
     """Seed 003, Sections 3.4 and 4.2: ``2 sum_i (d_i - 1) alpha + 2 (N-1)/N M / BW``.
@@ -492,8 +527,11 @@ def _line_sends(d: int, wrap: bool) -> list[list[tuple[int, int, int]]]:
     return steps
 
 
-DIM_PHASES = {"allreduce": (("x", False), ("y", False), ("y", True), ("x", True)),
-              "reducescatter": (("x", False), ("y", False)), "allgather": (("y", True), ("x", True))}
+DIM_PHASES = {
+    "allreduce": (("x", False), ("y", False), ("y", True), ("x", True)),
+    "reducescatter": (("x", False), ("y", False)),
+    "allgather": (("y", True), ("x", True)),
+}
 
 
 def dim_decomposed_allreduce(rows: int, cols: int, wrap: bool, collective: str = "allreduce") -> Transfers:
@@ -552,10 +590,18 @@ def dim_decomposed_allreduce(rows: int, cols: int, wrap: bool, collective: str =
                     # direction as seen from the receiver: 0 = came from a lower position
                     slot_in = 0 if (b - a) % d == 1 and (wrap or b > a) else 1
                     prev = key(ph - 1, u, 2) if ph else read_pad
-                    rows_out.append((step0 + t, index[(u, v)], key(ph, u, slot_in), prev,
-                                     key(ph, v, slot_in), key(ph, v, 2), units))
+                    rows_out.append(
+                        (step0 + t, index[(u, v)], key(ph, u, slot_in), prev, key(ph, v, slot_in), key(ph, v, 2), units)
+                    )
         step0 += len(plan)
     a = np.array(rows_out, dtype=np.int64).reshape(-1, 7)
     a = a[np.argsort(a[:, 0], kind="stable")]
-    return Transfers(step=a[:, 0], link=a[:, 1], src_keys=a[:, 2:4], dst_keys=a[:, 4:6], units=a[:, 6],
-                     n_keys=n_keys, n_links=len(topo.links))
+    return Transfers(
+        step=a[:, 0],
+        link=a[:, 1],
+        src_keys=a[:, 2:4],
+        dst_keys=a[:, 4:6],
+        units=a[:, 6],
+        n_keys=n_keys,
+        n_links=len(topo.links),
+    )

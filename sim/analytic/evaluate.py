@@ -23,14 +23,33 @@ from ...schedules.topology import Topology, build
 from ...schedules.verify import verify
 from .alphabeta import LinkModel, simulate
 
+__all__ = [
+    "ALGORITHMS",
+    "Algorithm",
+    "COLLECTIVES",
+    "Curve",
+    "STYLE",
+    "best_baseline",
+    "default_sizes",
+    "evaluate",
+    "format_size",
+    "machine",
+    "parse_size",
+    "plot_curves",
+    "run_curve",
+    "to_json",
+]
+
 COLLECTIVES = ("allgather", "allreduce")
 
 
 def _lead(name: str) -> Callable[[Topology, int, str], Schedule]:
     """A generator behind ``schedules.synth.synthesize``; XTree-based ones use MirrorXTree for AllReduce."""
+
     def make(topo: Topology, chunks: int, collective: str) -> Schedule:
         algo = "mirrorxtree" if (name == "xtree" and collective != "allgather") else name
         return synthesize(topo, chunks, collective, algo, lanes=False)
+
     return make
 
 
@@ -68,45 +87,116 @@ class Algorithm:
     collectives: tuple[str, ...] = COLLECTIVES  # the collectives it schedules
 
 
-ALGORITHMS = {a.name: a for a in [
-    Algorithm("equimesh-xtree", "equimesh", "proposed",
-              "seed 000, Algorithms 1-3: XTree AllGather, MirrorXTree AllReduce on EquiMesh",
-              _lead("xtree"), (1, 2, 4, 8), True),
-    Algorithm("mesh-ring2d", "mesh", "baseline",
-              "seed 000, Section V-A '2DMesh' [13], [32]: hierarchical ring RS-X, RS-Y, AG-Y, AG-X",
-              _lead("ring2d"), (1, 2, 4), False),
-    Algorithm("mesh-multitree", "mesh", "baseline",
-              "seed 000, Section V-A 'MultiTree' [26]: one tree per node; RS on the reversed trees",
-              _lead("multitree"), (1, 2, 4), True),
-    Algorithm("mesh-tacos", "mesh", "baseline",
-              "seed 000, Section V-A 'TACOS' [28]: randomized greedy link-chunk matching on the "
-              "time-expanded network, best of several seeds (schedules/methods/tacos.py)",
-              BASELINES["tacos"], (1, 2, 4), True),
-    Algorithm("mesh-tto", "mesh", "baseline",
-              "seed 000, Section V-A 'TTO' [27]: three link-disjoint trees with chunk pipelining (schedules/methods/tto.py)",
-              BASELINES["tto"], (3, 6, 12), False),
-    Algorithm("mesh-tidalmesh", "mesh", "baseline",
-              "seed 000, Section V-A 'TidalMesh' [29]: APPROXIMATION, bidirectional 'tide' reduce-scatter/"
-              "all-gather per row and column (schedules/methods/tidalmesh.py)",
-              BASELINES["tidalmesh"], (1, 2, 4), False),
-    Algorithm("mesh-overlap", "mesh", "baseline",
-              "seed 000, Section V-A 'TidalMesh' [29] overlap: ReduceScatter and AllGather of different chunks "
-              "in one step list (format version 2), link-balanced trees (schedules/methods/overlap.py)",
-              BASELINES["overlap"], (4, 8, 16), True, ("allreduce",)),
-    Algorithm("equimesh-overlap", "equimesh", "reference",
-              "the same overlapped AllReduce on EquiMesh: does overlap help where the degree bound "
-              "already equals the link bound?",
-              BASELINES["overlap"], (4, 8), True, ("allreduce",)),
-    Algorithm("overflow-xtree", "overflow", "reference",
-              "seed 000, Fig. 2b overflow-degree mesh (6-port edge routers) with XTree/MirrorXTree",
-              _lead("xtree"), (1, 2, 4, 8), True),
-    Algorithm("supermesh-xtree", "supermesh", "reference",
-              "seed 001 SM(rows, cols): rows and columns fully connected, with XTree/MirrorXTree",
-              _lead("xtree"), (1, 2, 4, 8), True),
-    Algorithm("mesh-xtree", "mesh", "reference",
-              "XTree/MirrorXTree on the plain mesh: separates the topology's gain from the algorithm's",
-              _lead("xtree"), (1, 2, 4, 8), True),
-]}
+ALGORITHMS = {
+    a.name: a
+    for a in [
+        Algorithm(
+            "equimesh-xtree",
+            "equimesh",
+            "proposed",
+            "seed 000, Algorithms 1-3: XTree AllGather, MirrorXTree AllReduce on EquiMesh",
+            _lead("xtree"),
+            (1, 2, 4, 8),
+            True,
+        ),
+        Algorithm(
+            "mesh-ring2d",
+            "mesh",
+            "baseline",
+            "seed 000, Section V-A '2DMesh' [13], [32]: hierarchical ring RS-X, RS-Y, AG-Y, AG-X",
+            _lead("ring2d"),
+            (1, 2, 4),
+            False,
+        ),
+        Algorithm(
+            "mesh-multitree",
+            "mesh",
+            "baseline",
+            "seed 000, Section V-A 'MultiTree' [26]: one tree per node; RS on the reversed trees",
+            _lead("multitree"),
+            (1, 2, 4),
+            True,
+        ),
+        Algorithm(
+            "mesh-tacos",
+            "mesh",
+            "baseline",
+            "seed 000, Section V-A 'TACOS' [28]: randomized greedy link-chunk matching on the "
+            "time-expanded network, best of several seeds (schedules/methods/tacos.py)",
+            BASELINES["tacos"],
+            (1, 2, 4),
+            True,
+        ),
+        Algorithm(
+            "mesh-tto",
+            "mesh",
+            "baseline",
+            "seed 000, Section V-A 'TTO' [27]: three link-disjoint trees with chunk pipelining (schedules/methods/tto.py)",
+            BASELINES["tto"],
+            (3, 6, 12),
+            False,
+        ),
+        Algorithm(
+            "mesh-tidalmesh",
+            "mesh",
+            "baseline",
+            "seed 000, Section V-A 'TidalMesh' [29]: APPROXIMATION, bidirectional 'tide' reduce-scatter/"
+            "all-gather per row and column (schedules/methods/tidalmesh.py)",
+            BASELINES["tidalmesh"],
+            (1, 2, 4),
+            False,
+        ),
+        Algorithm(
+            "mesh-overlap",
+            "mesh",
+            "baseline",
+            "seed 000, Section V-A 'TidalMesh' [29] overlap: ReduceScatter and AllGather of different chunks "
+            "in one step list (format version 2), link-balanced trees (schedules/methods/overlap.py)",
+            BASELINES["overlap"],
+            (4, 8, 16),
+            True,
+            ("allreduce",),
+        ),
+        Algorithm(
+            "equimesh-overlap",
+            "equimesh",
+            "reference",
+            "the same overlapped AllReduce on EquiMesh: does overlap help where the degree bound "
+            "already equals the link bound?",
+            BASELINES["overlap"],
+            (4, 8),
+            True,
+            ("allreduce",),
+        ),
+        Algorithm(
+            "overflow-xtree",
+            "overflow",
+            "reference",
+            "seed 000, Fig. 2b overflow-degree mesh (6-port edge routers) with XTree/MirrorXTree",
+            _lead("xtree"),
+            (1, 2, 4, 8),
+            True,
+        ),
+        Algorithm(
+            "supermesh-xtree",
+            "supermesh",
+            "reference",
+            "seed 001 SM(rows, cols): rows and columns fully connected, with XTree/MirrorXTree",
+            _lead("xtree"),
+            (1, 2, 4, 8),
+            True,
+        ),
+        Algorithm(
+            "mesh-xtree",
+            "mesh",
+            "reference",
+            "XTree/MirrorXTree on the plain mesh: separates the topology's gain from the algorithm's",
+            _lead("xtree"),
+            (1, 2, 4, 8),
+            True,
+        ),
+    ]
+}
 
 
 def machine() -> str:
@@ -126,8 +216,10 @@ def machine() -> str:
             model = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), model)
     except OSError:
         pass
-    return (f"{platform.node()} ({platform.machine()}, {model}, {os.cpu_count()} cores), "
-            f"Python {platform.python_version()}, numpy {np.__version__}")
+    return (
+        f"{platform.node()} ({platform.machine()}, {model}, {os.cpu_count()} cores), "
+        f"Python {platform.python_version()}, numpy {np.__version__}"
+    )
 
 
 def default_sizes() -> np.ndarray:
@@ -160,7 +252,7 @@ def parse_size(text: str) -> float:
         If it is not such a number, or not > 0.
     """
     t = text.strip().upper().removesuffix("B")
-    mult = {"K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30}
+    mult = {"K": 2**10, "M": 2**20, "G": 2**30}
     try:
         v = float(t[:-1]) * mult[t[-1]] if t and t[-1] in mult else float(t)
     except ValueError:
@@ -182,7 +274,7 @@ def format_size(v: float) -> str:
     -------
     str
     """
-    for unit, m in (("G", 2 ** 30), ("M", 2 ** 20), ("K", 2 ** 10)):
+    for unit, m in (("G", 2**30), ("M", 2**20), ("K", 2**10)):
         if v >= m and v % m == 0:
             return f"{int(v // m)}{unit}B"
     return f"{v:g}B"
@@ -255,8 +347,15 @@ def _synthesized(algo: Algorithm, topo: Topology, chunks: int, collective: str) 
     return _SCHEDULES[key]
 
 
-def run_curve(algo: Algorithm, topo: Topology, collective: str, sizes: np.ndarray,
-              chunk_counts, model: LinkModel, link_order: str = "schedule") -> Curve:
+def run_curve(
+    algo: Algorithm,
+    topo: Topology,
+    collective: str,
+    sizes: np.ndarray,
+    chunk_counts,
+    model: LinkModel,
+    link_order: str = "schedule",
+) -> Curve:
     """Synthesize, verify and simulate ``algo`` on ``topo`` at every chunk count (schedules made once
     per process: the synthesis and verification seconds are those of the first time).
 
@@ -287,16 +386,29 @@ def run_curve(algo: Algorithm, topo: Topology, collective: str, sizes: np.ndarra
         t2 = time.perf_counter()
         res = simulate(sched, sizes, model, link_order)
         t3 = time.perf_counter()
-        by[k] = {"steps": sched.num_steps, "bound": schedule_bound(sched),
-                 "completion": res.completion, "synth_s": synth_s, "verify_s": verify_s, "sim_s": t3 - t2,
-                 "transfers": int(sum(p.transfers for p in sched.phases))}
+        by[k] = {
+            "steps": sched.num_steps,
+            "bound": schedule_bound(sched),
+            "completion": res.completion,
+            "synth_s": synth_s,
+            "verify_s": verify_s,
+            "sim_s": t3 - t2,
+            "transfers": int(sum(p.transfers for p in sched.phases)),
+        }
         scheds[k] = sched
     return Curve(algo.name, algo.role, topo, sizes, by, scheds)
 
 
-def evaluate(rows: int, cols: int, collective: str, algorithms: list[str], sizes: np.ndarray,
-             model: LinkModel = LinkModel(), chunk_counts: list[int] | None = None,
-             link_order: str = "schedule") -> list[Curve]:
+def evaluate(
+    rows: int,
+    cols: int,
+    collective: str,
+    algorithms: list[str],
+    sizes: np.ndarray,
+    model: LinkModel = LinkModel(),
+    chunk_counts: list[int] | None = None,
+    link_order: str = "schedule",
+) -> list[Curve]:
     """Figs. 7/8 for one mesh size: one :class:`Curve` per algorithm that schedules ``collective``.
 
     Parameters
@@ -345,8 +457,9 @@ def best_baseline(curves: list[Curve]) -> Curve | None:
     return max(base, key=lambda c: c.effective_bandwidth[-1]) if base else None
 
 
-def to_json(rows: int, cols: int, collective: str, curves: list[Curve], model: LinkModel,
-            link_order: str = "schedule") -> dict:
+def to_json(
+    rows: int, cols: int, collective: str, curves: list[Curve], model: LinkModel, link_order: str = "schedule"
+) -> dict:
     """The JSON of one evaluation (``equimesh eval --json``).
 
     Parameters
@@ -366,23 +479,43 @@ def to_json(rows: int, cols: int, collective: str, curves: list[Curve], model: L
         best K, and per K steps, bound, transfers and timings.
     """
     best = best_baseline(curves)
-    out = {"rows": rows, "cols": cols, "collective": collective,
-           "model": {"alpha_s": model.alpha, "bandwidth_Bps": model.bandwidth, "link_order": link_order},
-           "message_size_definition": ("bytes contributed per node (AllGather shard)" if collective == "allgather"
-                                       else "bytes of the vector each node reduces (shard = M / N)"),
-           "sizes": [float(s) for s in curves[0].sizes] if curves else [],
-           "best_baseline": best.algorithm if best else None, "ratio_vs_best_baseline": None, "results": []}
+    out = {
+        "rows": rows,
+        "cols": cols,
+        "collective": collective,
+        "model": {"alpha_s": model.alpha, "bandwidth_Bps": model.bandwidth, "link_order": link_order},
+        "message_size_definition": (
+            "bytes contributed per node (AllGather shard)"
+            if collective == "allgather"
+            else "bytes of the vector each node reduces (shard = M / N)"
+        ),
+        "sizes": [float(s) for s in curves[0].sizes] if curves else [],
+        "best_baseline": best.algorithm if best else None,
+        "ratio_vs_best_baseline": None,
+        "results": [],
+    }
     for c in curves:
-        r = {"algorithm": c.algorithm, "role": c.role, "source": ALGORITHMS[c.algorithm].source,
-             "topology": c.topology.name, "kind": c.topology.kind,
-             "effective_bandwidth_GBps": [round(float(x) / 1e9, 6) for x in c.effective_bandwidth],
-             "completion_s": [float(x) for x in c.completion],
-             "best_chunks": c.best_chunks,
-             "chunks": {str(k): {"steps": v["steps"], "bound": v["bound"], "transfers": v["transfers"],
-                                 "effective_bandwidth_GBps": [round(float(x) / 1e9, 6)
-                                                              for x in c.sizes / v["completion"]],
-                                 "synth_s": round(v["synth_s"], 4), "sim_s": round(v["sim_s"], 4)}
-                        for k, v in c.by_chunks.items()}}
+        r = {
+            "algorithm": c.algorithm,
+            "role": c.role,
+            "source": ALGORITHMS[c.algorithm].source,
+            "topology": c.topology.name,
+            "kind": c.topology.kind,
+            "effective_bandwidth_GBps": [round(float(x) / 1e9, 6) for x in c.effective_bandwidth],
+            "completion_s": [float(x) for x in c.completion],
+            "best_chunks": c.best_chunks,
+            "chunks": {
+                str(k): {
+                    "steps": v["steps"],
+                    "bound": v["bound"],
+                    "transfers": v["transfers"],
+                    "effective_bandwidth_GBps": [round(float(x) / 1e9, 6) for x in c.sizes / v["completion"]],
+                    "synth_s": round(v["synth_s"], 4),
+                    "sim_s": round(v["sim_s"], 4),
+                }
+                for k, v in c.by_chunks.items()
+            },
+        }
         if best is not None:
             r["ratio_vs_best_baseline"] = round(float(c.effective_bandwidth[-1] / best.effective_bandwidth[-1]), 4)
             if c.role == "proposed":
@@ -393,11 +526,18 @@ def to_json(rows: int, cols: int, collective: str, curves: list[Curve], model: L
 
 # ----- figures --------------------------------------------------------------------------
 
-STYLE = {"equimesh-xtree": ("tab:red", "o", "-"), "overflow-xtree": ("tab:purple", "s", "--"),
-         "mesh-xtree": ("tab:pink", "^", ":"), "mesh-ring2d": ("tab:blue", "v", "-"),
-         "mesh-multitree": ("tab:green", "D", "-"), "mesh-tacos": ("tab:orange", "P", "-"),
-         "mesh-tto": ("tab:brown", "X", "-"), "mesh-tidalmesh": ("tab:cyan", "*", "-"),
-         "mesh-overlap": ("black", "h", "-"), "equimesh-overlap": ("tab:olive", "d", "--")}
+STYLE = {
+    "equimesh-xtree": ("tab:red", "o", "-"),
+    "overflow-xtree": ("tab:purple", "s", "--"),
+    "mesh-xtree": ("tab:pink", "^", ":"),
+    "mesh-ring2d": ("tab:blue", "v", "-"),
+    "mesh-multitree": ("tab:green", "D", "-"),
+    "mesh-tacos": ("tab:orange", "P", "-"),
+    "mesh-tto": ("tab:brown", "X", "-"),
+    "mesh-tidalmesh": ("tab:cyan", "*", "-"),
+    "mesh-overlap": ("black", "h", "-"),
+    "equimesh-overlap": ("tab:olive", "d", "--"),
+}
 
 
 def plot_curves(curves: list[Curve], title: str, path: str, hlines: list[tuple[str, float]] = ()) -> None:
@@ -414,18 +554,27 @@ def plot_curves(curves: list[Curve], title: str, path: str, hlines: list[tuple[s
     hlines : list of tuple of (str, float)
     """
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8.4, 4.0), dpi=100)
     for c in curves:
         color, marker, ls = STYLE.get(c.algorithm, (None, ".", "-"))
-        ax.plot(c.sizes, c.effective_bandwidth / 1e9, ls, color=color, marker=marker, ms=4, lw=1.4,
-                label=f"{c.algorithm} ({c.topology.kind})")
+        ax.plot(
+            c.sizes,
+            c.effective_bandwidth / 1e9,
+            ls,
+            color=color,
+            marker=marker,
+            ms=4,
+            lw=1.4,
+            label=f"{c.algorithm} ({c.topology.kind})",
+        )
     for (label, level), color in zip(hlines, ("0.3", "0.6", "0.45")):
         ax.axhline(level / 1e9, ls="--", lw=0.9, color=color, label=label)
     ax.set_xscale("log", base=2)
-    ticks = [2.0 ** e for e in range(10, 31, 4)]
+    ticks = [2.0**e for e in range(10, 31, 4)]
     ax.set_xticks(ticks, [format_size(t) for t in ticks])
     ax.set_xlabel("message size per node")
     ax.set_ylabel("effective bandwidth (GB/s)")

@@ -32,8 +32,10 @@ def measure(models, rows: int, cols: int, seq_len: int, micro_batch: int, log=la
 
 def _speedups(model, row: dict, nodes: int, mfu: float, overlap: float) -> dict:
     w = layer_work(model, row["seq_len"], row["micro_batch"], nodes)
-    per = {a: pass_times(w, v["allgather_s"], v["reducescatter_s"], model.layers, mfu, overlap)
-           for a, v in row["algorithms"].items()}
+    per = {
+        a: pass_times(w, v["allgather_s"], v["reducescatter_s"], model.layers, mfu, overlap)
+        for a, v in row["algorithms"].items()
+    }
     base = [a for a in per if a != PROPOSED]
     return {p: min(per[a][f"{p}_s"] for a in base) / per[PROPOSED][f"{p}_s"] for p in ("forward", "backward")}
 
@@ -48,13 +50,18 @@ def sweep(models, rows_out: list[dict], nodes: int, mfus, overlap: float = 0.0) 
     return out
 
 
-def solve_mfu(models, rows_out: list[dict], nodes: int, which: str, target: float,
-              overlap: float = 0.0) -> float | None:
+def solve_mfu(
+    models, rows_out: list[dict], nodes: int, which: str, target: float, overlap: float = 0.0
+) -> float | None:
     """The one ``mfu`` in (1e-4, 1] at which the geomean of ``which``'s speedup over ``models`` equals
     ``target`` (bisection on log mfu; the speedup grows with mfu as compute shrinks), or None."""
+
     def f(x):
-        return geomean([_speedups(m, r, nodes, float(np.exp(x)), overlap)[which]
-                        for m, r in zip(models, rows_out)]) - target
+        return (
+            geomean([_speedups(m, r, nodes, float(np.exp(x)), overlap)[which] for m, r in zip(models, rows_out)])
+            - target
+        )
+
     lo, hi = np.log(1e-4), 0.0
     if f(lo) > 0 or f(hi) < 0:
         return None
@@ -67,6 +74,7 @@ def solve_mfu(models, rows_out: list[dict], nodes: int, which: str, target: floa
 def plot_sensitivity(curves: dict, mfus, path: str, title: str) -> None:
     """Geomean forward and backward speedup against mfu, one line per (sequence length, overlap)."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

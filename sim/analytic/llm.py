@@ -43,16 +43,50 @@ from ...schedules.topology import build
 from .alphabeta import LinkModel
 from .evaluate import ALGORITHMS, run_curve
 
+__all__ = [
+    "CLOCK_HZ",
+    "DEFAULT_MICRO_BATCH",
+    "DEFAULT_SEQ_LEN",
+    "ELEMENT_BYTES",
+    "FIELDS",
+    "LayerWork",
+    "MAC_COLS",
+    "MAC_ROWS",
+    "MLP_GEMMS",
+    "MODELS_FILE",
+    "ModelFileError",
+    "ModelShape",
+    "PEAK_FLOPS",
+    "PROPOSED",
+    "collective_times",
+    "evaluate_models",
+    "geomean",
+    "layer_work",
+    "load_models",
+    "mesh_baselines",
+    "pass_times",
+    "plot_fig9",
+]
+
 MODELS_FILE = Path(__file__).with_name("data") / "llm_models.json"
-FIELDS = {"name": str, "layers": int, "hidden": int, "heads": int, "kv_heads": int, "head_dim": int,
-          "ffn": int, "mlp": str, "source": str}
+FIELDS = {
+    "name": str,
+    "layers": int,
+    "hidden": int,
+    "heads": int,
+    "kv_heads": int,
+    "head_dim": int,
+    "ffn": int,
+    "mlp": str,
+    "source": str,
+}
 MLP_GEMMS = {"plain": 2, "gated": 3}
 # seed 000, Table I
 MAC_ROWS = MAC_COLS = 512
 CLOCK_HZ = 1e9
 PEAK_FLOPS = 2 * MAC_ROWS * MAC_COLS * CLOCK_HZ
 ELEMENT_BYTES = 4
-DEFAULT_SEQ_LEN = 2048      # the training context of GPT-NeoX-20B and OPT-30B
+DEFAULT_SEQ_LEN = 2048  # the training context of GPT-NeoX-20B and OPT-30B
 DEFAULT_MICRO_BATCH = 1
 PROPOSED = "equimesh-xtree"
 
@@ -109,15 +143,15 @@ class LayerWork:
     attn_linear: float
     attn_core: float
     mlp_linear: float
-    ag_bytes: float      # AllGather: bytes each node contributes
-    rs_bytes: float      # ReduceScatter: bytes of the vector each node reduces
+    ag_bytes: float  # AllGather: bytes each node contributes
+    rs_bytes: float  # ReduceScatter: bytes of the vector each node reduces
 
 
 def layer_work(m: ModelShape, seq_len: int, micro_batch: int, nodes: int) -> LayerWork:
     t = seq_len * micro_batch
     q, kv = m.heads * m.head_dim, m.kv_heads * m.head_dim
     attn_linear = 2 * t * m.hidden * (q + 2 * kv) + 2 * t * q * m.hidden
-    attn_core = 2 * 2 * micro_batch * seq_len ** 2 * q
+    attn_core = 2 * 2 * micro_batch * seq_len**2 * q
     mlp_linear = 2 * t * m.hidden * m.ffn * MLP_GEMMS[m.mlp]
     act = t * m.hidden * ELEMENT_BYTES
     return LayerWork(attn_linear / nodes, attn_core / nodes, mlp_linear / nodes, act / nodes, act)
@@ -141,12 +175,17 @@ def pass_times(w: LayerWork, t_ag: float, t_rs: float, layers: int, mfu: float =
         comm_f += comm
         dgrad, wgrad = (linear + 2 * core) / rate, linear / rate
         bwd += t_ag + max(dgrad, t_ag) + max(wgrad, t_rs)
-    return {"forward_s": layers * fwd, "backward_s": layers * bwd,
-            "forward_compute_s": layers * comp_f, "forward_comm_s": layers * comm_f}
+    return {
+        "forward_s": layers * fwd,
+        "backward_s": layers * bwd,
+        "forward_compute_s": layers * comp_f,
+        "forward_comm_s": layers * comm_f,
+    }
 
 
-def collective_times(algorithms: list[str], rows: int, cols: int, ag_sizes, rs_sizes,
-                     model: LinkModel = LinkModel(), log=lambda s: None) -> dict:
+def collective_times(
+    algorithms: list[str], rows: int, cols: int, ag_sizes, rs_sizes, model: LinkModel = LinkModel(), log=lambda s: None
+) -> dict:
     """``{algorithm: {"allgather": {bytes: s}, "reducescatter": {bytes: s}}}`` from the alpha-beta simulator."""
     out = {}
     for name in algorithms:
@@ -166,9 +205,17 @@ def mesh_baselines() -> list[str]:
     return [n for n, a in ALGORITHMS.items() if a.role == "baseline" and "allgather" in a.collectives]
 
 
-def evaluate_models(models: list[ModelShape], rows: int = 8, cols: int = 8, seq_lens=(DEFAULT_SEQ_LEN,),
-                    micro_batches=(DEFAULT_MICRO_BATCH,), model: LinkModel = LinkModel(), log=lambda s: None,
-                    mfu: float = 1.0, overlap: float = 0.0) -> list[dict]:
+def evaluate_models(
+    models: list[ModelShape],
+    rows: int = 8,
+    cols: int = 8,
+    seq_lens=(DEFAULT_SEQ_LEN,),
+    micro_batches=(DEFAULT_MICRO_BATCH,),
+    model: LinkModel = LinkModel(),
+    log=lambda s: None,
+    mfu: float = 1.0,
+    overlap: float = 0.0,
+) -> list[dict]:
     """One row per model, sequence length and micro-batch: times of every algorithm and the speedups.
 
     ``forward_speedup`` / ``backward_speedup``: the best (fastest) mesh baseline's time over
@@ -177,26 +224,40 @@ def evaluate_models(models: list[ModelShape], rows: int = 8, cols: int = 8, seq_
     nodes = rows * cols
     algos = [PROPOSED] + mesh_baselines()
     cases = [(m, s, b, layer_work(m, s, b, nodes)) for m in models for s in seq_lens for b in micro_batches]
-    times = collective_times(algos, rows, cols, [w.ag_bytes for *_, w in cases], [w.rs_bytes for *_, w in cases],
-                             model, log)
+    times = collective_times(
+        algos, rows, cols, [w.ag_bytes for *_, w in cases], [w.rs_bytes for *_, w in cases], model, log
+    )
     rows_out = []
     for m, s, b, w in cases:
-        per = {a: pass_times(w, times[a]["allgather"][w.ag_bytes], times[a]["reducescatter"][w.rs_bytes], m.layers,
-                             mfu, overlap)
-               | {"allgather_s": times[a]["allgather"][w.ag_bytes],
-                  "reducescatter_s": times[a]["reducescatter"][w.rs_bytes]}
-               for a in algos}
+        per = {
+            a: pass_times(
+                w, times[a]["allgather"][w.ag_bytes], times[a]["reducescatter"][w.rs_bytes], m.layers, mfu, overlap
+            )
+            | {
+                "allgather_s": times[a]["allgather"][w.ag_bytes],
+                "reducescatter_s": times[a]["reducescatter"][w.rs_bytes],
+            }
+            for a in algos
+        }
         base = [a for a in algos if a != PROPOSED]
         best_f = min(base, key=lambda a: per[a]["forward_s"])
         best_b = min(base, key=lambda a: per[a]["backward_s"])
-        rows_out.append({
-            "name": m.name, "seq_len": s, "micro_batch": b, "layers": m.layers,
-            "allgather_bytes_per_node": w.ag_bytes, "reducescatter_bytes_per_node": w.rs_bytes,
-            "forward_speedup": per[best_f]["forward_s"] / per[PROPOSED]["forward_s"],
-            "backward_speedup": per[best_b]["backward_s"] / per[PROPOSED]["backward_s"],
-            "best_baseline_forward": best_f, "best_baseline_backward": best_b,
-            "comm_share_forward": {a: per[a]["forward_comm_s"] / per[a]["forward_s"] for a in algos},
-            "algorithms": per})
+        rows_out.append(
+            {
+                "name": m.name,
+                "seq_len": s,
+                "micro_batch": b,
+                "layers": m.layers,
+                "allgather_bytes_per_node": w.ag_bytes,
+                "reducescatter_bytes_per_node": w.rs_bytes,
+                "forward_speedup": per[best_f]["forward_s"] / per[PROPOSED]["forward_s"],
+                "backward_speedup": per[best_b]["backward_s"] / per[PROPOSED]["backward_s"],
+                "best_baseline_forward": best_f,
+                "best_baseline_backward": best_b,
+                "comm_share_forward": {a: per[a]["forward_comm_s"] / per[a]["forward_s"] for a in algos},
+                "algorithms": per,
+            }
+        )
     return rows_out
 
 
@@ -207,6 +268,7 @@ def geomean(values) -> float:
 def plot_fig9(results: list[dict], path: str, title: str) -> None:
     """Fig. 9: per model, each algorithm's forward and backward performance, normalized to the best mesh baseline."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -219,8 +281,7 @@ def plot_fig9(results: list[dict], path: str, title: str) -> None:
         x = np.arange(len(results))
         for i, a in enumerate(algos):
             perf = [r["algorithms"][r[key]][f"{pass_}_s"] / r["algorithms"][a][f"{pass_}_s"] for r in results]
-            ax.bar(x + (i - (len(algos) - 1) / 2) * width, perf, width, label=a,
-                   color=STYLE.get(a, (None,))[0])
+            ax.bar(x + (i - (len(algos) - 1) / 2) * width, perf, width, label=a, color=STYLE.get(a, (None,))[0])
             if a == PROPOSED:
                 for xi, v in zip(x, perf):
                     ax.text(xi + (i - (len(algos) - 1) / 2) * width, v + 0.02, f"{v:.2f}", ha="center", fontsize=7)

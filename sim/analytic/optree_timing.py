@@ -15,8 +15,28 @@ from pathlib import Path
 
 from ...schedules import optree as ot
 
-WAVELENGTH_BPS = 40e9      # seed 002, Section V-A: 40 Gbps per wavelength
-RECONFIG_S = 25e-6         # seed 002, Section V-A: MRR reconfiguration delay per step
+__all__ = [
+    "ALGORITHMS",
+    "Check",
+    "MB",
+    "RECONFIG_S",
+    "SECTION_VB_BEST_K",
+    "TABLE1",
+    "TABLE2",
+    "TABLE2_NODES",
+    "TABLE3",
+    "TABLE3_WAVELENGTHS",
+    "WAVELENGTH_BPS",
+    "comm_time",
+    "figures",
+    "optree_best",
+    "paper_checks",
+    "performance_difference",
+    "table1_steps",
+]
+
+WAVELENGTH_BPS = 40e9  # seed 002, Section V-A: 40 Gbps per wavelength
+RECONFIG_S = 25e-6  # seed 002, Section V-A: MRR reconfiguration delay per step
 ALGORITHMS = ("ring", "ne", "wrht", "osm", "optree")
 
 
@@ -60,9 +80,13 @@ def table1_steps(nodes: int, wavelengths: int, stages: int | None = None) -> dic
         Steps per algorithm of :data:`ALGORITHMS`.
     """
     k = stages or ot.k_star(nodes)
-    return {"ring": ot.ring_steps(nodes), "ne": ot.ne_steps(nodes),
-            "wrht": ot.wrht_steps(nodes, wavelengths)[0], "osm": ot.osm_steps(nodes, wavelengths),
-            "optree": ot.theorem1_steps(nodes, wavelengths, k)}
+    return {
+        "ring": ot.ring_steps(nodes),
+        "ne": ot.ne_steps(nodes),
+        "wrht": ot.wrht_steps(nodes, wavelengths)[0],
+        "osm": ot.osm_steps(nodes, wavelengths),
+        "optree": ot.theorem1_steps(nodes, wavelengths, k),
+    }
 
 
 def performance_difference(other: int, optree: int) -> float:
@@ -115,13 +139,19 @@ class Check:
 # Seed 002's printed figures. Table 1: N = 1024, w = 64. Tables 2 (w = 64) and 3 (N = 1024):
 # performance difference of OpTree over WRHT, Ring, NE in percent, per column.
 TABLE1 = {"ring": 1023, "ne": 512, "wrht": 259, "osm": 128, "optree": 70, "k_star": 7}
-TABLE2 = {"wrht": (87.64, 72.97, 39.76, -31.27), "ring": (93.73, 93.15, 92.37, 91.69),
-          "ne": (87.5, 86.32, 84.76, 83.39)}
+TABLE2 = {
+    "wrht": (87.64, 72.97, 39.76, -31.27),
+    "ring": (93.73, 93.15, 92.37, 91.69),
+    "ne": (87.5, 86.32, 84.76, 83.39),
+}
 TABLE2_NODES = (512, 1024, 2048, 4096)
-TABLE3 = {"wrht": (62.75, -180.0, 72.97, 93.2), "ring": (-9.48, 72.62, 93.15, 96.57),
-          "ne": (-118.75, 45.31, 86.32, 93.16)}
+TABLE3 = {
+    "wrht": (62.75, -180.0, 72.97, 93.2),
+    "ring": (-9.48, 72.62, 93.15, 96.57),
+    "ne": (-118.75, 45.31, 86.32, 93.16),
+}
 TABLE3_WAVELENGTHS = (4, 16, 64, 256)
-SECTION_VB_BEST_K = {512: 6, 1024: 6, 2048: 7, 4096: 8}   # "depths 6, 6, 7, and 8 are optimal"
+SECTION_VB_BEST_K = {512: 6, 1024: 6, 2048: 7, 4096: 8}  # "depths 6, 6, 7, and 8 are optimal"
 
 
 def _diffs(nodes: int, w: int, wrht_variant: int) -> dict[str, float]:
@@ -143,18 +173,42 @@ def paper_checks() -> list[Check]:
     """
     out = []
     # Motivation example (Section III-C), N = 16, w = 2.
-    out.append(Check("motivation one-stage: ceil(ceil(16^2/8) / 2)", 16, -(-math.ceil(16 ** 2 / 8) // 2)))
-    two = -(-4 * math.ceil(4 ** 2 / 8) // 2) + -(-4 * math.ceil(4 ** 2 / 4) // 2)
+    out.append(Check("motivation one-stage: ceil(ceil(16^2/8) / 2)", 16, -(-math.ceil(16**2 / 8) // 2)))
+    two = -(-4 * math.ceil(4**2 / 8) // 2) + -(-4 * math.ceil(4**2 / 4) // 2)
     out.append(Check("motivation two-stage 4-ary: ceil(4 ceil(4^2/8) / 2) + ceil(4 ceil(4^2/4) / 2)", 12, two))
-    out.append(Check("motivation three-stage depth: floor(log_3 16)", 3, math.floor(math.log(16, 3)),
-                     "the printed 3 is ceil(log_3 16); floor gives 2"))
-    st = [8 * math.ceil(2 ** 2 / 8), 2 * 3 * math.ceil(3 ** 2 / 4), 6 * math.ceil(3 ** 2 / 4)]
-    out.append(Check("motivation three-stage wavelengths, stage 2: 2*3*ceil(3^2/4)", 12, st[1],
-                     "ceil(9/4) = 3; the printed 12 needs floor(9/4) = 2"))
-    out.append(Check("motivation three-stage wavelengths, stage 3: 6*ceil(3^2/4)", 12, st[2],
-                     "as stage 2: the printed 12 needs floor(9/4)"))
-    out.append(Check("motivation three-stage steps from the printed expressions", 16, sum(-(-v // 2) for v in st),
-                     "4 + 6 + 6 = 16 uses the printed 12s; the expressions give 4 + 9 + 9"))
+    out.append(
+        Check(
+            "motivation three-stage depth: floor(log_3 16)",
+            3,
+            math.floor(math.log(16, 3)),
+            "the printed 3 is ceil(log_3 16); floor gives 2",
+        )
+    )
+    st = [8 * math.ceil(2**2 / 8), 2 * 3 * math.ceil(3**2 / 4), 6 * math.ceil(3**2 / 4)]
+    out.append(
+        Check(
+            "motivation three-stage wavelengths, stage 2: 2*3*ceil(3^2/4)",
+            12,
+            st[1],
+            "ceil(9/4) = 3; the printed 12 needs floor(9/4) = 2",
+        )
+    )
+    out.append(
+        Check(
+            "motivation three-stage wavelengths, stage 3: 6*ceil(3^2/4)",
+            12,
+            st[2],
+            "as stage 2: the printed 12 needs floor(9/4)",
+        )
+    )
+    out.append(
+        Check(
+            "motivation three-stage steps from the printed expressions",
+            16,
+            sum(-(-v // 2) for v in st),
+            "4 + 6 + 6 = 16 uses the printed 12s; the expressions give 4 + 9 + 9",
+        )
+    )
     # Table 1.
     s = table1_steps(1024, 64)
     for a in ALGORITHMS:
@@ -163,15 +217,32 @@ def paper_checks() -> list[Check]:
             note = "ceil(N^2/8w) = 2048; 128 equals N/8"
         out.append(Check(f"Table 1 {a} (N=1024, w=64)", TABLE1[a], s[a], note))
     out.append(Check("Table 1 k* (N=1024), Lemma 3 with ceil", TABLE1["k_star"], ot.k_star(1024)))
-    out.append(Check("Lemma 3 k* (N=1024) with round ('integer rounding' in the text)", TABLE1["k_star"],
-                     ot.k_star(1024, round), "6.39 rounds to 6; the table uses the ceiling"))
+    out.append(
+        Check(
+            "Lemma 3 k* (N=1024) with round ('integer rounding' in the text)",
+            TABLE1["k_star"],
+            ot.k_star(1024, round),
+            "6.39 rounds to 6; the table uses the ceiling",
+        )
+    )
     for n, k in SECTION_VB_BEST_K.items():
-        out.append(Check(f"Section V-B best depth for N={n} vs Lemma 3 (ceil)", k, ot.k_star(n),
-                         "" if k == ot.k_star(n) else f"round() gives {ot.k_star(n, round)}"))
+        out.append(
+            Check(
+                f"Section V-B best depth for N={n} vs Lemma 3 (ceil)",
+                k,
+                ot.k_star(n),
+                "" if k == ot.k_star(n) else f"round() gives {ot.k_star(n, round)}",
+            )
+        )
     for n, w in ((16, 2), (512, 64), (1024, 64), (2048, 64), (4096, 64)):
         best = min(range(1, 16), key=lambda k: (ot.theorem1_steps(n, w, k), k))
-        out.append(Check(f"Theorem 1 at Lemma 3's k* = {ot.k_star(n)} vs its minimum (k = {best}), N={n}, w={w}",
-                         ot.theorem1_steps(n, w, ot.k_star(n)), ot.theorem1_steps(n, w, best)))
+        out.append(
+            Check(
+                f"Theorem 1 at Lemma 3's k* = {ot.k_star(n)} vs its minimum (k = {best}), N={n}, w={w}",
+                ot.theorem1_steps(n, w, ot.k_star(n)),
+                ot.theorem1_steps(n, w, best),
+            )
+        )
     # Tables 2 and 3: percentages are step-count ratios.
     for i, n in enumerate(TABLE2_NODES):
         d = _diffs(n, 64, 0)
@@ -182,8 +253,10 @@ def paper_checks() -> list[Check]:
         for a, row in TABLE3.items():
             note = ""
             if row[i] != d[a]:
-                alt = {f"w={w}, WRHT with theta": _diffs(1024, w, 1),
-                       "w=128 (Section V-E's text)": _diffs(1024, 128, 0)}
+                alt = {
+                    f"w={w}, WRHT with theta": _diffs(1024, w, 1),
+                    "w=128 (Section V-E's text)": _diffs(1024, 128, 0),
+                }
                 note = "; ".join(f"matches {k}" for k, v in alt.items() if v[a] == row[i]) or "no reading found"
             out.append(Check(f"Table 3 {a}, w={w}", row[i], d[a], note))
     return out
@@ -235,6 +308,7 @@ def figures(out: Path, constructive_max_nodes: int = 1024) -> list[Path]:
         ``optree_fig7_wavelengths.png``.
     """
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -249,8 +323,13 @@ def figures(out: Path, constructive_max_nodes: int = 1024) -> list[Path]:
         ax.plot(ks, [comm_time(ot.theorem1_steps(n, 64, k), 4 * MB) * 1e3 for k in ks], "-", label=f"N={n} Theorem 1")
         if n <= constructive_max_nodes:
             ks2 = [k for k in range(2, 11) if ot.factorizations(n, k)]
-            ax.plot(ks2, [comm_time(optree_best(n, 64, k).num_steps, 4 * MB) * 1e3 for k in ks2], "x",
-                    color=ax.lines[-1].get_color(), label=f"N={n} constructive")
+            ax.plot(
+                ks2,
+                [comm_time(optree_best(n, 64, k).num_steps, 4 * MB) * 1e3 for k in ks2],
+                "x",
+                color=ax.lines[-1].get_color(),
+                label=f"N={n} constructive",
+            )
     ax.set(xlabel="stages k", ylabel="time (ms)", yscale="log", title="Fig. 4: OpTree vs depth, w=64, d=4 MB")
     ax.legend(fontsize=7)
     paths.append(_save(fig, out / "optree_fig4_depth.png"))
@@ -262,18 +341,22 @@ def figures(out: Path, constructive_max_nodes: int = 1024) -> list[Path]:
         if n <= constructive_max_nodes:
             c = optree_best(n, w, ot.k_star(n)).num_steps if ot.factorizations(n, ot.k_star(n)) else None
             if c:
-                ax.plot([s / MB for s in sizes], [comm_time(c, s) * 1e3 for s in sizes], "k:",
-                        label=f"optree constructive ({c} steps)")
+                ax.plot(
+                    [s / MB for s in sizes],
+                    [comm_time(c, s) * 1e3 for s in sizes],
+                    "k:",
+                    label=f"optree constructive ({c} steps)",
+                )
         ax.set(xscale="log", yscale="log", xlabel="message size d (MB)", ylabel="time (ms)", title=title)
         ax.legend(fontsize=6)
 
     # Fig. 5: N = 1024, w = 64, small and large messages.
     fig, axs = plt.subplots(1, 2, figsize=(10, 4))
-    panel(axs[0], 1024, 64, [32 * 1024 * 2 ** i for i in range(6)], "Fig. 5a: small messages")
-    panel(axs[1], 1024, 64, [4 ** i * MB for i in range(1, 7)], "Fig. 5b: large messages")
+    panel(axs[0], 1024, 64, [32 * 1024 * 2**i for i in range(6)], "Fig. 5a: small messages")
+    panel(axs[1], 1024, 64, [4**i * MB for i in range(1, 7)], "Fig. 5b: large messages")
     paths.append(_save(fig, out / "optree_fig5_sizes.png"))
     # Fig. 6: node counts; Fig. 7: wavelength counts (N = 1024); d = 4..128 MB.
-    sizes = [4 * MB * 2 ** i for i in range(6)]
+    sizes = [4 * MB * 2**i for i in range(6)]
     fig, axs = plt.subplots(1, 4, figsize=(16, 4))
     for ax, n in zip(axs, TABLE2_NODES):
         panel(ax, n, 64, sizes, f"Fig. 6: N={n}, w=64")
@@ -289,5 +372,6 @@ def _save(fig, path: Path) -> Path:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     import matplotlib.pyplot as plt
+
     plt.close(fig)
     return path

@@ -11,10 +11,12 @@ def _alg2_summary(rows) -> str:
     rr_bound = sum(r.paper["round-robin"] == r.bound for r in at)
     m_bound = sum(r.matching == r.bound for r in at)
     worst = max(at, key=lambda r: r.paper["priority"] / r.bound)
-    return (f"Links only, over {len(at)} (size, K) pairs: Algorithm 2 as printed (priority reading) meets the bound "
-            f"at {p_bound}, the round-robin reading at {rr_bound}, xtree-matching at {m_bound}. The priority "
-            f"reading is furthest from the bound at {worst.size} K = {worst.chunks}: {worst.paper['priority']} "
-            f"steps against {worst.bound}.")
+    return (
+        f"Links only, over {len(at)} (size, K) pairs: Algorithm 2 as printed (priority reading) meets the bound "
+        f"at {p_bound}, the round-robin reading at {rr_bound}, xtree-matching at {m_bound}. The priority "
+        f"reading is furthest from the bound at {worst.size} K = {worst.chunks}: {worst.paper['priority']} "
+        f"steps against {worst.bound}."
+    )
 
 
 def _alg2_missing(rows) -> list[str]:
@@ -23,8 +25,11 @@ def _alg2_missing(rows) -> list[str]:
     missing = [f"{s} K={k}" for s in ("2x3", "4x4", "8x8", "5x11", "16x16") for k in (1, 4, 16) if (s, k) not in ran]
     if not missing:
         return []
-    return [f"Not in this run: {', '.join(missing)} (`equimesh paper` with its default --sizes and --chunks "
-            "includes them; at 16x16 and K = 16 Algorithm 2 as printed takes minutes per reading).", ""]
+    return [
+        f"Not in this run: {', '.join(missing)} (`equimesh paper` with its default --sizes and --chunks "
+        "includes them; at 16x16 and K = 16 Algorithm 2 as printed takes minutes per reading).",
+        "",
+    ]
 
 
 def _status_rows(d: dict) -> list[str]:
@@ -37,37 +42,108 @@ def _status_rows(d: dict) -> list[str]:
     rows = [
         ("000", "Algorithm 1 (Fig. 5 rings)", "0->1->3->4->2->0", "same cycle", "reproduced", "table A"),
         ("000", "Sec. III-A bandwidth and latency bounds", "formulas", "lower_bound", "reproduced", "table A"),
-        ("000", "Fig. 6 / Sec. IV-A: 2x3, K = 4, depth", "5", f"xtree-paper {alg23.paper['priority']} (priority), "
-         f"{alg23.paper['round-robin']} (round-robin); xtree-matching {alg23.matching}",
-         "differs: Algorithm 2 as printed does not reach 5; equimesh's variant does", "table B"),
+        (
+            "000",
+            "Fig. 6 / Sec. IV-A: 2x3, K = 4, depth",
+            "5",
+            f"xtree-paper {alg23.paper['priority']} (priority), "
+            f"{alg23.paper['round-robin']} (round-robin); xtree-matching {alg23.matching}",
+            "differs: Algorithm 2 as printed does not reach 5; equimesh's variant does",
+            "table B",
+        ),
         ("000", "Algorithm 2 at 2x3 ... 16x16", "not printed", "table B", "not covered by the seed", "table B"),
-        ("000", "Algorithm 3 (MirrorXTree)", "-", "`--algorithm mirrorxtree` / any method with "
-         "`--collective allreduce`", "reproduced (verified schedules)", "-"),
-        ("000", "Fig. 7 AllGather, ~2x over the mesh algorithms", "2x", f"{f7:.2f}x over the strongest",
-         "reproduced", "table C"),
-        ("000", "Fig. 8 AllReduce, ~1.2x over TidalMesh", "1.2x",
-         f"{min(f8):.2f}x-{max(f8):.2f}x over the strongest; {min(tid8):.2f}x-{max(tid8):.2f}x over the TidalMesh "
-         "approximation", "differs: against the strongest, reproduced; against our TidalMesh approximation about "
-         "2x (it does not overlap RS and AG as TidalMesh does)", "table C"),
-        ("000", "Fig. 1 TidalMesh utilization, 4x4 and 3x5", "heatmap, no numbers", "heatmaps + mean utilization",
-         "reproduced in kind (approximated baseline)", "table D"),
-        ("000", "Fig. 9 forward / backward geomean", "1.37x / 1.13x",
-         f"at Table I peak: table E row 'mfu 1'; at mfu {m['mfu_forward']:.3f}: table E", "differs at the peak; "
-         "within 10 % with the stated reading", "table E"),
-        ("000", "Table I (128 GB/s, 20 ns, 512x512 MAC at 1 GHz)", "-", "LinkModel(), llm.PEAK_FLOPS",
-         "used as printed", "-"),
-        ("001", "SM(m,n) link counts, GBW, round cost", "slides", "`equimesh supermesh`, tests/test_supermesh.py",
-         "reproduced (tests)", "-"),
-        ("002", "Table 1, Tables 2-3, motivation example, Lemma 3", "printed", "table G", "see table G (OSM: 128 "
-         "printed, formula 2048)", "table G"),
-        ("002", "Eqs. 4-9", "BER < 1e-9 only", "`equimesh optree --p-*`", "formulas implemented; Eq. 4 is "
-         "an upper bound on the built tree's path (table H)", "table H"),
+        (
+            "000",
+            "Algorithm 3 (MirrorXTree)",
+            "-",
+            "`--algorithm mirrorxtree` / any method with `--collective allreduce`",
+            "reproduced (verified schedules)",
+            "-",
+        ),
+        (
+            "000",
+            "Fig. 7 AllGather, ~2x over the mesh algorithms",
+            "2x",
+            f"{f7:.2f}x over the strongest",
+            "reproduced",
+            "table C",
+        ),
+        (
+            "000",
+            "Fig. 8 AllReduce, ~1.2x over TidalMesh",
+            "1.2x",
+            f"{min(f8):.2f}x-{max(f8):.2f}x over the strongest; {min(tid8):.2f}x-{max(tid8):.2f}x over the TidalMesh "
+            "approximation",
+            "differs: against the strongest, reproduced; against our TidalMesh approximation about "
+            "2x (it does not overlap RS and AG as TidalMesh does)",
+            "table C",
+        ),
+        (
+            "000",
+            "Fig. 1 TidalMesh utilization, 4x4 and 3x5",
+            "heatmap, no numbers",
+            "heatmaps + mean utilization",
+            "reproduced in kind (approximated baseline)",
+            "table D",
+        ),
+        (
+            "000",
+            "Fig. 9 forward / backward geomean",
+            "1.37x / 1.13x",
+            f"at Table I peak: table E row 'mfu 1'; at mfu {m['mfu_forward']:.3f}: table E",
+            "differs at the peak; within 10 % with the stated reading",
+            "table E",
+        ),
+        (
+            "000",
+            "Table I (128 GB/s, 20 ns, 512x512 MAC at 1 GHz)",
+            "-",
+            "LinkModel(), llm.PEAK_FLOPS",
+            "used as printed",
+            "-",
+        ),
+        (
+            "001",
+            "SM(m,n) link counts, GBW, round cost",
+            "slides",
+            "`equimesh supermesh`, tests/test_supermesh.py",
+            "reproduced (tests)",
+            "-",
+        ),
+        (
+            "002",
+            "Table 1, Tables 2-3, motivation example, Lemma 3",
+            "printed",
+            "table G",
+            "see table G (OSM: 128 printed, formula 2048)",
+            "table G",
+        ),
+        (
+            "002",
+            "Eqs. 4-9",
+            "BER < 1e-9 only",
+            "`equimesh optree --p-*`",
+            "formulas implemented; Eq. 4 is an upper bound on the built tree's path (table H)",
+            "table H",
+        ),
         ("002", "Torus extension (Sec. VI)", "prose", "`equimesh optree --torus`", "implemented", "table H"),
-        ("003", "alpha-beta closed forms (star, torus, mesh; AG, RS, AR, BC, Reduce, Rabenseifner)", "formulas",
-         "table F", "reproduced within 2 %, except the star binomial tree's bandwidth term", "table F"),
+        (
+            "003",
+            "alpha-beta closed forms (star, torus, mesh; AG, RS, AR, BC, Reduce, Rabenseifner)",
+            "formulas",
+            "table F",
+            "reproduced within 2 %, except the star binomial tree's bandwidth term",
+            "table F",
+        ),
         ("003", "AllToAll", "formulas", "-", "not covered here (the AllToAll issue)", "-"),
-        ("004", "MultiWrite bitmap relay (Sec. 4)", "rules", "rtl/relay.py, docs/relay.md", "reproduced (RTL "
-         "against the Python model)", "-"),
+        (
+            "004",
+            "MultiWrite bitmap relay (Sec. 4)",
+            "rules",
+            "rtl/relay.py, docs/relay.md",
+            "reproduced (RTL against the Python model)",
+            "-",
+        ),
     ]
     out = ["| seed | item | seed's number | equimesh | status | where |", "|---|---|---|---|---|---|"]
     out += ["| " + " | ".join(r) + " |" for r in rows]
@@ -91,8 +167,8 @@ def render(d: dict) -> str:
         "Line 7's priority (farthest remaining distance, descending) and nothing added. Its docstring lists the "
         "readings of the open points; the default takes line 11's `break` as ending the loop over the trees "
         "(the highest-priority tree that can still grow takes the next free link), the others are options: "
-        "`assign=\"round-robin\"` (one link per tree per pass, passes repeat) and `\"one-per-tree\"`; "
-        "`distance=\"root\"`; `seed=` for the tie order.",
+        '`assign="round-robin"` (one link per tree per pass, passes repeat) and `"one-per-tree"`; '
+        '`distance="root"`; `seed=` for the tie order.',
         "* `--algorithm xtree-matching` (old name `xtree`, still accepted, so stored schedule files load): "
         "equimesh's variant. It matches links to trees per step (maximum bipartite matching), caps each tree's "
         "growth at ceil(min in-degree / K) nodes per step, and orders chunks at random. `mirrorxtree` is "

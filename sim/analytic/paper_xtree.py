@@ -30,8 +30,8 @@ class Row:
     chunks: int
     storage: str
     bound: int
-    paper: dict[str, int]      # reading of line 11 (ASSIGN) -> steps of Algorithm 2 as printed
-    matching: int              # equimesh's variant (xtree-matching)
+    paper: dict[str, int]  # reading of line 11 (ASSIGN) -> steps of Algorithm 2 as printed
+    matching: int  # equimesh's variant (xtree-matching)
     seconds: float
 
 
@@ -53,8 +53,17 @@ def algorithm2_rows(sizes=SIZES, chunks=CHUNKS, progress=None) -> list[Row]:
                 t0 = time.perf_counter()
                 paper = {a: _checked(topo, k, lanes, xtree_paper(topo, k, lanes=lanes, assign=a)) for a in ASSIGN}
                 matching = _checked(topo, k, lanes, xtree(topo, k, lanes=lanes))
-                rows.append(Row(f"{r}x{c}", k, "lanes" if lanes else "links only",
-                                lower_bound(topo, k, "allgather"), paper, matching, time.perf_counter() - t0))
+                rows.append(
+                    Row(
+                        f"{r}x{c}",
+                        k,
+                        "lanes" if lanes else "links only",
+                        lower_bound(topo, k, "allgather"),
+                        paper,
+                        matching,
+                        time.perf_counter() - t0,
+                    )
+                )
                 if progress is not None:
                     progress(rows[-1])
     return rows

@@ -28,14 +28,36 @@ from .alphabeta import LinkModel, dim_decomposed_allreduce, dim_decomposed_allre
 from .evaluate import ALGORITHMS, best_baseline, evaluate, format_size, machine, plot_curves, run_curve, to_json
 from .llm import DEFAULT_MICRO_BATCH, DEFAULT_SEQ_LEN, PROPOSED, evaluate_models, geomean, load_models, plot_fig9
 
+__all__ = [
+    "FIG_SHAPES",
+    "KSWEEP",
+    "bounds_table",
+    "chunk_sweep",
+    "compare_section",
+    "draw_topology",
+    "failures_section",
+    "figs_7_8",
+    "llm_section",
+    "overlap_steps_table",
+    "overlap_table",
+    "render",
+    "rtl_check",
+    "seed003_check",
+    "topology_figure",
+    "utilization_figure",
+    "write_report",
+]
+
 FIG_SHAPES = ((8, 8), (5, 11))
 KSWEEP = (1, 2, 4, 8, 16)
 
 
 def _plt():
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     return plt
 
 
@@ -46,6 +68,7 @@ def _table(head: list[str], rows: list[list]) -> str:
 
 
 # ----- drawings -------------------------------------------------------------------------
+
 
 def draw_topology(ax, topo: Topology, values: np.ndarray | None = None, vmax: float = 1.0, cmap: str = "viridis"):
     """Nodes on the grid, each directed link an arrow (ring and overflow links bowed outwards).
@@ -68,8 +91,19 @@ def draw_topology(ax, topo: Topology, values: np.ndarray | None = None, vmax: fl
             c = colors(min(1.0, values[i] / vmax))
         else:
             c = "tab:red" if ring else ("tab:purple" if extra else "0.45")
-        ax.add_patch(FancyArrowPatch((x1, y1), (x2, y2), connectionstyle=f"arc3,rad={rad}",
-                                     arrowstyle="-|>", mutation_scale=7, lw=1.0, color=c, shrinkA=6, shrinkB=6))
+        ax.add_patch(
+            FancyArrowPatch(
+                (x1, y1),
+                (x2, y2),
+                connectionstyle=f"arc3,rad={rad}",
+                arrowstyle="-|>",
+                mutation_scale=7,
+                lw=1.0,
+                color=c,
+                shrinkA=6,
+                shrinkB=6,
+            )
+        )
     xs, ys = zip(*pos.values())
     ax.scatter(xs, ys, s=70 if topo.nodes <= 25 else 25, color="white", edgecolor="black", zorder=3)
     if topo.nodes <= 25:
@@ -109,6 +143,7 @@ def utilization_figure(items: list[tuple[str, Topology, np.ndarray]], path: Path
 
 # ----- sections -------------------------------------------------------------------------
 
+
 def figs_7_8(out: Path, model: LinkModel, log) -> tuple[str, dict]:
     text, data = [], {}
     ratio_rows = []
@@ -122,23 +157,50 @@ def figs_7_8(out: Path, model: LinkModel, log) -> tuple[str, dict]:
             if collective == "allreduce":
                 mesh = build("mesh", rows, cols)
                 n = mesh.nodes
-                hlines = [("mesh bound, phases overlapped (link count)", len(mesh.links) * model.bandwidth / (2 * (n - 1))),
-                          ("mesh bound, phases in sequence (degree 2)", n * model.bandwidth * 2 / (2 * (n - 1)))]
+                hlines = [
+                    ("mesh bound, phases overlapped (link count)", len(mesh.links) * model.bandwidth / (2 * (n - 1))),
+                    ("mesh bound, phases in sequence (degree 2)", n * model.bandwidth * 2 / (2 * (n - 1))),
+                ]
             plot_curves(curves, f"Fig. {fig} reproduction: {collective} on {rows}x{cols}", str(out / png), hlines)
             js = to_json(rows, cols, collective, curves, model)
             data[f"{collective}_{rows}x{cols}"] = js
             sizes = js["sizes"]
             show = [0, 10, 14, 20]  # 1 KB, 1 MB, 16 MB, 1 GB
-            tab = [[r["algorithm"], r["kind"], *[f"{r['effective_bandwidth_GBps'][i]:.2f}" for i in show],
-                    r["best_chunks"][-1], f"{r['ratio_vs_best_baseline']:.3f}"] for r in js["results"]]
-            text.append(f"#### Fig. {fig} ({collective}, {rows}x{cols})\n\n![{collective} {rows}x{cols}]({png})\n\n"
-                        + _table(["algorithm", "topology", *[f"GB/s @ {format_size(sizes[i])}" for i in show],
-                                  "K @ 1GB", "ratio @ 1GB"], tab)
-                        + f"\n\nBest baseline at 1 GB: `{js['best_baseline']}`.\n")
+            tab = [
+                [
+                    r["algorithm"],
+                    r["kind"],
+                    *[f"{r['effective_bandwidth_GBps'][i]:.2f}" for i in show],
+                    r["best_chunks"][-1],
+                    f"{r['ratio_vs_best_baseline']:.3f}",
+                ]
+                for r in js["results"]
+            ]
+            text.append(
+                f"#### Fig. {fig} ({collective}, {rows}x{cols})\n\n![{collective} {rows}x{cols}]({png})\n\n"
+                + _table(
+                    [
+                        "algorithm",
+                        "topology",
+                        *[f"GB/s @ {format_size(sizes[i])}" for i in show],
+                        "K @ 1GB",
+                        "ratio @ 1GB",
+                    ],
+                    tab,
+                )
+                + f"\n\nBest baseline at 1 GB: `{js['best_baseline']}`.\n"
+            )
             eq = next(r for r in js["results"] if r["algorithm"] == "equimesh-xtree")
-            ratio_rows.append((collective, f"{rows}x{cols}", f"{eq['ratio_vs_best_baseline']:.3f}", js["best_baseline"],
-                               f"{eq['effective_bandwidth_GBps'][-1]:.2f}",
-                               f"{max(r['effective_bandwidth_GBps'][-1] for r in js['results'] if r['role'] == 'baseline'):.2f}"))
+            ratio_rows.append(
+                (
+                    collective,
+                    f"{rows}x{cols}",
+                    f"{eq['ratio_vs_best_baseline']:.3f}",
+                    js["best_baseline"],
+                    f"{eq['effective_bandwidth_GBps'][-1]:.2f}",
+                    f"{max(r['effective_bandwidth_GBps'][-1] for r in js['results'] if r['role'] == 'baseline'):.2f}",
+                )
+            )
             data[f"{collective}_{rows}x{cols}"]["_curves"] = curves
     return "\n".join(text), {"figs": data, "ratios": ratio_rows}
 
@@ -149,13 +211,33 @@ def bounds_table() -> str:
     for r, c in FIG_SHAPES:
         m, e = build("mesh", r, c), build("equimesh", r, c)
         n = r * c
-        rows.append([f"{r}x{c}", int(m.in_degree.min()), int(e.in_degree.min()),
-                     f"{int(e.in_degree.min()) / int(m.in_degree.min()):.2f}",
-                     len(m.links), len(e.links), f"{len(e.links) / len(m.links):.3f}",
-                     f"{2 * n * (n - 1) / len(m.links) / n:.3f}", f"{2 * n * (n - 1) / len(e.links) / n:.3f}"])
-    return _table(["mesh", "min in-degree mesh", "min in-degree EquiMesh", "degree ratio", "links mesh",
-                   "links EquiMesh", "link ratio", "overlapped AR bound mesh (x M/B)",
-                   "overlapped AR bound EquiMesh (x M/B)"], rows)
+        rows.append(
+            [
+                f"{r}x{c}",
+                int(m.in_degree.min()),
+                int(e.in_degree.min()),
+                f"{int(e.in_degree.min()) / int(m.in_degree.min()):.2f}",
+                len(m.links),
+                len(e.links),
+                f"{len(e.links) / len(m.links):.3f}",
+                f"{2 * n * (n - 1) / len(m.links) / n:.3f}",
+                f"{2 * n * (n - 1) / len(e.links) / n:.3f}",
+            ]
+        )
+    return _table(
+        [
+            "mesh",
+            "min in-degree mesh",
+            "min in-degree EquiMesh",
+            "degree ratio",
+            "links mesh",
+            "links EquiMesh",
+            "link ratio",
+            "overlapped AR bound mesh (x M/B)",
+            "overlapped AR bound EquiMesh (x M/B)",
+        ],
+        rows,
+    )
 
 
 def overlap_table(figs: dict, model: LinkModel, log) -> str:
@@ -177,10 +259,27 @@ def overlap_table(figs: dict, model: LinkModel, log) -> str:
             d = int(min(t.in_degree.min(), t.out_degree.min()))
             seq = n * model.bandwidth * d / (2 * (n - 1))
             ovl = min(len(t.links) * model.bandwidth / (2 * (n - 1)), d * n * model.bandwidth / (n - 1))
-            rows.append([f"{rows_}x{cols}", c.algorithm, f"{c.effective_bandwidth[-1] / 1e9:.1f}", f"{ready / 1e9:.1f}",
-                         f"{seq / 1e9:.1f}", f"{ovl / 1e9:.1f}"])
-    return _table(["mesh", "algorithm", "GB/s, schedule order", "GB/s, ready order", "bound, phases in sequence",
-                   "bound, phases overlapped"], rows)
+            rows.append(
+                [
+                    f"{rows_}x{cols}",
+                    c.algorithm,
+                    f"{c.effective_bandwidth[-1] / 1e9:.1f}",
+                    f"{ready / 1e9:.1f}",
+                    f"{seq / 1e9:.1f}",
+                    f"{ovl / 1e9:.1f}",
+                ]
+            )
+    return _table(
+        [
+            "mesh",
+            "algorithm",
+            "GB/s, schedule order",
+            "GB/s, ready order",
+            "bound, phases in sequence",
+            "bound, phases overlapped",
+        ],
+        rows,
+    )
 
 
 def overlap_steps_table(figs: dict) -> str:
@@ -191,12 +290,32 @@ def overlap_steps_table(figs: dict) -> str:
         seq = curves["equimesh-xtree"].by_chunks
         for name in ("mesh-overlap", "equimesh-overlap"):
             for k, v in curves[name].by_chunks.items():
-                phased = (f"{seq[k]['steps']} ({seq[k]['bound']})" if name == "equimesh-overlap" and k in seq
-                          else "-")
-                rows.append([f"{r}x{c}", name, k, v["steps"], v["bound"], f"{v['bound'] / v['steps']:.3f}", phased,
-                             f"{v['synth_s']:.1f}"])
-    return _table(["mesh", "algorithm", "K", "steps", "bound (overlapped)", "efficiency",
-                   "MirrorXTree phased steps (bound)", "synthesis s"], rows)
+                phased = f"{seq[k]['steps']} ({seq[k]['bound']})" if name == "equimesh-overlap" and k in seq else "-"
+                rows.append(
+                    [
+                        f"{r}x{c}",
+                        name,
+                        k,
+                        v["steps"],
+                        v["bound"],
+                        f"{v['bound'] / v['steps']:.3f}",
+                        phased,
+                        f"{v['synth_s']:.1f}",
+                    ]
+                )
+    return _table(
+        [
+            "mesh",
+            "algorithm",
+            "K",
+            "steps",
+            "bound (overlapped)",
+            "efficiency",
+            "MirrorXTree phased steps (bound)",
+            "synthesis s",
+        ],
+        rows,
+    )
 
 
 def llm_section(out: Path, model: LinkModel, log) -> tuple[str, dict]:
@@ -204,27 +323,45 @@ def llm_section(out: Path, model: LinkModel, log) -> tuple[str, dict]:
     models = load_models()
     log("Fig. 9: LLM forward and backward")
     res = evaluate_models(models, 8, 8, model=model, log=log)
-    plot_fig9(res, str(out / "figures/fig9_llm_8x8.png"),
-              f"Fig. 9 reproduction: SP + TP on 8x8, sequence {DEFAULT_SEQ_LEN}, micro-batch {DEFAULT_MICRO_BATCH}")
+    plot_fig9(
+        res,
+        str(out / "figures/fig9_llm_8x8.png"),
+        f"Fig. 9 reproduction: SP + TP on 8x8, sequence {DEFAULT_SEQ_LEN}, micro-batch {DEFAULT_MICRO_BATCH}",
+    )
     algos = list(res[0]["algorithms"])
     main_rows = []
     for r in res:
         for p in ("forward", "backward"):
-            main_rows.append([r["name"], p, *[f"{r['algorithms'][a][f'{p}_s'] * 1e3:.2f}" for a in algos],
-                              r[f"best_baseline_{p}"], f"{r[f'{p}_speedup']:.3f}"])
+            main_rows.append(
+                [
+                    r["name"],
+                    p,
+                    *[f"{r['algorithms'][a][f'{p}_s'] * 1e3:.2f}" for a in algos],
+                    r[f"best_baseline_{p}"],
+                    f"{r[f'{p}_speedup']:.3f}",
+                ]
+            )
     share_rows = []
     for r in res:
         eq, best = r["algorithms"][PROPOSED], r["algorithms"][r["best_baseline_forward"]]
         rc = (best["allgather_s"] + best["reducescatter_s"]) / (eq["allgather_s"] + eq["reducescatter_s"])
         f = r["comm_share_forward"][r["best_baseline_forward"]]
         need = (1 - 1 / 1.37) / (1 - 1 / rc)
-        slower = ((1 - need) / need) / ((1 - f) / f)   # GEMM time per byte moved that gives that share
-        share_rows.append([r["name"], f"{r['allgather_bytes_per_node'] / 2 ** 10:.0f} KB",
-                           f"{r['reducescatter_bytes_per_node'] / 2 ** 20:.0f} MB",
-                           f"{best['forward_compute_s'] / r['layers'] * 1e6:.1f}",
-                           f"{eq['allgather_s'] * 1e6:.1f} / {eq['reducescatter_s'] * 1e6:.1f}",
-                           f"{best['allgather_s'] * 1e6:.1f} / {best['reducescatter_s'] * 1e6:.1f}",
-                           f"{rc:.3f}", f"{100 * f:.0f}%", f"{100 * need:.0f}%", f"{slower:.1f}x"])
+        slower = ((1 - need) / need) / ((1 - f) / f)  # GEMM time per byte moved that gives that share
+        share_rows.append(
+            [
+                r["name"],
+                f"{r['allgather_bytes_per_node'] / 2**10:.0f} KB",
+                f"{r['reducescatter_bytes_per_node'] / 2**20:.0f} MB",
+                f"{best['forward_compute_s'] / r['layers'] * 1e6:.1f}",
+                f"{eq['allgather_s'] * 1e6:.1f} / {eq['reducescatter_s'] * 1e6:.1f}",
+                f"{best['allgather_s'] * 1e6:.1f} / {best['reducescatter_s'] * 1e6:.1f}",
+                f"{rc:.3f}",
+                f"{100 * f:.0f}%",
+                f"{100 * need:.0f}%",
+                f"{slower:.1f}x",
+            ]
+        )
     seqs, mbs = (1024, 2048, 4096, 8192, 16384, 32768), (1, 4, 16)
     log("Fig. 9: sequence-length and micro-batch sweep")
     sweep = evaluate_models(models, 8, 8, seqs, mbs, model=model, log=log)
@@ -232,20 +369,42 @@ def llm_section(out: Path, model: LinkModel, log) -> tuple[str, dict]:
     for s_ in seqs:
         for b in mbs:
             sel = [r for r in sweep if r["seq_len"] == s_ and r["micro_batch"] == b]
-            sweep_rows.append([s_, b, *[f"{r['forward_speedup']:.2f} / {r['backward_speedup']:.2f}" for r in sel],
-                               f"{geomean([r['forward_speedup'] for r in sel]):.3f} / "
-                               f"{geomean([r['backward_speedup'] for r in sel]):.3f}"])
+            sweep_rows.append(
+                [
+                    s_,
+                    b,
+                    *[f"{r['forward_speedup']:.2f} / {r['backward_speedup']:.2f}" for r in sel],
+                    f"{geomean([r['forward_speedup'] for r in sel]):.3f} / "
+                    f"{geomean([r['backward_speedup'] for r in sel]):.3f}",
+                ]
+            )
     fwd = [r["forward_speedup"] for r in res]
     bwd = [r["backward_speedup"] for r in res]
-    text = {"main": _table(["model", "pass", *[f"{a} (ms)" for a in algos], "best mesh baseline", "speedup"], main_rows),
-            "share": _table(["model", "AllGather per node", "ReduceScatter vector", "GEMMs per layer (us)",
-                             "EquiMesh AG / RS (us)", "best mesh AG / RS (us)", "collective ratio",
-                             "comm share of the best mesh forward", "share the paper's 1.37x needs",
-                             "GEMM time that share needs"], share_rows),
-            "sweep": _table(["sequence", "micro-batch", *[f"{m.name} fwd / bwd" for m in models], "geomean fwd / bwd"],
-                            sweep_rows),
-            "fwd": f"{min(fwd):.2f}-{max(fwd):.2f}", "bwd": f"{min(bwd):.2f}-{max(bwd):.2f}",
-            "gfwd": f"{geomean(fwd):.2f}", "gbwd": f"{geomean(bwd):.2f}"}
+    text = {
+        "main": _table(["model", "pass", *[f"{a} (ms)" for a in algos], "best mesh baseline", "speedup"], main_rows),
+        "share": _table(
+            [
+                "model",
+                "AllGather per node",
+                "ReduceScatter vector",
+                "GEMMs per layer (us)",
+                "EquiMesh AG / RS (us)",
+                "best mesh AG / RS (us)",
+                "collective ratio",
+                "comm share of the best mesh forward",
+                "share the paper's 1.37x needs",
+                "GEMM time that share needs",
+            ],
+            share_rows,
+        ),
+        "sweep": _table(
+            ["sequence", "micro-batch", *[f"{m.name} fwd / bwd" for m in models], "geomean fwd / bwd"], sweep_rows
+        ),
+        "fwd": f"{min(fwd):.2f}-{max(fwd):.2f}",
+        "bwd": f"{min(bwd):.2f}-{max(bwd):.2f}",
+        "gfwd": f"{geomean(fwd):.2f}",
+        "gbwd": f"{geomean(bwd):.2f}",
+    }
     return text, {"default": res, "sweep": sweep}
 
 
@@ -261,17 +420,28 @@ def chunk_sweep(out: Path, model: LinkModel, log) -> str:
         tab = []
         for k, v in c.by_chunks.items():
             bw_steps = math.ceil(k * (n - 1) / d)
-            tab.append([k, diam, bw_steps, "latency" if diam > bw_steps else ("both" if diam == bw_steps else "bandwidth"),
-                        v["steps"], f"{(sizes[0] / v['completion'][0]) / 1e9:.2f}",
-                        f"{(sizes[10] / v['completion'][10]) / 1e9:.2f}", f"{(sizes[-1] / v['completion'][-1]) / 1e9:.3f}"])
+            tab.append(
+                [
+                    k,
+                    diam,
+                    bw_steps,
+                    "latency" if diam > bw_steps else ("both" if diam == bw_steps else "bandwidth"),
+                    v["steps"],
+                    f"{(sizes[0] / v['completion'][0]) / 1e9:.2f}",
+                    f"{(sizes[10] / v['completion'][10]) / 1e9:.2f}",
+                    f"{(sizes[-1] / v['completion'][-1]) / 1e9:.3f}",
+                ]
+            )
         best = c.best_chunks
-        changes = [f"K={best[i]} from {format_size(sizes[i])}" for i in range(len(sizes)) if i == 0 or best[i] != best[i - 1]]
+        changes = [
+            f"K={best[i]} from {format_size(sizes[i])}" for i in range(len(sizes)) if i == 0 or best[i] != best[i - 1]
+        ]
         plt = _plt()
         fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=110)
         for k, v in c.by_chunks.items():
             ax.plot(sizes, sizes / v["completion"] / 1e9, marker=".", label=f"K={k} ({v['steps']} steps)")
         ax.set_xscale("log", base=2)
-        ticks = [2.0 ** e for e in range(10, 31, 4)]
+        ticks = [2.0**e for e in range(10, 31, 4)]
         ax.set_xticks(ticks, [format_size(t) for t in ticks])
         ax.set_xlabel("message size per node")
         ax.set_ylabel("effective bandwidth (GB/s)")
@@ -284,15 +454,32 @@ def chunk_sweep(out: Path, model: LinkModel, log) -> str:
         plt.close(fig)
         binding = {row[0]: row[3] for row in tab}
         cross = [k for k in binding if binding[k] != "latency"]
-        summary = (f"The bandwidth bound binds for every K (D = {diam} <= (N-1)/d = {(n - 1) / d:.2f})."
-                   if all(b == "bandwidth" for b in binding.values()) else
-                   f"The bounds cross at K = {cross[0]}: " + ", ".join(f"K = {k} {b}" for k, b in binding.items()) + ".")
-        text.append(f"#### {rows}x{cols} EquiMesh, XTree {collective} (N = {n}, D = {diam}, min in-degree {d})\n\n"
-                    f"{summary}\n\n"
-                    f"![K sweep]({png})\n\n"
-                    + _table(["K", "latency bound D (steps)", "bandwidth bound ceil(K(N-1)/d)", "binding",
-                              "XTree steps", "GB/s @ 1KB", "GB/s @ 1MB", "GB/s @ 1GB"], tab)
-                    + "\n\nBest K by size: " + ", ".join(changes) + ".\n")
+        summary = (
+            f"The bandwidth bound binds for every K (D = {diam} <= (N-1)/d = {(n - 1) / d:.2f})."
+            if all(b == "bandwidth" for b in binding.values())
+            else f"The bounds cross at K = {cross[0]}: " + ", ".join(f"K = {k} {b}" for k, b in binding.items()) + "."
+        )
+        text.append(
+            f"#### {rows}x{cols} EquiMesh, XTree {collective} (N = {n}, D = {diam}, min in-degree {d})\n\n"
+            f"{summary}\n\n"
+            f"![K sweep]({png})\n\n"
+            + _table(
+                [
+                    "K",
+                    "latency bound D (steps)",
+                    "bandwidth bound ceil(K(N-1)/d)",
+                    "binding",
+                    "XTree steps",
+                    "GB/s @ 1KB",
+                    "GB/s @ 1MB",
+                    "GB/s @ 1GB",
+                ],
+                tab,
+            )
+            + "\n\nBest K by size: "
+            + ", ".join(changes)
+            + ".\n"
+        )
     return "\n".join(text)
 
 
@@ -301,18 +488,28 @@ def seed003_check(model: LinkModel) -> str:
     for r, c in ((4, 4), (5, 11), (8, 8), (16, 16)):
         for wrap in (False, True):
             tr = dim_decomposed_allreduce(r, c, wrap)
-            sizes = np.array([2.0 ** 10, 2.0 ** 30])
+            sizes = np.array([2.0**10, 2.0**30])
             sim = run(tr, sizes / (r * c) / model.bandwidth, model.alpha)
             for m, s in zip(sizes, sim):
                 f = dim_decomposed_allreduce_time(r, c, m, model)
-                rows.append([f"{r}x{c}", "torus (ring)" if wrap else "mesh (open line)", format_size(m),
-                             f"{f * 1e6:.4f}", f"{s * 1e6:.4f}", f"{abs(s / f - 1):.1e}"])
-    return _table(["shape", "per-dimension primitive", "M", "seed 003 formula (us)", "simulated (us)", "rel. error"], rows)
+                rows.append(
+                    [
+                        f"{r}x{c}",
+                        "torus (ring)" if wrap else "mesh (open line)",
+                        format_size(m),
+                        f"{f * 1e6:.4f}",
+                        f"{s * 1e6:.4f}",
+                        f"{abs(s / f - 1):.1e}",
+                    ]
+                )
+    return _table(
+        ["shape", "per-dimension primitive", "M", "seed 003 formula (us)", "simulated (us)", "rel. error"], rows
+    )
 
 
 def failures_section(model: LinkModel, log) -> str:
     rows = []
-    size = np.array([2.0 ** 30])
+    size = np.array([2.0**30])
     for collective in ("allgather", "allreduce"):
         topo = build("equimesh", 8, 8)
         algo = ALGORITHMS["equimesh-xtree"]
@@ -321,12 +518,35 @@ def failures_section(model: LinkModel, log) -> str:
             log(f"failures {collective} k={k}")
             deg = degrade(topo, random_failures(topo, k, seed=0))
             c = run_curve(algo, deg, collective, size, [4], model)  # run_curve verifies
-            rows.append([collective, k, int(deg.in_degree.min()), int(deg.out_degree.min()),
-                         lower_bound(deg, 4, collective), c.by_chunks[4]["steps"], intact.by_chunks[4]["steps"],
-                         f"{c.effective_bandwidth[0] / 1e9:.2f}", f"{intact.effective_bandwidth[0] / 1e9:.2f}",
-                         f"{c.completion[0] / intact.completion[0]:.3f}"])
-    return _table(["collective", "failed links (seed 0)", "min in-degree", "min out-degree", "bound (steps)",
-                   "steps", "steps intact", "GB/s @ 1GB", "GB/s intact", "slowdown"], rows)
+            rows.append(
+                [
+                    collective,
+                    k,
+                    int(deg.in_degree.min()),
+                    int(deg.out_degree.min()),
+                    lower_bound(deg, 4, collective),
+                    c.by_chunks[4]["steps"],
+                    intact.by_chunks[4]["steps"],
+                    f"{c.effective_bandwidth[0] / 1e9:.2f}",
+                    f"{intact.effective_bandwidth[0] / 1e9:.2f}",
+                    f"{c.completion[0] / intact.completion[0]:.3f}",
+                ]
+            )
+    return _table(
+        [
+            "collective",
+            "failed links (seed 0)",
+            "min in-degree",
+            "min out-degree",
+            "bound (steps)",
+            "steps",
+            "steps intact",
+            "GB/s @ 1GB",
+            "GB/s intact",
+            "slowdown",
+        ],
+        rows,
+    )
 
 
 def rtl_check(log) -> tuple[str, list]:
@@ -337,9 +557,13 @@ def rtl_check(log) -> tuple[str, list]:
 
     alpha = MIN_PERIOD[DEFAULT_PIPELINE]  # a flit read at stage A of a step is readable there this much later
     rows, data = [], []
-    cases = [("equimesh", 2, 3, "allgather", 4, 8), ("equimesh", 3, 3, "allgather", 4, 8),
-             ("equimesh", 3, 3, "allreduce", 4, 8), ("mesh", 3, 4, "allgather", 2, 16),
-             ("equimesh", 4, 4, "allgather", 4, 16)]
+    cases = [
+        ("equimesh", 2, 3, "allgather", 4, 8),
+        ("equimesh", 3, 3, "allgather", 4, 8),
+        ("equimesh", 3, 3, "allreduce", 4, 8),
+        ("mesh", 3, 4, "allgather", 2, 16),
+        ("equimesh", 4, 4, "allgather", 4, 16),
+    ]
     for kind, r, c, coll, k, flits in cases:
         log(f"RTL {kind} {r}x{c} {coll}")
         topo = build(kind, r, c)
@@ -353,12 +577,33 @@ def rtl_check(log) -> tuple[str, list]:
         message = flits * k * (1 if coll == "allgather" else topo.nodes)
         ab = simulate(sched, [message], LinkModel(alpha=alpha, bandwidth=1.0)).completion[0]
         ab0 = simulate(sched, [message], LinkModel(alpha=0.0, bandwidth=1.0)).completion[0]
-        rows.append([f"{r}x{c} {kind}", coll, k, flits, sched.num_steps, res.cycles, f"{ab:.0f}",
-                     f"{100 * (ab - res.cycles) / res.cycles:+.1f}%", f"{ab0:.0f}",
-                     f"{100 * (ab0 - res.cycles) / res.cycles:+.1f}%"])
+        rows.append(
+            [
+                f"{r}x{c} {kind}",
+                coll,
+                k,
+                flits,
+                sched.num_steps,
+                res.cycles,
+                f"{ab:.0f}",
+                f"{100 * (ab - res.cycles) / res.cycles:+.1f}%",
+                f"{ab0:.0f}",
+                f"{100 * (ab0 - res.cycles) / res.cycles:+.1f}%",
+            ]
+        )
         data.append({"case": f"{r}x{c} {kind} {coll}", "rtl_cycles": res.cycles, "alphabeta_cycles": ab})
-    head = ["topology", "collective", "K", "flits/chunk F", "steps", "RTL cycles", f"alpha-beta, alpha={alpha}",
-            "error", "alpha-beta, alpha=0", "error"]
+    head = [
+        "topology",
+        "collective",
+        "K",
+        "flits/chunk F",
+        "steps",
+        "RTL cycles",
+        f"alpha-beta, alpha={alpha}",
+        "error",
+        "alpha-beta, alpha=0",
+        "error",
+    ]
     return _table(head, rows), data
 
 
@@ -372,19 +617,33 @@ def compare_section(out: Path, log) -> str:
     log("compare (RTL, every kind)")
     where = out / "figures" / "compare"
     where.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:   # heatmaps are kept, synthesis work files are not
+    with tempfile.TemporaryDirectory() as tmp:  # heatmaps are kept, synthesis work files are not
         res = compare(4, 4, 4, 16, "allgather", tmp, lambda image, label: run_image(image, "verilator", fit(image)))
         for r in res.values():
             shutil.copy(r["heatmap"], where / Path(r["heatmap"]).name)
-    rows = [[kind, r["steps"], r["cycles"], r["cycles_vs_equimesh"], f"{r['link_utilization']:.3f}", r["crosspoints"],
-             "yes" if r["bit_exact"] else "NO"] for kind, r in res.items()]
+    rows = [
+        [
+            kind,
+            r["steps"],
+            r["cycles"],
+            r["cycles_vs_equimesh"],
+            f"{r['link_utilization']:.3f}",
+            r["crosspoints"],
+            "yes" if r["bit_exact"] else "NO",
+        ]
+        for kind, r in res.items()
+    ]
     imgs = "\n".join(f"![{Path(r['heatmap']).stem}](figures/compare/{Path(r['heatmap']).name})" for r in res.values())
-    return ("`equimesh compare` (4x4, K = 4, F = 16, AllGather, Verilator):\n\n"
-            + _table(["kind", "steps", "cycles", "vs EquiMesh", "utilization", "crosspoints", "bit-exact"], rows)
-            + "\n\n" + imgs)
+    return (
+        "`equimesh compare` (4x4, K = 4, F = 16, AllGather, Verilator):\n\n"
+        + _table(["kind", "steps", "cycles", "vs EquiMesh", "utilization", "crosspoints", "bit-exact"], rows)
+        + "\n\n"
+        + imgs
+    )
 
 
 # ----- the report -----------------------------------------------------------------------
+
 
 def _utilization_figure(figs: dict, model: LinkModel, path: Path) -> None:
     """Per-link utilization of EquiMesh + XTree and the best mesh baseline, AllGather 8x8 at 1 GB."""
@@ -401,8 +660,10 @@ def _utilization_figure(figs: dict, model: LinkModel, path: Path) -> None:
 def _bench_quote(out: Path) -> str:
     bench_file = out / "bench-eval.txt"
     if bench_file.is_file():
-        return (f"The last run saved in `{bench_file}` (its own date and machine in the header):\n\n```\n"
-                f"{bench_file.read_text().strip()}\n```")
+        return (
+            f"The last run saved in `{bench_file}` (its own date and machine in the header):\n\n```\n"
+            f"{bench_file.read_text().strip()}\n```"
+        )
     return f"Save a run as `{bench_file}` (`equimesh bench eval > {bench_file}`) to quote it here."
 
 
@@ -419,10 +680,20 @@ def _ratios(figs: dict) -> dict:
     """The summary's measured ratios and the EquiMesh-to-mesh link ratios of Figs. 7/8's shapes."""
     by_coll = {c: [float(r[2]) for r in figs["ratios"] if r[0] == c] for c in ("allgather", "allreduce")}
     ag_ratio, ar_ratio = ("-".join(f"{v:.2f}" for v in sorted(set(np.round(x, 2)))) for x in by_coll.values())
-    link_ratios = ", ".join(f"{len(build('equimesh', r, c).links) / len(build('mesh', r, c).links):.2f} on {r}x{c}"
-                            for r, c in FIG_SHAPES)
-    ratio_tab = _table(["collective", "mesh", "EquiMesh / best baseline @ 1GB", "best baseline",
-                        "EquiMesh GB/s", "best baseline GB/s"], [list(r) for r in figs["ratios"]])
+    link_ratios = ", ".join(
+        f"{len(build('equimesh', r, c).links) / len(build('mesh', r, c).links):.2f} on {r}x{c}" for r, c in FIG_SHAPES
+    )
+    ratio_tab = _table(
+        [
+            "collective",
+            "mesh",
+            "EquiMesh / best baseline @ 1GB",
+            "best baseline",
+            "EquiMesh GB/s",
+            "best baseline GB/s",
+        ],
+        [list(r) for r in figs["ratios"]],
+    )
     return {"ag_ratio": ag_ratio, "ar_ratio": ar_ratio, "link_ratios": link_ratios, "ratio_tab": ratio_tab}
 
 
@@ -430,8 +701,12 @@ def render(template: str, **context) -> str:
     """Render one of ``sim/analytic/templates`` (Jinja2) with ``context``."""
     import jinja2
 
-    env = jinja2.Environment(loader=jinja2.PackageLoader("equimesh.sim.analytic", "templates"),
-                             keep_trailing_newline=True, undefined=jinja2.StrictUndefined, autoescape=False)
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("equimesh.sim.analytic", "templates"),
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+    )
     return env.get_template(template).render(**context)
 
 
@@ -459,20 +734,37 @@ def write_report(out: Path, log=lambda s: None) -> Path:
     llm, llm_data = llm_section(out, model, log)
     rtl_text, rtl_data = rtl_check(log)
     context = dict(
-        _ratios(figs), figs_text=figs_text, overlap=overlap_table(figs["figs"], model, log),
-        ovl_steps=overlap_steps_table(figs["figs"]), llm=llm, ksweep=chunk_sweep(out, model, log),
-        s003=seed003_check(model), fail=failures_section(model, log), rtl_text=rtl_text,
-        compare=compare_section(out, log), bench=_bench_quote(out), disconnect=_disconnect_example(),
-        bounds=bounds_table(), algorithms_table=_table(
+        _ratios(figs),
+        figs_text=figs_text,
+        overlap=overlap_table(figs["figs"], model, log),
+        ovl_steps=overlap_steps_table(figs["figs"]),
+        llm=llm,
+        ksweep=chunk_sweep(out, model, log),
+        s003=seed003_check(model),
+        fail=failures_section(model, log),
+        rtl_text=rtl_text,
+        compare=compare_section(out, log),
+        bench=_bench_quote(out),
+        disconnect=_disconnect_example(),
+        bounds=bounds_table(),
+        algorithms_table=_table(
             ["algorithm", "topology", "role", "source", "K tried"],
-            [[a.name, a.kind, a.role, a.source, ",".join(map(str, a.chunk_counts))] for a in ALGORITHMS.values()]),
-        out=out, host=machine(), stamp=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        DEFAULT_MICRO_BATCH=DEFAULT_MICRO_BATCH, DEFAULT_SEQ_LEN=DEFAULT_SEQ_LEN, DEFAULT_PIPELINE=DEFAULT_PIPELINE,
-        alpha=MIN_PERIOD[DEFAULT_PIPELINE], latency=LATENCY[DEFAULT_PIPELINE])
+            [[a.name, a.kind, a.role, a.source, ",".join(map(str, a.chunk_counts))] for a in ALGORITHMS.values()],
+        ),
+        out=out,
+        host=machine(),
+        stamp=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        DEFAULT_MICRO_BATCH=DEFAULT_MICRO_BATCH,
+        DEFAULT_SEQ_LEN=DEFAULT_SEQ_LEN,
+        DEFAULT_PIPELINE=DEFAULT_PIPELINE,
+        alpha=MIN_PERIOD[DEFAULT_PIPELINE],
+        latency=LATENCY[DEFAULT_PIPELINE],
+    )
     context["seconds"] = f"{time.perf_counter() - t0:.0f}"
     (out / "evaluation.md").write_text(render("evaluation.md.j2", **context))
     for v in figs["figs"].values():
         v.pop("_curves")
-    (out / "figures/evaluation.json").write_text(json.dumps({"figs": figs["figs"], "rtl": rtl_data, "llm": llm_data},
-                                                            indent=1))
+    (out / "figures/evaluation.json").write_text(
+        json.dumps({"figs": figs["figs"], "rtl": rtl_data, "llm": llm_data}, indent=1)
+    )
     return out / "evaluation.md"

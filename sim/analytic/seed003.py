@@ -29,7 +29,7 @@ from .alphabeta import LinkModel, Transfers, dim_decomposed_allreduce, run
 
 __all__ = ["CASES", "Case", "cases", "check", "formula"]
 
-PIPELINE = 100           # Broadcast / Reduce segments per hop of tree depth in the beta regime
+PIPELINE = 100  # Broadcast / Reduce segments per hop of tree depth in the beta regime
 SMALL_M, LARGE_M = 8.0, 1e11
 
 
@@ -53,9 +53,15 @@ class _Program:
         wd = max(1, max(len(r[3]) for r in self.rows))
         src = np.array([r[2] + [n] * (ws - len(r[2])) for r in self.rows], dtype=np.int64)
         dst = np.array([r[3] + [n + 1] * (wd - len(r[3])) for r in self.rows], dtype=np.int64)
-        return Transfers(step=np.array([r[0] for r in self.rows], dtype=np.int64),
-                         link=np.array([r[1] for r in self.rows], dtype=np.int64), src_keys=src, dst_keys=dst,
-                         units=np.array([r[4] for r in self.rows]), n_keys=n, n_links=n_links)
+        return Transfers(
+            step=np.array([r[0] for r in self.rows], dtype=np.int64),
+            link=np.array([r[1] for r in self.rows], dtype=np.int64),
+            src_keys=src,
+            dst_keys=dst,
+            units=np.array([r[4] for r in self.rows]),
+            n_keys=n,
+            n_links=n_links,
+        )
 
 
 def _exchange(rounds, n_links: int) -> Transfers:
@@ -78,13 +84,12 @@ def _halving_doubling(dims: list[int]) -> Transfers:
     ReduceScatter over the dimensions in turn, then recursive doubling AllGather in reverse.
     Units are blocks of M / N; node ``v``'s port for dimension ``i`` is link ``i * N + v``."""
     n = math.prod(dims)
-    stride = [math.prod(dims[i + 1:]) for i in range(len(dims))]
+    stride = [math.prod(dims[i + 1 :]) for i in range(len(dims))]
     rs, held = [], float(n)
     for i, d in enumerate(dims):
         for j in range(int(math.log2(d))):
             bit = d >> (j + 1)
-            pairs = [(v, v + ((x ^ bit) - x) * stride[i], i * n + v)
-                     for v in range(n) for x in [(v // stride[i]) % d]]
+            pairs = [(v, v + ((x ^ bit) - x) * stride[i], i * n + v) for v in range(n) for x in [(v // stride[i]) % d]]
             held /= 2
             rs.append((pairs, held))
     ag = [(pairs, units) for pairs, units in reversed(rs)]
@@ -105,7 +110,7 @@ def _tree(n: int, parent: dict[int, int], segments: int, reduce: bool, link_of, 
     rounds = max(1, (n - 1).bit_length())
     p = _Program()
     for s in range(segments):
-        for v, u in parent.items():           # tree edge u -> v
+        for v, u in parent.items():  # tree edge u -> v
             r = (v - u).bit_length() - 1
             if reduce:
                 step = rounds - 1 - r if binomial else s + height - depth[v]
@@ -119,10 +124,12 @@ def _tree(n: int, parent: dict[int, int], segments: int, reduce: bool, link_of, 
 def _grid_parent(rows: int, cols: int, wrap: bool, bidir: bool) -> dict[int, int]:
     """Dimension-ordered Broadcast tree from node 0: along row 0, then down every column.
     Unidirectional: each dimension a chain 0 -> 1 -> ... ; bidirectional (torus): both ways round."""
+
     def line(d):
         if not bidir:
             return {p: p - 1 for p in range(1, d)}
         return {p: (p - 1 if p <= d // 2 else (p + 1) % d) for p in range(1, d)}
+
     parent = {c: pc for c, pc in line(cols).items()}
     for r, pr in line(rows).items():
         for c in range(cols):
@@ -139,23 +146,32 @@ def _binomial_parent(n: int) -> dict[int, int]:
 class Case:
     """One closed form of seed 003 and the algorithm that realizes it."""
 
-    topology: str          # star, torus, mesh
-    collective: str        # allgather, reducescatter, allreduce, broadcast, reduce
+    topology: str  # star, torus, mesh
+    collective: str  # allgather, reducescatter, allreduce, broadcast, reduce
     algorithm: str
-    where: str             # seed 003 section
+    where: str  # seed 003 section
 
 
 CASES = (
-    Case("star", "allgather", "ring", "Sec. 2 / table"), Case("star", "reducescatter", "ring", "Sec. 2 / table"),
-    Case("star", "allreduce", "ring", "Sec. 2 / table"), Case("star", "allreduce", "rabenseifner", "Sec. 2.3"),
-    Case("star", "broadcast", "binomial", "Sec. 2 / table"), Case("star", "reduce", "binomial", "Sec. 2 / table"),
+    Case("star", "allgather", "ring", "Sec. 2 / table"),
+    Case("star", "reducescatter", "ring", "Sec. 2 / table"),
+    Case("star", "allreduce", "ring", "Sec. 2 / table"),
+    Case("star", "allreduce", "rabenseifner", "Sec. 2.3"),
+    Case("star", "broadcast", "binomial", "Sec. 2 / table"),
+    Case("star", "reduce", "binomial", "Sec. 2 / table"),
     Case("star", "broadcast", "chain", "Sec. 2 / table"),
-    Case("torus", "allgather", "ring", "Sec. 3.5"), Case("torus", "reducescatter", "ring", "Sec. 3.5"),
-    Case("torus", "allreduce", "ring", "Sec. 3.4"), Case("torus", "allreduce", "rabenseifner", "App. A"),
-    Case("torus", "broadcast", "ring", "Sec. 3.2"), Case("torus", "broadcast", "bidir", "Sec. 3.2"),
-    Case("torus", "reduce", "ring", "Sec. 3.3"), Case("torus", "reduce", "bidir", "Sec. 3.3"),
-    Case("mesh", "allgather", "ring", "Sec. 4.2"), Case("mesh", "reducescatter", "ring", "Sec. 4.2"),
-    Case("mesh", "allreduce", "ring", "Sec. 4.2"), Case("mesh", "broadcast", "ring", "Sec. 4.2"),
+    Case("torus", "allgather", "ring", "Sec. 3.5"),
+    Case("torus", "reducescatter", "ring", "Sec. 3.5"),
+    Case("torus", "allreduce", "ring", "Sec. 3.4"),
+    Case("torus", "allreduce", "rabenseifner", "App. A"),
+    Case("torus", "broadcast", "ring", "Sec. 3.2"),
+    Case("torus", "broadcast", "bidir", "Sec. 3.2"),
+    Case("torus", "reduce", "ring", "Sec. 3.3"),
+    Case("torus", "reduce", "bidir", "Sec. 3.3"),
+    Case("mesh", "allgather", "ring", "Sec. 4.2"),
+    Case("mesh", "reducescatter", "ring", "Sec. 4.2"),
+    Case("mesh", "allreduce", "ring", "Sec. 4.2"),
+    Case("mesh", "broadcast", "ring", "Sec. 4.2"),
     Case("mesh", "reduce", "ring", "Sec. 4.2"),
 )
 
@@ -176,13 +192,15 @@ def formula(case: Case, shape: tuple[int, ...], message: float, model: LinkModel
     c, t = case.collective, case.topology
     if t == "star":
         lg = math.ceil(math.log2(n))
-        table = {("allgather", "ring"): ((n - 1) * a + (n - 1) / n * m, "(N-1)a + (N-1)/N M/B"),
-                 ("reducescatter", "ring"): ((n - 1) * a + (n - 1) / n * m, "(N-1)a + (N-1)/N M/B"),
-                 ("allreduce", "ring"): (2 * (n - 1) * a + 2 * (n - 1) / n * m, "2(N-1)a + 2(N-1)/N M/B"),
-                 ("allreduce", "rabenseifner"): (2 * lg * a + 2 * (n - 1) / n * m, "2 log2(N) a + 2(N-1)/N M/B"),
-                 ("broadcast", "binomial"): (lg * a + m, "ceil(log2 N) a + M/B"),
-                 ("reduce", "binomial"): (lg * a + m, "ceil(log2 N) a + M/B"),
-                 ("broadcast", "chain"): ((n - 1) * a + m, "(N-1)a + M/B")}
+        table = {
+            ("allgather", "ring"): ((n - 1) * a + (n - 1) / n * m, "(N-1)a + (N-1)/N M/B"),
+            ("reducescatter", "ring"): ((n - 1) * a + (n - 1) / n * m, "(N-1)a + (N-1)/N M/B"),
+            ("allreduce", "ring"): (2 * (n - 1) * a + 2 * (n - 1) / n * m, "2(N-1)a + 2(N-1)/N M/B"),
+            ("allreduce", "rabenseifner"): (2 * lg * a + 2 * (n - 1) / n * m, "2 log2(N) a + 2(N-1)/N M/B"),
+            ("broadcast", "binomial"): (lg * a + m, "ceil(log2 N) a + M/B"),
+            ("reduce", "binomial"): (lg * a + m, "ceil(log2 N) a + M/B"),
+            ("broadcast", "chain"): ((n - 1) * a + m, "(N-1)a + M/B"),
+        }
         return table[(c, case.algorithm)]
     hops = sum(d - 1 for d in shape)
     if case.algorithm == "rabenseifner":
@@ -211,10 +229,10 @@ def simulate_case(case: Case, shape: tuple[int, ...], message: float, model: Lin
     else:
         if case.topology == "star":
             parent = _binomial_parent(n) if alg == "binomial" else {v: v - 1 for v in range(1, n)}
-            link_of = lambda u, v: u   # noqa: E731  (a node's one switch port)
+            link_of = lambda u, v: u  # noqa: E731  (a node's one switch port)
         else:
             parent = _grid_parent(shape[0], shape[1], case.topology == "torus", alg == "bidir")
-            link_of = lambda u, v: u * n + v   # noqa: E731  (one link per ordered neighbour pair)
+            link_of = lambda u, v: u * n + v  # noqa: E731  (one link per ordered neighbour pair)
         depth = max(len(_path(parent, v)) for v in range(n))
         segs = 1 if regime == "alpha" or alg == "binomial" else PIPELINE * depth
         tr, unit = _tree(n, parent, segs, c == "reduce", link_of, alg == "binomial"), message / segs

@@ -29,4 +29,3 @@ def test_multicast_4x4_equimesh_on_icarus(tmp_path):
     r = run_verilog(forwarding_table(topo), traffic, 4, tmp_path, mode="trace", cycles=150, stall=0.3)
     _clean(r)
     assert r["packets"] >= 50
-

@@ -14,7 +14,7 @@ import signal
 import socket
 import sys
 
-RUN_LIMIT = int(os.environ.get("MUTATE_RUN_LIMIT", "60"))   # seconds: a mutant that loops forever ends here
+RUN_LIMIT = int(os.environ.get("MUTATE_RUN_LIMIT", "60"))  # seconds: a mutant that loops forever ends here
 
 
 def serve(path: str) -> None:

@@ -27,7 +27,7 @@ def patch(path: str, names: list[str]) -> str:
     if missing:
         raise SystemExit(f"{path}: no function {', '.join(sorted(missing))}")
     out = [f"--- a/{path}", f"+++ b/{path}"]
-    for ln in sorted(lines):                    # one hunk per line: mutmut reads only the added lines
+    for ln in sorted(lines):  # one hunk per line: mutmut reads only the added lines
         out += [f"@@ -{ln - 1},0 +{ln},1 @@", "+" + text[ln - 1]]
     return "\n".join(out) + "\n"
 

@@ -12,9 +12,11 @@ from collections import Counter
 
 
 def score(cache: str) -> tuple[Counter, str]:
-    con = sqlite3.connect(f"file:{cache}?mode=ro", uri=True)   # read-only: safe while mutmut writes
-    rows = con.execute('SELECT s.filename, m.status FROM Mutant m JOIN Line l ON m.line = l.id '
-                       'JOIN SourceFile s ON l.sourcefile = s.id').fetchall()
+    con = sqlite3.connect(f"file:{cache}?mode=ro", uri=True)  # read-only: safe while mutmut writes
+    rows = con.execute(
+        "SELECT s.filename, m.status FROM Mutant m JOIN Line l ON m.line = l.id "
+        "JOIN SourceFile s ON l.sourcefile = s.id"
+    ).fetchall()
     files = sorted({f for f, _ in rows})
     return Counter(status for _, status in rows), ", ".join(files)
 
@@ -25,5 +27,7 @@ if __name__ == "__main__":
     total = sum(c.values())
     killed = c["ok_killed"] + c["ok_suspicious"]
     pct = 100 * killed / total if total else float("nan")
-    print(f"{name} ({files}): {killed}/{total} killed = {pct:.1f} %; survived {c['bad_survived']}, "
-          f"timeout {c['bad_timeout']}, untested {c['untested']}")
+    print(
+        f"{name} ({files}): {killed}/{total} killed = {pct:.1f} %; survived {c['bad_survived']}, "
+        f"timeout {c['bad_timeout']}, untested {c['untested']}"
+    )
