@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from .args import items
+from .args import count, items
 from .errors import UsageError
 from .rtl.packet import FLIT_BITS, PacketError, PacketFormat, bitmap_overhead
 
@@ -75,6 +75,6 @@ def register(sub) -> None:
     )
     p.add_argument("--nodes", type=int, default=1024, help="nodes the bitmap names (default 1024)")
     p.add_argument("--payloads", default="256,512,1024,2048,4096", help="payload sizes in bytes (default 256..4096)")
-    p.add_argument("--flit-bits", type=int, default=FLIT_BITS, help=f"flit width (default {FLIT_BITS})")
+    p.add_argument("--flit-bits", type=count(1, 1 << 16), default=FLIT_BITS, help=f"flit width (default {FLIT_BITS})")
     p.add_argument("--json", action="store_true", help="machine-readable rows")
     p.set_defaults(func=cmd_bitmap_overhead)

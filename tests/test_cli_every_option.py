@@ -100,6 +100,11 @@ BASE = {
     ("search", "ringdirs"): ["--sizes", "2x3", "--out", "OUTDIR/dirs.json"],
     ("search", "hamiltonian"): ["--max-side", "2", "--out", "OUTDIR/tiles.json"],
     ("search", "forwarding"): ["--sizes", "2x2"],
+    ("bench", "sweep"): [MISSING],
+    ("bitmap-overhead",): [],
+    ("paper",): ["--out", "OUTDIR/paper.md", "--sizes", "2x3", "--chunks", "1"],
+    ("prove",): ["--block", "crossbar"],
+    ("sweep",): ["--command", "optree", "--nodes", "16", "--wavelengths", "1", "--store", "OUTDIR/s.db"],
     ("bench", "alltoall"): ["--sizes", "2x2", "--chunks", "1"],
 }
 
@@ -175,6 +180,36 @@ BAD = {
     "--speed": "0",
     "--out-dir": NOT_A_DIR,
     "--markdown": NOT_A_DIR,
+    "--F": "0",
+    "--K": "0",
+    "--block": "nope",
+    "--command": "bogus",
+    "--csv": NOT_A_DIR,
+    "--json": NOT_A_DIR,
+    "--memory-limit": "0",
+    "--mfu": "0",
+    "--option": "bogus",
+    "--overlap": "2",
+    "--payloads": "x",
+    "--property": "nope",
+    "--radices": "1",
+    "--retries": "-1",
+    "--scheduler": "tcp://127.0.0.1:9",
+    "--store": NOT_A_DIR,
+    "--sweep": "x",
+    "--table-depth": "0",
+    "--timeout": "0",
+    "--warmup": "-1",
+    "--worker-memory": "bogus",
+    "--workers": "0",
+    "--p-laser": "x",
+    "--p-mod": "x",
+    "--p-other": "x",
+    "--p-pass": "x",
+    "--p-penalty": "x",
+    "--p-rx": "x",
+    "--p-signal": "x",
+    "--p-tx": "x",
     "--add": MISSING,
     "--method": "bogus",
     "--max-side": "1",
@@ -186,6 +221,9 @@ BAD = {
 }
 # Options that matter only with another one: that one goes with the bad value.
 WITH = {
+    (("traffic",), "--kinds"): ["--sweep", "0.05"],
+    (("traffic",), "--warmup"): ["--sweep", "0.05"],
+    (("traffic",), "--plot"): ["--sweep", "0.05"],
     (("verilog",), "--routing"): ["--packets"],
     (("fpga",), "--routing"): ["--packets"],
     (("verilog",), "--payload-flits"): ["--packets"],
@@ -245,7 +283,9 @@ JSON_ELSEWHERE = {("fpga",)}
 
 
 def _json_commands():
-    return [c for c, p in COMMANDS.items() if any(a.option_strings[-1] == "--json" for a in _options(p))]
+    return [
+        c for c, p in COMMANDS.items() if any(a.option_strings[-1] == "--json" and a.nargs == 0 for a in _options(p))
+    ]
 
 
 def test_the_json_commands_are_the_expected_ones():
@@ -266,6 +306,7 @@ def test_the_json_commands_are_the_expected_ones():
         "supermesh a2a",
         "llm",
         "fpga",
+        "bitmap-overhead",
     }
 
 
