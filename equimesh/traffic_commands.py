@@ -416,6 +416,30 @@ def _make_build_dir(path: str | None) -> None:
             Path(path).mkdir(parents=True, exist_ok=True)
 
 
+def _print_mixed_schedule(s: dict) -> None:
+    """The schedule half of ``mixed``'s report: when it launched, its cycles, and its checks."""
+    if not s["done"]:
+        print(f"  schedule requested at cycle {s['requested_at']}: NEVER LAUNCHED")
+    else:
+        flight = (
+            "" if s["in_flight_at_request"] is None else f" with {s['in_flight_at_request']} packet copies in flight"
+        )
+        print(
+            f"  schedule requested at cycle {s['requested_at']}{flight}; launched {s['drain_cycles']} cycles later, "
+            f"when the network held no packet"
+        )
+        print(
+            f"  schedule: {s['cycles']} cycles (expected {s['expected_cycles']}), "
+            f"{'bit-exact' if s['bit_exact'] else 'MISMATCH: ' + s.get('first_mismatch', '')}, link busy cycles "
+            f"{'match' if s['link_busy_matches_schedule'] else 'DO NOT match'} the schedule"
+            + (
+                ""
+                if s["packet_flits_during_schedule"] is None
+                else f", packet flits while it ran: {s['packet_flits_during_schedule']}"
+            )
+        )
+
+
 def cmd_mixed(args) -> int:
     from .sim.mixed import simulate_mixed
     from .sim.verilator import VerilatorError
@@ -504,26 +528,7 @@ def cmd_mixed(args) -> int:
         f"{sched.collective} (K={sched.chunks}, {sched.num_steps} steps) and {args.pattern} packets on the "
         f"{topo.name}, one router per node for both ({table.algorithm} routing)"
     )
-    if not s["done"]:
-        print(f"  schedule requested at cycle {s['requested_at']}: NEVER LAUNCHED")
-    else:
-        flight = (
-            "" if s["in_flight_at_request"] is None else f" with {s['in_flight_at_request']} packet copies in flight"
-        )
-        print(
-            f"  schedule requested at cycle {s['requested_at']}{flight}; launched {s['drain_cycles']} cycles later, "
-            f"when the network held no packet"
-        )
-        print(
-            f"  schedule: {s['cycles']} cycles (expected {s['expected_cycles']}), "
-            f"{'bit-exact' if s['bit_exact'] else 'MISMATCH: ' + s.get('first_mismatch', '')}, link busy cycles "
-            f"{'match' if s['link_busy_matches_schedule'] else 'DO NOT match'} the schedule"
-            + (
-                ""
-                if s["packet_flits_during_schedule"] is None
-                else f", packet flits while it ran: {s['packet_flits_during_schedule']}"
-            )
-        )
+    _print_mixed_schedule(s)
     split = (
         ""
         if p["injected_before"] is None

@@ -400,6 +400,31 @@ class _Lanes:
         self.free = [sorted(set(range(top)) - u) for top, u in zip(self.top, used)]  # a sorted list is a heap
 
 
+def _initial_places(sched: Schedule, t: Topology, home: list, lane_of: list, alloc: list) -> list[dict]:
+    """Where each node's chunks start, ``(lane, slot)`` per ``(root, chunk)``: an AllGather's own chunks in
+    their home lanes; a ReduceScatter's partials in the lane each is later sent from."""
+    n, k = t.nodes, sched.chunks
+    loc: list[dict] = [dict() for _ in range(n)]
+    first = sched.phases[0].collective
+    if first == "allgather":
+        for v in range(n):
+            for c in range(k):
+                loc[v][(v, c)] = (home[v][c], alloc[v].alloc(home[v][c]))
+    else:
+        # ReduceScatter input: each partial starts in the lane it will be sent from.
+        send_lane = [dict() for _ in range(n)]
+        for s in sched.phases[0].steps:
+            for link, root, c in np.asarray(s).reshape(-1, 3).tolist():
+                l = t.links[link]
+                send_lane[l.src][(root, c)] = lane_of[l.src][l.src_port]
+        for v in range(n):
+            for root in range(n):
+                for c in range(k):
+                    lane = home[v][c] if root == v else send_lane[v][(root, c)]
+                    loc[v][(root, c)] = (lane, alloc[v].alloc(lane))
+    return loc
+
+
 def compile_schedule(sched: Schedule, chunk_flits: int, topo: Topology | None = None) -> NetworkImage:
     """Compile a schedule into ROM images; raise :class:`RomError` if the hardware cannot run it.
 
@@ -456,26 +481,9 @@ def compile_schedule(sched: Schedule, chunk_flits: int, topo: Topology | None = 
     A = lambda name, v: arrays[name][v]  # noqa: E731
     alloc = [_Lanes(len(lanes[v])) for v in range(n)]
     home = [[lane_of[v][lanes[v][c % len(lanes[v])]] for c in range(k)] for v in range(n)]
-    loc: list[dict] = [dict() for _ in range(n)]
     link_transfers = np.zeros(len(t.links), dtype=np.int64)
 
-    first = sched.phases[0].collective
-    if first == "allgather":
-        for v in range(n):
-            for c in range(k):
-                loc[v][(v, c)] = (home[v][c], alloc[v].alloc(home[v][c]))
-    else:
-        # ReduceScatter input: each partial starts in the lane it will be sent from.
-        send_lane = [dict() for _ in range(n)]
-        for s in sched.phases[0].steps:
-            for link, root, c in np.asarray(s).reshape(-1, 3).tolist():
-                l = t.links[link]
-                send_lane[l.src][(root, c)] = lane_of[l.src][l.src_port]
-        for v in range(n):
-            for root in range(n):
-                for c in range(k):
-                    lane = home[v][c] if root == v else send_lane[v][(root, c)]
-                    loc[v][(root, c)] = (lane, alloc[v].alloc(lane))
+    loc = _initial_places(sched, t, home, lane_of, alloc)
     initial = [dict(d) for d in loc]
 
     base = 0

@@ -316,7 +316,7 @@ def test_soak_command_verdict(monkeypatch):
     ]
     code, text = _run(argv + ["--json"])
     r = json.loads(text)
-    assert code == 0 and calls == [("soak", "icarus", {"cycles": 20, "stall": 0.0, "pipeline": 2})]  # the default depth
+    assert code == 0 and calls == [("soak", "icarus", {"cycles": 20, "stall": 0.0, "pipeline": 2, "flit_bits": 64})]
     assert r["packets"] > 0 and r["delivered"] == r["expected"] == 2 * r["packets"]  # fanout 2
     assert r["duplicates"] == r["lost"] == r["corrupted"] == r["misdelivered"] == 0 and not r["deadlock"]
     clean = {

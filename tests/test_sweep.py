@@ -231,7 +231,10 @@ def test_an_interrupted_sweep_resumes_with_only_the_missing_points(tmp_path, cli
 
 def test_timeout_and_memory_limit_fail_the_point_not_the_sweep(tmp_path, client):
     store = Store(tmp_path / "s.db")
-    slow = plan_from_dict({"command": "schedule", "axes": {"size": ["16x16"], "K": [64]}}).points()
+    # XTree itself (not auto's ring pipeline) on a 16x16 EquiMesh with K = 64: far longer than 5 s
+    slow = plan_from_dict(
+        {"command": "schedule", "axes": {"size": ["16x16"], "K": [64]}, "options": {"algorithm": "xtree"}}
+    ).points()
     fast = plan_from_dict({"command": "optree", "axes": {"nodes": [16]}}).points()
     counts = run_sweep(slow + fast, store, client, timeout=5.0)
     assert (counts.done, counts.failed) == (1, 1)

@@ -15,6 +15,8 @@ of stage T hold the entries of the current and the next step.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from amaranth.hdl import Assert, Assume, Cat, Const, Cover, Module, Mux, Signal
 from amaranth.lib.memory import Memory
 
@@ -86,23 +88,9 @@ def _table_ports(p: Params, router: Router):
     ]
 
 
-def build(p: Params, prop: str):
-    n, F, P = len(p.lanes), p.chunk_flits, period(p.chunk_flits, p.pipeline)
-    piped = int(p.pipeline > 0)
-    dut = Router(p.lanes, p.lanes, p.slots, F, p.table_depth, p.reduce, p.flit_bits, pipeline=p.pipeline)
-    dut._MustUse__silence = True  # elaborated below, by hand
-    m = Module()
-    with made(Lane, Memory) as seen:
-        body = dut.elaborate(None)
-    m.submodules.dut = body
-    no_reset(m)
-    regs = internals(body)
-    table = seen[Memory][0]  # the router makes its table before its lanes
-    lay = entry_layout(n, p.slots)
-    lanes = seen[Lane]
-    done = tap_done(m, dut.done)
-
-    # ---- the host's contract (Assume) and the wrapper's counter ----
+def _host(m: Module, p: Params, dut: Router, done, P: int, piped: int) -> SimpleNamespace:
+    """The host's contract (``Assume``) and the wrapper's run counter: ``busy``, ``cnt``, ``steps_q``,
+    ``finished``, ``tab_we_q``, ``settled`` and the run's ``total``, ``base`` and ``cover`` depths."""
     busy = Signal()  # a run is in flight: from the edge that takes start until done
     cnt = Signal(range(p.table_depth * P + LATENCY[p.pipeline] + 2))
     steps_q = Signal.like(dut.steps)
@@ -136,8 +124,23 @@ def build(p: Params, prop: str):
     total = steps_q * P + LATENCY[p.pipeline]  # rtl/rom.py run_cycles: the edges from start to done
     base = 1 + piped  # cnt in the first cycle of step 0
     cover = p.table_depth * P + LATENCY[p.pipeline] + 4  # a run of the whole table, from reset
+    return SimpleNamespace(
+        busy=busy,
+        cnt=cnt,
+        steps_q=steps_q,
+        finished=finished,
+        tab_we_q=tab_we_q,
+        settled=settled,
+        total=total,
+        base=base,
+        cover=cover,
+    )
 
-    # ---- the strengthening invariant (tagged with every property: each needs it to close) ----
+
+def _invariant(p: Params, regs: dict, h: SimpleNamespace, done, P: int, piped: int) -> tuple[list, SimpleNamespace]:
+    """The strengthening invariant (tagged with every property: each needs it to close), and the router's
+    counters it names (``run``, ``over``, ``step``, ``flit``, ``last``, ``fill``)."""
+    busy, cnt, steps_q, finished, total, base = h.busy, h.cnt, h.steps_q, h.finished, h.total, h.base
     run, over, step, flit, last = (regs[k] for k in ("run", "over", "step", "flit", "last"))
     fill = regs["fill"] if piped else Const(0, 1)  # pipeline 0 has no fill cycle
     drains = [regs[f"drain_{k}"] for k in range(1 + p.pipeline)]
@@ -165,6 +168,67 @@ def build(p: Params, prop: str):
         busy | finished | (~over & ~Cat(*drains).any() & ~done),
         busy | ~finished | (over & Cat(*drains).all()),
     ]
+    return inv, SimpleNamespace(run=run, over=over, step=step, flit=flit, last=last, fill=fill)
+
+
+def _read_ahead(
+    m: Module, p: Params, prop: str, regs: dict, table, look, entry_now, run, step, flit, settled, tab_we_q, F: int
+) -> None:
+    """With the table read ahead (pipeline >= 1), stage T's registers hold the entry of the step in force."""
+    # Stage T: the table's read port (its data register) and tab_q follow ``nxt``, the step after the
+    # current one, with one and two cycles of delay; a table write reaches them one and two cycles later.
+    entry, tab_q, nxt = regs["entry"], regs["tab_q"], regs["nxt"]
+    rd_data = table.read_ports[0].data
+    ahead = table.read_port(domain="comb")
+    first = table.read_port(domain="comb")
+    m.d.comb += [ahead.addr.eq(nxt), first.addr.eq(0)]
+    tab_we_qq, run_q, run_qq = Signal(), Signal(), Signal()
+    m.d.sync += [tab_we_qq.eq(tab_we_q), run_q.eq(run), run_qq.eq(run_q)]
+    m.d.comb += [
+        Assert(~run | (entry == look.data), f"{prop}: the entry register holds the step's entry"),
+        Assert(~run | (nxt == (step + 1)[: len(nxt)]), f"{prop}: read-ahead address in a run"),
+        Assert(run | (nxt == 0), f"{prop}: read-ahead address outside a run"),
+        Assert(~run | (flit < 1) | (rd_data == ahead.data), f"{prop}: table read register"),
+        Assert(~run | (flit < 2) | (tab_q == ahead.data), f"{prop}: read-ahead register"),
+        Assert(
+            run | run_q | tab_we_q | (settled < 1) | (rd_data == first.data),
+            f"{prop}: table read register outside a run",
+        ),
+        Assert(
+            run | run_q | run_qq | tab_we_q | tab_we_qq | (settled < 2) | (tab_q == first.data),
+            f"{prop}: read-ahead register outside a run",
+        ),
+    ]
+    if p.pipeline > 1:  # the read addresses are counters, loaded from stage T at each step's first flit
+        for i, port in enumerate(p.lanes):
+            ctr = regs[f"rd_addr_{port}"]
+            m.d.comb += Assert(
+                ~run | (ctr == (entry_now.lane[i].rd_slot * F + flit)[: len(ctr)]),
+                f"{prop}: lane {port} read counter",
+            )
+
+
+def build(p: Params, prop: str):
+    n, F, P = len(p.lanes), p.chunk_flits, period(p.chunk_flits, p.pipeline)
+    piped = int(p.pipeline > 0)
+    dut = Router(p.lanes, p.lanes, p.slots, F, p.table_depth, p.reduce, p.flit_bits, pipeline=p.pipeline)
+    dut._MustUse__silence = True  # elaborated below, by hand
+    m = Module()
+    with made(Lane, Memory) as seen:
+        body = dut.elaborate(None)
+    m.submodules.dut = body
+    no_reset(m)
+    regs = internals(body)
+    table = seen[Memory][0]  # the router makes its table before its lanes
+    lay = entry_layout(n, p.slots)
+    lanes = seen[Lane]
+    done = tap_done(m, dut.done)
+
+    h = _host(m, p, dut, done, P, piped)
+    inv, c = _invariant(p, regs, h, done, P, piped)
+    busy, cnt, steps_q, finished, tab_we_q, settled = h.busy, h.cnt, h.steps_q, h.finished, h.tab_we_q, h.settled
+    total, base, cover = h.total, h.base, h.cover
+    run, step, flit = c.run, c.step, c.flit
 
     if prop == "done_timing":
         for i, c in enumerate(inv):
@@ -186,37 +250,7 @@ def build(p: Params, prop: str):
     # The table does not change while a run is in flight (assumed above), so the entry of a step is the
     # one read at that step; with the table read ahead, stage T's registers hold it.
     if piped:
-        # Stage T: the table's read port (its data register) and tab_q follow ``nxt``, the step after the
-        # current one, with one and two cycles of delay; a table write reaches them one and two cycles later.
-        entry, tab_q, nxt = regs["entry"], regs["tab_q"], regs["nxt"]
-        rd_data = table.read_ports[0].data
-        ahead = table.read_port(domain="comb")
-        first = table.read_port(domain="comb")
-        m.d.comb += [ahead.addr.eq(nxt), first.addr.eq(0)]
-        tab_we_qq, run_q, run_qq = Signal(), Signal(), Signal()
-        m.d.sync += [tab_we_qq.eq(tab_we_q), run_q.eq(run), run_qq.eq(run_q)]
-        m.d.comb += [
-            Assert(~run | (entry == look.data), f"{prop}: the entry register holds the step's entry"),
-            Assert(~run | (nxt == (step + 1)[: len(nxt)]), f"{prop}: read-ahead address in a run"),
-            Assert(run | (nxt == 0), f"{prop}: read-ahead address outside a run"),
-            Assert(~run | (flit < 1) | (rd_data == ahead.data), f"{prop}: table read register"),
-            Assert(~run | (flit < 2) | (tab_q == ahead.data), f"{prop}: read-ahead register"),
-            Assert(
-                run | run_q | tab_we_q | (settled < 1) | (rd_data == first.data),
-                f"{prop}: table read register outside a run",
-            ),
-            Assert(
-                run | run_q | run_qq | tab_we_q | tab_we_qq | (settled < 2) | (tab_q == first.data),
-                f"{prop}: read-ahead register outside a run",
-            ),
-        ]
-        if p.pipeline > 1:  # the read addresses are counters, loaded from stage T at each step's first flit
-            for i, port in enumerate(p.lanes):
-                ctr = regs[f"rd_addr_{port}"]
-                m.d.comb += Assert(
-                    ~run | (ctr == (entry_now.lane[i].rd_slot * F + flit)[: len(ctr)]),
-                    f"{prop}: lane {port} read counter",
-                )
+        _read_ahead(m, p, prop, regs, table, look, entry_now, run, step, flit, settled, tab_we_q, F)
 
     if prop == "link_schedule":
         # The expected valid of every out-link, delayed by the stages from A to the link register.

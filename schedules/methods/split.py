@@ -261,6 +261,20 @@ def _successors(topo: Topology, links) -> tuple[dict[int, int], dict[int, int]]:
     )
 
 
+def _rings(topo: Topology, colour: np.ndarray, pairs: list[tuple[int, int]]) -> tuple:
+    """The three Hamiltonian cycles' successors and out-links, the 2-cycles' nodes and partners, cycle B's
+    successors and out-links, and each pair node's class-3 out-link (:func:`construct`)."""
+    src = topo.link_src
+    ring = [_successors(topo, np.nonzero(colour == c)[0]) for c in range(3)]
+    succ = [r[0] for r in ring]
+    out = [r[1] for r in ring]
+    ends = [v for p in pairs for v in p]
+    partner = {**dict(pairs), **{w: u for u, w in pairs}}
+    b_succ, b_out = _successors(topo, [l for l in np.nonzero(colour == 3)[0] if src[l] not in ends])
+    pair_out = {int(src[l]): int(l) for l in np.nonzero(colour == 3)[0] if src[l] in ends}
+    return succ, out, ends, partner, b_succ, b_out, pair_out
+
+
 def construct(
     topo: Topology,
     colour: np.ndarray,
@@ -304,16 +318,9 @@ def construct(
         As above.
     """
     n = topo.nodes
-    src = topo.link_src
     home = home_lanes(topo, K)
     _, dst_lane = link_lanes(topo)
-    ring = [_successors(topo, np.nonzero(colour == c)[0]) for c in range(3)]
-    succ = [r[0] for r in ring]
-    out = [r[1] for r in ring]
-    ends = [v for p in pairs for v in p]
-    partner = {**dict(pairs), **{w: u for u, w in pairs}}
-    b_succ, b_out = _successors(topo, [l for l in np.nonzero(colour == 3)[0] if src[l] not in ends])
-    pair_out = {int(src[l]): int(l) for l in np.nonzero(colour == 3)[0] if src[l] in ends}
+    succ, out, ends, partner, b_succ, b_out, pair_out = _rings(topo, colour, pairs)
 
     def dist(c: int, a: int, b: int) -> int:
         k, v = 0, a
