@@ -15,8 +15,8 @@ __all__ = ["cmd_prove", "register"]
 
 
 def cmd_prove(args) -> int:
-    from .rtl.formal import BLOCKS, Params, block, prefixes
-    from .rtl.formal.sby import SolverMissing, run_property, tools
+    from .rtl.formal import BLOCKS, Params, block, prove
+    from .rtl.formal.sby import SolverMissing, tools
     from .schedules.topology import KINDS, TopologyError, build
 
     if args.block != "all" and args.block not in BLOCKS:
@@ -51,21 +51,10 @@ def cmd_prove(args) -> int:
     failed = 0
     for b in names:
         mod = block(b)
-        for name, prop in mod.PROPERTIES.items():
+        for name in mod.PROPERTIES:
             if args.property is not None and name != args.property:
                 continue
-            w = mod.build(p, name)
-            v = run_property(
-                w.top,
-                w.ports,
-                b,
-                name,
-                prefixes(mod, name),
-                args.depth or w.depth,
-                args.timeout,
-                prop.unbounded,
-                cover_depth=w.cover_depth,
-            )
+            v = prove(b, name, p, args.timeout, args.depth)
             failed += v.status != "PASS"
             covers = f"{v.covers[0]}/{v.covers[1]}"
             print(f"{b:13s} {name:18s} {v.describe():44s} {covers:>6s} {v.seconds:7.1f}s", flush=True)

@@ -10,26 +10,13 @@ from __future__ import annotations
 
 import pytest
 
-from equimesh.rtl.formal import Params, block, prefixes, sby
+from equimesh.rtl.formal import Params, block, prove
 
 CI = [("crossbar", "xbar_select"), ("router", "done_timing"), ("router", "link_schedule"), ("router", "lane_addr")]
 
 
 def _prove(name, prop, params, tmp_path, timeout=300):
-    mod = block(name)
-    w = mod.build(params, prop)
-    return sby.run_property(
-        w.top,
-        w.ports,
-        name,
-        prop,
-        prefixes(mod, prop),
-        w.depth,
-        timeout,
-        mod.PROPERTIES[prop].unbounded,
-        cover_depth=w.cover_depth,
-        waveforms=tmp_path / "waveforms",
-    )
+    return prove(name, prop, params, timeout, waveforms=tmp_path / "waveforms")
 
 
 @pytest.mark.parametrize("name,prop", CI, ids=[f"{b}-{p}" for b, p in CI])

@@ -14,25 +14,12 @@ import pytest
 from amaranth.hdl import Assert, Cover, Module, Mux, Signal
 
 from equimesh.cli import main
-from equimesh.rtl.formal import BLOCKS, Params, block, prefixes, sby
+from equimesh.rtl.formal import BLOCKS, Params, block, prove, sby
 from equimesh.rtl.formal.mutations import MUTATIONS
 
 
 def _prove(name, prop, params, tmp_path, timeout=300):
-    mod = block(name)
-    w = mod.build(params, prop)
-    return sby.run_property(
-        w.top,
-        w.ports,
-        name,
-        prop,
-        prefixes(mod, prop),
-        w.depth,
-        timeout,
-        mod.PROPERTIES[prop].unbounded,
-        cover_depth=w.cover_depth,
-        waveforms=tmp_path / "waveforms",
-    )
+    return prove(name, prop, params, timeout, waveforms=tmp_path / "waveforms")
 
 
 @pytest.mark.parametrize("mutation", sorted(MUTATIONS))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
+from pathlib import Path
 
 from ...schedules.topology import build as build_topology
 from ..timing import DEFAULT_PIPELINE
@@ -94,3 +95,43 @@ def prefixes(mod, prop: str) -> tuple[str, ...]:
 def block(name: str):
     """The wrapper module of block ``name`` (one of :data:`BLOCKS`)."""
     return importlib.import_module(f".{name}", __name__)
+
+
+def prove(
+    name: str, prop: str, params: Params, timeout: int, depth: int | None = None, waveforms: Path = Path("waveforms")
+):
+    """Build block ``name``'s wrapper for ``prop`` and run it (:func:`.sby.run_property`).
+
+    Parameters
+    ----------
+    name, prop : str
+        A block of :data:`BLOCKS` and one of its ``PROPERTIES``.
+    params : Params
+        The design the wrapper is built for.
+    timeout : int
+        Seconds for the solver; past it the verdict is UNKNOWN.
+    depth : int or None
+        The induction or check depth; None: the wrapper's own.
+    waveforms : Path
+        Where a counterexample's VCD and GTKWave file go.
+
+    Returns
+    -------
+    sby.Verdict
+    """
+    from .sby import run_property
+
+    mod = block(name)
+    w = mod.build(params, prop)
+    return run_property(
+        w.top,
+        w.ports,
+        name,
+        prop,
+        prefixes(mod, prop),
+        depth or w.depth,
+        timeout,
+        mod.PROPERTIES[prop].unbounded,
+        cover_depth=w.cover_depth,
+        waveforms=waveforms,
+    )
