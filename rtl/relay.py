@@ -9,7 +9,7 @@ buffer (a memory of ``bitmap_flits`` words of ``flit_bits``; one word up to
 port's reach-mask word (``reach``, the router's forwarding entries, from the
 forwarding table, :mod:`equimesh.schedules.routing`) and with the node's own
 bit (``own``) and accumulates, per port, whether that part has any destination
-and whether it has several (``pairs``, a log-depth tree per word). After the
+and whether it has several (:func:`several`, a log-depth tree per word). After the
 last word the route is known: every non-empty part is a branch (one copy of
 the packet leaves on that port) and its opcode is known (rule 2 of Section
 4.3.3: a part with one destination becomes a plain WRITE). The relay then
@@ -83,7 +83,7 @@ from amaranth.lib.wiring import In, Out
 
 from .packet import Opcode, PacketFormat
 
-__all__ = ["Relay", "forwarding_ports", "mask_word", "pairs", "position", "rewrite"]
+__all__ = ["Relay", "forwarding_ports", "mask_word", "position", "rewrite", "several"]
 
 
 def forwarding_ports(fmt: PacketFormat, outs: int) -> dict:
@@ -93,23 +93,40 @@ def forwarding_ports(fmt: PacketFormat, outs: int) -> dict:
     return {"own": In(fmt.nodes), "reach": In(data.ArrayLayout(fmt.nodes, outs))}
 
 
-def pairs(m: Module, any_: Value, sev: Value, width: int, name: str) -> tuple[Value, Value]:
-    """Reduce the (any, several) pairs of bit groups, a level at a time, until at most ``width``
-    groups are left: per level, group ``i`` joins the groups ``2i`` and ``2i + 1`` (any of the two;
-    several in one of them, or any in both). Built on whole vectors (the even and the odd positions
-    of the level below, a signal pair per level), so a 256-bit bitmap is 8 levels of a few vector
-    operations, not a thousand one-bit signals in the Verilog. Returns the (any, several) vectors."""
-    any_, sev = Value.cast(any_), Value.cast(sev)
-    level = 0
-    while len(any_) > max(width, 1):
-        if len(any_) % 2:
-            any_, sev = Cat(any_, Const(0, 1)), Cat(sev, Const(0, 1))
-        a1, a2 = (Cat(any_[i] for i in range(k, len(any_), 2)) for k in (0, 1))
-        s1, s2 = (Cat(sev[i] for i in range(k, len(sev), 2)) for k in (0, 1))
-        any_, sev = Signal(len(a1), name=f"{name}_any{level}"), Signal(len(a1), name=f"{name}_sev{level}")
-        m.d.comb += [any_.eq(a1 | a2), sev.eq(s1 | s2 | (a1 & a2))]
-        level += 1
-    return any_, sev
+def several(m: Module, x: Value, name: str) -> tuple[Value, Value]:
+    """Whether ``x`` has any bit set and whether it has at least two (rule 2 of seed 004, Section
+    4.3.3: a copy with one destination becomes a plain WRITE).
+
+    A balanced tree of (any, several) pairs, built in place on whole vectors: after level ``l``,
+    bit ``p`` summarises bits ``p .. p + 2**l - 1`` of ``x`` (any: ``a[p] | a[p + s]``; several:
+    ``s[p] | s[p + s] | (a[p] & a[p + s])`` with ``s = 2**(l - 1)``), so bit 0 of the last level
+    summarises the whole word. Each level is a shift and a few bitwise operations on the whole vector
+    (a 64-bit word: 6 levels), which a compiled simulator evaluates as a handful of word operations;
+    synthesis keeps only the cone of bit 0, the same log-depth tree of LUTs as one built bit by bit.
+
+    Parameters
+    ----------
+    m : Module
+        The module the levels are added to (combinational).
+    x : Value
+        The bit group, e.g. a bitmap word ANDed with a port's reach-mask word.
+    name : str
+        Prefix of the level signals' names.
+
+    Returns
+    -------
+    tuple of Value
+        ``(any, several)``, one bit each.
+    """
+    x = Value.cast(x)
+    width = 1 << max(len(x) - 1, 0).bit_length()
+    a, s = x.as_unsigned(), Const(0, width)
+    level, step = 0, 1
+    while step < width:
+        a_next, s_next = Signal(width, name=f"{name}_any{level}"), Signal(width, name=f"{name}_sev{level}")
+        m.d.comb += [a_next.eq(a | (a >> step)), s_next.eq(s | (s >> step) | (a & (a >> step)))]
+        a, s, level, step = a_next, s_next, level + 1, step * 2
+    return a[0], s[0]
 
 
 def mask_word(fmt: PacketFormat, mask: Value, j: Value) -> Value:
@@ -228,8 +245,8 @@ class Relay(wiring.Component):
                 for k in range(outs):
                     part = Signal(fmt.width, name=f"part_{k}")
                     m.d.comb += part.eq(body & mask_word(fmt, self.reach[k], word - 1))
-                    w_any, w_sev = pairs(m, part, Const(0, fmt.width), 1, f"word_{k}")
-                    m.d.sync += [any_[k].eq(any_[k] | w_any[0]), sev[k].eq(sev[k] | w_sev[0] | (any_[k] & w_any[0]))]
+                    w_any, w_sev = several(m, part, f"word_{k}")
+                    m.d.sync += [any_[k].eq(any_[k] | w_any), sev[k].eq(sev[k] | w_sev | (any_[k] & w_any))]
                 m.d.sync += mine.eq(mine | own_hit)
                 if self.local:
                     m.d.sync += any_[outs].eq(any_[outs] | own_hit)

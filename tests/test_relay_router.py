@@ -290,24 +290,23 @@ def test_input_buffer_by_hand(registered, b_taken):
 
 @pytest.mark.parametrize("width", [1, 2, 3, 5, 8, 9, 16])
 def test_several_is_two_or_more_bits_set(width):
-    """The relay's opcode decision (:func:`~equimesh.rtl.relay.pairs`) against a bit count, every value:
-    in one tree and cut in two as stage Q does it (down to sqrt(width) groups, then to one)."""
-    from math import isqrt
+    """The relay's destination count (:func:`~equimesh.rtl.relay.several`) against a bit count, every value:
+    any is one bit or more, several two or more."""
+    from amaranth.hdl import Module, Signal
 
-    from amaranth.hdl import Const, Module, Signal
-
-    from equimesh.rtl.relay import pairs
+    from equimesh.rtl.relay import several
 
     x, y, z = Signal(width), Signal(), Signal()
     m = Module()
-    g_any, g_sev = pairs(m, x, Const(0, width), isqrt(width), "half")
-    m.d.comb += [y.eq(pairs(m, x, Const(0, width), 1, "whole")[1][0]), z.eq(pairs(m, g_any, g_sev, 1, "rest")[1][0])]
+    any_, sev = several(m, x, "word")
+    m.d.comb += [y.eq(any_), z.eq(sev)]
     sim = Simulator(m)
 
     async def bench(ctx):
         for v in range(1 << width):
             ctx.set(x, v)
-            assert ctx.get(y) == ctx.get(z) == (bin(v).count("1") >= 2), v
+            ones = bin(v).count("1")
+            assert (ctx.get(y), ctx.get(z)) == (ones >= 1, ones >= 2), v
 
     sim.add_testbench(bench)
     sim.run()
