@@ -25,7 +25,7 @@ from .errors import InputError, UsageError, writing
 from .rtl.packet import FLIT_BITS, PacketError, PacketFormat
 from .rtl.packet_endpoints import RATE_BITS, probability
 from .schedules.routing import ALGORITHMS, DeadlockError, check_deadlock_free, forwarding_table
-from .sim.traffic import MAX_CYCLES, PATTERNS, make_traffic, run_compiled, run_verilog, simulate
+from .sim.traffic import MAX_CYCLES, PATTERNS, make_traffic, read_traffic, run_compiled, run_verilog, simulate
 from .sim.verilator import build_directory
 
 __all__ = [
@@ -131,6 +131,17 @@ def cmd_routing(args) -> int:
 
 
 def _traffic(args, fmt):
+    if getattr(args, "traffic", None) is not None:
+        if args.dests is not None or args.bitmap is not None or args.src is not None:
+            raise UsageError("--traffic gives every packet: no --src, --dests or --bitmap with it")
+        try:
+            text = Path(args.traffic).read_text()
+        except (OSError, UnicodeDecodeError) as e:
+            raise UsageError(f"cannot read traffic file {args.traffic}: {getattr(e, 'strerror', None) or e}") from None
+        try:
+            return read_traffic(fmt, text, args.traffic, rate=args.rate)
+        except PacketError as e:
+            raise UsageError(str(e)) from None
     bitmap = None
     if args.dests is not None:
         if args.bitmap is not None:
@@ -681,7 +692,8 @@ def _add_packet_args(p, cycles, rate) -> None:
         "--rate",
         type=float,
         default=rate,
-        help=f"probability that an idle node starts a packet in a cycle; 1 = saturation (default {rate})",
+        help=f"probability that a node creates a packet in a cycle (into its source queue); 1 = saturation "
+        f"(default {rate})",
     )
     p.add_argument(
         "--cycles",
@@ -723,6 +735,11 @@ def register(sub, bench) -> None:
     p.add_argument("--src", type=int, help="with --bitmap or --dests: the only sending node")
     p.add_argument("--bitmap", help="destination bitmap of node --src's packets (bit i = node i), e.g. 0x8421")
     p.add_argument("--dests", help="destination list of node --src's packets, e.g. 1,6,11")
+    p.add_argument(
+        "--traffic",
+        help='a traffic file: JSON {"packets": [{"src": 0, "dests": [5, 6]}, {"src": 3, "bitmap": "0x8421"}]}, '
+        "each source's packets in order at --rate (docs/packets.md)",
+    )
     p.add_argument(
         "--counters",
         action="store_true",

@@ -16,7 +16,7 @@
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -30,8 +30,18 @@ RATE_BITS = 16
 
 
 def _lfsr_step(m: Module, lfsr: Signal) -> None:
-    """16-bit Galois LFSR (taps 0xB400), one step per cycle."""
+    """16-bit Galois LFSR (taps 0xB400), one step per cycle (the sinks' backpressure)."""
     m.d.sync += lfsr.eq(Mux(lfsr[0], (lfsr >> 1) ^ 0xB400, lfsr >> 1))
+
+
+def _xorshift(m: Module, x: Signal) -> Value:
+    """Marsaglia's xorshift32 (shifts 13, 17, 5), one step per cycle; returns the state's upper 16 bits, a
+    fresh uniform sample every cycle. (A Galois LFSR's consecutive states are about halves of each other, so
+    ``lfsr < rate`` hits in runs and a Bernoulli source built on it starts about half the packets asked for.)"""
+    a = x ^ (x << 13)[:32]
+    b = a ^ (a >> 17)
+    m.d.sync += x.eq(b ^ (b << 5)[:32])
+    return x[16:]
 
 
 def _seed(*keys: int) -> int:
@@ -51,21 +61,37 @@ def payload_word(fmt: PacketFormat, src, seq, index) -> Cat:
 
 
 class Generator(wiring.Component):
-    """Traffic source of one node, driven by its bitmap table.
+    """Traffic source of one node, driven by its bitmap table: a Bernoulli injection process and a
+    source queue, as BookSim's injection (Dally and Towles, Section 23.1: the offered load is what the
+    sources create, whatever the network accepts).
+
+    Each cycle a packet is created with probability ``rate / 2**16`` (a fresh xorshift32 sample per
+    cycle, independent of the network) while ``stop`` is low, until ``limit`` packets were created.
+    Created packets wait in the source queue, a count (a packet's contents follow from its ``seq``),
+    and are sent one after the other, header first. Packet ``seq`` uses table entry ``seq mod length``,
+    so the Python scoreboard knows every bitmap sent from the ``sent`` count alone. The header's
+    ``stamp`` is the cycle the router takes it (its injection): latency is the network's, the source
+    queue's wait excluded (BookSim's network latency).
 
     Parameters
     ----------
-    depth : entries of the bitmap table (its capacity; ``length`` of them are used).
+    fmt : PacketFormat
+        The network's packet format.
+    node : int
+        The node it injects at (the header's ``src``; seeds its random stream).
+    depth : int
+        Entries of the bitmap table (its capacity; ``length`` of them are used).
 
     Ports
     -----
     o : Out(stream)       -- to the router's ``inject``.
-    stop : In(1)          -- no new packet starts while high (a started packet completes).
-    rate : In(17)         -- a packet starts in a cycle with probability ``rate / 2**16`` (2**16: every cycle).
+    stop : In(1)          -- no packet is created while high (queued packets are still sent).
+    rate : In(17)         -- a packet is created in a cycle with probability ``rate / 2**16`` (2**16: every cycle).
     length : In(range(depth + 1)) -- packet ``seq`` goes to table entry ``seq mod length``.
     we, addr, data : In   -- the host's table write port.
-    limit : In(32)        -- packets to send (2**32 - 1: until ``stop``), kept with every table write.
+    limit : In(32)        -- packets to create (2**32 - 1: until ``stop``), kept with every table write.
     now : In(32)          -- the cycle count; a header carries it (``stamp``) for the latency.
+    created : Out(32)     -- packets created (the offered load).
     sent : Out(32)        -- packets whose header has been taken (the next ``seq``).
     """
 
@@ -82,6 +108,7 @@ class Generator(wiring.Component):
                 "addr": In(range(depth)),
                 "data": In(fmt.nodes),
                 "now": In(COUNTER_BITS),
+                "created": Out(COUNTER_BITS),
                 "sent": Out(COUNTER_BITS),
             }
         )
@@ -97,14 +124,14 @@ class Generator(wiring.Component):
         with m.If(self.we):
             m.d.sync += limit.eq(self.limit)
 
+        rng = Signal(32, init=_seed(self.node, 1) << 16 | _seed(self.node, 2))
+        create = (_xorshift(m, rng) < self.rate) & ~self.stop & (self.created < limit)
+        with m.If(create):
+            m.d.sync += self.created.eq(self.created + 1)
+
         B, last = fmt.bitmap_flits, fmt.packet_flits - 1
         seq = Signal(SEQ_BITS)
         idx = Signal(range(fmt.packet_flits))  # the flit's position: 0 header, 1..B bitmap words, then payload
-        sending = Signal()
-        lfsr = Signal(RATE_BITS, init=_seed(self.node, 1))
-        _lfsr_step(m, lfsr)
-        start = (lfsr < self.rate) & ~self.stop & (self.sent < limit)
-
         bitmap = rd.data
         idx8, word = payload_word(fmt, self.node, seq, idx)
         opcode = Mux((bitmap & (bitmap - 1)) != 0, Opcode.MULTIWRITE, Opcode.WRITE)
@@ -113,24 +140,16 @@ class Generator(wiring.Component):
         # One expression for the whole flit: Icarus never evaluates a constant-driven `always @*`.
         m.d.comb += [
             idx8.eq(idx - B),
-            self.o.valid.eq(sending),
+            self.o.valid.eq((idx != 0) | (self.created != self.sent)),  # a packet under way, or one queued
             self.o.payload.eq(Cat(idx == 0, idx == last, Mux(idx == 0, header, Mux(idx <= B, bits, word)))),
         ]
-        out = self.o.payload
-
         take = self.o.valid & self.o.ready
-        with m.If(take & (idx == 0)):
-            m.d.sync += self.sent.eq(self.sent + 1)
         with m.If(take):
-            m.d.sync += idx.eq(Mux(out.last, 0, idx + 1))
-            with m.If(out.last):
-                m.d.sync += [
-                    seq.eq(seq + 1),
-                    rd.addr.eq(Mux(rd.addr + 1 >= self.length, 0, rd.addr + 1)),
-                    sending.eq(start),
-                ]
-        with m.Elif(~sending):
-            m.d.sync += sending.eq(start)
+            m.d.sync += idx.eq(Mux(self.o.payload.last, 0, idx + 1))
+            with m.If(idx == 0):
+                m.d.sync += self.sent.eq(self.sent + 1)
+            with m.If(self.o.payload.last):
+                m.d.sync += [seq.eq(seq + 1), rd.addr.eq(Mux(rd.addr + 1 >= self.length, 0, rd.addr + 1))]
         return m
 
 

@@ -227,11 +227,12 @@ class TrafficTop(wiring.Component):
 
     Ports
     -----
-    stop : In(1)  -- generators start no new packet.
-    rate, stall : In(17)  -- injection and backpressure probabilities (/ 2**16).
+    stop : In(1)  -- generators create no new packet (from the next cycle on, as ``rate`` and ``stall``).
+    rate, stall : In(17)  -- creation and backpressure probabilities (/ 2**16).
     table_len : In(range(depth + 1))  -- table entries in use.
     table_we, table_group, table_addr : In  -- write entry ``table_addr`` of group ``table_group``'s tables;
     table_data : In(group x field_bits), table_limit : In(group x 32)  -- the group's bitmaps and packet limits.
+    created : Out(32).array(nodes)  -- packets created per node (the offered load).
     sent : Out(32).array(nodes)  -- packets injected per node.
     ejected : Out(32)  -- flits taken by all sinks (progress, for the watchdog).
     link_flits : Out(32).array(links)
@@ -261,6 +262,7 @@ class TrafficTop(wiring.Component):
             "table_addr": In(range(depth)),
             "table_data": In(load.group * load.field_bits),
             "table_limit": In(load.group * COUNTER_BITS),
+            "created": Out(COUNTER_BITS).array(nodes),
             "sent": Out(COUNTER_BITS).array(nodes),
             "ejected": Out(COUNTER_BITS),
             "link_flits": Out(COUNTER_BITS).array(len(net.link_flits)),
@@ -297,6 +299,11 @@ class TrafficTop(wiring.Component):
         chks = []
         now = Signal(COUNTER_BITS)  # cycles since reset: the generators stamp their headers with it
         m.d.sync += now.eq(now + 1)
+        # The host's controls take effect a cycle after they are set: through a register, no logic of the
+        # network depends combinationally on the model's inputs, so a compiled model evaluates it once per
+        # cycle (on the clock edge), not again whenever an input changes.
+        stop, rate, stall = Signal(init=1), Signal.like(self.rate), Signal.like(self.stall)
+        m.d.sync += [stop.eq(self.stop), rate.eq(self.rate), stall.eq(self.stall)]
         m.d.comb += [self.link_flits[i].eq(net.link_flits[i]) for i in range(len(net.link_flits))]
         if self.scheduled:
             m.d.comb += [
@@ -314,14 +321,15 @@ class TrafficTop(wiring.Component):
             wiring.connect(m, gen.o, net.inject[v])
             field = v % load.group
             m.d.comb += [
-                gen.stop.eq(self.stop),
-                gen.rate.eq(self.rate),
+                gen.stop.eq(stop),
+                gen.rate.eq(rate),
                 gen.length.eq(self.table_len),
                 gen.we.eq(self.table_we & (self.table_group == v // load.group)),
                 gen.addr.eq(self.table_addr),
                 gen.data.eq(self.table_data[field * load.field_bits :][:nodes]),
                 gen.limit.eq(self.table_limit[field * COUNTER_BITS :][:COUNTER_BITS]),
                 gen.now.eq(now),
+                self.created[v].eq(gen.created),
                 self.sent[v].eq(gen.sent),
             ]
             if not self.check:
@@ -330,7 +338,7 @@ class TrafficTop(wiring.Component):
             lanes = [k for k, (u, _) in enumerate(net.lanes) if u == v]
             sink = Sink(fmt, v, len(lanes))
             m.submodules[f"sink_{v}"] = sink
-            m.d.comb += sink.stall.eq(self.stall)
+            m.d.comb += sink.stall.eq(stall)
             for j, k in enumerate(lanes):
                 wiring.connect(m, net.eject[k], sink.i[j])
             if self.check:

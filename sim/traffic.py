@@ -53,6 +53,7 @@ __all__ = [
     "packet_segments",
     "phase_figures",
     "read_counters",
+    "read_traffic",
     "run_compiled",
     "run_verilog",
     "simulate",
@@ -226,6 +227,78 @@ def make_traffic(
     return Traffic(pattern, roms, [packets * (n - 1)] * n, 1.0)
 
 
+def read_traffic(fmt: PacketFormat, text: str, name: str, rate: float = 1.0) -> Traffic:
+    """A traffic file (docs/packets.md, "Traffic files"): JSON ``{"packets": [{"src": S, "dests": [..]} or
+    {"src": S, "bitmap": "0x.."}, ...]}``, each source's packets sent in file order at ``rate`` packets
+    per cycle (seed 004's MultiWrite: a destination list or bitmap per write).
+
+    Parameters
+    ----------
+    fmt : PacketFormat
+        The network's packet format: its node count bounds the sources and destinations.
+    text : str
+        The file's contents.
+    name : str
+        The file's name, for the error messages.
+    rate : float
+        Packets per node per cycle, in (0, 1].
+
+    Returns
+    -------
+    Traffic
+        Pattern ``file``: source ``s``'s table holds its packets' bitmaps in order, ``counts[s]`` of them.
+
+    Raises
+    ------
+    PacketError
+        One line naming the file and the packet: not JSON, a missing or unknown field, a source or
+        destination outside the network, a packet to its own source or to nobody, or more packets per
+        source than a generator's table holds (:data:`TABLE_MAX`).
+    """
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        raise PacketError(f"traffic file {name}: not JSON ({e})") from None
+    packets = doc.get("packets") if isinstance(doc, dict) else None
+    if not isinstance(packets, list) or not packets:
+        raise PacketError(f'traffic file {name}: expected {{"packets": [...]}} with at least one packet')
+    roms: list[list[int]] = [[] for _ in range(fmt.nodes)]
+    for i, pkt in enumerate(packets):
+        where = f"traffic file {name}, packet {i}"
+        if not isinstance(pkt, dict) or set(pkt) - {"src", "dests", "bitmap"} or "src" not in pkt:
+            raise PacketError(f'{where}: expected {{"src": node, "dests": [nodes]}} or {{"src": node, "bitmap": "0x.."}}')
+        src = pkt["src"]
+        if not isinstance(src, int) or isinstance(src, bool) or not 0 <= src < fmt.nodes:
+            raise PacketError(f"{where}: source node {src!r} does not exist (nodes are 0..{fmt.nodes - 1})")
+        if ("dests" in pkt) == ("bitmap" in pkt):
+            raise PacketError(f"{where}: give dests or bitmap, one of them")
+        try:
+            if "dests" in pkt:
+                dests = pkt["dests"]
+                if not isinstance(dests, list) or not all(isinstance(d, int) and not isinstance(d, bool) for d in dests):
+                    raise PacketError(f"dests must be a list of node numbers (got {dests!r})")
+                bitmap = fmt.bitmap(dests, src)
+            else:
+                try:
+                    bitmap = int(pkt["bitmap"], 0) if isinstance(pkt["bitmap"], str) else None
+                except ValueError:
+                    bitmap = None
+                if bitmap is None or bitmap < 0:
+                    raise PacketError(f"bitmap must be a non-negative integer as a string, e.g. \"0x8421\" (got {pkt['bitmap']!r})")
+                fmt.check_bitmap(bitmap, src)
+        except PacketError as e:
+            raise PacketError(f"{where}: {e}") from None
+        roms[src].append(bitmap)
+    length = max(map(len, roms))
+    if length > TABLE_MAX:
+        busiest = max(range(fmt.nodes), key=lambda v: len(roms[v]))
+        raise PacketError(f"traffic file {name}: node {busiest} sends {length} packets; a generator holds at most {TABLE_MAX}")
+    counts = [len(rom) for rom in roms]
+    filler = [1 << (1 if v == 0 else 0) for v in range(fmt.nodes)]  # never sent: count stops the generator
+    roms = [rom + [rom[-1] if rom else filler[v]] * (length - len(rom)) for v, rom in enumerate(roms)]
+    return Traffic("file", roms, counts, rate)
+
+
 class Scoreboard:
     """Checks every arrival against the packets the generators sent (see module docstring)."""
 
@@ -383,7 +456,8 @@ class Run:
         done_sending = self.stop if self.total is None else len(sb.sent) == self.total
         self.cycle += 1
         self.idle = 0 if moved else self.idle + (not paused)
-        if done_sending and sb.in_flight == 0 and not any(sb.lane_pkt) and not sb.injecting:
+        queued = any(valid for valid, _, _ in inj)  # a source still offers a packet (its queue is not empty)
+        if done_sending and not queued and sb.in_flight == 0 and not any(sb.lane_pkt) and not sb.injecting:
             return True
         if self.idle >= WATCHDOG:
             self.deadlock = True
@@ -433,6 +507,7 @@ def simulate(
             if run.observe(mons[:n_inj], mons[n_inj:]):
                 break
         out.update(run.results([ctx.get(s) for s in top.link_flits]))
+        out["created"] = sum(ctx.get(c) for c in top.created)
 
     sim = Simulator(top)
     sim.add_clock(1e-6)
@@ -456,6 +531,7 @@ def soak_verdict(
     fmt: PacketFormat,
     traffic: Traffic,
     *,
+    created,
     sent,
     count,
     key_sum,
@@ -501,6 +577,7 @@ def soak_verdict(
     ]
     hops = int(sum(link_flits))
     return {
+        "created": int(sum(created)),
         "packets": int(sum(sent)),
         "expected": expected,
         "delivered": int(sum(count)) - extra,
@@ -543,6 +620,7 @@ def read_counters(get, nodes: int, links: int) -> dict:
     """The endpoints' and checkers' counters of a :class:`~equimesh.rtl.packet_network.TrafficTop` built
     with ``check``, read through ``get(port name)`` (flattened Verilog names): :func:`soak_verdict`'s inputs."""
     return {
+        "created": [get(f"created__{v}") for v in range(nodes)],
         "sent": [get(f"sent__{v}") for v in range(nodes)],
         "count": [get(f"count__{d}") for d in range(nodes)],
         "key_sum": [get(f"key_sum__{d}") for d in range(nodes)],

@@ -4,15 +4,15 @@ For each topology and injection rate, one run on the compiled model (:func:`~equ
 every copy checked by the hardware checkers): the generators inject for ``warmup + measure`` cycles, then
 stop and the network drains. Figures of the measurement phase (cycles ``warmup .. warmup + measure``):
 
-* offered load: the load asked for, flits per node per cycle (the generators' rate is it over
-  ``packet_flits``); ``injected``: the load the generators did inject in the phase. They differ: a
-  generator has no source queue (a packet starts only while it is idle) and its Bernoulli draws come
-  from a 16-bit Galois LFSR whose small values come in runs (a value below the threshold shifted right
-  stays below it), so draws cluster and the generator, busy with the first, drops the rest: at low load
-  about half the offered load is injected;
+* offered load: the load asked for, flits per node per cycle (the generators create packets at it over
+  ``packet_flits``, a Bernoulli process with a fresh random draw per cycle, into a source queue:
+  :class:`~equimesh.rtl.packet_endpoints.Generator`); ``injected``: the load that entered the network
+  in the phase. Below saturation it is the offered load within the randomness of the draws; above, the
+  source queues grow and it falls behind;
 * accepted load: copy-flits delivered per node per cycle (the copies whose last flit arrived in the phase);
 * latency: mean and 99th percentile over the copies injected in the phase, in cycles from the cycle the
-  source's router took the header to the cycle the destination took the last flit.
+  source's router took the header to the cycle the destination took the last flit (BookSim's network
+  latency: the wait in the source queue is not counted).
 
 The saturation throughput of a topology is the highest accepted load of its sweep; ``saturated_at`` is the
 first offered load whose mean latency exceeds :data:`SATURATION` times the sweep's lowest-load mean latency
