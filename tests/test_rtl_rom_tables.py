@@ -13,6 +13,7 @@ import re
 import numpy as np
 import pytest
 from amaranth.hdl import Shape
+from test_rtl_rom import _flooding_allgather
 
 import equimesh.rtl.rom as rom
 from equimesh.rtl.rom import (
@@ -25,6 +26,7 @@ from equimesh.rtl.rom import (
     same_topology,
 )
 from equimesh.schedules.schedule import Phase, Schedule
+from equimesh.schedules.storage import StorageConflict, check_storage
 from equimesh.schedules.synth import synthesize
 from equimesh.schedules.topology import Topology, build, default_ring_dirs
 
@@ -408,6 +410,13 @@ def test_refusals_name_the_networks():
         "the hardware cannot execute this schedule: the schedule router does not run AllToAll yet "
         "(docs/alltoall.md); its schedules are links-only"
     )
+    # A schedule verify accepts but the lane rule refuses: the lane rule's own line, behind the prefix.
+    bad = _flooding_allgather(T, 3)
+    with pytest.raises(StorageConflict) as why:
+        check_storage(bad)
+    with pytest.raises(RomError) as e:
+        compile_schedule(bad, 4, T)
+    assert str(e.value) == f"the hardware cannot execute this schedule: {why.value}"
 
 
 def test_chunk_flits_bounds():
@@ -470,3 +479,32 @@ def test_guard_a_partial_is_sent_from_its_lane(unchecked):
     assert m, str(e.value)
     link, want, held = m.groups()
     assert (want, held) == {"0": ("E", "S"), "2": ("S", "E")}[link]
+
+
+# The 2x2 EquiMesh: the mesh's links 0-7 as above, then Algorithm 1's rings; every node has all four
+# ports, lane 0 is N.
+EQ22 = [
+    *[list(l) for l in [(0, 1, "E", "W"), (1, 0, "W", "E"), (0, 2, "S", "N"), (2, 0, "N", "S")]],
+    *[list(l) for l in [(1, 3, "S", "N"), (3, 1, "N", "S"), (2, 3, "E", "W"), (3, 2, "W", "E")]],
+    *[list(l) for l in [(1, 0, "N", "N"), (0, 1, "N", "N"), (3, 2, "S", "S"), (2, 3, "S", "S")]],
+    *[list(l) for l in [(2, 0, "W", "W"), (0, 2, "W", "W"), (3, 1, "E", "E"), (1, 3, "E", "E")]],
+]
+
+
+def test_a_schedule_that_needs_one_slot_per_lane():
+    # AllGather, K = 1, on the 2x2 EquiMesh, in which every node receives its three chunks on three
+    # different ports, none of them N (lane 0, where its own chunk starts): one chunk per lane, 1 slot.
+    # Step 0: each node sends its chunk to both neighbours (0 on links 0 and 13, 1 on 1 and 15, 2 on 3
+    # and 6, 3 on 5 and 7); step 1: node 2 forwards root 3 to 0 (link 12, into W) and root 0 to 3 (link
+    # 11, into S), node 3 root 2 to 1 (link 14, into E) and root 1 to 2 (link 10, into S).
+    t = build("equimesh", 2, 2)
+    assert [l.as_list() for l in t.links] == EQ22
+    steps = [
+        [[0, 0, 0], [13, 0, 0], [1, 1, 0], [15, 1, 0], [3, 2, 0], [6, 2, 0], [5, 3, 0], [7, 3, 0]],
+        [[12, 3, 0], [11, 0, 0], [14, 2, 0], [10, 1, 0]],
+    ]
+    sched = Schedule("allgather", "hand", 1, t, [_phase("allgather", steps)])
+    image = compile_schedule(sched, 8, t)
+    assert (image.slots, image.lane_flits) == (1, 8)
+    # Node 0 (lanes N E S W): its own chunk in N, root 1 from E, root 2 from S, root 3 from W.
+    assert image.final[0] == {(0, 0): (0, 0), (1, 0): (1, 0), (2, 0): (2, 0), (3, 0): (3, 0)}
