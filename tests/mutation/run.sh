@@ -44,4 +44,4 @@ run bound schedules/schedule.py tests/test_oracle_boundaries.py lower_bound sche
 run topology schedules/topology.py "tests/test_schedule_topology_check.py tests/test_topology.py" edge_ring edge_nodes ring_links _mesh_links build
 run optree schedules/optree.py "tests/test_optree_formulas.py tests/test_optree.py" _check theorem1_steps k_star ring_steps ne_steps osm_steps wrht_steps proof_stage_steps
 run supermesh schedules/supermesh.py "tests/test_supermesh_formulas.py tests/test_supermesh.py" _w check_sizes short_reach_links links_3d bisection_width gbw exchange_cost
-run rom rtl/rom.py tests/test_rtl_rom.py
+run rom rtl/rom.py "tests/test_rtl_rom_tables.py tests/test_rtl_rom.py"
