@@ -76,9 +76,7 @@ def cmd_fpga(args) -> int:
         from .rtl.packet_network import PacketSetup
 
         try:
-            packets = PacketSetup(
-                table_from_args(args, topo), args.payload_flits, pipeline=args.pipeline, flit_bits=design.flit_bits
-            )
+            packets = PacketSetup(table_from_args(args, topo), args.payload_flits, flit_bits=design.flit_bits)
         except PacketError as e:
             raise UsageError(str(e)) from None
     target = Target(args.part, args.package, args.speed, args.clock_mhz or Target.clock_mhz)

@@ -38,24 +38,23 @@ __all__ = [
 
 class PacketSetup:
     """Packets on a network: the forwarding table (checked for deadlock freedom here), the packet
-    format (``flit_bits``: a router for schedules and packets takes its :class:`~equimesh.rtl.design.Design`'s),
-    the input buffer depth (``packet_flits + 2`` unless given) and the routers' pipeline depth
-    (``rtl/relay.py``)."""
+    format (``flit_bits``: a router for schedules and packets takes its :class:`~equimesh.rtl.design.Design`'s)
+    and the input buffer depth (``packet_flits + 2`` unless given). The routers' pipeline depth is not
+    here: a :class:`PacketNetwork`'s own, or the :class:`~equimesh.rtl.design.Design`'s for the routers
+    carrying both modes."""
 
     def __init__(
         self,
         table: ForwardingTable,
         payload_flits: int,
         depth: int | None = None,
-        pipeline: int = DEFAULT_PIPELINE,
         flit_bits: int = FLIT_BITS,
     ):
         check_deadlock_free(table)
         self.table = table
         self.fmt = PacketFormat(table.topology.nodes, payload_flits, flit_bits)
         self.depth = depth or self.fmt.packet_flits + 2
-        self.pipeline = pipeline
-        self.config = PacketConfig(self.fmt, self.depth, pipeline)
+        self.config = PacketConfig(self.fmt, self.depth)
 
     def forwarding(self, v: int, ports: list[str]) -> dict[str, int]:
         """Node ``v``'s forwarding entries, the values of a router's ``own`` and ``reach`` inputs
@@ -135,14 +134,15 @@ class PacketNetwork(wiring.Component):
         instances: bool = False,
         flit_bits: int = FLIT_BITS,
     ):
-        self.setup = PacketSetup(table, payload_flits, depth, pipeline, flit_bits)
+        self.setup = PacketSetup(table, payload_flits, depth, flit_bits)
+        self.pipeline = pipeline
         self.table, self.fmt, self.instances = table, self.setup.fmt, instances
         topo = table.topology
         self.designs = {}
         for v in range(topo.nodes if instances else 0):
             name = packet_router_name(topo.ports(v))
             if name not in self.designs:
-                self.designs[name] = PacketRouter(self.setup.config, topo.ports(v))
+                self.designs[name] = PacketRouter(self.setup.config, topo.ports(v), pipeline)
         self.lanes = [(v, p) for v in range(topo.nodes) for p in topo.ports(v)]
         flit = stream.Signature(self.fmt.flit)
         super().__init__(
@@ -161,7 +161,7 @@ class PacketNetwork(wiring.Component):
             ports, name = topo.ports(v), packet_router_name(topo.ports(v))
             r = router_ports(
                 m,
-                self.designs[name] if self.instances else PacketRouter(self.setup.config, ports),
+                self.designs[name] if self.instances else PacketRouter(self.setup.config, ports, self.pipeline),
                 f"router_{v}",
                 name if self.instances else None,
             )

@@ -247,7 +247,6 @@ class PacketConfig:
 
     fmt: PacketFormat
     depth: int
-    pipeline: int = DEFAULT_PIPELINE  # 1 and 2: the relays register their grant (rtl/relay.py, ``cut``)
 
     @property
     def flit_bits(self) -> int:
@@ -439,6 +438,8 @@ class PacketRouter(wiring.Component):
     ----------
     cfg : the format and buffer depth (:class:`PacketConfig`).
     ports : its network ports (each carries one link in and one link out).
+    pipeline : the router's pipeline depth (``rtl/relay.py``; a network's, or its
+        :class:`~equimesh.rtl.design.Design`'s for the router carrying both modes).
 
     Ports
     -----
@@ -453,8 +454,8 @@ class PacketRouter(wiring.Component):
     eject_<port> : Out(stream) -- local copies that arrived on ``port``.
     """
 
-    def __init__(self, cfg: PacketConfig, ports: list[str]):
-        self.path = PacketPath(cfg.fmt, ports, cfg.depth, cfg.flit_bits, cfg.pipeline)
+    def __init__(self, cfg: PacketConfig, ports: list[str], pipeline: int = DEFAULT_PIPELINE):
+        self.path = PacketPath(cfg.fmt, ports, cfg.depth, cfg.flit_bits, pipeline)
         self.ports = list(ports)
         super().__init__(packet_ports(cfg.fmt, self.ports))
 

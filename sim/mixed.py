@@ -156,7 +156,7 @@ def mixed_top(
     """The network carrying both modes, with a generator and a sink per node (and a checker with ``check``);
     ``instances``: its routers are instances of their Verilog modules (``rtl/network.py``). Of the traffic
     only its table depth is part of the design."""
-    setup = PacketSetup(table, payload_flits, pipeline=design.pipeline, flit_bits=design.flit_bits)
+    setup = PacketSetup(table, payload_flits, flit_bits=design.flit_bits)
     net = Network(design, setup, instances=instances)
     return TrafficTop(net, traffic.depth, check=check)
 

@@ -266,7 +266,9 @@ def read_traffic(fmt: PacketFormat, text: str, name: str, rate: float = 1.0) -> 
     for i, pkt in enumerate(packets):
         where = f"traffic file {name}, packet {i}"
         if not isinstance(pkt, dict) or set(pkt) - {"src", "dests", "bitmap"} or "src" not in pkt:
-            raise PacketError(f'{where}: expected {{"src": node, "dests": [nodes]}} or {{"src": node, "bitmap": "0x.."}}')
+            raise PacketError(
+                f'{where}: expected {{"src": node, "dests": [nodes]}} or {{"src": node, "bitmap": "0x.."}}'
+            )
         src = pkt["src"]
         if not isinstance(src, int) or isinstance(src, bool) or not 0 <= src < fmt.nodes:
             raise PacketError(f"{where}: source node {src!r} does not exist (nodes are 0..{fmt.nodes - 1})")
@@ -275,7 +277,9 @@ def read_traffic(fmt: PacketFormat, text: str, name: str, rate: float = 1.0) -> 
         try:
             if "dests" in pkt:
                 dests = pkt["dests"]
-                if not isinstance(dests, list) or not all(isinstance(d, int) and not isinstance(d, bool) for d in dests):
+                if not isinstance(dests, list) or not all(
+                    isinstance(d, int) and not isinstance(d, bool) for d in dests
+                ):
                     raise PacketError(f"dests must be a list of node numbers (got {dests!r})")
                 bitmap = fmt.bitmap(dests, src)
             else:
@@ -284,7 +288,9 @@ def read_traffic(fmt: PacketFormat, text: str, name: str, rate: float = 1.0) -> 
                 except ValueError:
                     bitmap = None
                 if bitmap is None or bitmap < 0:
-                    raise PacketError(f"bitmap must be a non-negative integer as a string, e.g. \"0x8421\" (got {pkt['bitmap']!r})")
+                    raise PacketError(
+                        f'bitmap must be a non-negative integer as a string, e.g. "0x8421" (got {pkt["bitmap"]!r})'
+                    )
                 fmt.check_bitmap(bitmap, src)
         except PacketError as e:
             raise PacketError(f"{where}: {e}") from None
@@ -292,7 +298,9 @@ def read_traffic(fmt: PacketFormat, text: str, name: str, rate: float = 1.0) -> 
     length = max(map(len, roms))
     if length > TABLE_MAX:
         busiest = max(range(fmt.nodes), key=lambda v: len(roms[v]))
-        raise PacketError(f"traffic file {name}: node {busiest} sends {length} packets; a generator holds at most {TABLE_MAX}")
+        raise PacketError(
+            f"traffic file {name}: node {busiest} sends {length} packets; a generator holds at most {TABLE_MAX}"
+        )
     counts = [len(rom) for rom in roms]
     filler = [1 << (1 if v == 0 else 0) for v in range(fmt.nodes)]  # never sent: count stops the generator
     roms = [rom + [rom[-1] if rom else filler[v]] * (length - len(rom)) for v, rom in enumerate(roms)]

@@ -18,8 +18,8 @@ def _router(pipeline=1):
     """Router 5 of the 4x4 mesh, its forwarding inputs tied to node 5's entries of the XY table."""
     topo = build("mesh", 4, 4)
     table = xy_table(topo)
-    setup = PacketSetup(table, payload_flits=3, pipeline=pipeline)
-    return setup.fmt, table, setup.for_node(PacketRouter(setup.config, PORTS), 5, PORTS)
+    setup = PacketSetup(table, payload_flits=3)
+    return setup.fmt, table, setup.for_node(PacketRouter(setup.config, PORTS, pipeline), 5, PORTS)
 
 
 def _flits(fmt, src, seq, bitmap):

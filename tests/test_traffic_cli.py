@@ -120,3 +120,45 @@ def test_bad_input_is_one_line(capsys, tmp_path):
         "channel dependency cycle",
     )
     _fails(capsys, ["routing", "--routing", str(tmp_path / "missing.json")], 1, "missing.json: no such file")
+
+
+def test_traffic_file_gives_each_source_its_packets_in_order():
+    """A traffic file's packets, by the format's definition (docs/packets.md): source 0 sends to {5}
+    then {1, 2, 4}; source 3 to bitmap 0x21 = {0, 5}; nobody else sends. Tables are padded to one length
+    (the generators' rule) and the counts stop each source after its own packets."""
+    from equimesh.rtl.packet import PacketFormat
+    from equimesh.sim.traffic import read_traffic
+
+    text = json.dumps(
+        {"packets": [{"src": 0, "dests": [5]}, {"src": 3, "bitmap": "0x21"}, {"src": 0, "dests": [1, 2, 4]}]}
+    )
+    t = read_traffic(PacketFormat(6, 2), text, "t.json", rate=0.5)
+    assert t.counts == [2, 0, 0, 1, 0, 0] and t.rate == 0.5
+    assert [t.bitmap(0, q) for q in range(2)] == [0b100000, 0b010110]
+    assert t.bitmap(3, 0) == 0b100001
+    assert {len(rom) for rom in t.roms} == {2}
+
+
+def test_traffic_file_bad_packets_are_one_line(capsys, tmp_path):
+    base = ["traffic", "--kind", "equimesh", "--rows", "2", "--cols", "3", "--backend", "amaranth"]
+    cases = [
+        (
+            '{"packets": [{"src": 0, "dests": [1]}, {"src": 2, "dests": [2]}]}',
+            "packet 1: node 2 cannot be a destination",
+        ),
+        ('{"packets": [{"src": 6, "dests": [1]}]}', "packet 0: source node 6 does not exist"),
+        ('{"packets": [{"src": 0, "dests": [7]}]}', "packet 0: destination 7 does not exist"),
+        ('{"packets": [{"src": 0, "bitmap": "0x40"}]}', "packet 0: bitmap 0x40 is wider than the network"),
+        ('{"packets": [{"src": 0, "dests": []}]}', "packet 0: a packet needs at least one destination"),
+        ('{"packets": [{"src": 0, "bitmap": "0"}]}', "packet 0: a packet needs at least one destination"),
+        ('{"packets": [{"src": 0, "dests": [1], "bitmap": "0x2"}]}', "packet 0: give dests or bitmap"),
+        ('{"packets": [{"dests": [1]}]}', "packet 0: expected"),
+        ('{"packets": []}', "at least one packet"),
+        ("[1, 2", "not JSON"),
+    ]
+    for i, (text, message) in enumerate(cases):
+        f = tmp_path / f"t{i}.json"
+        f.write_text(text)
+        _fails(capsys, base + ["--traffic", str(f)], 2, message)
+    _fails(capsys, base + ["--traffic", str(tmp_path / "missing.json")], 2, "cannot read traffic file")
+    _fails(capsys, base + ["--traffic", str(f), "--src", "0"], 2, "--traffic gives every packet")

@@ -514,7 +514,7 @@ def distinct_routers(design: Design, packets: PacketSetup | None = None) -> list
         v = central_node(design, members[n])
         ports = design.lanes(v)
         for mode, name, r in (
-            ("packets", f"packet_router_{n + 1}port_n{v}", PacketRouter(packets.config, ports)),
+            ("packets", f"packet_router_{n + 1}port_n{v}", PacketRouter(packets.config, ports, design.pipeline)),
             ("both", f"{router_name(design, v)}_pkt{v}", make_router(design, v, packets)),
         ):
             out.append(_router_design(packets.for_node(r, v, ports), name, n, mode))

@@ -161,7 +161,7 @@ def mode_cells(design: Design, packets: PacketSetup, workdir: str | Path) -> dic
     for ports in sched:
         v = next(v for v in range(design.nodes) if len(design.lanes(v)) + 1 == ports)
         name = f"packet_router_{ports}port"
-        pkt = packets.for_node(PacketRouter(packets.config, design.lanes(v)), v, design.lanes(v))
+        pkt = packets.for_node(PacketRouter(packets.config, design.lanes(v), design.pipeline), v, design.lanes(v))
         out[ports] = {
             "schedule": sched[ports],
             "packets": cell_count(verilog.convert(pkt, name=name, emit_src=False), name, work / "packets"),
