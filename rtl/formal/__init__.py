@@ -18,9 +18,7 @@ from pathlib import Path
 from ...schedules.topology import build as build_topology
 from ..timing import DEFAULT_PIPELINE
 
-# The packet-side wrappers (input buffer, relay, packet router) were written against the packet format
-# before fixed-width flits and are being re-pointed at it (docs/formal.md, "Packet side").
-BLOCKS = ("crossbar", "router")
+BLOCKS = ("crossbar", "router", "input_buffer", "relay", "packet_router")
 
 
 @dataclass(frozen=True)
