@@ -202,6 +202,12 @@ def build(p: Params, prop: str):
         with m.Else():
             m.d.sync += [sent[j].eq(sent[j] | net), sent_local[j].eq(sent_local[j] | loc)]
 
+    for j in range(B):  # ``sent`` holds exactly the copies of word j that the branches took
+        mw = [relay_module.mask_word(fmt, mk, j) for mk in masks]
+        net = _union([Mux(bpos[k] > j + 1, words[j] & mw[k], 0) for k in range(outs)])
+        loc = Mux(bpos[outs] > j + 1, words[j] & mw[outs], 0)
+        m.d.comb += [Assert((sent[j] == net) & (sent_local[j] == loc), f"{prop}: invariant sent {j}")]
+
     def expected(q):
         """The body of flit ``q`` of the packet: the header, a bitmap word, or the input's payload flit."""
         word = words[0] if B == 1 else Cat(*words).word_select((q - 1).as_unsigned()[: max(1, (B - 1).bit_length())], W)
@@ -243,6 +249,7 @@ def _invariants(m, prop, dut, regs, mem, fmt, reach, own, in_pos, waiting, words
         ~parsing | ~active,
         active | parsing | (word == 0),
         (word != B + 1) | ~parsing,
+        parsing | (word == B + 1) | (in_pos == B + 1),  # the payload waits while header and bitmap are presented
     ]
     inv += [(in_pos <= j + 1) | (looks[j] == words[j]) for j in range(B)]
     route = [(in_pos == 0) | (any_[k] == ((partial & reach[k]) != 0)) for k in range(outs)]
