@@ -49,7 +49,8 @@ class Wrapper:
 class Params:
     """The design a wrapper is built for: the topology (its routers' ports and, for packets, the bitmap
     width), the pipeline, the schedule router's chunk size, lane slots and table depth, the packets'
-    payload length and the input buffer depth (``None``: packet length + 2, as ``PacketSetup``)."""
+    payload length and the input buffer depth (``None``: packet length + 2, as ``PacketSetup``), the flit
+    width (the crossbar's and lanes' flits; a packet's bitmap is ``ceil(nodes / flit_bits)`` flits)."""
 
     kind: str = "equimesh"
     rows: int = 4
@@ -80,7 +81,8 @@ class Params:
         return (
             f"{self.kind} {self.rows}x{self.cols}, pipeline {self.pipeline}, {len(self.lanes)} ports, "
             f"F={self.chunk_flits}, {self.slots} slots, table depth {self.table_depth}, "
-            f"{self.payload_flits} payload flits"
+            f"{self.flit_bits}-bit flits, {self.payload_flits} payload flits, "
+            f"{-(-self.nodes // self.flit_bits)} bitmap flit(s)"
         )
 
 

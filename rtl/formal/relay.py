@@ -231,7 +231,7 @@ def build(p: Params, prop: str):
     # The base case reaches a tail: the header leaves B + 4 cycles after it was taken (pipeline 2), the bitmap
     # words and the payload follow one a cycle, so a bug in any flit's copy shows within the depth.
     depth = 2 * B + fmt.payload_flits + 6
-    return Wrapper(m, ports, depth, 2 * L + 10)
+    return Wrapper(m, ports, depth, depth + 2)
 
 
 def _invariants(m, prop, dut, regs, mem, fmt, reach, own, in_pos, waiting, words, hdr_in, need, bpos, pending_q, cut):
@@ -250,6 +250,7 @@ def _invariants(m, prop, dut, regs, mem, fmt, reach, own, in_pos, waiting, words
     m.d.comb += partial.eq(Cat(*[Mux(in_pos > j + 1, words[j], 0) for j in range(B)])[:nodes])
     pres = Mux(word == B + 1, in_pos, word)  # the position of the flit the relay presents
     inv = [
+        in_pos < L,
         parsing == ~parsed,
         ~parsing | (word == in_pos),
         word <= B + 1,
