@@ -32,6 +32,8 @@ def cmd_prove(args) -> int:
         build(args.kind, args.rows, args.cols)
     except TopologyError as e:
         raise UsageError(str(e)) from None
+    if args.flit_bits % 32:  # the crossbar's and lanes' flits are whole 32-bit words (rtl/flit.py)
+        raise UsageError(f"--flit-bits must be a multiple of 32 (got {args.flit_bits})")
     if set(names) & {"input_buffer", "relay", "packet_router"}:
         from .rtl.packet import PacketError, PacketFormat
 
@@ -102,7 +104,8 @@ def register(sub) -> None:
         "--flit-bits",
         type=count(1, 1024),
         default=32,
-        help="flit width in bits (default 32); packets carry ceil(nodes / flit-bits) bitmap flits (8x8: 2)",
+        help="flit width in bits, a multiple of 32 (default 32); a packet carries ceil(nodes / flit-bits) bitmap "
+        "flits (8x8: 2)",
     )
     p.add_argument("--payload-flits", type=PAYLOAD_FLITS, default=2, help="packets: payload flits (default 2)")
     p.add_argument("--depth", type=count(1, 1000), help="induction length tried, or the bound (default: per block)")

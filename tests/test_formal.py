@@ -13,7 +13,10 @@ import pytest
 from equimesh.rtl.formal import Params, block, prove
 
 CI = [("crossbar", "xbar_select"), ("router", "done_timing"), ("router", "link_schedule"), ("router", "lane_addr")]
-CI += [("input_buffer", p) for p in block("input_buffer").PROPERTIES] + [("relay", p) for p in block("relay").PROPERTIES]
+PACKET = [("input_buffer", p) for p in block("input_buffer").PROPERTIES] + [
+    ("relay", p) for p in block("relay").PROPERTIES
+]
+CI += PACKET
 
 
 def _prove(name, prop, params, tmp_path, timeout=300):
@@ -39,11 +42,8 @@ def test_other_pipelines(name, prop, pipeline, tmp_path):
     assert v.covers[0] == v.covers[1] >= 1
 
 
-MULTI = [("input_buffer", p) for p in block("input_buffer").PROPERTIES] + [("relay", p) for p in block("relay").PROPERTIES]
-
-
 @pytest.mark.prove
-@pytest.mark.parametrize("name,prop", MULTI, ids=[f"{b}-{p}" for b, p in MULTI])
+@pytest.mark.parametrize("name,prop", PACKET, ids=[f"{b}-{p}" for b, p in PACKET])
 def test_two_bitmap_words(name, prop, tmp_path):
     """8x8 with 32-bit flits: the bitmap is split over two flits (rtl/packet.py), the relay's multi-word path."""
     params = Params(rows=8, cols=8, flit_bits=32)

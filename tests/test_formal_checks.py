@@ -85,7 +85,7 @@ def test_cli_bad_input(capsys):
     _one_line(capsys, ["prove", "--block", "router", "--property", "nope"], 2, "valid: done_timing, link_schedule")
     _one_line(capsys, ["prove", "--block", "router", "--kind", "ring"], 2, "unknown topology kind")
     _one_line(capsys, ["prove", "--block", "relay", "--property", "nope"], 2, "valid: split_cover, split_disjoint")
-    _one_line(capsys, ["prove", "--block", "relay", "--flit-bits", "16"], 2, "minimum flit width is 29 bits")
+    _one_line(capsys, ["prove", "--block", "relay", "--flit-bits", "48"], 2, "multiple of 32")
 
 
 def test_cli_missing_solver(capsys, monkeypatch):

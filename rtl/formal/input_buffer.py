@@ -25,21 +25,25 @@ from ..packet_router import InputBuffer
 from . import Params, Prop, Wrapper
 from .probe import internals, made, no_reset, stream_contract
 
-_SENDER = ("the link keeps the stream contract (valid holds until ready, payload stable: the sender is a "
-           "link register or the injecting node), and sends whole packets (header first, last on the "
-           "packet's last flit, rtl/packet.py); the head may be taken or refused in any cycle")
+_SENDER = (
+    "the link keeps the stream contract (valid holds until ready, payload stable: the sender is a "
+    "link register or the injecting node), and sends whole packets (header first, last on the "
+    "packet's last flit, rtl/packet.py); the head may be taken or refused in any cycle"
+)
 
 PROPERTIES = {
     "buffer_order": Prop(
         "buffer_order",
         "every flit taken from the link leaves the head unchanged, after exactly the flits taken before "
         "it: none lost, duplicated or reordered",
-        _SENDER),
+        _SENDER,
+    ),
     "buffer_room": Prop(
         "buffer_room",
         "no flit is written into a full buffer, the head is valid only when a flit is inside, and a "
         "header is taken only when the whole packet fits (a body flit never waits for room)",
-        _SENDER),
+        _SENDER,
+    ),
 }
 
 
@@ -69,16 +73,17 @@ def build(p: Params, prop: str):
     with m.If(take):
         m.d.sync += pos.eq(Mux(pos == fmt.packet_flits - 1, 0, pos + 1))
     # rtl/packet.py: a packet is a header (first) and payload_flits flits, the last one marked.
-    m.d.comb += Assume(~dut.i.valid | ((dut.i.payload.first == (pos == 0))
-                                       & (dut.i.payload.last == (pos == fmt.packet_flits - 1))))
+    m.d.comb += Assume(
+        ~dut.i.valid | ((dut.i.payload.first == (pos == 0)) & (dut.i.payload.last == (pos == fmt.packet_flits - 1)))
+    )
 
     # ---- the wrapper's count and the tracked flit ----
     count = Signal(range(depth + 2))
     m.d.sync += count.eq(count + take - pop)
-    pick = Signal()              # free input: track the flit taken in this cycle
+    pick = Signal()  # free input: track the flit taken in this cycle
     tracking, ahead = Signal(), Signal(range(depth + 1))
     data = Signal(fmt.flit.size)
-    done = Signal()              # the tracked flit has left (one flit per trace is followed)
+    done = Signal()  # the tracked flit has left (one flit per trace is followed)
     leaves = tracking & pop & (ahead == 0)
     with m.If(~tracking & ~done & pick & take):
         m.d.sync += [tracking.eq(1), data.eq(dut.i.payload.as_value()), ahead.eq(count - pop)]
@@ -122,21 +127,37 @@ def build(p: Params, prop: str):
     if prop == "buffer_order":
         m.d.comb += [
             Assert(~leaves | (dut.o.payload.as_value() == data), "buffer_order: the tracked flit leaves unchanged"),
-            Assert(~(tracking & (ahead == 0) & (count >= 1)) | head | (in_mem >= 1),
-                   "buffer_order: the tracked flit is still inside"),
-            Cover(leaves & (ahead == 0) & (count == depth), "buffer_order cover: the tracked flit leaves a full buffer"),
+            Assert(
+                ~(tracking & (ahead == 0) & (count >= 1)) | head | (in_mem >= 1),
+                "buffer_order: the tracked flit is still inside",
+            ),
+            Cover(
+                leaves & (ahead == 0) & (count == depth), "buffer_order cover: the tracked flit leaves a full buffer"
+            ),
             Cover(done & (count == 0), "buffer_order cover: a flit went through and the buffer drained"),
         ]
     else:
         m.d.comb += [
             Assert(~take | (count < depth), "buffer_room: no write into a full buffer"),
             Assert(~dut.o.valid | (count >= 1), "buffer_room: the head is valid only when a flit is inside"),
-            Assert(~(take & dut.i.payload.first) | (count <= depth - fmt.packet_flits),
-                   "buffer_room: a header is taken only when its packet fits"),
+            Assert(
+                ~(take & dut.i.payload.first) | (count <= depth - fmt.packet_flits),
+                "buffer_room: a header is taken only when its packet fits",
+            ),
             Assert(~dut.i.valid | dut.i.payload.first | dut.i.ready, "buffer_room: a body flit never waits for room"),
-            Cover(take & dut.i.payload.first & (count == depth - fmt.packet_flits),
-                  "buffer_room cover: a header fills the buffer to the last packet's room"),
+            Cover(
+                take & dut.i.payload.first & (count == depth - fmt.packet_flits),
+                "buffer_room cover: a header fills the buffer to the last packet's room",
+            ),
         ]
-    ports = [dut.i.valid, dut.i.ready, dut.i.payload.as_value(), dut.o.valid, dut.o.ready, dut.o.payload.as_value(),
-             dut.empty, pick]
+    ports = [
+        dut.i.valid,
+        dut.i.ready,
+        dut.i.payload.as_value(),
+        dut.o.valid,
+        dut.o.ready,
+        dut.o.payload.as_value(),
+        dut.empty,
+        pick,
+    ]
     return Wrapper(m, ports, 2 * depth + 4, 3 * depth + 6)

@@ -108,7 +108,7 @@ def _several(v):
 def _environment(m, dut, fmt, outs):
     """The forwarding entries (any partition of the nodes) and the input's contract; returns
     ``own``, ``reach``, the input position counter and the stream contract's waiting register."""
-    nodes, B, L = fmt.nodes, fmt.bitmap_flits, fmt.packet_flits
+    nodes, L = fmt.nodes, fmt.packet_flits
     own = anyconst(m, nodes, "own")
     reach = [anyconst(m, nodes, f"reach_{k}") for k in range(outs)]
     union = own
@@ -299,8 +299,10 @@ def _split_disjoint(m, dut, fmt, outs, n, took, bpos, copies, masks, sent, sent_
         q = bpos[k]
         j = (q - 1).as_unsigned()[: max(1, (B - 1).bit_length())]
         mask = relay_module.mask_word(fmt, masks[k], j)
-        before = Cat(*sent).word_select(j, fmt.width) | Cat(*sent_local).word_select(j, fmt.width) if B > 1 else (
-            sent[0] | sent_local[0]
+        before = (
+            Cat(*sent).word_select(j, fmt.width) | Cat(*sent_local).word_select(j, fmt.width)
+            if B > 1
+            else (sent[0] | sent_local[0])
         )
         bm = took[k] & (q >= 1) & (q <= B)
         m.d.comb += [
@@ -322,9 +324,7 @@ def _plain_write(m, outs, n, took, bpos, copies, masks, bitmap, **_):
     for k in range(n):
         c = copies[k].body.header
         hd = took[k] & (bpos[k] == 0)
-        m.d.comb += Assert(
-            ~hd | ((c.opcode == Opcode.WRITE) == _single(bitmap & masks[k])), f"plain_write: branch {k}"
-        )
+        m.d.comb += Assert(~hd | ((c.opcode == Opcode.WRITE) == _single(bitmap & masks[k])), f"plain_write: branch {k}")
     part0 = bitmap & masks[0]
     m.d.comb += [
         Cover(took[0] & (bpos[0] == 0) & _single(part0) & ~_single(bitmap), "plain_write cover: a multicast leaves "
