@@ -25,6 +25,8 @@ from ..packet_router import InputBuffer
 from . import Params, Prop, Wrapper
 from .probe import internals, made, no_reset, stream_contract
 
+__all__ = ["PROPERTIES", "build", "fmt_of"]
+
 _SENDER = (
     "the link keeps the stream contract (valid holds until ready, payload stable: the sender is a "
     "link register or the injecting node), and sends whole packets (header first, last on the "
