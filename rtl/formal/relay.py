@@ -132,6 +132,20 @@ def _environment(m, dut, fmt, outs):
 
 
 def build(p: Params, prop: str):
+    """The relay of one network input of node 0's router for ``p``, its environment and property ``prop``.
+
+    Parameters
+    ----------
+    p : Params
+        The design: the router's ports, the pipeline (``cut`` from 1 on), the packet format.
+    prop : str
+        One of :data:`PROPERTIES`.
+
+    Returns
+    -------
+    Wrapper
+        The wrapper, its ports, the proof depth (a tail leaves within it) and the cover depth.
+    """
     fmt = fmt_of(p)
     outs, nodes, B, L, W = len(p.lanes), fmt.nodes, fmt.bitmap_flits, fmt.packet_flits, fmt.width
     n = outs + 1
