@@ -7,6 +7,9 @@ addresses its own node); every out-link's receiver is a virtual cut-through inpu
 packet it is always ready, and between packets its ready, once up, stays up until it takes a flit
 (its fill level only rises by what this link writes); the local lanes take flits or not, freely.
 
+``link_order`` states the contract of the output link registers (stage L) against the crossbar's
+output, which it reads at the router's internal port ``path.switched`` (and the owner at ``path.sel``).
+
 Induction is not attempted: the router's invariant is the conjunction of its buffers', relays' and
 allocator's (each block's is stated in its own wrapper), which this wrapper does not restate. The
 router is checked to a bound: one packet crossing it, and two crossing side by side.
