@@ -32,6 +32,15 @@ def cmd_prove(args) -> int:
         build(args.kind, args.rows, args.cols)
     except TopologyError as e:
         raise UsageError(str(e)) from None
+    if args.flit_bits % 32:  # the crossbar's and lanes' flits are whole 32-bit words (rtl/flit.py)
+        raise UsageError(f"--flit-bits must be a multiple of 32 (got {args.flit_bits})")
+    if set(names) & {"input_buffer", "relay", "packet_router"}:
+        from .rtl.packet import PacketError, PacketFormat
+
+        try:
+            PacketFormat(args.rows * args.cols, args.payload_flits, args.flit_bits)
+        except PacketError as e:
+            raise UsageError(str(e)) from None
     try:
         tools()
     except SolverMissing as e:
@@ -45,6 +54,7 @@ def cmd_prove(args) -> int:
         slots=args.slots,
         table_depth=args.table_depth,
         payload_flits=args.payload_flits,
+        flit_bits=args.flit_bits,
     )
     print(f"# {p.describe()}")
     print(f"{'block':13s} {'property':18s} {'result':44s} {'covers':>6s} {'time':>8s}")
@@ -67,9 +77,11 @@ def cmd_prove(args) -> int:
 
 def register(sub) -> None:
     p = sub.add_parser(
-        "prove", help="formal proofs (SymbiYosys, k-induction) of the schedule router's and the crossbar's properties"
+        "prove",
+        help="formal proofs (SymbiYosys, k-induction) of the crossbar, schedule router, input buffer, relay and "
+        "packet router properties",
     )
-    p.add_argument("--block", required=True, help="crossbar, router, or all")
+    p.add_argument("--block", required=True, help="crossbar, router, input_buffer, relay, packet_router, or all")
     p.add_argument("--property", help="one property of the block (default: all of them)")
     p.add_argument("--kind", default="equimesh", help="topology kind (default equimesh): the routers' ports")
     p.add_argument("--rows", type=SIDE, default=4, help="rows (default 4): with --cols the packets' bitmap width")
@@ -87,6 +99,13 @@ def register(sub) -> None:
         type=count(1, 256),
         default=4,
         help="schedule router: table entries; runs of every length up to it are covered (default 4)",
+    )
+    p.add_argument(
+        "--flit-bits",
+        type=count(1, 1024),
+        default=32,
+        help="flit width in bits, a multiple of 32 (default 32); a packet carries ceil(nodes / flit-bits) bitmap "
+        "flits (8x8: 2)",
     )
     p.add_argument("--payload-flits", type=PAYLOAD_FLITS, default=2, help="packets: payload flits (default 2)")
     p.add_argument("--depth", type=count(1, 1000), help="induction length tried, or the bound (default: per block)")

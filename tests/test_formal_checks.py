@@ -37,7 +37,7 @@ def test_mutation_is_caught(mutation, tmp_path):
 def test_mutations_name_real_properties():
     for mu in MUTATIONS.values():
         assert mu.caught_by in block(mu.block).PROPERTIES
-    assert len(MUTATIONS) >= 3
+    assert len(MUTATIONS) >= 5
 
 
 def _toy():
@@ -84,6 +84,8 @@ def test_cli_bad_input(capsys):
     _one_line(capsys, ["prove", "--block", "nope"], 2, "valid blocks: " + ", ".join(BLOCKS))
     _one_line(capsys, ["prove", "--block", "router", "--property", "nope"], 2, "valid: done_timing, link_schedule")
     _one_line(capsys, ["prove", "--block", "router", "--kind", "ring"], 2, "unknown topology kind")
+    _one_line(capsys, ["prove", "--block", "relay", "--property", "nope"], 2, "valid: split_cover, split_disjoint")
+    _one_line(capsys, ["prove", "--block", "relay", "--flit-bits", "48"], 2, "multiple of 32")
 
 
 def test_cli_missing_solver(capsys, monkeypatch):
@@ -147,3 +149,13 @@ def test_verilog_writes_the_proofs(tmp_path, capsys):
         timeout=300,
     )
     assert "DONE (PASS" in run.stdout, run.stdout[-2000:]
+
+
+def test_verilog_packets_writes_every_block(tmp_path, capsys):
+    """With ``--packets`` the packet blocks' tasks come too: one per property of every block."""
+    out = tmp_path / "v"
+    argv = ["verilog", "--rows", "2", "--cols", "3", "--chunks", "1", "--chunk-flits", "2", "--packets"]
+    assert main([*argv, "--payload-flits", "1", "--formal", "--out", str(out)]) == 0
+    tasks = sorted(p.stem for p in (out / "formal").glob("*.sby"))
+    assert tasks == sorted(f"{b}_{p}" for b in BLOCKS for p in block(b).PROPERTIES)
+    assert all((out / "formal" / f"{t}.il").read_text().count("$check") > 0 for t in tasks)

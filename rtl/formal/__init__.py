@@ -18,9 +18,7 @@ from pathlib import Path
 from ...schedules.topology import build as build_topology
 from ..timing import DEFAULT_PIPELINE
 
-# The packet-side wrappers (input buffer, relay, packet router) were written against the packet format
-# before fixed-width flits and are being re-pointed at it (docs/formal.md, "Packet side").
-BLOCKS = ("crossbar", "router")
+BLOCKS = ("crossbar", "router", "input_buffer", "relay", "packet_router")
 
 
 @dataclass(frozen=True)
@@ -51,7 +49,8 @@ class Wrapper:
 class Params:
     """The design a wrapper is built for: the topology (its routers' ports and, for packets, the bitmap
     width), the pipeline, the schedule router's chunk size, lane slots and table depth, the packets'
-    payload length and the input buffer depth (``None``: packet length + 2, as ``PacketSetup``)."""
+    payload length and the input buffer depth (``None``: packet length + 2, as ``PacketSetup``), the flit
+    width (the crossbar's and lanes' flits; a packet's bitmap is ``ceil(nodes / flit_bits)`` flits)."""
 
     kind: str = "equimesh"
     rows: int = 4
@@ -82,7 +81,8 @@ class Params:
         return (
             f"{self.kind} {self.rows}x{self.cols}, pipeline {self.pipeline}, {len(self.lanes)} ports, "
             f"F={self.chunk_flits}, {self.slots} slots, table depth {self.table_depth}, "
-            f"{self.payload_flits} payload flits"
+            f"{self.flit_bits}-bit flits, {self.payload_flits} payload flits, "
+            f"{-(-self.nodes // self.flit_bits)} bitmap flit(s)"
         )
 
 

@@ -2,9 +2,10 @@
 property that cannot fail proves nothing).
 
 A mutation is a context manager that changes the design while the wrapper is built and converted,
-and restores it afterwards: it replaces a block's ``elaborate`` (the crossbar) or a ``tap_*`` hook
-of a formal wrapper, the point where the wrapper hands a block's output to its properties. No design
-file is edited.
+and restores it afterwards: it replaces a block's ``elaborate`` (the crossbar, the relay, the input
+buffer), a function the router calls (the relay's copy rewrite), or a ``tap_*`` hook of a formal
+wrapper, the point where the wrapper hands a block's output to its properties. No design file is
+edited.
 """
 
 from __future__ import annotations
@@ -75,6 +76,71 @@ def _addr_plus_one():
         yield
 
 
+@contextmanager
+def _drop_bit():
+    """The split drops node 0 from every copy's bitmap: each copy's words are masked with ``mask & ~1``."""
+    from .. import relay
+
+    original = relay.rewrite
+
+    def rewrite(m, fmt, out, flit, pos, mask, multi):
+        return original(m, fmt, out, flit, pos, mask & ~1, multi)
+
+    with mock.patch.object(relay, "rewrite", rewrite):
+        yield
+
+
+@contextmanager
+def _early_release():
+    """The relay releases a flit without waiting for the local delivery: it sees the local ready always up."""
+    from ..relay import Relay
+
+    original = Relay.elaborate
+
+    def elaborate(self, platform):
+        real = self.ready
+        self.ready = Signal(len(real), name="ready_local_ignored")
+        try:
+            m = original(self, platform)
+        finally:
+            fake, self.ready = self.ready, real
+        m.d.comb += fake.eq(real | (1 << self.outs))
+        return m
+
+    with mock.patch.object(Relay, "elaborate", elaborate):
+        yield
+
+
+@contextmanager
+def _small_room():
+    """The input buffer reserves room for a packet one flit shorter than it is."""
+    from ..packet_router import InputBuffer
+
+    original = InputBuffer.elaborate
+
+    class Shorter:
+        def __init__(self, fmt):
+            self._fmt = fmt
+
+        def __getattr__(self, name):
+            return getattr(self._fmt, name)
+
+        @property
+        def packet_flits(self):
+            return self._fmt.packet_flits - 1
+
+    def elaborate(self, platform):
+        real = self.fmt
+        self.fmt = Shorter(real)
+        try:
+            return original(self, platform)
+        finally:
+            self.fmt = real
+
+    with mock.patch.object(InputBuffer, "elaborate", elaborate):
+        yield
+
+
 MUTATIONS = {
     mu.name: mu
     for mu in [
@@ -83,5 +149,16 @@ MUTATIONS = {
         ),
         Mutation("done_late", "router", "done_timing", "done rises one cycle late", _done_late),
         Mutation("addr_off_by_one", "router", "lane_addr", "a lane's read address is one flit too far", _addr_plus_one),
+        Mutation("drop_bitmap_bit", "relay", "split_cover", "the split drops node 0's bit from every copy", _drop_bit),
+        Mutation(
+            "early_release",
+            "relay",
+            "release_after_all",
+            "the input is released before the local delivery took the flit",
+            _early_release,
+        ),
+        Mutation(
+            "small_room", "input_buffer", "buffer_room", "the input buffer reserves room for one flit less", _small_room
+        ),
     ]
 }
