@@ -79,8 +79,8 @@ DESIGN = {
 
 def build(p: Params, prop: str):
     fmt = PacketFormat(p.nodes, p.payload_flits, p.flit_bits)
-    cfg = PacketConfig(fmt, p.buffer_depth or fmt.packet_flits + 2, p.pipeline)
-    dut = PacketRouter(cfg, list(p.lanes))
+    cfg = PacketConfig(fmt, p.buffer_depth or fmt.packet_flits + 2)
+    dut = PacketRouter(cfg, list(p.lanes), p.pipeline)
     m = Module()
     m.submodules.dut = dut
     no_reset(m)
