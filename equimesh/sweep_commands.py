@@ -280,8 +280,7 @@ def cmd_bench_sweep(args) -> int:
     import tempfile
 
     from .sim.sweep.plan import point_key
-    from .sim.sweep.points import run_point
-    from .sim.sweep.runner import local_cluster, run_sweep
+    from .sim.sweep.runner import local_cluster, run_serial, run_sweep
 
     plan = _plan(args)
     points = list({point_key(p): p for p in plan.points()}.values())
@@ -291,10 +290,9 @@ def cmd_bench_sweep(args) -> int:
         try:
             os.environ["EQUIMESH_CACHE"] = f"{d}/serial"
             t0 = time.perf_counter()
-            serial = {}
-            for i, p in enumerate(points, 1):
-                serial[point_key(p)] = run_point(p)
-                _log(f"one after another: {i}/{len(points)} after {time.perf_counter() - t0:.0f} s")
+            serial = run_serial(
+                points, lambda i, n: _log(f"one after another: {i}/{n} after {time.perf_counter() - t0:.0f} s")
+            )
             t_serial = time.perf_counter() - t0
             load.append(os.getloadavg())
             os.environ["EQUIMESH_CACHE"] = f"{d}/cluster"  # the workers inherit it
