@@ -178,6 +178,8 @@ def cmd_sweep(args) -> int:
             "--workers and --worker-memory size the local cluster; an existing one (--scheduler) has its own"
         )
     plan = _plan(args)
+    if args.results and not args.plan:
+        raise UsageError("--results writes the page of a plan file: give the plan")
     if plan is None and not (args.show or args.csv or args.json or args.markdown or args.plot):
         raise UsageError("give a plan file, --command with axes, or --show/--csv/--json/--markdown/--plot of a store")
     path = args.store or (plan.store if plan and plan.store else DEFAULT_STORE)
@@ -199,6 +201,13 @@ def cmd_sweep(args) -> int:
         with writing(args.markdown):
             _markdown(store, args.markdown)
         _log(f"wrote {args.markdown}")
+    if args.results:
+        from .sim.sweep.report import render_page
+
+        command = f"equimesh sweep {args.plan} --store {path} --results {args.results}"
+        with writing(args.results):
+            Path(args.results).write_text(render_page(plan, args.plan, store.rows(), command, plan.about))
+        _log(f"wrote {args.results}")
     if args.plot:
         from .sim.sweep.plots import plot_store
 
@@ -263,6 +272,12 @@ def register(sub, bench) -> None:
     p.add_argument("--json", help="export the store to this JSON file")
     p.add_argument("--markdown", metavar="FILE", help="write the store as Markdown tables, one per command")
     p.add_argument("--plot", metavar="DIR", help="draw the standard plots from the store into DIR")
+    p.add_argument(
+        "--results",
+        metavar="FILE",
+        help="after the sweep, write the plan's results page (Markdown): each sweep of the plan as a "
+        "table of its stored points, in the plan's order (make results: docs/results.md)",
+    )
     p.set_defaults(func=cmd_sweep)
 
 

@@ -181,7 +181,9 @@ def fpga_point(point: dict, synthesis: dict | None = None) -> dict:
     for r in synthesis["routers"]:
         with tempfile.TemporaryDirectory() as d:
             (Path(d) / "netlist.json").write_bytes(zlib.decompress(base64.b64decode(r["netlist"])))
-            pnr = json.loads((place_and_route(r["name"], r["synth_key"], Path(d), target, point["seed"]) / "result.json").read_text())
+            pnr = json.loads(
+                (place_and_route(r["name"], r["synth_key"], Path(d), target, point["seed"]) / "result.json").read_text()
+            )
         keep = ("name", "ports", "nodes", "luts", "ffs", "brams")
         routers.append({**{k: r[k] for k in keep}, "fmax_mhz": round(pnr["fmax_mhz"], 2)})
     return {
