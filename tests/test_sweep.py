@@ -368,6 +368,37 @@ def test_results_page_needs_a_plan_file(tmp_path, capsys):
     )
 
 
+_ROUTER_DIGESTS = """
+import hashlib, sys
+from equimesh.rtl.flow.ecp5 import distinct_routers, wrapper_verilog
+import equimesh.sim.sweep.points as points
+from equimesh.rtl.design import fit
+from equimesh.rtl.rom import compile_schedule
+p = {"kind": "overflow", "size": "3x3", "K": 4, "collective": "allgather", "F": 16, "pipeline": 2, "options": {}}
+topo, sched = points._schedule(p)
+for r in distinct_routers(fit(compile_schedule(sched, 16, topo), flit_bits=64, pipeline=2)):
+    wrap = wrapper_verilog(r.name, r.ins, r.outs, r.widths)[0]
+    print(r.name, hashlib.sha256((r.verilog + wrap).encode()).hexdigest())
+"""
+
+
+def test_an_fpga_points_verilog_is_the_same_in_every_worker_process():
+    """The input of synthesis (each distinct router's Verilog and wrapper) does not depend on the process:
+    two interpreters with different hash seeds, as two Dask workers, write the same text. (Synthesis and
+    nextpnr with a fixed seed are deterministic on the same input: docs/sweeps.md, "Determinism".)"""
+    outs = [
+        subprocess.run(
+            [sys.executable, "-c", _ROUTER_DIGESTS],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout
+        for seed in ("1", "2")
+    ]
+    assert outs[0] == outs[1] and len(outs[0].splitlines()) == 2  # the overflow mesh's 6- and 5-port routers
+
+
 # -- a real cluster: a scheduler and two workers as separate processes ---------------------------------
 
 

@@ -727,7 +727,8 @@ def place_and_route(name: str, synth_key: str, synth_entry: Path, target: Target
         The router module, for messages.
     synth_key : str
     synth_entry : Path
-        From :func:`synthesize`.
+        A directory holding the synthesized ``netlist.json``: the entry of :func:`synthesize`, or a
+        copy of it (a sweep's place-and-route task gets the netlist from the task that synthesized it).
     target : Target
     seed : int
         nextpnr's ``--seed``.
