@@ -12,7 +12,7 @@ from .errors import InputError, UsageError, writing
 from .sim.sweep.plan import AXES, COMMANDS, PlanError, load_plan, plan_from_dict
 from .sim.sweep.store import Store, StoreError
 
-__all__ = ["cmd_bench_sweep", "cmd_sweep", "register"]
+__all__ = ["cmd_bench_sweep", "cmd_sweep", "cpu_seconds", "register"]
 
 DEFAULT_STORE = "sweep.db"
 
@@ -287,9 +287,20 @@ def _same(a: dict, b: dict) -> bool:
     return ("error" in a) == ("error" in b) and strip(a) == strip(b)
 
 
+def cpu_seconds() -> float:
+    """CPU seconds (user + system) of this process and of its children that have finished: the tools it
+    ran (yosys, nextpnr, Verilator). Called on each worker of a cluster too (``Client.run``)."""
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def cmd_bench_sweep(args) -> int:
     """The plan's points one after another in this process, then on a local cluster of ``--workers``
-    workers, each with an empty model cache: the wall times, their ratio, the machine's load."""
+    workers, each with an empty model cache: the wall times, their ratio, the CPU seconds each run
+    spent (on a machine shared with other jobs the wall-time ratio follows their load; the CPU seconds
+    show whether the cluster repeated work), the machine's load."""
     import json
     import os
     import tempfile
@@ -304,11 +315,11 @@ def cmd_bench_sweep(args) -> int:
     with tempfile.TemporaryDirectory() as d:
         try:
             os.environ["EQUIMESH_CACHE"] = f"{d}/serial"
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), cpu_seconds()
             serial = run_serial(
                 points, lambda i, n: _log(f"one after another: {i}/{n} after {time.perf_counter() - t0:.0f} s")
             )
-            t_serial = time.perf_counter() - t0
+            t_serial, cpu_serial = time.perf_counter() - t0, cpu_seconds() - c0
             load.append(os.getloadavg())
             os.environ["EQUIMESH_CACHE"] = f"{d}/cluster"  # the workers inherit it
             t1 = time.perf_counter()
@@ -317,6 +328,7 @@ def cmd_bench_sweep(args) -> int:
             store = Store(f"{d}/sweep.db")
             run_sweep(points, store, client, progress=lambda c: _log(f"cluster: {c.line()}"))
             t_cluster = time.perf_counter() - t2
+            cpu_cluster = sum(client.run(cpu_seconds).values())  # each worker's, from its start
             client.close()
             cluster.close()
             load.append(os.getloadavg())
@@ -336,6 +348,10 @@ def cmd_bench_sweep(args) -> int:
     print(
         f"  ratio cluster / one after another:   {t_cluster / t_serial:8.3f} "
         f"({(t_cluster + t2 - t1) / t_serial:.3f} with the start)"
+    )
+    print(
+        f"  CPU seconds, tools included:          {cpu_serial:8.1f} one after another, {cpu_cluster:.1f} on the "
+        f"cluster ({cpu_cluster / cpu_serial:.3f}x)"
     )
     print(f"  results that agree between the runs: {agree}/{len(points)}")
     print(
