@@ -332,10 +332,14 @@ def cmd_bench_sweep(args) -> int:
             client.close()
             cluster.close()
             load.append(os.getloadavg())
-            agree = sum(
-                _same(serial[r["key"]], {"result": json.loads(r["result"])} if r["status"] == "ok" else {"error": 1})
+            differ = [
+                r
                 for r in store.rows()
-            )
+                if not _same(
+                    serial[r["key"]], {"result": json.loads(r["result"])} if r["status"] == "ok" else {"error": 1}
+                )
+            ]
+            agree = len(points) - len(differ)
         finally:
             if saved is None:
                 os.environ.pop("EQUIMESH_CACHE", None)
@@ -354,6 +358,11 @@ def cmd_bench_sweep(args) -> int:
         f"cluster ({cpu_cluster / cpu_serial:.3f}x)"
     )
     print(f"  results that agree between the runs: {agree}/{len(points)}")
+    for r in differ:  # each point whose two results differ, and how
+        one, other = serial[r["key"]].get("result") or {}, json.loads(r["result"] or "{}")
+        axes = " ".join(f"{a}={r[a]}" for a in AXES if r[a] is not None)
+        keys = [k for k in dict.fromkeys([*one, *other]) if "seconds" not in k and one.get(k) != other.get(k)]
+        print(f"    differs: {r['command']} {axes}: " + "; ".join(f"{k} {one.get(k)} / {other.get(k)}" for k in keys))
     print(
         "  load average (1, 5, 15 min) before, between, after: "
         + "; ".join(" ".join(f"{x:.1f}" for x in la) for la in load)
