@@ -60,9 +60,12 @@ bench: $(STAMP)
 	$(BIN)/equimesh bench relay
 	$(BIN)/equimesh bench modes
 
-# docs/results.md from the results plan (equimesh/cli.py RESULTS): every table measured in one run.
+# docs/results.md from the results plan plans/results.toml (docs/sweeps.md): the sweep computes the points
+# missing from its store (results.db; a stopped run resumes) and writes the page from the store, so every
+# number on it is a stored point of the plan. Long: the plan holds Verilator builds up to 16x16 and ECP5
+# place and route up to 8x8. `equimesh bench all` writes the benchmarks' timing tables to bench/results.md.
 results: $(STAMP)
-	$(BIN)/equimesh bench all --markdown docs/results.md
+	$(BIN)/equimesh sweep plans/results.toml --results docs/results.md
 
 # The documentation site (MkDocs + mkdocstrings: the API reference from the docstrings) into site/.
 # build/api-src/equimesh is the import tree (equimesh.rtl -> rtl/, ...) for mkdocstrings to read.

@@ -59,14 +59,14 @@ def make_parser() -> argparse.ArgumentParser:
     ):
         module.register(sub)
     q = benches.add_parser("all", help="run the results plan (RESULTS) and write its tables as one Markdown page")
-    q.add_argument("--markdown", default="docs/results.md", help="the page to write (default docs/results.md)")
+    q.add_argument("--markdown", default="bench/results.md", help="the page to write (default bench/results.md)")
     q.set_defaults(func=cmd_bench_all)
     return p
 
 
 _EVERY_SIZE = ",".join(f"{r}x{c}" for r in range(2, 17) for c in range(2, 17)) + ",32x32"
-# The results plan of `equimesh bench all` (`make results`): the benchmark runs behind docs/results.md,
-# each a title and the command's arguments.
+# The benchmark runs of `equimesh bench all`, each a title and the command's arguments: their timing tables
+# on one page (bench/results.md). docs/results.md comes from the sweep plan plans/results.toml (`make results`).
 RESULTS = (
     (
         "Lane-rule AllGather at every size 2..16 and 32x32, K = 4 and 8",
@@ -126,7 +126,7 @@ def cmd_bench_all(args) -> int:
     import time
 
     parts = [
-        f"# Measured results\n\nWritten by `equimesh bench all --markdown {args.markdown}` (`make results`) on "
+        f"# Benchmarks\n\nWritten by `equimesh bench all --markdown {args.markdown}` on "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.machine()}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}. Every table below was measured in that run; timings are of "
         f"this machine under its load at the time, so compare ratios within a table.\n"

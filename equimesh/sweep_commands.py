@@ -12,7 +12,7 @@ from .errors import InputError, UsageError, writing
 from .sim.sweep.plan import AXES, COMMANDS, PlanError, load_plan, plan_from_dict
 from .sim.sweep.store import Store, StoreError
 
-__all__ = ["cmd_bench_sweep", "cmd_sweep", "register"]
+__all__ = ["cmd_bench_sweep", "cmd_sweep", "cpu_seconds", "register"]
 
 DEFAULT_STORE = "sweep.db"
 
@@ -178,6 +178,8 @@ def cmd_sweep(args) -> int:
             "--workers and --worker-memory size the local cluster; an existing one (--scheduler) has its own"
         )
     plan = _plan(args)
+    if args.results and not args.plan:
+        raise UsageError("--results writes the page of a plan file: give the plan")
     if plan is None and not (args.show or args.csv or args.json or args.markdown or args.plot):
         raise UsageError("give a plan file, --command with axes, or --show/--csv/--json/--markdown/--plot of a store")
     path = args.store or (plan.store if plan and plan.store else DEFAULT_STORE)
@@ -199,6 +201,13 @@ def cmd_sweep(args) -> int:
         with writing(args.markdown):
             _markdown(store, args.markdown)
         _log(f"wrote {args.markdown}")
+    if args.results:
+        from .sim.sweep.report import render_page
+
+        command = f"equimesh sweep {args.plan} --store {path} --results {args.results}"
+        with writing(args.results):
+            Path(args.results).write_text(render_page(plan, args.plan, store.rows(), command, plan.about))
+        _log(f"wrote {args.results}")
     if args.plot:
         from .sim.sweep.plots import plot_store
 
@@ -263,6 +272,12 @@ def register(sub, bench) -> None:
     p.add_argument("--json", help="export the store to this JSON file")
     p.add_argument("--markdown", metavar="FILE", help="write the store as Markdown tables, one per command")
     p.add_argument("--plot", metavar="DIR", help="draw the standard plots from the store into DIR")
+    p.add_argument(
+        "--results",
+        metavar="FILE",
+        help="after the sweep, write the plan's results page (Markdown): each sweep of the plan as a "
+        "table of its stored points, in the plan's order (make results: docs/results.md)",
+    )
     p.set_defaults(func=cmd_sweep)
 
 
@@ -272,16 +287,26 @@ def _same(a: dict, b: dict) -> bool:
     return ("error" in a) == ("error" in b) and strip(a) == strip(b)
 
 
+def cpu_seconds() -> float:
+    """CPU seconds (user + system) of this process and of its children that have finished: the tools it
+    ran (yosys, nextpnr, Verilator). Called on each worker of a cluster too (``Client.run``)."""
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def cmd_bench_sweep(args) -> int:
     """The plan's points one after another in this process, then on a local cluster of ``--workers``
-    workers, each with an empty model cache: the wall times, their ratio, the machine's load."""
+    workers, each with an empty model cache: the wall times, their ratio, the CPU seconds each run
+    spent (on a machine shared with other jobs the wall-time ratio follows their load; the CPU seconds
+    show whether the cluster repeated work), the machine's load."""
     import json
     import os
     import tempfile
 
     from .sim.sweep.plan import point_key
-    from .sim.sweep.points import run_point
-    from .sim.sweep.runner import local_cluster, run_sweep
+    from .sim.sweep.runner import local_cluster, run_serial, run_sweep
 
     plan = _plan(args)
     points = list({point_key(p): p for p in plan.points()}.values())
@@ -290,12 +315,11 @@ def cmd_bench_sweep(args) -> int:
     with tempfile.TemporaryDirectory() as d:
         try:
             os.environ["EQUIMESH_CACHE"] = f"{d}/serial"
-            t0 = time.perf_counter()
-            serial = {}
-            for i, p in enumerate(points, 1):
-                serial[point_key(p)] = run_point(p)
-                _log(f"one after another: {i}/{len(points)} after {time.perf_counter() - t0:.0f} s")
-            t_serial = time.perf_counter() - t0
+            t0, c0 = time.perf_counter(), cpu_seconds()
+            serial = run_serial(
+                points, lambda i, n: _log(f"one after another: {i}/{n} after {time.perf_counter() - t0:.0f} s")
+            )
+            t_serial, cpu_serial = time.perf_counter() - t0, cpu_seconds() - c0
             load.append(os.getloadavg())
             os.environ["EQUIMESH_CACHE"] = f"{d}/cluster"  # the workers inherit it
             t1 = time.perf_counter()
@@ -304,13 +328,18 @@ def cmd_bench_sweep(args) -> int:
             store = Store(f"{d}/sweep.db")
             run_sweep(points, store, client, progress=lambda c: _log(f"cluster: {c.line()}"))
             t_cluster = time.perf_counter() - t2
+            cpu_cluster = sum(client.run(cpu_seconds).values())  # each worker's, from its start
             client.close()
             cluster.close()
             load.append(os.getloadavg())
-            agree = sum(
-                _same(serial[r["key"]], {"result": json.loads(r["result"])} if r["status"] == "ok" else {"error": 1})
+            differ = [
+                r
                 for r in store.rows()
-            )
+                if not _same(
+                    serial[r["key"]], {"result": json.loads(r["result"])} if r["status"] == "ok" else {"error": 1}
+                )
+            ]
+            agree = len(points) - len(differ)
         finally:
             if saved is None:
                 os.environ.pop("EQUIMESH_CACHE", None)
@@ -324,7 +353,16 @@ def cmd_bench_sweep(args) -> int:
         f"  ratio cluster / one after another:   {t_cluster / t_serial:8.3f} "
         f"({(t_cluster + t2 - t1) / t_serial:.3f} with the start)"
     )
+    print(
+        f"  CPU seconds, tools included:          {cpu_serial:8.1f} one after another, {cpu_cluster:.1f} on the "
+        f"cluster ({cpu_cluster / cpu_serial:.3f}x)"
+    )
     print(f"  results that agree between the runs: {agree}/{len(points)}")
+    for r in differ:  # each point whose two results differ, and how
+        one, other = serial[r["key"]].get("result") or {}, json.loads(r["result"] or "{}")
+        axes = " ".join(f"{a}={r[a]}" for a in AXES if r[a] is not None)
+        keys = [k for k in dict.fromkeys([*one, *other]) if "seconds" not in k and one.get(k) != other.get(k)]
+        print(f"    differs: {r['command']} {axes}: " + "; ".join(f"{k} {one.get(k)} / {other.get(k)}" for k in keys))
     print(
         "  load average (1, 5, 15 min) before, between, after: "
         + "; ".join(" ".join(f"{x:.1f}" for x in la) for la in load)

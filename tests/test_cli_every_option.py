@@ -185,6 +185,7 @@ BAD = {
     "--block": "nope",
     "--command": "bogus",
     "--csv": NOT_A_DIR,
+    "--results": NOT_A_DIR,
     "--json": NOT_A_DIR,
     "--memory-limit": "0",
     "--mfu": "0",

@@ -247,6 +247,158 @@ def test_timeout_and_memory_limit_fail_the_point_not_the_sweep(tmp_path, client)
     assert counts.failed == 1 and ("MemoryError" in error or "died" in error), error
 
 
+def _staged(monkeypatch, fail_nodes=()):
+    """OpTree points given a shared stage per node count (as an fpga design's synthesis is shared by
+    its seeds): the stage returns its node count, the point adds its wavelengths, so a point's result
+    shows which stage's result it got."""
+    from equimesh.sim.sweep import points as points_mod
+
+    def stage(point):
+        if point["nodes"] in fail_nodes:
+            raise RuntimeError(f"stage of {point['nodes']} failed")
+        return {"nodes": point["nodes"]}
+
+    def point_fn(point, shared=None):
+        shared = shared or stage(point)
+        return {"steps": shared["nodes"] * 100 + point["wavelengths"]}
+
+    monkeypatch.setitem(points_mod.SHARED, "optree", ("optree-stage", stage, ("wavelengths",)))
+    monkeypatch.setitem(points_mod.POINT_FUNCTIONS, "optree", point_fn)
+    return plan_from_dict({"command": "optree", "axes": {"nodes": [16, 64], "wavelengths": [1, 2, 4]}}).points()
+
+
+def test_a_shared_stage_runs_once_per_group_and_reaches_each_point(tmp_path, client, monkeypatch):
+    points = _staged(monkeypatch)
+    store = Store(tmp_path / "s.db")
+    with distributed.get_task_stream(client) as ts:
+        counts = run_sweep(points, store, client)
+    keys = [str(t["key"]) for t in ts.data]
+    assert len([k for k in keys if k.startswith("sweep-shared-optree-stage-")]) == 2  # nodes 16 and 64
+    assert len([k for k in keys if k.startswith("sweep-point-")]) == 6 and counts.done == 6
+    assert sorted(r["steps"] for r in store.rows()) == [1601, 1602, 1604, 6401, 6402, 6404]
+    # one after another (bench sweep's baseline): the same results, each stage once
+    serial = runner.run_serial(points)
+    assert sorted(o["result"]["steps"] for o in serial.values()) == [1601, 1602, 1604, 6401, 6402, 6404]
+
+
+def test_a_failed_shared_stage_fails_its_points_only(tmp_path, client, monkeypatch):
+    points = _staged(monkeypatch, fail_nodes=(64,))
+    store = Store(tmp_path / "s.db")
+    counts = run_sweep(points, store, client)
+    assert (counts.done, counts.failed) == (3, 3)
+    assert {r["error"] for r in store.rows() if r["status"] == "failed"} == {"RuntimeError: stage of 64 failed"}
+    assert {r["nodes"] for r in store.rows() if r["status"] == "ok"} == {16}
+
+
+def test_processes_sharing_the_cache_build_one_entry_once(tmp_path, monkeypatch):
+    """Two builds of one key at the same time (two workers, one cache): the second waits for the first's
+    entry instead of building it again."""
+    import threading
+
+    from equimesh.rtl.flow import ecp5
+
+    monkeypatch.setenv("EQUIMESH_CACHE", str(tmp_path))
+    builds = []
+
+    def build(d):
+        builds.append(threading.get_ident())
+        time.sleep(0.5)
+        (d / "report.json").write_text("{}")
+        (d / "result.json").write_text('{"fmax_mhz": 1}')
+
+    entries = []
+    threads = [
+        threading.Thread(target=lambda: entries.append(ecp5._cached("pnr", "k" * 24, "report.json", build)))
+        for _ in range(2)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(builds) == 1 and len(entries) == 2 and entries[0] == entries[1]
+    assert (entries[0] / "result.json").read_text() == '{"fmax_mhz": 1}'
+
+
+def test_results_page_shows_each_sweeps_stored_points_in_plan_order(tmp_path, client):
+    from equimesh.sim.sweep.report import render_page
+
+    plan = plan_from_dict(
+        {
+            "about": "Intro.",
+            "sweep": [
+                {
+                    "command": "schedule",
+                    "name": "Steps",
+                    "about": "Against the bound.",
+                    "axes": {"kind": ["mesh", "equimesh"], "size": ["2x3", "3x3"]},
+                },
+                {"command": "optree", "name": "OpTree", "axes": {"nodes": [16, 64]}},
+                {
+                    "command": "schedule",
+                    "name": "Bad",
+                    "axes": {"kind": ["overflow"]},
+                    "options": {"algorithm": "ring"},
+                },
+            ],
+        }
+    )
+    store = Store(tmp_path / "s.db")
+    run_sweep(plan.sweeps[0].points() + plan.sweeps[2].points(), store, client)  # not the OpTree sweep
+    page = render_page(plan, "p.toml", store.rows(), "equimesh sweep p.toml --results r.md", plan.about)
+    sections = page.split("\n## ")
+    assert [s.splitlines()[0] for s in sections[1:]] == ["Steps", "OpTree", "Bad"] and "Intro." in sections[0]
+    assert "2 points of the plan are not in the store yet" in sections[0]
+    steps = sections[1]
+    assert "Against the bound." in steps and "| kind | size | steps | bound |" in steps
+    for kind in ("mesh", "equimesh"):  # each row's steps are those of a direct call of the library
+        for r, c in ((2, 3), (3, 3)):
+            n = synthesize(build(kind, r, c), 4, "allgather").num_steps
+            assert f"| {kind} | {r}x{c} | {n} |" in steps
+    assert "2 of its 2 points are not in the store yet" in sections[2] and "|" not in sections[2]
+    assert "ring needs an EquiMesh (got overflow)" in sections[3]
+
+
+def test_results_page_needs_a_plan_file(tmp_path, capsys):
+    Store(tmp_path / "s.db").close()
+    _one_line(
+        capsys,
+        ["sweep", "--store", str(tmp_path / "s.db"), "--results", str(tmp_path / "r.md")],
+        2,
+        "--results writes the page of a plan file",
+    )
+
+
+_ROUTER_DIGESTS = """
+import hashlib, sys
+from equimesh.rtl.flow.ecp5 import distinct_routers, wrapper_verilog
+import equimesh.sim.sweep.points as points
+from equimesh.rtl.design import fit
+from equimesh.rtl.rom import compile_schedule
+p = {"kind": "overflow", "size": "3x3", "K": 4, "collective": "allgather", "F": 16, "pipeline": 2, "options": {}}
+topo, sched = points._schedule(p)
+for r in distinct_routers(fit(compile_schedule(sched, 16, topo), flit_bits=64, pipeline=2)):
+    wrap = wrapper_verilog(r.name, r.ins, r.outs, r.widths)[0]
+    print(r.name, hashlib.sha256((r.verilog + wrap).encode()).hexdigest())
+"""
+
+
+def test_an_fpga_points_verilog_is_the_same_in_every_worker_process():
+    """The input of synthesis (each distinct router's Verilog and wrapper) does not depend on the process:
+    two interpreters with different hash seeds, as two Dask workers, write the same text. (Synthesis and
+    nextpnr with a fixed seed are deterministic on the same input: docs/sweeps.md, "Determinism".)"""
+    outs = [
+        subprocess.run(
+            [sys.executable, "-c", _ROUTER_DIGESTS],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout
+        for seed in ("1", "2")
+    ]
+    assert outs[0] == outs[1] and len(outs[0].splitlines()) == 2  # the overflow mesh's 6- and 5-port routers
+
+
 # -- a real cluster: a scheduler and two workers as separate processes ---------------------------------
 
 

@@ -39,6 +39,7 @@ the seed; designs and seeds run in parallel on up to ``os.cpu_count()`` processe
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import inspect
 import json
@@ -561,22 +562,30 @@ def _run(cmd: list[str], cwd: Path, what: str, router: str) -> None:
 
 def _cached(kind: str, key: str, payload: str, build) -> Path:
     """The cache entry ``<cache>/fpga/<kind>-<key>``, running ``build(tmpdir)`` (which writes
-    ``payload`` and ``result.json``) and publishing it atomically if it is not there yet."""
+    ``payload`` and ``result.json``) and publishing it atomically if it is not there yet.
+
+    A process about to build holds an exclusive ``flock`` on ``<kind>-<key>.lock`` and looks again once
+    it has it: processes sharing the cache (the workers of a sweep) that want the same entry at the
+    same time wait for the first one's build instead of repeating it."""
     root = cache_root() / "fpga"
     entry = root / f"{kind}-{key}"
     if valid_entry(entry, key, payload):
         return entry
     root.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f"build-{kind}-{key}-", dir=root))
-    try:
-        build(tmp)
-        seal(tmp, key, payload)
+    with open(root / f"{kind}-{key}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed, also if this process dies
+        if valid_entry(entry, key, payload):
+            return entry
+        tmp = Path(tempfile.mkdtemp(prefix=f"build-{kind}-{key}-", dir=root))
         try:
-            publish(tmp, entry, key, payload)
-        except CacheError as e:
-            raise FpgaError(str(e)) from None
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+            build(tmp)
+            seal(tmp, key, payload)
+            try:
+                publish(tmp, entry, key, payload)
+            except CacheError as e:
+                raise FpgaError(str(e)) from None
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     return entry
 
 
@@ -718,7 +727,8 @@ def place_and_route(name: str, synth_key: str, synth_entry: Path, target: Target
         The router module, for messages.
     synth_key : str
     synth_entry : Path
-        From :func:`synthesize`.
+        A directory holding the synthesized ``netlist.json``: the entry of :func:`synthesize`, or a
+        copy of it (a sweep's place-and-route task gets the netlist from the task that synthesized it).
     target : Target
     seed : int
         nextpnr's ``--seed``.

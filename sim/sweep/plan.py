@@ -176,6 +176,8 @@ class Sweep:
     command: str
     axes: dict[str, list] = field(default_factory=dict)
     options: dict = field(default_factory=dict)
+    name: str = ""  # the sweep's title on a results page (.report)
+    about: str = ""  # what the sweep measures, under the title
 
     def points(self) -> list[dict]:
         """Every point: ``{"command", axis: value..., "options": {...}}``, in the plan's order."""
@@ -192,6 +194,7 @@ class Plan:
 
     sweeps: list[Sweep]
     store: str | None = None
+    about: str = ""  # a results page's first paragraph (.report)
 
     def points(self) -> list[dict]:
         return [p for s in self.sweeps for p in s.points()]
@@ -214,9 +217,12 @@ def _values(command: str, axis: str, raw) -> list:
 def _sweep(d: dict, where: str) -> Sweep:
     if not isinstance(d, dict):
         raise PlanError(f"{where}: a sweep is a table with command, axes and options")
-    extra = set(d) - {"command", "axes", "options", "name", "store"}
+    extra = set(d) - {"command", "axes", "options", "name", "about", "store"}
     if extra:
-        raise PlanError(f"{where}: unknown key {sorted(extra)[0]!r}; a sweep has command, axes, options")
+        raise PlanError(f"{where}: unknown key {sorted(extra)[0]!r}; a sweep has command, axes, options, name, about")
+    for text in ("name", "about"):
+        if not isinstance(d.get(text, ""), str):
+            raise PlanError(f"{where}: {text} must be a string")
     command = d.get("command")
     if command not in COMMANDS:
         raise PlanError(f"{where}: unknown command {command!r}; expected one of {', '.join(COMMANDS)}")
@@ -241,7 +247,7 @@ def _sweep(d: dict, where: str) -> Sweep:
         raise PlanError(
             f"{command}: unknown option {sorted(unknown)[0]!r}; {command} takes {', '.join(OPTIONS[command]) or 'none'}"
         )
-    return Sweep(command, axes, options)
+    return Sweep(command, axes, options, d.get("name", ""), d.get("about", ""))
 
 
 def plan_from_dict(doc: dict, where: str = "plan") -> Plan:
@@ -260,7 +266,7 @@ def plan_from_dict(doc: dict, where: str = "plan") -> Plan:
         Every axis and option checked; a :class:`PlanError` naming the first bad one otherwise.
     """
     if "sweep" in doc:
-        extra = set(doc) - {"sweep", "store"}
+        extra = set(doc) - {"sweep", "store", "about"}
         if extra:
             raise PlanError(f"{where}: unknown key {sorted(extra)[0]!r} beside [[sweep]]")
         if not isinstance(doc["sweep"], list) or not doc["sweep"]:
@@ -271,7 +277,9 @@ def plan_from_dict(doc: dict, where: str = "plan") -> Plan:
     store = doc.get("store")
     if store is not None and not isinstance(store, str):
         raise PlanError(f"{where}: store must be a file name")
-    return Plan(sweeps, store)
+    if "sweep" in doc and not isinstance(doc.get("about", ""), str):
+        raise PlanError(f"{where}: about must be a string")
+    return Plan(sweeps, store, doc.get("about", "") if "sweep" in doc else "")
 
 
 def load_plan(path: str | Path) -> Plan:

@@ -9,6 +9,7 @@ a failing point returns ``{"error": one line}`` for the store.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import resource
@@ -16,8 +17,9 @@ import subprocess
 import sys
 import time
 import traceback
+import zlib
 
-__all__ = ["POINT_FUNCTIONS", "run_isolated", "run_point"]
+__all__ = ["POINT_FUNCTIONS", "SHARED", "fpga_synthesis", "run_isolated", "run_point", "run_shared", "shared_key"]
 
 
 def _rows_cols(point: dict) -> tuple[int, int]:
@@ -107,23 +109,34 @@ def compare_point(point: dict) -> dict:
     }
 
 
-def fpga_point(point: dict) -> dict:
-    """Every distinct router of the network synthesized for an ECP5 and placed and routed with the
-    point's nextpnr seed (rtl/flow/ecp5.py, as ``equimesh fpga`` with one seed): per router LUT4s,
-    flip-flops and Fmax; the network's Fmax is its slowest router's."""
+def fpga_synthesis(point: dict) -> dict:
+    """The stage that every seed of one ``fpga`` design shares: each distinct router of the network
+    synthesized for an ECP5 (rtl/flow/ecp5.py ``synthesize``), once, whatever the seed.
+
+    Parameters
+    ----------
+    point : dict
+        An ``fpga`` point; its ``seed`` is not used.
+
+    Returns
+    -------
+    dict
+        ``{"routers": [...]}``: per router ``name``, ``ports``, ``nodes``, ``luts``, ``ffs``, ``brams``,
+        the synthesis key and its netlist (zlib-compressed, base64), which travels to the place-and-route
+        tasks so that they need no shared file system.
+    """
     from ...rtl.design import fit
-    from ...rtl.flow.ecp5 import Target, distinct_routers, place_and_route, synthesize
+    from ...rtl.flow.ecp5 import check_block_rams, distinct_routers, synthesize
     from ...rtl.rom import compile_schedule
 
     topo, sched = _schedule(point)
     o = point["options"]
     design = fit(compile_schedule(sched, point["F"], topo), flit_bits=o["flit_bits"], pipeline=point["pipeline"])
-    target = Target(o["part"], o["package"], o["speed"], o["clock_mhz"])
     routers = []
     for r in distinct_routers(design):
         key, entry = synthesize(r)
         syn = json.loads((entry / "result.json").read_text())
-        pnr = json.loads((place_and_route(r.name, key, entry, target, point["seed"]) / "result.json").read_text())
+        check_block_rams(r.name, syn["brams"], o["part"])
         routers.append(
             {
                 "name": r.name,
@@ -132,9 +145,47 @@ def fpga_point(point: dict) -> dict:
                 "luts": syn["luts"],
                 "ffs": syn["ffs"],
                 "brams": syn["brams"],
-                "fmax_mhz": round(pnr["fmax_mhz"], 2),
+                "synth_key": key,
+                "netlist": base64.b64encode(zlib.compress((entry / "netlist.json").read_bytes(), 6)).decode(),
             }
         )
+    return {"routers": routers}
+
+
+def fpga_point(point: dict, synthesis: dict | None = None) -> dict:
+    """Every distinct router of the network placed and routed for an ECP5 with the point's nextpnr seed
+    (rtl/flow/ecp5.py, as ``equimesh fpga`` with one seed): per router LUT4s, flip-flops and Fmax;
+    the network's Fmax is its slowest router's.
+
+    Parameters
+    ----------
+    point : dict
+        An ``fpga`` point.
+    synthesis : dict, optional
+        Its design's :func:`fpga_synthesis` (a task of its own on a cluster); computed here if not given.
+
+    Returns
+    -------
+    dict
+        ``fmax_mhz`` (slowest router), ``luts`` and ``ffs`` (largest router), and ``routers``.
+    """
+    import tempfile
+    from pathlib import Path
+
+    from ...rtl.flow.ecp5 import Target, place_and_route
+
+    synthesis = synthesis or fpga_synthesis(point)
+    o = point["options"]
+    target = Target(o["part"], o["package"], o["speed"], o["clock_mhz"])
+    routers = []
+    for r in synthesis["routers"]:
+        with tempfile.TemporaryDirectory() as d:
+            (Path(d) / "netlist.json").write_bytes(zlib.decompress(base64.b64decode(r["netlist"])))
+            pnr = json.loads(
+                (place_and_route(r["name"], r["synth_key"], Path(d), target, point["seed"]) / "result.json").read_text()
+            )
+        keep = ("name", "ports", "nodes", "luts", "ffs", "brams")
+        routers.append({**{k: r[k] for k in keep}, "fmax_mhz": round(pnr["fmax_mhz"], 2)})
     return {
         "fmax_mhz": min(x["fmax_mhz"] for x in routers),
         "luts": max(x["luts"] for x in routers),
@@ -244,6 +295,9 @@ POINT_FUNCTIONS = {
     "llm": llm_point,
     "optree": optree_point,
 }
+# Commands whose points share a stage: command -> (stage name, the stage's function, the axes it does
+# not depend on). A sweep runs the stage once per group of points and passes its result to each.
+SHARED = {"fpga": ("fpga-synthesis", fpga_synthesis, ("seed",))}
 
 
 def _one_line(e: BaseException) -> str:
@@ -251,8 +305,8 @@ def _one_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {text}"[:500]
 
 
-def run_point(point: dict) -> dict:
-    """Run one point in this process; never raises.
+def shared_key(point: dict) -> str | None:
+    """The key of the stage a point shares with others (:data:`SHARED`), or None if it has none.
 
     Parameters
     ----------
@@ -261,14 +315,23 @@ def run_point(point: dict) -> dict:
 
     Returns
     -------
-    dict
-        ``{"result": {...}, "seconds", "host", "pid"}``, or ``{"error": one line, "traceback", ...}``
-        when the library raised (a bad combination, a tool crash).
+    str or None
+        ``<stage>-<24 hex digits>``: the stage's name and the :func:`.plan.point_key` of the point
+        without the axes the stage does not depend on (an ``fpga`` point's seed).
     """
+    from .plan import point_key
+
+    if point["command"] not in SHARED:
+        return None
+    stage, _, free = SHARED[point["command"]]
+    return f"{stage}-{point_key({k: v for k, v in point.items() if k not in free})}"
+
+
+def _outcome(call) -> dict:
     t0 = time.perf_counter()
     out = {"host": os.uname().nodename, "pid": os.getpid()}
     try:
-        out["result"] = POINT_FUNCTIONS[point["command"]](point)
+        out["result"] = call()
     except MemoryError:
         out["error"] = "MemoryError: the point exceeded its memory limit"
     except Exception as e:  # noqa: BLE001 -- every failure of a point is a stored result, not a crash
@@ -278,6 +341,47 @@ def run_point(point: dict) -> dict:
     return out
 
 
+def run_shared(point: dict) -> dict:
+    """Run the stage that ``point`` shares with others (:data:`SHARED`) in this process; never raises.
+
+    Parameters
+    ----------
+    point : dict
+        A point whose command has a shared stage.
+
+    Returns
+    -------
+    dict
+        As :func:`run_point`: ``{"result": ...}`` for :func:`run_point`'s ``shared``, or ``{"error"}``.
+    """
+    return _outcome(lambda: SHARED[point["command"]][1](point))
+
+
+def run_point(point: dict, shared: dict | None = None) -> dict:
+    """Run one point in this process; never raises.
+
+    Parameters
+    ----------
+    point : dict
+        A point of :meth:`.plan.Plan.points`.
+    shared : dict, optional
+        The outcome of :func:`run_shared` for this point's shared stage: its result is passed on (a
+        failed stage fails the point with the stage's error). Without it the point computes the stage.
+
+    Returns
+    -------
+    dict
+        ``{"result": {...}, "seconds", "host", "pid"}``, or ``{"error": one line, "traceback", ...}``
+        when the library raised (a bad combination, a tool crash).
+    """
+    function = POINT_FUNCTIONS[point["command"]]
+    if shared is None:
+        return _outcome(lambda: function(point))
+    if "error" in shared:
+        return {**shared, "seconds": 0.0}
+    return _outcome(lambda: function(point, shared["result"]))
+
+
 def _limit(memory_mb: int | None):
     if memory_mb is None:
         return None
@@ -285,9 +389,11 @@ def _limit(memory_mb: int | None):
     return lambda: resource.setrlimit(resource.RLIMIT_AS, (size, size))
 
 
-def run_isolated(point: dict, timeout: float | None = None, memory_mb: int | None = None) -> dict:
-    """:func:`run_point` in a child Python process: a point that hangs or swells fails alone, and its
-    worker lives on.
+def run_isolated(
+    point: dict, timeout: float | None = None, memory_mb: int | None = None, shared: dict | None = None, stage=False
+) -> dict:
+    """:func:`run_point` (or with ``stage`` :func:`run_shared`) in a child Python process: a point that
+    hangs or swells fails alone, and its worker lives on.
 
     Parameters
     ----------
@@ -297,6 +403,10 @@ def run_isolated(point: dict, timeout: float | None = None, memory_mb: int | Non
         Seconds before the child is killed (the outcome is then ``"timeout after T s"``).
     memory_mb : int, optional
         The child's address-space limit in MiB (``RLIMIT_AS``).
+    shared : dict, optional
+        As for :func:`run_point`.
+    stage : bool
+        Run the point's shared stage instead of the point.
 
     Returns
     -------
@@ -304,34 +414,29 @@ def run_isolated(point: dict, timeout: float | None = None, memory_mb: int | Non
         As :func:`run_point`.
     """
     t0 = time.perf_counter()
+    where = {"host": os.uname().nodename, "pid": os.getpid()}
     try:
         proc = subprocess.run(
             [sys.executable, "-m", __name__],
-            input=json.dumps(point),
+            input=json.dumps({"point": point, "shared": shared, "stage": stage}),
             capture_output=True,
             text=True,
             timeout=timeout,
             preexec_fn=_limit(memory_mb),
         )
     except subprocess.TimeoutExpired:
-        return {
-            "error": f"timeout after {timeout:g} s",
-            "seconds": round(time.perf_counter() - t0, 3),
-            "host": os.uname().nodename,
-            "pid": os.getpid(),
-        }
+        return {"error": f"timeout after {timeout:g} s", "seconds": round(time.perf_counter() - t0, 3), **where}
     if proc.returncode != 0 or not proc.stdout.strip():
         tail = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
         return {
             "error": f"the point's process died ({proc.returncode}): {tail}"[:500],
             "seconds": round(time.perf_counter() - t0, 3),
-            "host": os.uname().nodename,
-            "pid": os.getpid(),
+            **where,
         }
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 if __name__ == "__main__":  # the child of run_isolated: a point as JSON on stdin, its outcome on stdout
-    _point = json.loads(sys.stdin.read())
-    _out = run_point(_point)
+    _job = json.loads(sys.stdin.read())
+    _out = run_shared(_job["point"]) if _job["stage"] else run_point(_job["point"], _job["shared"])
     print(json.dumps(_out, default=str))

@@ -2,7 +2,9 @@
 ``LocalCluster`` sized to the machine (docs/sweeps.md "Running").
 
 Every point missing from the store is one Dask task calling :func:`.points.run_point` (or
-:func:`.points.run_isolated` under a timeout or memory limit). The tasks return their outcomes to this
+:func:`.points.run_isolated` under a timeout or memory limit). Points that share a stage
+(:data:`.points.SHARED`: the seeds of one ``fpga`` design share its synthesis) depend on one task that
+runs the stage once, so that parallel workers never repeat it. The tasks return their outcomes to this
 process, the client, which alone writes the store as each finishes: a sweep that is stopped keeps what
 it finished, and is resumed by running it again. A worker that dies has its tasks rescheduled on the
 others by the Dask scheduler (up to its ``allowed-failures``); a task whose workers kept dying is stored
@@ -17,10 +19,20 @@ import uuid
 from dataclasses import dataclass
 
 from .plan import point_key
-from .points import run_isolated, run_point
+from .points import run_isolated, run_point, run_shared, shared_key
 from .store import Store
 
-__all__ = ["CONNECT_TIMEOUT", "ClusterError", "Counts", "connect", "local_cluster", "run_sweep", "task"]
+__all__ = [
+    "CONNECT_TIMEOUT",
+    "ClusterError",
+    "Counts",
+    "connect",
+    "local_cluster",
+    "run_serial",
+    "run_sweep",
+    "shared_task",
+    "task",
+]
 
 
 class ClusterError(RuntimeError):
@@ -81,11 +93,49 @@ def local_cluster(workers: int | None = None, memory_limit: str | None = None, p
     return cluster, Client(cluster, set_as_default=False)
 
 
-def task(point: dict, timeout: float | None, memory_mb: int | None) -> dict:
-    """One point, run on a worker: isolated in a child process when it has a timeout or memory limit."""
+def task(point: dict, timeout: float | None, memory_mb: int | None, shared: dict | None = None) -> dict:
+    """One point, run on a worker: isolated in a child process when it has a timeout or memory limit.
+    ``shared`` is the outcome of its :func:`shared_task`, a task it depends on."""
     if timeout is None and memory_mb is None:
-        return run_point(point)
-    return run_isolated(point, timeout, memory_mb)
+        return run_point(point, shared)
+    return run_isolated(point, timeout, memory_mb, shared)
+
+
+def shared_task(point: dict, timeout: float | None, memory_mb: int | None) -> dict:
+    """The stage a group of points shares (:data:`.points.SHARED`; an ``fpga`` design's synthesis, which
+    all its seeds place and route), run once on a worker, under the points' limits."""
+    if timeout is None and memory_mb is None:
+        return run_shared(point)
+    return run_isolated(point, timeout, memory_mb, stage=True)
+
+
+def run_serial(points: list[dict], progress=None) -> dict[str, dict]:
+    """The points one after another in this process, each shared stage once (as on a cluster): the
+    baseline of ``equimesh bench sweep``.
+
+    Parameters
+    ----------
+    points : list of dict
+        Points of :meth:`.plan.Plan.points`.
+    progress : callable, optional
+        ``progress(done, total)`` after each point.
+
+    Returns
+    -------
+    dict
+        Point key -> outcome (:func:`.points.run_point`).
+    """
+    keyed = {point_key(p): p for p in points}
+    shared: dict[str, dict] = {}
+    out = {}
+    for k, p in keyed.items():
+        s = shared_key(p)
+        if s is not None and s not in shared:
+            shared[s] = run_shared(p)
+        out[k] = run_point(p, shared.get(s))
+        if progress:
+            progress(len(out), len(keyed))
+    return out
 
 
 @dataclass
@@ -155,10 +205,27 @@ def run_sweep(
     counts = Counts(len(keyed), skipped=len(have & set(keyed)))
     todo = {k: p for k, p in keyed.items() if k not in have}
     run = uuid.uuid4().hex[:8]  # a resumed sweep's tasks never meet the cancelled ones of its last run
+    shared = {}  # a stage shared by several points: one task that their tasks depend on
+    for p in todo.values():
+        s = shared_key(p)
+        if s is not None and s not in shared:
+            shared[s] = client.submit(
+                shared_task, p, timeout, memory_mb, key=f"sweep-shared-{s}-{run}", pure=False, retries=retries
+            )
     futures = {
-        client.submit(task, p, timeout, memory_mb, key=f"sweep-point-{k}-{run}", pure=False, retries=retries): k
+        client.submit(
+            task,
+            p,
+            timeout,
+            memory_mb,
+            shared.get(shared_key(p)),
+            key=f"sweep-point-{k}-{run}",
+            pure=False,
+            retries=retries,
+        ): k
         for k, p in todo.items()
     }
+    del shared  # each stage's result lives on while the points that depend on it wait
     pending = dict(futures)
     last = None
     try:
