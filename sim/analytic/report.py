@@ -260,8 +260,8 @@ def bounds_table() -> str:
     Returns
     -------
     str
-        A Markdown table, one row per shape of :data:`FIG_SHAPES`: mesh and EquiMesh minimum in-degree and link count, and
-        the overlapped AllReduce's link-count bound on each.
+        A Markdown table, one row per shape of :data:`FIG_SHAPES`: mesh and EquiMesh minimum in-degree and link
+        count, and the overlapped AllReduce's link-count bound on each.
     """
     rows = []
     for r, c in FIG_SHAPES:
