@@ -287,8 +287,6 @@ def cpsat(topo: Topology, chunks: int, lanes: bool, time_limit: float, progress)
         Seconds in all, split in two halves.
     progress : callable or None
         ``progress(done, total)``, passed to XTree.
-    counts : numpy.ndarray or None
-        A skewed AllToAll's chunks per (source, destination), at most ``chunks`` each; None: uniform.
 
     Returns
     -------
@@ -324,8 +322,6 @@ def allgather(topo: Topology, chunks: int, algorithm: str, lanes: bool, time_lim
         Seconds for the ``repair`` and ``optimal`` solvers.
     progress : callable or None
         ``progress(done, total)``, passed to XTree.
-    counts : numpy.ndarray or None
-        A skewed AllToAll's chunks per (source, destination), at most ``chunks`` each; None: uniform.
 
     Returns
     -------

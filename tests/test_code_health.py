@@ -260,3 +260,39 @@ def test_docstring_rule_sees_a_missing_section():
     ).body
     assert _missing_sections(bare) == ["Parameters", "Returns"]
     assert _missing_sections(full) == []
+
+
+def _documented_parameters(doc: str | None) -> list[str]:
+    """The names a numpy Parameters section lists (``rows, cols : int`` lists two, ``**context`` one)."""
+    lines, names, inside = (doc or "").splitlines(), [], False
+    for line, below in zip(lines, lines[1:] + [""]):
+        if line.strip() and below.strip() and set(below.strip()) == {"-"}:
+            inside = line.strip() == "Parameters"
+        elif inside and line and not line[0].isspace() and set(line.strip()) != {"-"}:
+            names += [x.strip().lstrip("*") for x in line.split(" : ")[0].split(",")]
+    return names
+
+
+def test_documented_parameters_exist():
+    """Every name in a Parameters section is a parameter of the function (for a class: of its constructor, or
+    one of its fields), as mkdocstrings' griffe checks in ``make docs``."""
+    wrong = []
+    for p in SOURCES:
+        for n in ast.walk(_module(p)):
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                params = _parameters(n)
+            elif isinstance(n, ast.ClassDef):
+                init = next((m for m in n.body if isinstance(m, ast.FunctionDef) and m.name == "__init__"), None)
+                params = (
+                    _parameters(init, method=True)
+                    if init
+                    else [
+                        m.target.id for m in n.body if isinstance(m, ast.AnnAssign) and isinstance(m.target, ast.Name)
+                    ]
+                )
+            else:
+                continue
+            extra = [x for x in _documented_parameters(ast.get_docstring(n)) if x not in params]
+            if extra:
+                wrong.append(f"{p.relative_to(ROOT)}:{n.lineno} {n.name}: {', '.join(extra)} not in the signature")
+    assert not wrong, "\n".join(wrong)
