@@ -179,12 +179,12 @@ def cmd_report(args) -> int:
     """
     from pathlib import Path
 
-    from .sim.analytic.report import write_report
+    from .sim.analytic.report import PAGES, write_report
 
     out = Path(args.out)
     with writing(f"the report under {out}"):
         path = write_report(out, log=lambda msg: print(f"report: {msg}", file=sys.stderr, flush=True))
-    print(f"wrote {path} and {out / 'figures'}")
+    print(f"wrote {', '.join(str(path.parent / page) for page in PAGES)} and {out / 'figures'}")
     return 0
 
 

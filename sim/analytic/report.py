@@ -31,6 +31,7 @@ from .llm import DEFAULT_MICRO_BATCH, DEFAULT_SEQ_LEN, PROPOSED, evaluate_models
 __all__ = [
     "FIG_SHAPES",
     "KSWEEP",
+    "PAGES",
     "bounds_table",
     "chunk_sweep",
     "compare_section",
@@ -50,6 +51,13 @@ __all__ = [
 
 FIG_SHAPES = ((8, 8), (5, 11))
 KSWEEP = (1, 2, 4, 8, 16)
+# The report's pages, each rendered from its template with the one context of a run: the main page
+# (Figs. 7/8, overlap, chunk count), Fig. 9, and the link failures and cross-checks.
+PAGES = {
+    "evaluation.md": "evaluation.md.j2",
+    "evaluation-llm.md": "evaluation-llm.md.j2",
+    "evaluation-checks.md": "evaluation-checks.md.j2",
+}
 
 
 def _plt():
@@ -898,19 +906,20 @@ def render(template: str, **context) -> str:
 
 
 def write_report(out: Path, log=lambda s: None) -> Path:
-    """Write the evaluation report: every section measured in one run, rendered from a template.
+    """Write the evaluation report: every section measured in one run, rendered from the templates of
+    :data:`PAGES` (one context, so the pages share the run's stamp and numbers).
 
     Parameters
     ----------
     out : Path
-        The directory for ``evaluation.md``, ``figures/*.png`` and ``figures/evaluation.json``.
+        The directory for the pages of :data:`PAGES`, ``figures/*.png`` and ``figures/evaluation.json``.
     log : callable
         Receives a line per section as it starts.
 
     Returns
     -------
     Path
-        ``out/evaluation.md``.
+        ``out/evaluation.md``, the main page; the others are beside it.
     """
     (out / "figures").mkdir(parents=True, exist_ok=True)
     model = LinkModel()
@@ -948,7 +957,8 @@ def write_report(out: Path, log=lambda s: None) -> Path:
         latency=LATENCY[DEFAULT_PIPELINE],
     )
     context["seconds"] = f"{time.perf_counter() - t0:.0f}"
-    (out / "evaluation.md").write_text(render("evaluation.md.j2", **context))
+    for page, template in PAGES.items():
+        (out / page).write_text(render(template, **context))
     for v in figs["figs"].values():
         v.pop("_curves")
     (out / "figures/evaluation.json").write_text(
