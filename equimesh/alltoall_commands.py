@@ -66,6 +66,20 @@ def _rows(sizes, k):
 
 
 def cmd_bench_alltoall(args) -> int:
+    """``equimesh bench alltoall``: per size and topology kind, the AllToAll schedule's steps against the
+    cut bound (:func:`equimesh.schedules.alltoall.lower_bound`), its binding term and efficiency, the ratio
+    to EquiMesh and, on mesh and torus, the alpha-beta time over seed 003's formula.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``equimesh bench alltoall`` (:func:`register`).
+
+    Returns
+    -------
+    int
+        The exit status: 0; bad input raises :class:`UsageError` or :class:`InputError` (one line).
+    """
     try:
         sizes = parse_sizes(args.sizes)
     except TopologyError as e:
@@ -105,6 +119,15 @@ def cmd_bench_alltoall(args) -> int:
 
 
 def register(sub, bench) -> None:
+    """Add the ``alltoall`` benchmark (this module adds no top-level command).
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The ``equimesh`` subcommands.
+    bench : argparse._SubParsersAction
+        The ``equimesh bench`` subcommands.
+    """
     del sub  # this module adds a benchmark only
     p = bench.add_parser("alltoall", help="AllToAll cut-bound table: steps, bound, binding term, ratio to EquiMesh")
     p.add_argument("--sizes", default="8x8,16x16", help="comma-separated RxC (default 8x8,16x16)")

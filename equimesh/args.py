@@ -40,7 +40,18 @@ COLLECTIVES = ("allgather", "reducescatter", "allreduce")
 
 def count(lo: int, hi: int):
     """An argparse ``type``: an integer in ``lo..hi``; anything else is the parser's one-line error
-    ("argument --chunks: must be 1..16777216 (got 0)"), never a value that later exhausts memory."""
+    ("argument --chunks: must be 1..16777216 (got 0)"), never a value that later exhausts memory.
+
+    Parameters
+    ----------
+    lo, hi : int
+        The smallest and largest value accepted (both included).
+
+    Returns
+    -------
+    callable
+        ``text -> int``, raising :class:`argparse.ArgumentTypeError` outside ``lo..hi``.
+    """
 
     def integer(text: str) -> int:
         try:
@@ -55,7 +66,18 @@ def count(lo: int, hi: int):
 
 
 def seconds(text: str) -> float:
-    """An argparse ``type``: a time limit in seconds, finite and > 0; anything else is the parser's one-line error."""
+    """An argparse ``type``: a time limit in seconds, finite and > 0; anything else is the parser's one-line error.
+
+    Parameters
+    ----------
+    text : str
+        The option's value as typed.
+
+    Returns
+    -------
+    float
+        The limit in seconds.
+    """
     try:
         value = float(text)
     except ValueError:
@@ -66,13 +88,32 @@ def seconds(text: str) -> float:
 
 
 def writable(path: str | Path) -> None:
-    """Make ``path``'s folder, or raise one InputError line, before any long work that ends by writing it."""
+    """Make ``path``'s folder, or raise one InputError line, before any long work that ends by writing it.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The file the command will write.
+    """
     with writing(path):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
 
 
 def items(text: str, option: str) -> list[str]:
-    """The comma-separated items of ``option``'s value, stripped; an empty item is an error, never dropped."""
+    """The comma-separated items of ``option``'s value, stripped; an empty item is an error, never dropped.
+
+    Parameters
+    ----------
+    text : str
+        The option's value.
+    option : str
+        The option's name, for the error line (``"--kinds"``).
+
+    Returns
+    -------
+    list of str
+        The items in order.
+    """
     parts = [t.strip() for t in text.split(",")]
     if not all(parts):
         raise UsageError(f"{option} has an empty item (got {text!r})")
@@ -80,7 +121,22 @@ def items(text: str, option: str) -> list[str]:
 
 
 def count_list(text: str, option: str, lo: int = 1, hi: int = schedfile.MAX_CHUNKS) -> list[int]:
-    """A comma-separated list of integers in ``lo..hi`` (``--chunks 1,4``)."""
+    """A comma-separated list of integers in ``lo..hi`` (``--chunks 1,4``).
+
+    Parameters
+    ----------
+    text : str
+        The option's value.
+    option : str
+        The option's name, for the error line.
+    lo, hi : int
+        The range of each item (both included); by default 1 .. the chunks a schedule file may declare.
+
+    Returns
+    -------
+    list of int
+        The items in order.
+    """
     convert = count(lo, hi)
     try:
         return [convert(t) for t in items(text, option)]
@@ -89,7 +145,20 @@ def count_list(text: str, option: str, lo: int = 1, hi: int = schedfile.MAX_CHUN
 
 
 def size_list(text: str, option: str = "--sizes") -> list[tuple[int, int]]:
-    """A comma-separated list of RxC sizes, each side 2..MAX_SIDE (``--sizes 4x4,8x8``; :func:`parse_sizes`)."""
+    """A comma-separated list of RxC sizes, each side 2..MAX_SIDE (``--sizes 4x4,8x8``; :func:`parse_sizes`).
+
+    Parameters
+    ----------
+    text : str
+        The option's value.
+    option : str
+        The option's name, for the error line.
+
+    Returns
+    -------
+    list of tuple of int
+        ``(rows, cols)`` per item, in order.
+    """
     try:
         return parse_sizes(",".join(items(text, option)), option)
     except TopologyError as e:
@@ -103,6 +172,14 @@ PAYLOAD_FLITS = count(1, MAX_PAYLOAD_FLITS)  # --payload-flits: a packet's paylo
 
 
 def add_topology_args(p) -> None:
+    """``--kind``, ``--rows``, ``--cols`` and ``--ring-dirs``: the topology of seed 000 Section III
+    (Algorithm 1's edge rings for the EquiMesh kinds) that a command builds.
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+        The command's parser.
+    """
     p.add_argument("--kind", default="equimesh", help=f"topology kind: {', '.join(KINDS)} (default equimesh)")
     p.add_argument("--rows", type=SIDE, default=4, help=f"mesh rows R, 2..{MAX_SIDE} (default 4)")
     p.add_argument("--cols", type=SIDE, default=4, help=f"mesh columns C, 2..{MAX_SIDE} (default 4)")
@@ -117,6 +194,21 @@ def add_topology_args(p) -> None:
 
 
 def topology_from_args(args, ring_dirs: str | None = None):
+    """The topology named by :func:`add_topology_args`'s options; a bad kind, size or ring-direction
+    string is one :class:`UsageError` line.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed options with ``kind``, ``rows``, ``cols`` and ``ring_dirs``.
+    ring_dirs : str, optional
+        Ring directions that override ``args.ring_dirs`` (``"default"``, ``"auto"`` or four letters a/c).
+
+    Returns
+    -------
+    Topology
+        The built topology.
+    """
     try:
         return build(
             args.kind,
@@ -129,7 +221,19 @@ def topology_from_args(args, ring_dirs: str | None = None):
 
 
 def load_image(args):
-    """Topology, schedule (synthesized or --schedule FILE) and its compiled ROM image."""
+    """Topology, schedule (synthesized or --schedule FILE) and its compiled ROM image.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed :func:`add_run_args` options, and ``schedule`` (a file, or None to synthesize one).
+
+    Returns
+    -------
+    tuple
+        ``(topology, schedule, image)``: the :class:`Topology`, the :class:`Schedule` and its
+        :class:`NetworkImage` for ``args.chunk_flits`` flits per chunk.
+    """
     topo = topology_from_args(args)
     if getattr(args, "schedule", None):
         try:
@@ -153,7 +257,13 @@ def load_image(args):
 
 
 def add_pipeline_arg(p) -> None:
-    """``--pipeline``: the routers' pipeline depth (rtl/router.py; docs/rtl.md "Timing")."""
+    """``--pipeline``: the routers' pipeline depth (rtl/router.py; docs/rtl.md "Timing").
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+        The command's parser.
+    """
     from .rtl.timing import DEFAULT_PIPELINE, PIPELINES
 
     p.add_argument(
@@ -169,6 +279,16 @@ def add_pipeline_arg(p) -> None:
 
 
 def add_run_args(p, collective_default: str | None) -> None:
+    """The topology options, and a collective's run: ``--chunks`` K (chunks per shard), ``--chunk-flits``
+    F (flits per chunk) and ``--collective`` (seed 000 Section III-A).
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+        The command's parser.
+    collective_default : str or None
+        ``--collective``'s default; None when a ``--schedule`` file may name it instead.
+    """
     add_topology_args(p)
     p.add_argument("--chunks", type=CHUNKS, default=4, help="chunks per shard K >= 1 (default 4)")
     p.add_argument(
@@ -180,7 +300,20 @@ def add_run_args(p, collective_default: str | None) -> None:
 
 
 def table_from_args(args, topo):
-    """``--routing``: an algorithm name, or a table file written by ``equimesh routing --out``."""
+    """``--routing``: an algorithm name, or a table file written by ``equimesh routing --out``.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed options with ``routing``.
+    topo : Topology
+        The topology the table must route.
+
+    Returns
+    -------
+    ForwardingTable
+        The forwarding table; a file for another topology is one :class:`InputError` line.
+    """
     if args.routing in ALGORITHMS:
         try:
             return forwarding_table(topo, args.routing)

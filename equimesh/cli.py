@@ -18,6 +18,14 @@ class _Parser(argparse.ArgumentParser):
 
 
 def make_parser() -> argparse.ArgumentParser:
+    """The ``equimesh`` parser: every command module registers its subcommands, and its benchmarks under
+    ``equimesh bench``; ``bench all`` runs :data:`RESULTS`.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        The parser; a usage error raises :class:`UsageError` (one line, exit 2) instead of exiting.
+    """
     p = _Parser(
         prog="equimesh", description="EquiMesh / XTree collective networks: topologies, schedules, RTL, simulation."
     )
@@ -118,7 +126,18 @@ RESULTS = (
 
 
 def cmd_bench_all(args) -> int:
-    """Run every entry of ``RESULTS`` and write their output, with the command and time of each, to one page."""
+    """Run every entry of ``RESULTS`` and write their output, with the command and time of each, to one page.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        ``markdown``: the page to write (``docs/results.md`` by default).
+
+    Returns
+    -------
+    int
+        The exit status: 0, or 1 when any benchmark exited non-zero.
+    """
     import contextlib
     import io
     import os
@@ -154,6 +173,19 @@ def cmd_bench_all(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one ``equimesh`` command; bad input is one line on stderr and a non-zero exit, never a traceback
+    (``equimesh/errors.py``).
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments after ``equimesh``; by default ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        The exit status: the command's, 2 for a usage error, 1 for bad input, 130 when interrupted.
+    """
     try:
         args = make_parser().parse_args(argv)
         return int(args.func(args) or 0)

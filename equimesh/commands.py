@@ -37,6 +37,19 @@ __all__ = [
 
 
 def cmd_topology(args) -> int:
+    """``equimesh topology``: build a topology (seed 000 Section III, Algorithm 1 for the EquiMesh kinds) and
+    print its nodes, links, diameter, degrees, routers by port count and crossbar crosspoints (sum of P^2).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``equimesh topology`` (:func:`register`).
+
+    Returns
+    -------
+    int
+        The exit status, 0; bad input raises :class:`UsageError` or :class:`InputError` (one line).
+    """
     t = topology_from_args(args)
     s = t.summary()
     if args.json:
@@ -93,6 +106,21 @@ LANE_AWARE = ("auto", "ring", "split", "xtree", "xtree-matching", "xtree-paper",
 
 
 def cmd_schedule(args) -> int:
+    """``equimesh schedule``: synthesize a collective schedule (:func:`synthesize`; XTree is seed 000
+    Algorithm 2, MirrorXTree Algorithm 3), verify it, check the lane rule when ``--storage lanes``, and print its
+    steps against the lower bound (Section III-A). ``--ring-dirs auto`` tries the 16 ring directions and keeps
+    the shortest; ``--out`` writes the schedule file.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``equimesh schedule`` (:func:`register`).
+
+    Returns
+    -------
+    int
+        The exit status, 0; bad input raises :class:`UsageError` or :class:`InputError` (one line).
+    """
     if not 0 < args.time_limit < float("inf"):
         raise UsageError(f"--time-limit must be > 0 (got {args.time_limit})")
     if args.overlap:
@@ -196,6 +224,19 @@ def cmd_schedule(args) -> int:
 
 
 def cmd_verify(args) -> int:
+    """``equimesh verify``: load a schedule file and check it against its topology and the collective's
+    semantics (:func:`verify`).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``equimesh verify`` (``file``: the schedule file).
+
+    Returns
+    -------
+    int
+        The exit status, 0; bad input raises :class:`UsageError` or :class:`InputError` (one line).
+    """
     try:
         sched = schedfile.load(args.file)
         verify(sched)
@@ -209,6 +250,15 @@ def cmd_verify(args) -> int:
 
 
 def register(sub, bench) -> None:
+    """Add ``topology``, ``schedule``, ``verify`` and ``demo``, and the ``schedules`` and ``optimal`` benchmarks.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The ``equimesh`` subcommands.
+    bench : argparse._SubParsersAction
+        The ``equimesh bench`` subcommands.
+    """
     p = sub.add_parser("topology", help="build a topology and report degrees, ports, crosspoints, diameter")
     add_topology_args(p)
     p.add_argument("--json", action="store_true", help="machine-readable summary")
@@ -299,7 +349,18 @@ def _save_table(lines: list[str], out: str | None) -> None:
 
 
 def cmd_bench_schedules(args) -> int:
-    """Steps, bound, efficiency and synthesis seconds per algorithm across kinds and sizes (every schedule verified)."""
+    """Steps, bound, efficiency and synthesis seconds per algorithm across kinds and sizes (every schedule verified).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``equimesh bench schedules`` (:func:`register_bench`).
+
+    Returns
+    -------
+    int
+        The exit status, 0; bad input raises :class:`UsageError` or :class:`InputError` (one line).
+    """
     sizes, chunks = size_list(args.sizes), count_list(args.chunks, "--chunks")
     kinds = items(args.kinds, "--kinds")
     for k in kinds:
@@ -378,6 +439,13 @@ BENCH_ALGORITHMS = ("auto", "ring", "xtree", "xtree-matching", "xtree-paper", "m
 
 
 def register_bench(sub) -> None:
+    """Add ``equimesh bench schedules`` (:func:`cmd_bench_schedules`).
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The ``equimesh bench`` subcommands, as :func:`equimesh.cli.make_parser` makes them.
+    """
     p = sub.add_parser("schedules", help="steps, bound, efficiency and seconds of schedule synthesis")
     p.add_argument("--kinds", default=",".join(BENCH_KINDS))
     p.add_argument("--sizes", default=",".join(BENCH_SIZES), help="comma-separated RxC sizes")
@@ -400,7 +468,18 @@ def register_bench(sub) -> None:
 
 
 def cmd_bench_optimal(args) -> int:
-    """XTree against an exact solver: proven optimum (or the proven lower limit on a timeout) per size."""
+    """XTree against an exact solver: proven optimum (or the proven lower limit on a timeout) per size.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``equimesh bench optimal`` (:func:`register_bench_optimal`).
+
+    Returns
+    -------
+    int
+        The exit status, 0; bad input raises :class:`UsageError` or :class:`InputError` (one line).
+    """
     from .schedules.methods.cpsat import exact
     from .schedules.methods.optimal import optimal
     from .schedules.methods.xtree import xtree
@@ -434,6 +513,13 @@ def cmd_bench_optimal(args) -> int:
 
 
 def register_bench_optimal(sub) -> None:
+    """Add ``equimesh bench optimal`` (:func:`cmd_bench_optimal`).
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The ``equimesh bench`` subcommands, as :func:`equimesh.cli.make_parser` makes them.
+    """
     p = sub.add_parser("optimal", help="XTree's steps against the exact solver's proven optimum")
     p.add_argument("--kind", default="equimesh", choices=KINDS)
     p.add_argument("--sizes", default="2x3,3x3,3x4,4x4,4x5,5x5")
@@ -451,7 +537,18 @@ def register_bench_optimal(sub) -> None:
 
 
 def cmd_demo(args) -> int:
-    """The main job's schedule part: the best valid schedule (auto) on the 4x4 EquiMesh, mesh and overflow mesh."""
+    """The main job's schedule part: the best valid schedule (auto) on the 4x4 EquiMesh, mesh and overflow mesh.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``equimesh demo`` (:func:`register_demo`).
+
+    Returns
+    -------
+    int
+        The exit status, 0; bad input raises :class:`UsageError` or :class:`InputError` (one line).
+    """
     out = Path(args.out)
     with writing(out):
         out.mkdir(parents=True, exist_ok=True)
@@ -488,6 +585,13 @@ def cmd_demo(args) -> int:
 
 
 def register_demo(sub) -> None:
+    """Add ``equimesh demo`` (:func:`cmd_demo`).
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The ``equimesh`` subcommands, as :func:`equimesh.cli.make_parser` makes them.
+    """
     p = sub.add_parser(
         "demo", help="synthesize and verify the best schedules on mesh, EquiMesh and overflow; print the table"
     )

@@ -19,7 +19,13 @@ class InputError(Exception):
 
 @contextmanager
 def writing(what):
-    """Turn an OSError raised while writing ``what`` (a path) into one InputError line."""
+    """Turn an OSError raised while writing ``what`` (a path) into one InputError line.
+
+    Parameters
+    ----------
+    what : str or pathlib.Path
+        The file being written, named in the error line.
+    """
     try:
         yield
     except OSError as e:

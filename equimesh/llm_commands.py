@@ -23,6 +23,19 @@ __all__ = ["cmd_llm", "register"]
 
 
 def cmd_llm(args) -> int:
+    """``equimesh llm``: the end-to-end forward and backward time of each LLM with sequence and tensor
+    parallelism on an R x C array (seed 000 Section V-C, Table I, Fig. 9; :mod:`equimesh.sim.analytic.llm`).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``equimesh llm`` (:func:`register`).
+
+    Returns
+    -------
+    int
+        The exit status: 0; bad input raises :class:`UsageError` or :class:`InputError` (one line).
+    """
     if args.seq_len < 1 or args.micro_batch < 1:
         raise UsageError(f"--seq-len and --micro-batch must be >= 1 (got {args.seq_len}, {args.micro_batch})")
     if not 0 < args.mfu <= 1:
@@ -85,6 +98,13 @@ def cmd_llm(args) -> int:
 
 
 def register(sub) -> None:
+    """Add ``equimesh llm`` (:func:`cmd_llm`).
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The ``equimesh`` subcommands, as :func:`equimesh.cli.make_parser` makes them.
+    """
     p = sub.add_parser("llm", help="end-to-end LLM forward/backward time with SP + TP (seed 000, Fig. 9)")
     p.add_argument("--model", default="all", help="a model name from the model file, or all (default)")
     p.add_argument("--models-file", default=str(MODELS_FILE), help="model shapes (JSON; default: the four of Fig. 9)")

@@ -22,6 +22,20 @@ def _radices(text: str) -> list[int]:
 
 
 def cmd_optree(args) -> int:
+    """``equimesh optree``: OpTree AllGather on an optical ring of N nodes and w wavelengths (seed 002):
+    the step formulas (Section IV-A, Table 1, Theorem 1, Lemma 3's k*), a verified lightpath schedule, optionally
+    the torus extension (Section VI) and, for the optical parameters given, Eqs. 4-9 (losses, power, crosstalk, SNR, BER).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``equimesh optree`` (:func:`register`).
+
+    Returns
+    -------
+    int
+        The exit status: 0; bad input raises :class:`UsageError` or :class:`InputError` (one line).
+    """
     n, w = args.nodes, args.wavelengths
     if n < 2:
         raise UsageError(f"--nodes must be >= 2 (got {n})")
@@ -140,6 +154,19 @@ def _print_extras(out: dict, n: int) -> None:
 
 
 def cmd_optree_report(args) -> int:
+    """``equimesh optree-report``: seed 002's printed figures against their formulas, as a Markdown table;
+    with ``--out`` also Figs. 4-7 as PNGs.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``equimesh optree-report`` (:func:`register`).
+
+    Returns
+    -------
+    int
+        The exit status: 0; bad input raises :class:`UsageError` or :class:`InputError` (one line).
+    """
     checks = report.paper_checks()
     lines = [
         f"# seed 002 printed figures against their formulas ({time.strftime('%Y-%m-%d')})",
@@ -160,6 +187,13 @@ def cmd_optree_report(args) -> int:
 
 
 def register(sub) -> None:
+    """Add ``optree`` and ``optree-report``.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The ``equimesh`` subcommands, as :func:`equimesh.cli.make_parser` makes them.
+    """
     p = sub.add_parser(
         "optree", help="OpTree AllGather on an optical ring (seed 002): step formulas and a verified lightpath schedule"
     )

@@ -16,7 +16,23 @@ SEED_FIGURE = 0.0313  # seed 004 Section 6.4: 1,024 bits of a 4,096-byte payload
 
 def overhead_rows(nodes: int, payloads: list[int], flit_bits: int) -> list[dict]:
     """Per payload size in bytes: the bitmap's share of the payload (the seed's measure) and of the packet's
-    flits (header, ``ceil(nodes / flit_bits)`` bitmap flits, ``payload_bytes * 8 / flit_bits`` payload flits)."""
+    flits (header, ``ceil(nodes / flit_bits)`` bitmap flits, ``payload_bytes * 8 / flit_bits`` payload flits).
+
+    Parameters
+    ----------
+    nodes : int
+        The nodes the destination bitmap names (one bit each; seed 004 Section 6.4).
+    payloads : list of int
+        Payload sizes in bytes, each a whole number of flits.
+    flit_bits : int
+        The flit width in bits.
+
+    Returns
+    -------
+    list of dict
+        Per payload: ``payload_bytes``, ``bitmap_bits``, ``bitmap_flits``, ``packet_flits``, ``share_of_payload``
+        and ``share_of_flits``.
+    """
     rows = []
     for size in payloads:
         if size * 8 % flit_bits:
@@ -36,6 +52,19 @@ def overhead_rows(nodes: int, payloads: list[int], flit_bits: int) -> list[dict]
 
 
 def cmd_bitmap_overhead(args) -> int:
+    """``equimesh bitmap-overhead``: the MultiWrite destination bitmap's share of the payload and of the
+    packet's flits per payload size, beside seed 004 Section 6.4's figure (:func:`overhead_rows`).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``equimesh bitmap-overhead`` (:func:`register`).
+
+    Returns
+    -------
+    int
+        The exit status: 0; bad input raises :class:`UsageError` or :class:`InputError` (one line).
+    """
     payloads = []
     for x in items(args.payloads, "--payloads"):
         try:
@@ -69,6 +98,13 @@ def cmd_bitmap_overhead(args) -> int:
 
 
 def register(sub) -> None:
+    """Add ``equimesh bitmap-overhead`` (:func:`cmd_bitmap_overhead`).
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The ``equimesh`` subcommands, as :func:`equimesh.cli.make_parser` makes them.
+    """
     p = sub.add_parser(
         "bitmap-overhead",
         help="the destination bitmap's share of a MultiWrite's payload and flits (seed 004 Section 6.4)",

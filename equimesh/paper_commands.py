@@ -23,6 +23,13 @@ def cmd_paper(args) -> int:
 
 
 def register(sub) -> None:
+    """Add ``equimesh paper``: write docs/paper.md, the seeds' figures, tables and formulas against equimesh.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The ``equimesh`` subcommands, as :func:`equimesh.cli.make_parser` makes them.
+    """
     p = sub.add_parser(
         "paper",
         help="write docs/paper.md: the seeds' figures, tables and formulas against "

@@ -15,6 +15,19 @@ LOG_EVERY = 10.0  # seconds between plain progress lines when stderr is not a te
 
 
 class Progress:
+    """A progress line for one piece of work: call it with ``(done, total)`` as the work advances, then
+    :meth:`close` it. Nothing is shown for the first ``delay`` seconds, so quick work stays silent.
+
+    Parameters
+    ----------
+    label : str
+        What the work is, printed at the start of the line.
+    delay : float
+        Seconds before the first line is shown (default 1).
+    stream : file, optional
+        Where to write; by default ``sys.stderr``.
+    """
+
     def __init__(self, label: str, delay: float = 1.0, stream=None):
         self.label, self.delay = label, delay
         self.stream = stream if stream is not None else sys.stderr

@@ -46,6 +46,19 @@ __all__ = [
 
 
 def bound_of(sched) -> int:
+    """The lower bound of a schedule's run in steps: the sum over its phases (ReduceScatter, then AllGather
+    for an AllReduce) of seed 000 Section III-A's bound.
+
+    Parameters
+    ----------
+    sched : Schedule
+        The schedule.
+
+    Returns
+    -------
+    int
+        The bound in timesteps.
+    """
     return sum(lower_bound(sched.topology, sched.chunks, p.collective) for p in sched.phases)
 
 
@@ -61,7 +74,28 @@ def _design(args, image):
 
 
 def run_backend(image, backend: str, design=None, vcd=None, label: str = "", model: str = "auto"):
-    """Run a compiled image on ``backend``; missing or failing simulators become one-line errors."""
+    """Run a compiled image on ``backend``; missing or failing simulators become one-line errors.
+
+    Parameters
+    ----------
+    image : NetworkImage
+        The compiled schedule (:func:`compile_schedule`).
+    backend : str
+        ``verilator``, ``icarus`` or ``amaranth`` (:data:`equimesh.sim.backends.BACKENDS`).
+    design : Design, optional
+        The hardware parameters; by default the image's fitted design.
+    vcd : str or pathlib.Path, optional
+        Where to write a waveform.
+    label : str
+        Shown beside the backend on the progress line.
+    model : str
+        The Verilator model kind (``auto``, ``flat``, ``modules``, ``hierarchical``).
+
+    Returns
+    -------
+    RunResult
+        The run, checked bit for bit against the reference model (:func:`equimesh.sim.backends.run_image`).
+    """
     from .sim.backends import run_image
     from .sim.verilator import VerilatorError
     from .sim.verilog_sim import SimulatorMissing
@@ -81,6 +115,21 @@ def run_backend(image, backend: str, design=None, vcd=None, label: str = "", mod
 
 
 def cmd_simulate(args) -> int:
+    """``equimesh simulate``: run one collective cycle by cycle on the RTL, check every node's memory bit
+    for bit against the pure-Python reference, and print cycles and link utilization against the bound;
+    ``--vcd`` writes a waveform and a GTKWave save file.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``equimesh simulate`` (:func:`register`).
+
+    Returns
+    -------
+    int
+        The exit status: 0 when the run is bit exact, else 1; bad input raises :class:`UsageError` or
+        :class:`InputError` (one line).
+    """
     from .sim.waveform import write_gtkw
 
     topo, sched, image = load_image(args)
@@ -167,6 +216,14 @@ def cmd_simulate(args) -> int:
 
 
 def add_design_args(p) -> None:
+    """``--depth``, ``--slots`` and ``--pipeline``: the design's schedule-table entries, chunk slots per
+    lane and router pipeline depth (:func:`equimesh.rtl.design.fit` picks what is not given).
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+        The command's parser.
+    """
     p.add_argument(
         "--depth",
         type=count(1, MAX_DEPTH),
@@ -181,6 +238,13 @@ def add_design_args(p) -> None:
 
 
 def add_backend_arg(p) -> None:
+    """``--backend`` (verilator, icarus or amaranth) and ``--model`` (the Verilator model kind).
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+        The command's parser.
+    """
     from .sim.backends import BACKENDS, MODELS
 
     p.add_argument(
@@ -202,6 +266,15 @@ def add_backend_arg(p) -> None:
 
 
 def register(sub, bench) -> None:
+    """Add ``simulate``, ``verilog`` and ``compare``, and the ``rtl`` benchmark.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The ``equimesh`` subcommands.
+    bench : argparse._SubParsersAction
+        The ``equimesh bench`` subcommands.
+    """
     p = sub.add_parser("simulate", help="run a collective cycle by cycle on the RTL and check it bit for bit")
     add_run_args(p, None)
     add_design_args(p)
@@ -216,6 +289,21 @@ def register(sub, bench) -> None:
 
 
 def cmd_compare(args) -> int:
+    """``equimesh compare``: run one collective on each topology kind of the same size (mesh, EquiMesh,
+    overflow, torus, Supermesh), check each bit for bit, and tabulate cycles, utilization, crossbar cost and,
+    from measured or given clocks, time.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``equimesh compare`` (:func:`register_compare`).
+
+    Returns
+    -------
+    int
+        The exit status: 0 when every run is bit exact, else 1; bad input raises :class:`UsageError` or
+        :class:`InputError` (one line).
+    """
     from .rtl.design import fit
     from .sim.compare import CompareError, add_time, clocks, compare, read_fpga
 
@@ -274,6 +362,13 @@ def _ratio(x) -> str:
 
 
 def register_compare(sub) -> None:
+    """Add ``equimesh compare`` (:func:`cmd_compare`).
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The ``equimesh`` subcommands, as :func:`equimesh.cli.make_parser` makes them.
+    """
     from .sim.compare import KINDS
 
     p = sub.add_parser(
@@ -313,6 +408,20 @@ def register_compare(sub) -> None:
 
 
 def cmd_verilog(args) -> int:
+    """``equimesh verilog``: write the synthesizable Verilog of a network design (one module per distinct
+    router), its host load sequence, a FuseSoC core file and, with ``--tables-dir``, the tables as
+    ``$readmemh`` images.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``equimesh verilog`` (:func:`register_verilog`).
+
+    Returns
+    -------
+    int
+        The exit status: 0; bad input raises :class:`UsageError` or :class:`InputError` (one line).
+    """
     from .rtl.verilog import LINT_WAIVERS, TOP, core_name, fusesoc_core, load_sequence, network_verilog, write_tables
     from .sim.program import lane_images
 
@@ -375,6 +484,13 @@ def cmd_verilog(args) -> int:
 
 
 def register_verilog(sub) -> None:
+    """Add ``equimesh verilog`` (:func:`cmd_verilog`).
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The ``equimesh`` subcommands, as :func:`equimesh.cli.make_parser` makes them.
+    """
     p = sub.add_parser(
         "verilog",
         help="write synthesizable Verilog of a network design (one module per distinct "
@@ -410,7 +526,19 @@ def register_verilog(sub) -> None:
 
 
 def cmd_bench_rtl(args) -> int:
-    """Run-phase cycles/s, router-cycles/s and build seconds per size and backend (one table)."""
+    """Run-phase cycles/s, router-cycles/s and build seconds per size and backend (one table).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``equimesh bench rtl`` (:func:`register_bench`).
+
+    Returns
+    -------
+    int
+        The exit status: 0 when every run is bit exact, else 1; bad input raises :class:`UsageError` or
+        :class:`InputError` (one line).
+    """
     import os
     import platform
     import tempfile
@@ -470,6 +598,13 @@ def cmd_bench_rtl(args) -> int:
 
 
 def register_bench(sub) -> None:
+    """Add ``equimesh bench rtl`` (:func:`cmd_bench_rtl`).
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The ``equimesh bench`` subcommands, as :func:`equimesh.cli.make_parser` makes them.
+    """
     from .sim.backends import BACKENDS, MODELS
 
     p = sub.add_parser(

@@ -100,7 +100,13 @@ def cmd_forwarding(args) -> int:
 
 
 def register(sub) -> None:
-    """Add ``search`` and its subcommands to the ``equimesh`` parser."""
+    """Add ``search`` and its subcommands to the ``equimesh`` parser.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The ``equimesh`` subcommands, as :func:`equimesh.cli.make_parser` makes them.
+    """
     p = sub.add_parser(
         "search",
         help="offline searches that build schedules/data/ (CP-SAT): library, split, ringdirs, hamiltonian, forwarding",

@@ -13,6 +13,19 @@ __all__ = ["cmd_a2a", "cmd_topology", "register"]
 
 
 def cmd_topology(args) -> int:
+    """``equimesh supermesh topology``: build SM(m,n,p,x,y) (seed 001) and print its nodes, links,
+    global bandwidth (GBW), cuts and hop bound.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``equimesh supermesh topology`` (:func:`register`).
+
+    Returns
+    -------
+    int
+        The exit status: 0; bad input raises :class:`UsageError` or :class:`InputError` (one line).
+    """
     dims = (args.m, args.n, args.p, args.x, args.y)
     try:
         t = sm.supermesh3d(*dims)
@@ -62,6 +75,19 @@ def _read_matrix(path: str) -> np.ndarray:
 
 
 def cmd_a2a(args) -> int:
+    """``equimesh supermesh a2a``: direct against indirect all-to-all (DA2A, IA2A; seed 001) on SM(m) for a
+    message matrix read from a file or one of the slides' examples.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``equimesh supermesh a2a`` (:func:`register`).
+
+    Returns
+    -------
+    int
+        The exit status: 0; bad input raises :class:`UsageError` or :class:`InputError` (one line).
+    """
     if args.sync < 0:
         raise UsageError(f"--sync must be >= 0 (got {args.sync})")
     examples = sm.slide_examples()
@@ -97,6 +123,13 @@ def cmd_a2a(args) -> int:
 
 
 def register(sub) -> None:
+    """Add ``equimesh supermesh`` and its verbs ``topology`` and ``a2a``.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The ``equimesh`` subcommands, as :func:`equimesh.cli.make_parser` makes them.
+    """
     p = sub.add_parser("supermesh", help="Supermesh analytics (seed 001): SM(m,n,p,x,y) links, GBW, hops; DA2A vs IA2A")
     verbs = p.add_subparsers(dest="verb", required=True, parser_class=type(p))
     q = verbs.add_parser("topology", help="generate SM(m,n,p,x,y): nodes, links, GBW, cuts, hop bound")

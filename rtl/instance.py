@@ -18,7 +18,24 @@ __all__ = ["router_ports"]
 def router_ports(m: Module, router: wiring.Component, label: str, module: str | None = None) -> dict[str, Value]:
     """Add ``router`` to ``m`` as submodule ``label`` (``module`` None), or as an instance ``label`` of
     the Verilog module ``module``; return its ports as plain values by Verilog name (``o_N__valid``,
-    ``tab_data``, ...): the submodule's own, or the signals wired to the instance."""
+    ``tab_data``, ...): the submodule's own, or the signals wired to the instance.
+
+    Parameters
+    ----------
+    m : amaranth.hdl.Module
+        The network top's module.
+    router : amaranth.lib.wiring.Component
+        The router (its signature names the ports).
+    label : str
+        The submodule's or instance's name.
+    module : str, optional
+        The Verilog module to instantiate; None adds the router itself.
+
+    Returns
+    -------
+    dict of str to amaranth.hdl.Value
+        The router's ports by Verilog name.
+    """
     if module is None:
         m.submodules[label] = router
         return {"__".join(map(str, path)): Value.cast(value) for path, _, value in router.signature.flatten(router)}

@@ -287,8 +287,6 @@ def cpsat(topo: Topology, chunks: int, lanes: bool, time_limit: float, progress)
         Seconds in all, split in two halves.
     progress : callable or None
         ``progress(done, total)``, passed to XTree.
-    counts : numpy.ndarray or None
-        A skewed AllToAll's chunks per (source, destination), at most ``chunks`` each; None: uniform.
 
     Returns
     -------
@@ -324,8 +322,6 @@ def allgather(topo: Topology, chunks: int, algorithm: str, lanes: bool, time_lim
         Seconds for the ``repair`` and ``optimal`` solvers.
     progress : callable or None
         ``progress(done, total)``, passed to XTree.
-    counts : numpy.ndarray or None
-        A skewed AllToAll's chunks per (source, destination), at most ``chunks`` each; None: uniform.
 
     Returns
     -------
@@ -370,7 +366,33 @@ def alltoall(topo: Topology, chunks: int, algorithm: str, lanes: bool, time_limi
     model (:mod:`.methods.a2a_exact`) below relay's step count, ``time_limit`` seconds per step count;
     ``auto``, relay, and on networks of nodes x K <= 9 the exact model for a few seconds if relay
     misses the bound. ``counts``: a skewed AllToAll's chunks per (source, destination), at most
-    ``chunks`` each (relay only)."""
+    ``chunks`` each (relay only).
+
+    Parameters
+    ----------
+    topo : Topology
+        The topology.
+    chunks : int
+        K, chunks per (source, destination) pair.
+    algorithm : str
+        ``"auto"``, ``"relay"`` or ``"cpsat"`` (:data:`ALLTOALL_ALGORITHMS`).
+    lanes : bool
+        Honour the node storage rule; not modelled for AllToAll yet, so True is an error.
+    time_limit : float
+        The exact model's seconds per step count.
+    counts : array_like, optional
+        ``[N, N]`` chunks per pair of a skewed AllToAll.
+
+    Returns
+    -------
+    Schedule
+        One ``alltoall`` phase; ``meta`` names the method (and, for ``cpsat``, what is proven).
+
+    Raises
+    ------
+    SynthesisError
+        For an unknown algorithm, ``lanes``, or ``counts`` with ``cpsat``.
+    """
     if algorithm not in ALLTOALL_ALGORITHMS:
         raise SynthesisError(f"AllToAll is scheduled by {', '.join(ALLTOALL_ALGORITHMS)} (got {algorithm})")
     if lanes:

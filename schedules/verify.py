@@ -278,7 +278,18 @@ def verify_alltoall(sched: Schedule) -> None:
     """AllToAll (docs/alltoall.md): transfer ``[link, root, chunk]`` moves source ``root``'s chunk for
     destination ``chunk // K``. A node sends only a chunk it holds (the source, or it received the
     chunk at an earlier step); no node receives a chunk twice, the source never receives its own;
-    every chunk reaches its destination; a link carries one chunk per step."""
+    every chunk reaches its destination; a link carries one chunk per step.
+
+    Parameters
+    ----------
+    sched : Schedule
+        An ``alltoall`` schedule.
+
+    Raises
+    ------
+    ScheduleInvalid
+        At the first transfer that breaks a rule, in one line.
+    """
     topo, n, k = sched.topology, sched.topology.nodes, sched.chunks
     step, link, root, chunk = _flatten(sched.phases[0])
     _check_ranges("", step, link, root, chunk, len(topo.links), n, n * k)

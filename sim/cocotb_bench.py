@@ -34,6 +34,15 @@ def _int(words) -> int:
 
 @cocotb.test()
 async def run_program(dut):
+    """The cocotb test that executes a program file (``EQUIMESH_PROGRAM``, the binary of
+    :mod:`equimesh.sim.verilator`) on the Verilog top whose ports ``EQUIMESH_PORTS`` lists, and writes the
+    same result file the compiled harness writes (the module docstring).
+
+    Parameters
+    ----------
+    dut : cocotb.handle.HierarchyObject
+        The top-level module under simulation.
+    """
     ports = json.loads(Path(os.environ["EQUIMESH_PORTS"]).read_text())
     ins, outs, widths = ports["ins"], ports["outs"], ports["widths"]
     words = {n: words_of(widths[n]) for n in widths}

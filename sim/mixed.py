@@ -45,6 +45,23 @@ class MixedRun:
     Every cycle: drive ``stop`` and ``start`` from :meth:`drive`, then hand the sampled ``launch``,
     ``done``, ``link_valid`` and the endpoint monitors to :meth:`observe` until it returns True;
     then :meth:`results` with the link counters and the lanes read back through the host port.
+
+    Parameters
+    ----------
+    image : NetworkImage
+        The compiled collective schedule (:func:`~equimesh.rtl.rom.compile_schedule`).
+    design : Design
+        The hardware parameters.
+    fmt : PacketFormat
+        The packets' layouts.
+    traffic : Traffic
+        What the generators send.
+    lane_nodes : list of int
+        The nodes in lane order (the network's ``lanes``).
+    start_at : int
+        The cycle at which ``start`` requests the collective.
+    cycles : int
+        Random patterns: cycles the generators inject before they stop.
     """
 
     def __init__(
@@ -155,7 +172,28 @@ def mixed_top(
 ) -> TrafficTop:
     """The network carrying both modes, with a generator and a sink per node (and a checker with ``check``);
     ``instances``: its routers are instances of their Verilog modules (``rtl/network.py``). Of the traffic
-    only its table depth is part of the design."""
+    only its table depth is part of the design.
+
+    Parameters
+    ----------
+    design : Design
+        The hardware parameters; its pipeline depth and flit width are the packet routers' too.
+    table : ForwardingTable
+        The packets' forwarding tables.
+    traffic : Traffic
+        The traffic (its table depth only).
+    payload_flits : int
+        Payload flits per packet.
+    check : bool
+        Add the per-node hardware checkers.
+    instances : bool
+        Routers as instances of their Verilog modules.
+
+    Returns
+    -------
+    TrafficTop
+        The top-level module.
+    """
     setup = PacketSetup(table, payload_flits, flit_bits=design.flit_bits)
     net = Network(design, setup, instances=instances)
     return TrafficTop(net, traffic.depth, check=check)
@@ -166,7 +204,28 @@ def mixed_load(
 ):
     """The host's load before a mixed run, the same on every backend: the tables and lanes
     (:func:`~equimesh.sim.program.make_program`) beside the generators' tables
-    (:func:`~equimesh.sim.traffic.traffic_load`), generators stopped, ``start`` low."""
+    (:func:`~equimesh.sim.traffic.traffic_load`), generators stopped, ``start`` low.
+
+    Parameters
+    ----------
+    image : NetworkImage
+        The compiled collective schedule (:func:`~equimesh.rtl.rom.compile_schedule`).
+    design : Design
+        The hardware parameters.
+    fmt : PacketFormat
+        The packets' layouts.
+    traffic : Traffic
+        What the generators send.
+    stall : float
+        The sinks' probability of refusing a flit in a cycle.
+    widths : dict
+        The top's port widths by name.
+
+    Returns
+    -------
+    Drive
+        The load segment.
+    """
     load = merged(make_program(image, design, widths).segments[0], traffic_load(fmt, traffic, stall))
     load.values["start"] = scalar(np.zeros(load.frames), 1)
     return load
@@ -189,7 +248,36 @@ def simulate_mixed(
     Returns the schedule's and the packets' results (see module docstring).
 
     The host first loads the tables, lanes and generators' tables (generators stopped), as every
-    backend does (:func:`mixed_load`)."""
+    backend does (:func:`mixed_load`).
+
+    Parameters
+    ----------
+    image : NetworkImage
+        The compiled collective schedule (:func:`~equimesh.rtl.rom.compile_schedule`).
+    table : ForwardingTable
+        The packets' forwarding tables (MultiWrite, seed 004).
+    traffic : Traffic
+        What the generators send.
+    payload_flits : int
+        Payload flits per packet.
+    start_at : int
+        The cycle at which ``start`` requests the collective.
+    cycles : int
+        Random patterns: cycles the generators inject before they stop.
+    stall : float
+        The sinks' probability of refusing a flit in a cycle.
+    vcd : str, optional
+        Write a waveform of the run here.
+    pipeline : int
+        The routers' pipeline depth (:data:`~equimesh.rtl.timing.PIPELINES`).
+
+    Returns
+    -------
+    dict
+        ``schedule``: request, launch, drain and run cycles, bit exactness, link busy counts and utilization;
+        ``packets``: the scoreboard's verdict (delivered, lost, duplicated, misdelivered, latencies, deadlock).
+        Also ``sim_seconds``.
+    """
     design = fit(image, pipeline=pipeline)
     top = mixed_top(design, table, traffic, payload_flits)
     load = mixed_load(image, design, top.fmt, traffic, stall, top_ports(top)[2])
@@ -249,7 +337,32 @@ def mixed_program(
     edge ``cycles`` (random patterns), clock until ``done``, drain the packets (as
     :func:`~equimesh.sim.traffic.packet_segments`), read the counters, then the lanes. The program's
     edge counts are absolute: the load's frames come first. Returns the program and the indices of
-    its marks (``done``: the segments that may see ``done``, ``end``) and captures (``counters``, ``read``)."""
+    its marks (``done``: the segments that may see ``done``, ``end``) and captures (``counters``, ``read``).
+
+    Parameters
+    ----------
+    image : NetworkImage
+        The compiled collective schedule (:func:`~equimesh.rtl.rom.compile_schedule`).
+    design : Design
+        The hardware parameters.
+    fmt : PacketFormat
+        The packets' layouts.
+    traffic : Traffic
+        What the generators send.
+    widths : dict
+        The compiled top's port widths by name.
+    start_at : int
+        The cycle at which ``start`` requests the collective.
+    cycles : int
+        Random patterns: cycles the generators inject before they stop.
+    stall : float
+        The sinks' probability of refusing a flit in a cycle.
+
+    Returns
+    -------
+    tuple of (Program, dict)
+        The program and ``{"done": [segment indices], "end": i, "counters": i, "read": i}``.
+    """
     from .program import Capture, ClockTo, Set, Until
     from .traffic import DRAIN_LIMIT, WATCHDOG, counter_ports, target_flits
 
@@ -303,6 +416,38 @@ def run_mixed_compiled(
     not give (packets in flight at the request, injections before and after the schedule, packet flits
     while it ran, latencies) are None; the link busy counts matching the schedule show no packet flit
     used a link while it ran. ``vcd``: a waveform of the whole run (FST for a ``.fst`` name).
+
+    Parameters
+    ----------
+    image : NetworkImage
+        The compiled collective schedule (:func:`~equimesh.rtl.rom.compile_schedule`).
+    table : ForwardingTable
+        The packets' forwarding tables (MultiWrite, seed 004).
+    traffic : Traffic
+        What the generators send.
+    payload_flits : int
+        Payload flits per packet.
+    workdir : str or pathlib.Path
+        Where the model runs.
+    start_at : int
+        The cycle at which ``start`` requests the collective.
+    cycles : int
+        Random patterns: cycles the generators inject before they stop.
+    stall : float
+        The sinks' probability of refusing a flit in a cycle.
+    log : callable, optional
+        ``log(line)`` for build steps.
+    pipeline : int
+        The routers' pipeline depth.
+    vcd : str, optional
+        Write a waveform of the run here (``.fst`` for FST).
+
+    Returns
+    -------
+    dict
+        ``schedule``: request, launch, drain and run cycles, bit exactness, link busy counts and utilization;
+        ``packets``: the scoreboard's verdict (delivered, lost, duplicated, misdelivered, latencies, deadlock).
+        Also ``sim_seconds``, ``simulator``, ``build_seconds`` and ``cached``.
     """
     from pathlib import Path
 

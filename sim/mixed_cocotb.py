@@ -51,6 +51,16 @@ def _jsonable(o):
 
 @cocotb.test()
 async def mixed(dut):
+    """The cocotb test of a mixed run: load, then drive ``stop`` and ``start`` and sample ``launch``,
+    ``done``, ``link_valid`` and the monitors every cycle into a :class:`~equimesh.sim.mixed.MixedRun`, then
+    read the link counters and the lanes and write the run's results where the manifest (``EQUIMESH_MIXED``)
+    says (the module docstring gives the timing).
+
+    Parameters
+    ----------
+    dut : cocotb.handle.HierarchyObject
+        The top-level module under simulation.
+    """
     from cocotb.clock import Clock
     from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge
 
@@ -130,6 +140,39 @@ def run_mixed_verilog(
     Returns the same ``{"schedule", "packets", "sim_seconds"}`` dict, plus ``sim_cycles`` (cycles the
     bench observed), ``simulator``, ``build_seconds`` (Verilog export + compile) and ``run_seconds``
     (the whole simulator process, lane read-back included).
+
+    Parameters
+    ----------
+    image : NetworkImage
+        The compiled collective schedule.
+    table : ForwardingTable
+        The packets' forwarding tables (MultiWrite, seed 004).
+    traffic : Traffic
+        What the generators send.
+    payload_flits : int
+        Payload flits per packet.
+    build_dir : str or pathlib.Path
+        Where the Verilog is written, built and run.
+    start_at : int
+        The cycle at which ``start`` requests the collective.
+    cycles : int
+        Random patterns: cycles the generators inject before they stop.
+    stall : float
+        The sinks' probability of refusing a flit in a cycle.
+    simulator : str
+        ``"icarus"`` or ``"verilator"``.
+    pipeline : int
+        The routers' pipeline depth.
+
+    Returns
+    -------
+    dict
+        As described above.
+
+    Raises
+    ------
+    PacketError
+        If the simulator is unknown or not installed.
     """
     from ..rtl.design import fit
     from ..rtl.network import top_ports

@@ -37,7 +37,15 @@ def _get(dut, name: str) -> int:
 
 
 async def drive_load(dut, load) -> None:
-    """Apply a :class:`~equimesh.sim.program.Drive`'s inputs, one rising edge per frame."""
+    """Apply a :class:`~equimesh.sim.program.Drive`'s inputs, one rising edge per frame.
+
+    Parameters
+    ----------
+    dut : cocotb.handle.HierarchyObject
+        The top-level module under simulation.
+    load : Drive
+        The frames to apply (:func:`~equimesh.sim.traffic.traffic_load`, or a program's load segment).
+    """
     for f in range(load.frames):
         await FallingEdge(dut.clk)
         for name, vals in load.values.items():
@@ -55,6 +63,15 @@ async def _reset(dut) -> None:
 
 @cocotb.test()
 async def traffic(dut):
+    """The cocotb test of a packet run: load the generators' tables, then run the manifest's mode (``trace``,
+    ``soak`` or ``count``; the module docstring) and write the results where the manifest
+    (``EQUIMESH_TRAFFIC``) says.
+
+    Parameters
+    ----------
+    dut : cocotb.handle.HierarchyObject
+        The top-level module under simulation.
+    """
     with open(os.environ["EQUIMESH_TRAFFIC"]) as f:
         cfg = json.load(f)
     fmt = PacketFormat(cfg["nodes"], cfg["payload_flits"], cfg["flit_bits"])

@@ -350,7 +350,13 @@ def test_report_small(tmp_path, monkeypatch):
     monkeypatch.setattr(report, "figs_7_8", small_figs)
     code, text = _run(["report", "--out", str(tmp_path)])
     assert code == 0
-    md = (tmp_path / "evaluation.md").read_text()
+    main = (tmp_path / "evaluation.md").read_text()
+    assert main.startswith("# Evaluation at scale\n")
+    for page in ("evaluation-llm.md", "evaluation-checks.md"):  # the report's other pages, linked from the main one
+        assert f"]({page})" in main and (tmp_path / page).read_text().startswith("# Evaluation: ")
+    md = "\n".join(
+        (tmp_path / page).read_text() for page in ("evaluation.md", "evaluation-llm.md", "evaluation-checks.md")
+    )
     assert "COMPARE-SECTION" in md and "FAILURES-SECTION" in md and "RTL-SECTION" in md
     pngs = re.findall(r"\]\((figures/[^)]+\.png)\)", md)
     # the Summary's figure grid names the 8x8 and 5x11 figures whatever FIG_SHAPES says

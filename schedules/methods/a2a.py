@@ -62,7 +62,27 @@ def _path(a: int, b: int, dist: dict[int, int], out_links: list[list[int]], ldst
 
 def routes(topo: Topology, chunks: int, passes: int = 2, counts=None) -> tuple[np.ndarray, list[list[int]]]:
     """Stage 1: the chunk table ``[source, chunk field]`` and each chunk's route (its links); ``counts``:
-    the per-pair chunk counts of a skewed AllToAll (:func:`..alltoall.demand`)."""
+    the per-pair chunk counts of a skewed AllToAll (:func:`..alltoall.demand`).
+
+    Parameters
+    ----------
+    topo : Topology
+        The topology.
+    chunks : int
+        K, chunks per (source, destination) pair.
+    passes : int
+        Rounds in which every chunk in turn takes, of its row-first and its column-first route, the one whose
+        most loaded link carries fewer chunks.
+    counts : array_like, optional
+        ``[N, N]`` chunks per pair of a skewed AllToAll (:func:`..alltoall.skewed_counts`).
+
+    Returns
+    -------
+    tuple of (numpy.ndarray, list of list of int)
+        The chunk table, int ``[chunks, 2]`` rows ``[source, chunk field]`` (the field is
+        ``destination * K + part``), and per row its route as link indices (rerouted by stage 1b when
+        nodes x K <= :data:`RELIEVE_MAX`).
+    """
     n, k, cols = topo.nodes, chunks, topo.cols
     rows_seg, cols_seg = {}, {}
     for r in range(topo.rows):
@@ -160,7 +180,22 @@ def _relieve(topo: Topology, src, dst, paths: list[list[int]], load: list[int]) 
 
 
 def relay_alltoall(topo: Topology, chunks: int, counts=None) -> Phase:
-    """The relay AllToAll of the module docstring, as one ``alltoall`` phase (``counts``: skewed, per pair)."""
+    """The relay AllToAll of the module docstring, as one ``alltoall`` phase (``counts``: skewed, per pair).
+
+    Parameters
+    ----------
+    topo : Topology
+        The topology.
+    chunks : int
+        K, chunks per (source, destination) pair.
+    counts : array_like, optional
+        ``[N, N]`` chunks per pair of a skewed AllToAll (:func:`..alltoall.skewed_counts`).
+
+    Returns
+    -------
+    Phase
+        The ``alltoall`` phase: per timestep, the ``(link, root, chunk)`` transfers.
+    """
     table, paths = routes(topo, chunks, counts=counts)
     waiting: list[list] = [[] for _ in topo.links]  # per link: heap of (-hops left, chunk row, hop index)
     for i, p in enumerate(paths):

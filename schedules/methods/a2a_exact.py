@@ -28,7 +28,17 @@ __all__ = ["ExactResult", "feasible", "exact_alltoall"]
 @dataclass
 class ExactResult:
     """``phase``: the shortest schedule found (None if none); ``lower``: every step count below it is
-    proven infeasible; ``proven``: ``phase`` has ``lower`` steps."""
+    proven infeasible; ``proven``: ``phase`` has ``lower`` steps.
+
+    Attributes
+    ----------
+    phase : Phase or None
+        The schedule found.
+    lower : int
+        The proven lower limit in steps.
+    proven : bool
+        ``phase`` is optimal.
+    """
 
     phase: Phase | None
     lower: int
@@ -37,7 +47,24 @@ class ExactResult:
 
 def feasible(topo: Topology, chunks: int, steps: int, time_limit: float) -> tuple[str, Phase | None]:
     """Solve the model for ``steps`` steps: ``("feasible", phase)``, ``("infeasible", None)`` or
-    ``("unknown", None)``."""
+    ``("unknown", None)``.
+
+    Parameters
+    ----------
+    topo : Topology
+        The topology.
+    chunks : int
+        K, chunks per (source, destination) pair.
+    steps : int
+        T, the step count to decide.
+    time_limit : float
+        CP-SAT's limit in seconds.
+
+    Returns
+    -------
+    tuple of (str, Phase or None)
+        The decision, and the ``alltoall`` phase when feasible.
+    """
     n, k, links = topo.nodes, chunks, range(len(topo.links))
     dist, lsrc, ldst = topo.distances, topo.link_src, topo.link_dst
     m = cp_model.CpModel()
@@ -87,7 +114,24 @@ def feasible(topo: Topology, chunks: int, steps: int, time_limit: float) -> tupl
 
 def exact_alltoall(topo: Topology, chunks: int, upper: int, time_limit: float = 20.0) -> ExactResult:
     """The shortest schedule of at most ``upper`` steps, trying ``T`` from the lower bound upwards,
-    ``time_limit`` seconds per ``T``; stops at the first ``T`` not decided."""
+    ``time_limit`` seconds per ``T``; stops at the first ``T`` not decided.
+
+    Parameters
+    ----------
+    topo : Topology
+        The topology.
+    chunks : int
+        K, chunks per (source, destination) pair.
+    upper : int
+        The largest step count to try (e.g. the relay schedule's steps minus one).
+    time_limit : float
+        CP-SAT's limit in seconds per step count.
+
+    Returns
+    -------
+    ExactResult
+        The schedule (or None) and the proven lower limit.
+    """
     lower = lower_bound(topo, chunks)
     for t in range(lower, upper + 1):
         status, phase = feasible(topo, chunks, t, time_limit)

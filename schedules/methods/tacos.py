@@ -27,7 +27,27 @@ SEEDS = 4
 
 
 def tacos_allgather(topo: Topology, chunks: int, seed: int) -> Phase:
-    """One randomized greedy run: per step, every link in random order takes a random useful chunk."""
+    """One randomized greedy run: per step, every link in random order takes a random useful chunk.
+
+    Parameters
+    ----------
+    topo : Topology
+        The topology.
+    chunks : int
+        K, chunks per shard.
+    seed : int
+        The random generator's seed.
+
+    Returns
+    -------
+    Phase
+        An AllGather phase: per timestep, the ``(link, root, chunk)`` transfers.
+
+    Raises
+    ------
+    ValueError
+        If the topology is not strongly connected.
+    """
     n, k = topo.nodes, chunks
     x_count = n * k
     rng = np.random.default_rng(seed)
@@ -53,12 +73,42 @@ def tacos_allgather(topo: Topology, chunks: int, seed: int) -> Phase:
 
 
 def best_allgather(topo: Topology, chunks: int, seeds: int = SEEDS) -> Phase:
-    """The shortest of ``seeds`` runs."""
+    """The shortest of ``seeds`` runs.
+
+    Parameters
+    ----------
+    topo : Topology
+        The topology.
+    chunks : int
+        K, chunks per shard.
+    seeds : int
+        Runs with seeds ``0 .. seeds - 1``; ties go to the lowest seed.
+
+    Returns
+    -------
+    Phase
+        An AllGather phase: per timestep, the ``(link, root, chunk)`` transfers.
+    """
     return min((tacos_allgather(topo, chunks, s) for s in range(seeds)), key=lambda p: p.num_steps)
 
 
 def tacos(topo: Topology, chunks: int, collective: str) -> Schedule:
-    """TACOS-style AllGather, ReduceScatter or AllReduce (ReduceScatter then AllGather)."""
+    """TACOS-style AllGather, ReduceScatter or AllReduce (ReduceScatter then AllGather).
+
+    Parameters
+    ----------
+    topo : Topology
+        The topology.
+    chunks : int
+        K, chunks per shard.
+    collective : str
+        ``"allgather"``, ``"reducescatter"`` or ``"allreduce"``.
+
+    Returns
+    -------
+    Schedule
+        The schedule; its ``meta`` records the seeds tried.
+    """
     phases = []
     if collective in ("reducescatter", "allreduce"):
         m = topo.mirror()

@@ -50,6 +50,26 @@ def _tide_tree(topo: Topology, root: int, row_first: bool, index: dict) -> np.nd
 
 
 def tidal_allgather(topo: Topology, chunks: int) -> Phase:
+    """TidalMesh-style AllGather: per root, a dimension-ordered broadcast tree, row first for even chunks
+    and column first for odd ones, scheduled by :func:`.tto.schedule_trees`.
+
+    Parameters
+    ----------
+    topo : Topology
+        A complete 2D mesh (kind ``mesh``, every link).
+    chunks : int
+        K, chunks per shard.
+
+    Returns
+    -------
+    Phase
+        An AllGather phase: per timestep, the ``(link, root, chunk)`` transfers.
+
+    Raises
+    ------
+    ValueError
+        If ``topo`` is not the complete 2D mesh.
+    """
     if topo.kind != "mesh" or len(topo.links) != 2 * (2 * topo.rows * topo.cols - topo.rows - topo.cols):
         raise ValueError(f"the TidalMesh-style baseline runs on the complete 2D mesh, not the {topo.name}")
     index = {(l.src, l.dst): i for i, l in enumerate(topo.links)}
@@ -59,7 +79,22 @@ def tidal_allgather(topo: Topology, chunks: int) -> Phase:
 
 
 def tidalmesh(topo: Topology, chunks: int, collective: str) -> Schedule:
-    """TidalMesh-style AllGather, ReduceScatter or AllReduce (ReduceScatter then AllGather) on the mesh."""
+    """TidalMesh-style AllGather, ReduceScatter or AllReduce (ReduceScatter then AllGather) on the mesh.
+
+    Parameters
+    ----------
+    topo : Topology
+        A complete 2D mesh.
+    chunks : int
+        K, chunks per shard.
+    collective : str
+        ``"allgather"``, ``"reducescatter"`` or ``"allreduce"``.
+
+    Returns
+    -------
+    Schedule
+        ReduceScatter is the time- and direction-reverse of the AllGather; ``meta`` marks the approximation.
+    """
     phases = []
     if collective in ("reducescatter", "allreduce"):
         phases.append(reverse_onto(tidal_allgather(topo, chunks), topo, topo))

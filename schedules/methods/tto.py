@@ -38,6 +38,25 @@ def schedule_trees(topo: Topology, chunks: int, parent_link: np.ndarray) -> Phas
     Per step, every link carries the ready transfer (sender holds the chunk) with the
     largest remaining subtree height below its receiver, ties to the lowest
     ``(root * chunks + chunk + link) mod (N K)`` so no root is always first.
+
+    Parameters
+    ----------
+    topo : Topology
+        The topology.
+    chunks : int
+        K, chunks per shard.
+    parent_link : numpy.ndarray
+        int ``[N K, N]``: per root and chunk (``root * chunks + chunk``), the link into each node; -1 at the root.
+
+    Returns
+    -------
+    Phase
+        An AllGather phase: per timestep, the ``(link, root, chunk)`` transfers.
+
+    Raises
+    ------
+    ValueError
+        If the trees do not span the topology from their roots.
     """
     n = topo.nodes
     x_count = n * chunks
@@ -78,6 +97,21 @@ def tto_trees(topo: Topology) -> np.ndarray:
     good link first. A tree takes a link no tree of that root uses yet, from its
     shallowest node; only when no such link reaches a new node does it reuse one (a
     corner, in-degree 2, is reached by at most two trees over distinct links).
+
+    Parameters
+    ----------
+    topo : Topology
+        The topology.
+
+    Returns
+    -------
+    numpy.ndarray
+        int ``[TREES, N, N]``; -1 at the root.
+
+    Raises
+    ------
+    ValueError
+        If the topology is not strongly connected.
     """
     n, n_links = topo.nodes, len(topo.links)
     src, dst = topo.link_src, topo.link_dst
@@ -107,13 +141,43 @@ def tto_trees(topo: Topology) -> np.ndarray:
 
 
 def tto_allgather(topo: Topology, chunks: int) -> Phase:
+    """TTO-style AllGather: chunk ``c`` of each shard travels on tree ``c mod 3`` of its root (:func:`tto_trees`),
+    scheduled by :func:`schedule_trees`.
+
+    Parameters
+    ----------
+    topo : Topology
+        The topology.
+    chunks : int
+        K, chunks per shard.
+
+    Returns
+    -------
+    Phase
+        An AllGather phase: per timestep, the ``(link, root, chunk)`` transfers.
+    """
     trees = tto_trees(topo)
     parent = np.stack([trees[c % TREES] for c in range(chunks)], axis=1).reshape(topo.nodes * chunks, topo.nodes)
     return schedule_trees(topo, chunks, parent)
 
 
 def tto(topo: Topology, chunks: int, collective: str) -> Schedule:
-    """TTO-style AllGather, ReduceScatter or AllReduce (ReduceScatter then AllGather)."""
+    """TTO-style AllGather, ReduceScatter or AllReduce (ReduceScatter then AllGather).
+
+    Parameters
+    ----------
+    topo : Topology
+        The topology.
+    chunks : int
+        K, chunks per shard.
+    collective : str
+        ``"allgather"``, ``"reducescatter"`` or ``"allreduce"``.
+
+    Returns
+    -------
+    Schedule
+        ReduceScatter is the reverse of the AllGather on the mirror topology (seed 000, Algorithm 3).
+    """
     phases = []
     if collective in ("reducescatter", "allreduce"):
         m = topo.mirror()

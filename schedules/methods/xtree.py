@@ -349,7 +349,24 @@ def _step_kinds(topo: Topology, chunks: int, lanes: bool) -> list[bool]:
 
 def tie_break_orders(topo: Topology, chunks: int, lanes: bool, seeds: int):
     """Every XTree schedule of seeds ``0 .. seeds - 1``, with both lane-aware step kinds where
-    :func:`xtree` tries both: the starting points of :func:`.cpsat.repair`."""
+    :func:`xtree` tries both: the starting points of :func:`.cpsat.repair`.
+
+    Parameters
+    ----------
+    topo : Topology
+        The topology.
+    chunks : int
+        K, chunks per shard.
+    lanes : bool
+        Honour the node storage rule (:mod:`.storage`).
+    seeds : int
+        Tie-break orders ``0 .. seeds - 1``.
+
+    Yields
+    ------
+    Phase
+        One AllGather phase per seed and step kind.
+    """
     for seed in range(seeds):
         for lanes_first in _step_kinds(topo, chunks, lanes):
             yield _xtree_once(topo, chunks, lanes, seed, None, lanes_first)
@@ -361,6 +378,27 @@ def xtree(topo: Topology, chunks: int, lanes: bool = False, progress=None) -> Ph
     Small networks (up to ``SMALL`` nodes) keep the shortest of ``SEEDS`` tie-break orders. With
     lanes, a growth limit of one node per tree and step and up to ``LANES_FIRST_MAX`` nodes, both
     step kinds (lanes matched first, one matching) are tried and the shortest schedule is kept.
+
+    Parameters
+    ----------
+    topo : Topology
+        The topology (any strongly connected one; seed 000 uses the mesh and EquiMesh).
+    chunks : int
+        K, chunks per shard.
+    lanes : bool
+        Honour the node storage rule (:mod:`.storage`) so the RTL can run the schedule.
+    progress : callable, optional
+        ``progress(done, total)`` in transfers, after each step.
+
+    Returns
+    -------
+    Phase
+        The AllGather phase: per timestep, the ``(link, root, chunk)`` transfers.
+
+    Raises
+    ------
+    RuntimeError
+        If the topology is not strongly connected (the trees stall).
     """
     small = topo.nodes <= SMALL
     best = None

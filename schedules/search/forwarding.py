@@ -35,7 +35,22 @@ __all__ = ["check", "solve"]
 def solve(topo: Topology, time_limit: float = 60.0, workers: int = 2) -> tuple[str, np.ndarray | None]:
     """CP-SAT's status (``FEASIBLE``/``OPTIMAL``, ``INFEASIBLE`` or ``UNKNOWN``) and, when found, the
     links ``walk[token, step - 1]`` of token ``4 r + c`` (root ``r``; token ``c`` leaves on the
-    root's ``c``-th out-link) in steps ``1 .. N - 1``."""
+    root's ``c``-th out-link) in steps ``1 .. N - 1``.
+
+    Parameters
+    ----------
+    topo : Topology
+        A topology with 4 in- and 4 out-links per node (the EquiMesh: K = 4 tokens per root, one per out-link).
+    time_limit : float
+        CP-SAT's limit in seconds.
+    workers : int
+        CP-SAT's search workers.
+
+    Returns
+    -------
+    tuple of (str, numpy.ndarray or None)
+        The status, and ``walk`` (int ``[4 N, N - 1]``) when a solution was found.
+    """
     from ortools.sat.python import cp_model
 
     n, links = topo.nodes, len(topo.links)
@@ -82,7 +97,20 @@ def solve(topo: Topology, time_limit: float = 60.0, workers: int = 2) -> tuple[s
 
 
 def check(topo: Topology, walk: np.ndarray) -> None:
-    """Raise ``ValueError`` unless ``walk`` is a forwarding-only AllGather at the bound (module docstring)."""
+    """Raise ``ValueError`` unless ``walk`` is a forwarding-only AllGather at the bound (module docstring).
+
+    Parameters
+    ----------
+    topo : Topology
+        The topology.
+    walk : numpy.ndarray
+        int ``[4 N, N - 1]``: per token, its link in each step (:func:`solve`).
+
+    Raises
+    ------
+    ValueError
+        With the first step or token that breaks the shape.
+    """
     n = topo.nodes
     src, dst = topo.link_src, topo.link_dst
     if walk.shape != (4 * n, n - 1):

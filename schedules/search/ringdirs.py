@@ -34,14 +34,37 @@ CHUNKS = 4
 
 def needs_search(rows: int, cols: int) -> bool:
     """Sizes where ``cccc`` has no decomposition: sides of different parity
-    (:func:`~.hamiltonian.may_decompose` is false), and 3 x C with C = 1 mod 4 (exact search)."""
+    (:func:`~.hamiltonian.may_decompose` is false), and 3 x C with C = 1 mod 4 (exact search).
+
+    Parameters
+    ----------
+    rows, cols : int
+        The EquiMesh's size.
+
+    Returns
+    -------
+    bool
+        Whether the ring directions are searched at this size (:func:`best_choice`).
+    """
     return not may_decompose(cccc(rows, cols)) or (3 in (rows, cols) and rows * cols // 3 % 4 == 1)
 
 
 def best_choice(rows: int, cols: int) -> tuple[str, dict[str, int]]:
     """The choice with the fewest AllGather steps, and the steps of every choice. On a tie, the
     fewest AllReduce steps, that is the fewest ReduceScatter steps (it runs on the mirror, the
-    opposite directions), then the first in :data:`~equimesh.schedules.topology.RING_DIRS_CHOICES` (``cccc`` first)."""
+    opposite directions), then the first in :data:`~equimesh.schedules.topology.RING_DIRS_CHOICES` (``cccc`` first).
+
+    Parameters
+    ----------
+    rows, cols : int
+        The EquiMesh's size.
+
+    Returns
+    -------
+    tuple of (str, dict)
+        The chosen ring directions (four letters a/c; Algorithm 1's anticlockwise flag per edge), and the K = 4
+        AllGather's steps per choice.
+    """
 
     def topo(d: str):
         return build("equimesh", rows, cols, ring_dirs=parse_ring_dirs(d))

@@ -85,7 +85,20 @@ def _tails(keys: list[str], data: dict, time_limit: float, save, log) -> None:
 
 
 def check_tiles(tiles: list[tuple[int, int]], period: int) -> None:
-    """Raise :class:`TopologyError` unless every tile has one side even and the other in ``TILE_SIDES[period]``."""
+    """Raise :class:`TopologyError` unless every tile has one side even and the other in ``TILE_SIDES[period]``.
+
+    Parameters
+    ----------
+    tiles : list of tuple of int
+        The tiles' ``(rows, cols)``.
+    period : int
+        The split's period, a key of ``TILE_SIDES``.
+
+    Raises
+    ------
+    TopologyError
+        For the first tile that does not fit, in one line.
+    """
     for r, c in tiles:
         if (r + c) % 2 == 0 or (r if r % 2 else c) not in TILE_SIDES[period]:
             sides = " or ".join(map(str, TILE_SIDES[period]))

@@ -26,7 +26,24 @@ RANGES = {"forward": (1.35, 1.39), "backward": (1.06, 1.23)}
 
 
 def measure(models, rows: int, cols: int, seq_len: int, micro_batch: int, log=lambda s: None) -> list[dict]:
-    """:func:`.llm.evaluate_models` at Table I's peak, no forward overlap: the collective times per algorithm."""
+    """:func:`.llm.evaluate_models` at Table I's peak, no forward overlap: the collective times per algorithm.
+
+    Parameters
+    ----------
+    models : list of ModelShape
+        The models (:func:`.llm.load_models`).
+    rows, cols : int
+        The array's size.
+    seq_len, micro_batch : int
+        The sequence length and micro-batch.
+    log : callable
+        ``log(line)`` for progress.
+
+    Returns
+    -------
+    list of dict
+        :func:`.llm.evaluate_models`'s rows, one per model.
+    """
     return evaluate_models(models, rows, cols, (seq_len,), (micro_batch,), log=log)
 
 
@@ -41,7 +58,26 @@ def _speedups(model, row: dict, nodes: int, mfu: float, overlap: float) -> dict:
 
 
 def sweep(models, rows_out: list[dict], nodes: int, mfus, overlap: float = 0.0) -> dict:
-    """``{"forward": array (models x mfus), "backward": ...}`` of speedups over the best mesh baseline."""
+    """``{"forward": array (models x mfus), "backward": ...}`` of speedups over the best mesh baseline.
+
+    Parameters
+    ----------
+    models : list of ModelShape
+        The models (:func:`.llm.load_models`).
+    rows_out : list of dict
+        :func:`measure`'s rows, one per model, in the same order.
+    nodes : int
+        N, the array's nodes.
+    mfus : sequence of float
+        Achieved fractions of the peak compute, each in (0, 1].
+    overlap : float
+        Fraction of a forward block's collectives hidden under its GEMMs.
+
+    Returns
+    -------
+    dict
+        ``"forward"`` and ``"backward"``: float arrays ``[models, mfus]``.
+    """
     out = {"forward": np.zeros((len(models), len(mfus))), "backward": np.zeros((len(models), len(mfus)))}
     for i, (m, r) in enumerate(zip(models, rows_out)):
         for j, u in enumerate(mfus):
@@ -54,7 +90,28 @@ def solve_mfu(
     models, rows_out: list[dict], nodes: int, which: str, target: float, overlap: float = 0.0
 ) -> float | None:
     """The one ``mfu`` in (1e-4, 1] at which the geomean of ``which``'s speedup over ``models`` equals
-    ``target`` (bisection on log mfu; the speedup grows with mfu as compute shrinks), or None."""
+    ``target`` (bisection on log mfu; the speedup grows with mfu as compute shrinks), or None.
+
+    Parameters
+    ----------
+    models : list of ModelShape
+        The models (:func:`.llm.load_models`).
+    rows_out : list of dict
+        :func:`measure`'s rows, one per model, in the same order.
+    nodes : int
+        N, the array's nodes.
+    which : str
+        ``"forward"`` or ``"backward"``.
+    target : float
+        The speedup to reach (the paper's 1.37 or 1.13).
+    overlap : float
+        Fraction of a forward block's collectives hidden under its GEMMs.
+
+    Returns
+    -------
+    float or None
+        The mfu, or None when the target lies outside the speedups at 1e-4 and 1.
+    """
 
     def f(x):
         return (
@@ -72,7 +129,19 @@ def solve_mfu(
 
 
 def plot_sensitivity(curves: dict, mfus, path: str, title: str) -> None:
-    """Geomean forward and backward speedup against mfu, one line per (sequence length, overlap)."""
+    """Geomean forward and backward speedup against mfu, one line per (sequence length, overlap).
+
+    Parameters
+    ----------
+    curves : dict
+        Per line label, a :func:`sweep` result.
+    mfus : sequence of float
+        The mfu values the sweeps used.
+    path : str
+        The PNG to write.
+    title : str
+        The figure's title.
+    """
     import matplotlib
 
     matplotlib.use("Agg")

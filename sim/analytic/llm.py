@@ -97,6 +97,29 @@ class ModelFileError(ValueError):
 
 @dataclass(frozen=True)
 class ModelShape:
+    """A transformer's shape, one entry of the model file (seed 000 Section V-C trains GPT-NeoX-20B, OPT-30B,
+    Qwen3-32B and Llama-3-70B).
+
+    Attributes
+    ----------
+    name : str
+        The model's name.
+    layers : int
+        Transformer layers.
+    hidden : int
+        Hidden size h.
+    heads, kv_heads : int
+        Attention heads and key/value heads (grouped-query attention when fewer).
+    head_dim : int
+        Dimension per head.
+    ffn : int
+        The MLP's inner size f.
+    mlp : str
+        ``"plain"`` (2 GEMMs) or ``"gated"`` (3 GEMMs), a key of :data:`MLP_GEMMS`.
+    source : str
+        Where the shape comes from (its model card or configuration).
+    """
+
     name: str
     layers: int
     hidden: int
@@ -109,7 +132,23 @@ class ModelShape:
 
 
 def load_models(path: str | Path = MODELS_FILE) -> list[ModelShape]:
-    """The model shapes of a data file like ``sim/analytic/data/llm_models.json``; every problem is one line."""
+    """The model shapes of a data file like ``sim/analytic/data/llm_models.json``; every problem is one line.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The JSON file (default :data:`MODELS_FILE`, the four models of Fig. 9).
+
+    Returns
+    -------
+    list of ModelShape
+        The models in file order.
+
+    Raises
+    ------
+    ModelFileError
+        If the file is missing, unreadable, or a model lacks a field or has a bad value.
+    """
     p = Path(path)
     try:
         d = read_json(p)
@@ -138,7 +177,21 @@ def load_models(path: str | Path = MODELS_FILE) -> list[ModelShape]:
 
 @dataclass(frozen=True)
 class LayerWork:
-    """Per node and per layer: flops of each block and the collective message sizes (bytes)."""
+    """Per node and per layer: flops of each block and the collective message sizes (bytes).
+
+    Attributes
+    ----------
+    attn_linear : float
+        Flops of the attention block's linear layers (QKV and output projection).
+    attn_core : float
+        Flops of the attention core (scores and weighted sum).
+    mlp_linear : float
+        Flops of the MLP's GEMMs.
+    ag_bytes : float
+        The AllGather's bytes each node contributes (``T h / N`` elements).
+    rs_bytes : float
+        The ReduceScatter's bytes of the vector each node reduces (``T h`` elements).
+    """
 
     attn_linear: float
     attn_core: float
@@ -148,6 +201,25 @@ class LayerWork:
 
 
 def layer_work(m: ModelShape, seq_len: int, micro_batch: int, nodes: int) -> LayerWork:
+    """The per-node GEMM flops and collective message sizes of one layer under SP + TP over all nodes (the
+    module docstring gives the formulas).
+
+    Parameters
+    ----------
+    m : ModelShape
+        The model.
+    seq_len : int
+        Sequence length s.
+    micro_batch : int
+        Micro-batch size b (``T = s b`` tokens).
+    nodes : int
+        N, the nodes the layer is split over.
+
+    Returns
+    -------
+    LayerWork
+        Flops per node and the message sizes in bytes.
+    """
     t = seq_len * micro_batch
     q, kv = m.heads * m.head_dim, m.kv_heads * m.head_dim
     attn_linear = 2 * t * m.hidden * (q + 2 * kv) + 2 * t * q * m.hidden
@@ -163,6 +235,24 @@ def pass_times(w: LayerWork, t_ag: float, t_rs: float, layers: int, mfu: float =
     ``mfu``: the achieved fraction of Table I's peak MAC rate (1 = the peak, this model's default);
     ``overlap``: the fraction of a forward block's collectives that may run under its GEMMs
     (0 = none, this model's default; the paper states neither).
+
+    Parameters
+    ----------
+    w : LayerWork
+        One layer's work per node.
+    t_ag, t_rs : float
+        Seconds of the layer's AllGather and ReduceScatter.
+    layers : int
+        The model's layers.
+    mfu : float
+        Achieved fraction of the peak MAC rate, in (0, 1].
+    overlap : float
+        Fraction of a forward block's collectives hidden under its GEMMs, in [0, 1].
+
+    Returns
+    -------
+    dict
+        ``forward_s``, ``backward_s``, and the forward pass's ``forward_compute_s`` and ``forward_comm_s``.
     """
     blocks = [(w.attn_linear, w.attn_core), (w.mlp_linear, 0.0)]
     fwd = bwd = comp_f = comm_f = 0.0
@@ -186,7 +276,29 @@ def pass_times(w: LayerWork, t_ag: float, t_rs: float, layers: int, mfu: float =
 def collective_times(
     algorithms: list[str], rows: int, cols: int, ag_sizes, rs_sizes, model: LinkModel = LinkModel(), log=lambda s: None
 ) -> dict:
-    """``{algorithm: {"allgather": {bytes: s}, "reducescatter": {bytes: s}}}`` from the alpha-beta simulator."""
+    """``{algorithm: {"allgather": {bytes: s}, "reducescatter": {bytes: s}}}`` from the alpha-beta simulator.
+
+    Each algorithm runs its actual schedule on its topology (:func:`.evaluate.run_curve`), at its best
+    chunk count per message size.
+
+    Parameters
+    ----------
+    algorithms : list of str
+        Names in :data:`.evaluate.ALGORITHMS`.
+    rows, cols : int
+        The array's size.
+    ag_sizes, rs_sizes : iterable of float
+        Message sizes in bytes per node for the AllGather and the ReduceScatter.
+    model : LinkModel
+        The alpha-beta link model (default Table I's).
+    log : callable
+        ``log(line)`` before each curve.
+
+    Returns
+    -------
+    dict
+        ``{algorithm: {"allgather": {bytes: seconds}, "reducescatter": {bytes: seconds}}}``.
+    """
     out = {}
     for name in algorithms:
         algo = ALGORITHMS[name]
@@ -201,7 +313,13 @@ def collective_times(
 
 
 def mesh_baselines() -> list[str]:
-    """Every Section V-A mesh baseline that schedules AllGather and ReduceScatter (SP + TP use no AllReduce)."""
+    """Every Section V-A mesh baseline that schedules AllGather and ReduceScatter (SP + TP use no AllReduce).
+
+    Returns
+    -------
+    list of str
+        Their names in :data:`.evaluate.ALGORITHMS`.
+    """
     return [n for n, a in ALGORITHMS.items() if a.role == "baseline" and "allgather" in a.collectives]
 
 
@@ -220,6 +338,30 @@ def evaluate_models(
 
     ``forward_speedup`` / ``backward_speedup``: the best (fastest) mesh baseline's time over
     EquiMesh + XTree's.
+
+    Parameters
+    ----------
+    models : list of ModelShape
+        The models to time.
+    rows, cols : int
+        The array's size (default 8x8, seed 000's).
+    seq_lens, micro_batches : iterable of int
+        Sequence lengths and micro-batch sizes; every combination is a row.
+    model : LinkModel
+        The alpha-beta link model (default Table I's).
+    log : callable
+        ``log(line)`` for progress.
+    mfu : float
+        Achieved fraction of the peak MAC rate, in (0, 1].
+    overlap : float
+        Fraction of a forward block's collectives hidden under its GEMMs, in [0, 1].
+
+    Returns
+    -------
+    list of dict
+        Per row: the model, its sizes, the message bytes, both speedups and best baselines, the forward
+        communication share per algorithm, and ``algorithms``: :func:`pass_times` and the collective times
+        per algorithm.
     """
     nodes = rows * cols
     algos = [PROPOSED] + mesh_baselines()
@@ -262,11 +404,33 @@ def evaluate_models(
 
 
 def geomean(values) -> float:
+    """The geometric mean (``equimesh llm`` averages the speedups over the models with it).
+
+    Parameters
+    ----------
+    values : iterable of float
+        Positive values.
+
+    Returns
+    -------
+    float
+        ``exp(mean(log(values)))``.
+    """
     return float(np.exp(np.mean(np.log(np.asarray(values, dtype=np.float64)))))
 
 
 def plot_fig9(results: list[dict], path: str, title: str) -> None:
-    """Fig. 9: per model, each algorithm's forward and backward performance, normalized to the best mesh baseline."""
+    """Fig. 9: per model, each algorithm's forward and backward performance, normalized to the best mesh baseline.
+
+    Parameters
+    ----------
+    results : list of dict
+        Rows of :func:`evaluate_models`.
+    path : str
+        The PNG to write.
+    title : str
+        The figure's title.
+    """
     import matplotlib
 
     matplotlib.use("Agg")

@@ -309,7 +309,24 @@ def seed002_tables() -> list[str]:
 
 
 def write_page(path: Path, sizes, chunks, log=lambda s: None) -> Path:
-    """Measure every section and write the page (and its figures under ``path.parent / "figures"``)."""
+    """Measure every section and write the page (and its figures under ``path.parent / "figures"``).
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The page (``docs/paper.md`` for ``equimesh paper``).
+    sizes : list of tuple of int
+        The EquiMesh sizes of the Algorithm 2 table.
+    chunks : list of int
+        The chunk counts K of the Algorithm 2 table.
+    log : callable
+        ``log(line)`` as each section starts.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+    """
     model = LinkModel()
     figures = path.parent / "figures"
     figures.mkdir(parents=True, exist_ok=True)

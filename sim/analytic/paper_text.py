@@ -151,7 +151,19 @@ def _status_rows(d: dict) -> list[str]:
 
 
 def render(d: dict) -> str:
-    """The whole page from the measured sections in ``d``."""
+    """The whole page from the measured sections in ``d``.
+
+    Parameters
+    ----------
+    d : dict
+        The sections :func:`.paper.write_page` measured (``basics``, ``alg2``, ``figs78``, ``fig1``, ``fig9``,
+        ``mfu``, ``seed003``, ``seed002``, ...), with the run's date, machine and seconds.
+
+    Returns
+    -------
+    str
+        The page's Markdown.
+    """
     m = d["mfu"]
     lo_f, hi_f = d["ranges"]["forward"]
     lo_b, hi_b = d["ranges"]["backward"]

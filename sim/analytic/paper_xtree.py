@@ -24,7 +24,26 @@ CHUNKS = (1, 4, 16)
 
 @dataclass
 class Row:
-    """Steps of every method on one EquiMesh size, K and storage rule."""
+    """Steps of every method on one EquiMesh size, K and storage rule.
+
+    Attributes
+    ----------
+    size : str
+        ``"RxC"``.
+    chunks : int
+        K, chunks per shard.
+    storage : str
+        ``"lanes"`` (the node storage rule) or ``"links only"``.
+    bound : int
+        The AllGather's lower bound in steps (Section III-A).
+    paper : dict
+        Steps of Algorithm 2 as printed, per reading of line 11
+        (:data:`~equimesh.schedules.methods.xtree_paper.ASSIGN`).
+    matching : int
+        Steps of equimesh's variant (xtree-matching).
+    seconds : float
+        Synthesis and checking time of the row.
+    """
 
     size: str
     chunks: int
@@ -44,7 +63,22 @@ def _checked(topo, k: int, lanes: bool, phase) -> int:
 
 
 def algorithm2_rows(sizes=SIZES, chunks=CHUNKS, progress=None) -> list[Row]:
-    """Steps of Algorithm 2 (each reading of ``assign``) and of xtree-matching, links only and with lanes."""
+    """Steps of Algorithm 2 (each reading of ``assign``) and of xtree-matching, links only and with lanes.
+
+    Parameters
+    ----------
+    sizes : iterable of tuple of int
+        EquiMesh sizes ``(rows, cols)``.
+    chunks : iterable of int
+        Chunk counts K.
+    progress : callable, optional
+        ``progress(row)`` after each row.
+
+    Returns
+    -------
+    list of Row
+        Per size, K and storage rule; every schedule verified (and storage-checked with lanes).
+    """
     rows = []
     for r, c in sizes:
         topo = build("equimesh", r, c)
@@ -70,7 +104,18 @@ def algorithm2_rows(sizes=SIZES, chunks=CHUNKS, progress=None) -> list[Row]:
 
 
 def algorithm2_table(rows: list[Row]) -> list[str]:
-    """Markdown table lines: bound, the three readings of Algorithm 2, xtree-matching."""
+    """Markdown table lines: bound, the three readings of Algorithm 2, xtree-matching.
+
+    Parameters
+    ----------
+    rows : list of Row
+        :func:`algorithm2_rows`'s rows.
+
+    Returns
+    -------
+    list of str
+        The table's lines; each cell is the steps and, in brackets, the bound over them.
+    """
     head = ["EquiMesh", "K", "storage", "bound"] + [f"xtree-paper {a}" for a in ASSIGN] + ["xtree-matching"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for w in rows:

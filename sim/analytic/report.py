@@ -31,6 +31,7 @@ from .llm import DEFAULT_MICRO_BATCH, DEFAULT_SEQ_LEN, PROPOSED, evaluate_models
 __all__ = [
     "FIG_SHAPES",
     "KSWEEP",
+    "PAGES",
     "bounds_table",
     "chunk_sweep",
     "compare_section",
@@ -50,6 +51,13 @@ __all__ = [
 
 FIG_SHAPES = ((8, 8), (5, 11))
 KSWEEP = (1, 2, 4, 8, 16)
+# The report's pages, each rendered from its template with the one context of a run: the main page
+# (Figs. 7/8, overlap, chunk count), Fig. 9, and the link failures and cross-checks.
+PAGES = {
+    "evaluation.md": "evaluation.md.j2",
+    "evaluation-llm.md": "evaluation-llm.md.j2",
+    "evaluation-checks.md": "evaluation-checks.md.j2",
+}
 
 
 def _plt():
@@ -75,6 +83,19 @@ def draw_topology(ax, topo: Topology, values: np.ndarray | None = None, vmax: fl
 
     ``values`` (one per link) colour the links, e.g. utilization; otherwise mesh links
     are grey, EquiMesh ring links red, overflow duplicates purple.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        Where to draw.
+    topo : Topology
+        The topology.
+    values : numpy.ndarray, optional
+        One value per link (``topo.links`` order), shown on ``cmap``.
+    vmax : float
+        The value at the top of the colour map.
+    cmap : str
+        A matplotlib colour map name.
     """
     from matplotlib import colormaps
     from matplotlib.patches import FancyArrowPatch
@@ -119,6 +140,13 @@ def draw_topology(ax, topo: Topology, values: np.ndarray | None = None, vmax: fl
 
 
 def topology_figure(path: Path) -> None:
+    """The 4x4 mesh, EquiMesh (Algorithm 1's edge rings in red) and overflow mesh side by side.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The PNG to write.
+    """
     plt = _plt()
     fig, axes = plt.subplots(1, 3, figsize=(10, 3.6), dpi=100)
     for ax, kind in zip(axes, ("mesh", "equimesh", "overflow")):
@@ -131,6 +159,15 @@ def topology_figure(path: Path) -> None:
 
 
 def utilization_figure(items: list[tuple[str, Topology, np.ndarray]], path: Path) -> None:
+    """Per-link utilization heatmaps side by side, one panel per item (:func:`draw_topology`).
+
+    Parameters
+    ----------
+    items : list of tuple
+        ``(title, topology, utilization per link)`` per panel.
+    path : pathlib.Path
+        The PNG to write.
+    """
     plt = _plt()
     fig, axes = plt.subplots(1, len(items), figsize=(5.2 * len(items), 4.6), dpi=100)
     for ax, (title, topo, util) in zip(np.atleast_1d(axes), items):
@@ -145,6 +182,26 @@ def utilization_figure(items: list[tuple[str, Topology, np.ndarray]], path: Path
 
 
 def figs_7_8(out: Path, model: LinkModel, log) -> tuple[str, dict]:
+    """Seed 000 Figs. 7 and 8 (Section V-B): effective bandwidth of every algorithm of
+    :data:`.evaluate.ALGORITHMS` from 1 KB to 1 GB per node, AllGather (Fig. 7) and AllReduce (Fig. 8), on each
+    shape of :data:`FIG_SHAPES`; a plot and a table per figure and shape.
+
+    Parameters
+    ----------
+    out : pathlib.Path
+        The report's directory; figures go under ``out/figures``.
+    model : LinkModel
+        The alpha-beta link model (Table I's by default in :func:`write_report`).
+    log : callable
+        ``log(line)`` as each piece starts.
+
+    Returns
+    -------
+    tuple of (str, dict)
+        The section's Markdown, and ``{"figs": ..., "ratios": ...}``: per ``"{collective}_{R}x{C}"`` the
+        curves' JSON (with the curves under ``"_curves"``), and one row per figure and shape of EquiMesh + XTree's
+        ratio to the best baseline at 1 GB.
+    """
     text, data = [], {}
     ratio_rows = []
     for collective, fig in (("allgather", 7), ("allreduce", 8)):
@@ -206,7 +263,14 @@ def figs_7_8(out: Path, model: LinkModel, log) -> tuple[str, dict]:
 
 
 def bounds_table() -> str:
-    """Seed 000, Section III-A: the degree bound, and the link-count bound an overlapped AllReduce meets."""
+    """Seed 000, Section III-A: the degree bound, and the link-count bound an overlapped AllReduce meets.
+
+    Returns
+    -------
+    str
+        A Markdown table, one row per shape of :data:`FIG_SHAPES`: mesh and EquiMesh minimum in-degree and link
+        count, and the overlapped AllReduce's link-count bound on each.
+    """
     rows = []
     for r, c in FIG_SHAPES:
         m, e = build("mesh", r, c), build("equimesh", r, c)
@@ -247,6 +311,22 @@ def overlap_table(figs: dict, model: LinkModel, log) -> str:
     AllGather each need K (N-1) / d chunk times, so BW <= N B d / (2 (N-1)); overlapped, the
     2 N (N-1) K chunk transfers need all L links, so BW <= L B / (2 (N-1)) (and the per-node
     in-link bound d N B / (N-1), never the tighter one here).
+
+    Parameters
+    ----------
+    figs : dict
+        The ``"figs"`` entry of :func:`figs_7_8`'s data: per ``"{collective}_{R}x{C}"``, the curves' JSON and
+        ``"_curves"``, the curves themselves.
+    model : LinkModel
+        The alpha-beta link model (Table I's by default in :func:`write_report`).
+    log : callable
+        ``log(line)`` as each piece starts.
+
+    Returns
+    -------
+    str
+        A Markdown table: per shape and AllReduce algorithm, the bandwidth in schedule order and in ready order,
+        and both bounds.
     """
     rows = []
     for rows_, cols in FIG_SHAPES:
@@ -283,7 +363,20 @@ def overlap_table(figs: dict, model: LinkModel, log) -> str:
 
 
 def overlap_steps_table(figs: dict) -> str:
-    """The overlapped AllReduce of the AllReduce figures: steps against the version-2 bound, per K."""
+    """The overlapped AllReduce of the AllReduce figures: steps against the version-2 bound, per K.
+
+    Parameters
+    ----------
+    figs : dict
+        The ``"figs"`` entry of :func:`figs_7_8`'s data: per ``"{collective}_{R}x{C}"``, the curves' JSON and
+        ``"_curves"``, the curves themselves.
+
+    Returns
+    -------
+    str
+        A Markdown table: per shape, overlapped algorithm and K, the steps, the bound, the efficiency, MirrorXTree's
+        phased steps beside them, and the synthesis seconds.
+    """
     rows = []
     for r, c in FIG_SHAPES:
         curves = {cv.algorithm: cv for cv in figs[f"allreduce_{r}x{c}"]["_curves"]}
@@ -319,7 +412,23 @@ def overlap_steps_table(figs: dict) -> str:
 
 
 def llm_section(out: Path, model: LinkModel, log) -> tuple[str, dict]:
-    """Fig. 9 (seed 000, Section V-C): the four models at the default sequence and micro-batch, and a sweep."""
+    """Fig. 9 (seed 000, Section V-C): the four models at the default sequence and micro-batch, and a sweep.
+
+    Parameters
+    ----------
+    out : pathlib.Path
+        The report's directory; figures go under ``out/figures``.
+    model : LinkModel
+        The alpha-beta link model (Table I's by default in :func:`write_report`).
+    log : callable
+        ``log(line)`` as each piece starts.
+
+    Returns
+    -------
+    tuple of (dict, dict)
+        The section's pieces (``main``, ``share`` and ``sweep`` tables, and the speedup ranges and geometric
+        means), and the data: ``{"default": rows, "sweep": rows}`` of :func:`.llm.evaluate_models`.
+    """
     models = load_models()
     log("Fig. 9: LLM forward and backward")
     res = evaluate_models(models, 8, 8, model=model, log=log)
@@ -409,7 +518,25 @@ def llm_section(out: Path, model: LinkModel, log) -> tuple[str, dict]:
 
 
 def chunk_sweep(out: Path, model: LinkModel, log) -> str:
-    """Section III-A: per K, the latency bound D and the bandwidth bound ceil(K (N-1) / d) in steps."""
+    """Section III-A: per K, the latency bound D and the bandwidth bound ceil(K (N-1) / d) in steps.
+
+    XTree on the 8x8 and 2x3 EquiMesh for each K of :data:`KSWEEP`: which bound binds, the steps, and the
+    bandwidth at 1 KB, 1 MB and 1 GB, with a plot.
+
+    Parameters
+    ----------
+    out : pathlib.Path
+        The report's directory; figures go under ``out/figures``.
+    model : LinkModel
+        The alpha-beta link model (Table I's by default in :func:`write_report`).
+    log : callable
+        ``log(line)`` as each piece starts.
+
+    Returns
+    -------
+    str
+        The section's Markdown.
+    """
     text = []
     for rows, cols, collective in ((8, 8, "allgather"), (2, 3, "allgather")):
         log(f"chunk sweep {rows}x{cols}")
@@ -484,6 +611,19 @@ def chunk_sweep(out: Path, model: LinkModel, log) -> str:
 
 
 def seed003_check(model: LinkModel) -> str:
+    """The alpha-beta simulator against seed 003's closed form of the dimension-decomposed AllReduce
+    (Sections 3.4 / 4.2), on meshes (open lines) and tori (rings), at 1 KB and 1 GB.
+
+    Parameters
+    ----------
+    model : LinkModel
+        The alpha-beta link model (Table I's by default in :func:`write_report`).
+
+    Returns
+    -------
+    str
+        A Markdown table of formula, simulated time and relative error per case.
+    """
     rows = []
     for r, c in ((4, 4), (5, 11), (8, 8), (16, 16)):
         for wrap in (False, True):
@@ -508,6 +648,21 @@ def seed003_check(model: LinkModel) -> str:
 
 
 def failures_section(model: LinkModel, log) -> str:
+    """Link failures on the 8x8 EquiMesh: XTree resynthesized on the topology with 1, 2, 4 and 8 random links
+    failed (seed 0), AllGather and AllReduce at 1 GB and K = 4, against the intact network.
+
+    Parameters
+    ----------
+    model : LinkModel
+        The alpha-beta link model (Table I's by default in :func:`write_report`).
+    log : callable
+        ``log(line)`` as each piece starts.
+
+    Returns
+    -------
+    str
+        A Markdown table: degrees, bound, steps and bandwidth with and without the failures, and the slowdown.
+    """
     rows = []
     size = np.array([2.0**30])
     for collective in ("allgather", "allreduce"):
@@ -550,7 +705,21 @@ def failures_section(model: LinkModel, log) -> str:
 
 
 def rtl_check(log) -> tuple[str, list]:
-    """The simulator in RTL units (alpha = pipeline latency, B = 1 flit/cycle) against the Amaranth network's cycles."""
+    """The simulator in RTL units (alpha = pipeline latency, B = 1 flit/cycle) against the Amaranth network's cycles.
+
+    The alpha of one step is the minimum step period at the default pipeline depth (:mod:`equimesh.rtl.timing`);
+    each case runs on the Amaranth simulator.
+
+    Parameters
+    ----------
+    log : callable
+        ``log(line)`` as each piece starts.
+
+    Returns
+    -------
+    tuple of (str, list of dict)
+        The Markdown table, and per case its RTL and alpha-beta cycles.
+    """
     from ...rtl.rom import compile_schedule
     from ...schedules.synth import synthesize
     from ..backends import run_image
@@ -609,7 +778,20 @@ def rtl_check(log) -> tuple[str, list]:
 
 def compare_section(out: Path, log) -> str:
     """The cycle-level comparison of ``equimesh compare`` (4x4, K = 4, F = 16, AllGather, every kind of
-    :data:`equimesh.sim.compare.KINDS`) on the compiled backend, with its heatmaps."""
+    :data:`equimesh.sim.compare.KINDS`) on the compiled backend, with its heatmaps.
+
+    Parameters
+    ----------
+    out : pathlib.Path
+        The report's directory; figures go under ``out/figures``.
+    log : callable
+        ``log(line)`` as each piece starts.
+
+    Returns
+    -------
+    str
+        The section's Markdown: the table and the heatmaps (copied under ``out/figures/compare``).
+    """
     from ...rtl.design import fit
     from ..backends import run_image
     from ..compare import compare
@@ -698,7 +880,20 @@ def _ratios(figs: dict) -> dict:
 
 
 def render(template: str, **context) -> str:
-    """Render one of ``sim/analytic/templates`` (Jinja2) with ``context``."""
+    """Render one of ``sim/analytic/templates`` (Jinja2) with ``context``.
+
+    Parameters
+    ----------
+    template : str
+        The template's file name (``"evaluation.md.j2"``).
+    **context
+        The template's variables; a missing one is an error (``StrictUndefined``).
+
+    Returns
+    -------
+    str
+        The rendered text.
+    """
     import jinja2
 
     env = jinja2.Environment(
@@ -711,19 +906,20 @@ def render(template: str, **context) -> str:
 
 
 def write_report(out: Path, log=lambda s: None) -> Path:
-    """Write the evaluation report: every section measured in one run, rendered from a template.
+    """Write the evaluation report: every section measured in one run, rendered from the templates of
+    :data:`PAGES` (one context, so the pages share the run's stamp and numbers).
 
     Parameters
     ----------
     out : Path
-        The directory for ``evaluation.md``, ``figures/*.png`` and ``figures/evaluation.json``.
+        The directory for the pages of :data:`PAGES`, ``figures/*.png`` and ``figures/evaluation.json``.
     log : callable
         Receives a line per section as it starts.
 
     Returns
     -------
     Path
-        ``out/evaluation.md``.
+        ``out/evaluation.md``, the main page; the others are beside it.
     """
     (out / "figures").mkdir(parents=True, exist_ok=True)
     model = LinkModel()
@@ -761,7 +957,8 @@ def write_report(out: Path, log=lambda s: None) -> Path:
         latency=LATENCY[DEFAULT_PIPELINE],
     )
     context["seconds"] = f"{time.perf_counter() - t0:.0f}"
-    (out / "evaluation.md").write_text(render("evaluation.md.j2", **context))
+    for page, template in PAGES.items():
+        (out / page).write_text(render(template, **context))
     for v in figs["figs"].values():
         v.pop("_curves")
     (out / "figures/evaluation.json").write_text(

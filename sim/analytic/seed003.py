@@ -144,7 +144,19 @@ def _binomial_parent(n: int) -> dict[int, int]:
 
 @dataclass(frozen=True)
 class Case:
-    """One closed form of seed 003 and the algorithm that realizes it."""
+    """One closed form of seed 003 and the algorithm that realizes it.
+
+    Attributes
+    ----------
+    topology : str
+        ``"star"``, ``"torus"`` or ``"mesh"``.
+    collective : str
+        ``"allgather"``, ``"reducescatter"``, ``"allreduce"``, ``"broadcast"`` or ``"reduce"``.
+    algorithm : str
+        ``"ring"``, ``"rabenseifner"``, ``"binomial"``, ``"chain"`` or ``"bidir"``.
+    where : str
+        The seed 003 section that gives the closed form.
+    """
 
     topology: str  # star, torus, mesh
     collective: str  # allgather, reducescatter, allreduce, broadcast, reduce
@@ -186,7 +198,24 @@ def sizes_for(case: Case) -> list[tuple[int, ...]]:
 
 
 def formula(case: Case, shape: tuple[int, ...], message: float, model: LinkModel) -> tuple[float, str]:
-    """Seed 003's closed form for ``case`` on ``shape`` and its text: (seconds, formula)."""
+    """Seed 003's closed form for ``case`` on ``shape`` and its text: (seconds, formula).
+
+    Parameters
+    ----------
+    case : Case
+        The closed form's case.
+    shape : tuple of int
+        ``(N,)`` for the star, ``(rows, cols)`` for a grid.
+    message : float
+        M, the message in bytes.
+    model : LinkModel
+        The alpha-beta link model (alpha per hop, bandwidth B).
+
+    Returns
+    -------
+    tuple of (float, str)
+        The time in seconds and the formula as text.
+    """
     n = math.prod(shape)
     a, m = model.alpha, message / model.bandwidth
     c, t = case.collective, case.topology
@@ -263,12 +292,40 @@ class Check:
 
 
 def check(case: Case, shape: tuple[int, ...], regime: str, model: LinkModel = LinkModel()) -> Check:
-    """Formula and simulator at ``regime``'s message size."""
+    """Formula and simulator at ``regime``'s message size.
+
+    Parameters
+    ----------
+    case : Case
+        The case.
+    shape : tuple of int
+        ``(N,)`` for the star, ``(rows, cols)`` for a grid.
+    regime : str
+        ``"alpha"``: a tiny message (the latency term dominates); ``"beta"``: a large one.
+    model : LinkModel
+        The alpha-beta link model (alpha per hop, bandwidth B).
+
+    Returns
+    -------
+    Check
+        Both times and the formula's text.
+    """
     m = SMALL_M if regime == "alpha" else LARGE_M
     f, text = formula(case, shape, m, model)
     return Check(case, shape, regime, m, text, f, simulate_case(case, shape, m, model, regime))
 
 
 def cases(model: LinkModel = LinkModel()) -> list[Check]:
-    """Every case at its three sizes, in both regimes."""
+    """Every case at its three sizes, in both regimes.
+
+    Parameters
+    ----------
+    model : LinkModel
+        The alpha-beta link model (alpha per hop, bandwidth B).
+
+    Returns
+    -------
+    list of Check
+        One per case of :data:`CASES`, size and regime.
+    """
     return [check(c, s, r, model) for c in CASES for s in sizes_for(c) for r in ("alpha", "beta")]
