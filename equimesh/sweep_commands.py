@@ -289,7 +289,13 @@ def _same(a: dict, b: dict) -> bool:
 
 def cpu_seconds() -> float:
     """CPU seconds (user + system) of this process and of its children that have finished: the tools it
-    ran (yosys, nextpnr, Verilator). Called on each worker of a cluster too (``Client.run``)."""
+    ran (yosys, nextpnr, Verilator). Called on each worker of a cluster too (``Client.run``).
+
+    Returns
+    -------
+    float
+        The seconds.
+    """
     import resource
 
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -50,10 +50,35 @@ PROPERTIES = {
 
 
 def fmt_of(p: Params) -> PacketFormat:
+    """The packet format of the proof's design.
+
+    Parameters
+    ----------
+    p : Params
+        The block's parameters (nodes, payload flits, flit width).
+
+    Returns
+    -------
+    PacketFormat
+    """
     return PacketFormat(p.nodes, p.payload_flits, p.flit_bits)
 
 
 def build(p: Params, prop: str):
+    """The input buffer's formal wrapper for property ``prop`` (the table of docs/formal.md).
+
+    Parameters
+    ----------
+    p : Params
+        The block's parameters.
+    prop : str
+        ``buffer_order`` or ``buffer_room``.
+
+    Returns
+    -------
+    Wrapper
+        The module with the buffer, its environment's ``Assume``s, the property's ``Assert``s and ``Cover``s.
+    """
     fmt = fmt_of(p)
     depth = p.buffer_depth or fmt.packet_flits + 2
     dut = InputBuffer(fmt, depth, registered=p.pipeline > 0)

@@ -78,6 +78,20 @@ DESIGN = {
 
 
 def build(p: Params, prop: str):
+    """The packet router's formal wrapper for property ``prop`` (the table of docs/formal.md).
+
+    Parameters
+    ----------
+    p : Params
+        The block's parameters.
+    prop : str
+        ``one_driver``, ``link_order`` or ``no_interleave``.
+
+    Returns
+    -------
+    Wrapper
+        The module with the router, its environment's ``Assume``s, the property's ``Assert``s and ``Cover``s.
+    """
     fmt = PacketFormat(p.nodes, p.payload_flits, p.flit_bits)
     cfg = PacketConfig(fmt, p.buffer_depth or fmt.packet_flits + 2)
     dut = PacketRouter(cfg, list(p.lanes), p.pipeline)

@@ -90,6 +90,17 @@ PROPERTIES = {
 
 
 def fmt_of(p: Params) -> PacketFormat:
+    """The packet format of the proof's design.
+
+    Parameters
+    ----------
+    p : Params
+        The block's parameters (nodes, payload flits, flit width).
+
+    Returns
+    -------
+    PacketFormat
+    """
     return PacketFormat(p.nodes, p.payload_flits, p.flit_bits)
 
 

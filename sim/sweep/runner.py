@@ -103,7 +103,22 @@ def task(point: dict, timeout: float | None, memory_mb: int | None, shared: dict
 
 def shared_task(point: dict, timeout: float | None, memory_mb: int | None) -> dict:
     """The stage a group of points shares (:data:`.points.SHARED`; an ``fpga`` design's synthesis, which
-    all its seeds place and route), run once on a worker, under the points' limits."""
+    all its seeds place and route), run once on a worker, under the points' limits.
+
+    Parameters
+    ----------
+    point : dict
+        One of the group's points (the stage depends only on what they share).
+    timeout : float or None
+        Seconds before the stage is stopped (None: no limit).
+    memory_mb : int or None
+        Memory limit of the stage's process in MB (None: no limit).
+
+    Returns
+    -------
+    dict
+        The stage's result, handed to each point of the group.
+    """
     if timeout is None and memory_mb is None:
         return run_shared(point)
     return run_isolated(point, timeout, memory_mb, stage=True)
