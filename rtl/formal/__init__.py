@@ -73,6 +73,13 @@ class Params:
         return self.rows * self.cols
 
     @property
+    def fmt(self):
+        """The packets' format (:class:`~equimesh.rtl.packet.PacketFormat`): nodes, payload flits, flit width."""
+        from ..packet import PacketFormat
+
+        return PacketFormat(self.nodes, self.payload_flits, self.flit_bits)
+
+    @property
     def lanes(self) -> tuple[str, ...]:
         """The lane ports of node 0's router (every EquiMesh router has the four ports N, E, S, W)."""
         return tuple(self.topology.ports(0))

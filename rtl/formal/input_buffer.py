@@ -20,12 +20,11 @@ from __future__ import annotations
 from amaranth.hdl import Assert, Assume, Cat, Cover, Module, Mux, Signal
 from amaranth.lib.memory import Memory
 
-from ..packet import PacketFormat
 from ..packet_router import InputBuffer
 from . import Params, Prop, Wrapper
 from .probe import internals, made, no_reset, stream_contract
 
-__all__ = ["PROPERTIES", "build", "fmt_of"]
+__all__ = ["PROPERTIES", "build"]
 
 _SENDER = (
     "the link keeps the stream contract (valid holds until ready, payload stable: the sender is a "
@@ -49,21 +48,6 @@ PROPERTIES = {
 }
 
 
-def fmt_of(p: Params) -> PacketFormat:
-    """The packet format of the proof's design.
-
-    Parameters
-    ----------
-    p : Params
-        The block's parameters (nodes, payload flits, flit width).
-
-    Returns
-    -------
-    PacketFormat
-    """
-    return PacketFormat(p.nodes, p.payload_flits, p.flit_bits)
-
-
 def build(p: Params, prop: str):
     """The input buffer's formal wrapper for property ``prop`` (the table of docs/formal.md).
 
@@ -79,7 +63,7 @@ def build(p: Params, prop: str):
     Wrapper
         The module with the buffer, its environment's ``Assume``s, the property's ``Assert``s and ``Cover``s.
     """
-    fmt = fmt_of(p)
+    fmt = p.fmt
     depth = p.buffer_depth or fmt.packet_flits + 2
     dut = InputBuffer(fmt, depth, registered=p.pipeline > 0)
     dut._MustUse__silence = True  # elaborated below, by hand

@@ -22,7 +22,6 @@ from functools import reduce
 
 from amaranth.hdl import Assert, Assume, Cover, Module, Mux, Signal
 
-from ..packet import PacketFormat
 from ..packet_router import PacketConfig, PacketRouter
 from ..relay import mask_word
 from . import Params, Prop, Wrapper
@@ -92,7 +91,7 @@ def build(p: Params, prop: str):
     Wrapper
         The module with the router, its environment's ``Assume``s, the property's ``Assert``s and ``Cover``s.
     """
-    fmt = PacketFormat(p.nodes, p.payload_flits, p.flit_bits)
+    fmt = p.fmt
     cfg = PacketConfig(fmt, p.buffer_depth or fmt.packet_flits + 2)
     dut = PacketRouter(cfg, list(p.lanes), p.pipeline)
     m = Module()

@@ -35,12 +35,12 @@ from amaranth.hdl import Assert, Assume, Cat, Const, Cover, Module, Mux, Signal
 from amaranth.lib.memory import Memory
 
 from .. import relay as relay_module
-from ..packet import Opcode, PacketFormat
+from ..packet import Opcode
 from ..relay import Relay
 from . import Params, Prop, Wrapper
 from .probe import anyconst, internals, made, no_reset, stream_contract
 
-__all__ = ["PROPERTIES", "build", "fmt_of"]
+__all__ = ["PROPERTIES", "build"]
 
 _ENV = (
     "own and reach partition the nodes (the forwarding table); the input keeps the stream contract and sends "
@@ -87,21 +87,6 @@ PROPERTIES = {
         _ENV + "; for this property also: every ready is 1 and the grant comes as soon as the allocator allows",
     ),
 }
-
-
-def fmt_of(p: Params) -> PacketFormat:
-    """The packet format of the proof's design.
-
-    Parameters
-    ----------
-    p : Params
-        The block's parameters (nodes, payload flits, flit width).
-
-    Returns
-    -------
-    PacketFormat
-    """
-    return PacketFormat(p.nodes, p.payload_flits, p.flit_bits)
 
 
 def _union(values):
@@ -157,7 +142,7 @@ def build(p: Params, prop: str):
     Wrapper
         The wrapper, its ports, the proof depth (a tail leaves within it) and the cover depth.
     """
-    fmt = fmt_of(p)
+    fmt = p.fmt
     outs, nodes, B, L, W = len(p.lanes), fmt.nodes, fmt.bitmap_flits, fmt.packet_flits, fmt.width
     n = outs + 1
     cut = p.pipeline > 0
