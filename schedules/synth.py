@@ -369,20 +369,23 @@ def alltoall(topo: Topology, chunks: int, algorithm: str, lanes: bool, time_limi
     """An AllToAll schedule (docs/alltoall.md): ``relay`` (:mod:`.methods.a2a`); ``cpsat``, the exact
     model (:mod:`.methods.a2a_exact`) below relay's step count, ``time_limit`` seconds per step count;
     ``auto``, relay, and on networks of nodes x K <= 9 the exact model for a few seconds if relay
-    misses the bound. ``counts``: a skewed AllToAll's chunks per (source, destination), at most
+    misses the bound (without ``lanes``). ``lanes``: relay under the RTL's lane rule
+    (:func:`.storage.alltoall_lanes`). ``counts``: a skewed AllToAll's chunks per (source, destination), at most
     ``chunks`` each (relay only)."""
     if algorithm not in ALLTOALL_ALGORITHMS:
         raise SynthesisError(f"AllToAll is scheduled by {', '.join(ALLTOALL_ALGORITHMS)} (got {algorithm})")
-    if lanes:
+    if lanes and algorithm == "cpsat":
         raise SynthesisError(
-            "AllToAll schedules do not model the storage lanes yet (the RTL cannot run them); use --storage none"
+            "the exact AllToAll model does not model the storage lanes; use --storage none or --algorithm relay"
         )
     if counts is not None and algorithm == "cpsat":
         raise SynthesisError("the exact AllToAll model takes uniform AllToAll only; use --algorithm relay")
-    phase, meta = relay_alltoall(topo, chunks, counts), {"method": "relay"}
+    phase, meta = relay_alltoall(topo, chunks, counts, lanes=lanes), {"method": "relay"}
     if counts is not None:
         meta["counts"] = counts
-    small = topo.nodes * chunks <= EXACT_A2A_AUTO_MAX and counts is None
+    if lanes:
+        meta["storage"] = "lanes"
+    small = topo.nodes * chunks <= EXACT_A2A_AUTO_MAX and counts is None and not lanes
     if algorithm == "cpsat" or (algorithm == "auto" and small):
         limit = time_limit if algorithm == "cpsat" else min(time_limit, EXACT_AUTO_SECONDS)
         res = exact_alltoall(topo, chunks, phase.num_steps - 1, limit)
