@@ -632,7 +632,9 @@ def _compile_alltoall(sched: Schedule, chunk_flits: int, came: list) -> NetworkI
             o = lane_of[u][l.src_port]
             rd_en, rd_slot = arrays["rd_en"][u], arrays["rd_slot"][u]
             if rd_en[s, i] and rd_slot[s, i] != slot:  # the lane rule (checked before) rules this out
-                raise RomError(f"step {s}, link {link}: lane {lanes[u][i]} of node {u} would read two slots in one step")
+                raise RomError(
+                    f"step {s}, link {link}: lane {lanes[u][i]} of node {u} would read two slots in one step"
+                )
             rd_en[s, i], rd_slot[s, i] = 1, slot
             arrays["out_valid"][u][s, o], arrays["out_lane"][u][s, o] = 1, i
             p = lane_of[w][l.dst_port]
