@@ -11,8 +11,8 @@ which every link sends, of the chunks waiting at its source for it, the one with
 * the two re-routing passes go in :data:`BATCHES` batches (each chunk's choice sees the loads of
   the batches before it, not of the chunks before it in its own batch);
 * the list schedule keeps, per link, the waiting own chunks in one sorted array with a pointer and
-  the relayed ones in flat arrays; each step picks per link the larger of the two keys
-  (hops to go, then the lower chunk number), exactly the priority of :mod:`.a2a`'s heaps.
+  the relayed ones in one sorted array of keys; each step picks per link the larger of the two
+  keys (hops to go, then the lower chunk number), exactly the priority of :mod:`.a2a`'s heaps.
 """
 
 from __future__ import annotations
@@ -57,6 +57,7 @@ class _Tables:
                         self.opt[axis][a, tgt, : len(opts)] = opts
                         self.nopt[axis][a, tgt] = len(opts)
                         self.dist[axis][a, tgt] = dist[a]
+        self.build_next()
 
     def length(self, s, d, yx):
         """Hops of the XY (``yx`` False) or YX route of each chunk."""
@@ -67,13 +68,25 @@ class _Tables:
         second = np.where(yx, self.dist[0][mid, d % c], self.dist[1][mid, r])
         return first + second
 
+    def build_next(self) -> None:
+        """Flatten the options per (XY or YX, node, destination): ``next_link`` is then two gathers."""
+        n, c = self.opt[0].shape[0], self.cols
+        cur, d = np.divmod(np.arange(n * n), n)
+        self.n = n
+        self.flat_opt = np.zeros((2, n * n, _MAXOPT), dtype=np.int32)
+        self.flat_nopt = np.ones((2, n * n), dtype=np.int64)
+        for yx in (0, 1):
+            row_move = (cur // c == d // c) if yx else (cur % c != d % c)
+            for axis, tgt, sel in ((0, d % c, row_move), (1, d // c, ~row_move)):
+                self.flat_opt[yx, sel] = self.opt[axis][cur[sel], tgt[sel]]
+                self.flat_nopt[yx, sel] = self.nopt[axis][cur[sel], tgt[sel]]
+        self.flat_opt = self.flat_opt.reshape(-1)
+        self.flat_nopt = self.flat_nopt.reshape(-1)
+
     def next_link(self, cur, d, yx, i):
         """The next link of each chunk at node ``cur`` (not yet at ``d``)."""
-        c = self.cols
-        row_move = np.where(yx, cur // c == d // c, cur % c != d % c)
-        tc, tr = d % c, d // c
-        n_r, n_c = self.nopt[0][cur, tc], self.nopt[1][cur, tr]
-        return np.where(row_move, self.opt[0][cur, tc, i % n_r], self.opt[1][cur, tr, i % n_c])
+        base = (yx * self.n + cur) * self.n + d
+        return self.flat_opt[base * _MAXOPT + i % self.flat_nopt[base]].astype(np.int64)
 
 
 def _walk(tab: _Tables, s, d, yx, i, load, sign: int = 0):
@@ -136,36 +149,41 @@ def fast_relay_alltoall(topo: Topology, chunks: int, counts=None, batches: int =
 
 
 def _list_schedule(tab: _Tables, s, d, yx, i, hops, table, nlinks: int) -> list[np.ndarray]:
-    """Stage 2: per step, every link sends its waiting chunk of most hops to go (lowest ``i`` on ties)."""
-    big = 1 << 40
+    """Stage 2: per step, every link sends its waiting chunk of most hops to go (lowest ``i`` on ties).
+
+    The relayed chunks waiting are one sorted int64 array of ``link << 47 | hops to go << 40 |
+    (2^40 - 1 - i)``: each link's best is the last entry below the next link's range (a binary
+    search per link), and a step deletes and inserts at most one entry per link."""
+    big, shift = 1 << 40, 47
+    assert hops.max(initial=0) < 1 << (shift - 40) and len(i) < big
     first = tab.next_link(s, d, yx, i)
     order = np.lexsort((i, -hops, first))  # own chunks per first link, best first
     ptr = np.searchsorted(first[order], np.arange(nlinks))
     end = np.searchsorted(first[order], np.arange(nlinks), side="right")
-    r_link = np.zeros(0, dtype=np.int64)  # relayed chunks waiting: their link, key and chunk
-    r_key, r_i = r_link.copy(), r_link.copy()
-    links = np.arange(nlinks)
+    links = np.arange(nlinks, dtype=np.int64)
+    bounds = (links + 1) << shift
+    waiting = np.zeros(0, dtype=np.int64)
     steps = []
-    while (ptr < end).any() or len(r_link):
+    while (ptr < end).any() or len(waiting):
         has = ptr < end
         own = order[np.minimum(ptr, len(order) - 1)]
         own_key = np.where(has, hops[own] * big + (big - 1 - own), -1)
-        best = np.full(nlinks, -1, dtype=np.int64)
-        np.maximum.at(best, r_link, r_key)
-        from_own = has & (own_key > best)
-        ol = links[from_own]
-        pick = (r_key == best[r_link]) & ~from_own[r_link]
-        sent_link = np.concatenate([ol, r_link[pick]])
-        sent_i = np.concatenate([own[from_own], r_i[pick]])
-        left = np.concatenate([hops[own[from_own]], r_key[pick] // big]) - 1
-        ptr[ol] += 1
-        keep = ~pick
-        r_link, r_key, r_i = r_link[keep], r_key[keep], r_i[keep]
+        last = np.searchsorted(waiting, bounds) - 1
+        entry = waiting[np.maximum(last, 0)] if len(waiting) else np.zeros(nlinks, dtype=np.int64)
+        mine = (last >= 0) & ((entry >> shift) == links)
+        relay_key = np.where(mine, entry & ((1 << shift) - 1), -1)
+        from_own = has & (own_key > relay_key)
+        from_relay = mine & ~from_own
+        rk = relay_key[from_relay]
+        sent_link = np.concatenate([links[from_own], links[from_relay]])
+        sent_i = np.concatenate([own[from_own], big - 1 - rk % big])
+        left = np.concatenate([hops[own[from_own]], rk // big]) - 1
+        ptr[from_own] += 1
+        waiting = np.delete(waiting, last[from_relay])
         go = left > 0
-        ni, cur = sent_i[go], tab.ldst[sent_link[go]]
-        nxt = tab.next_link(cur, d[ni], yx[ni], ni)
-        r_link = np.concatenate([r_link, nxt])
-        r_key = np.concatenate([r_key, left[go] * big + (big - 1 - ni)])
-        r_i = np.concatenate([r_i, ni])
+        ni = sent_i[go]
+        nxt = tab.next_link(tab.ldst[sent_link[go]], d[ni], yx[ni], ni)
+        new = np.sort((nxt << shift) | (left[go] * big + (big - 1 - ni)))
+        waiting = np.insert(waiting, np.searchsorted(waiting, new), new)
         steps.append(np.column_stack([sent_link, table[sent_i]]))
     return steps
