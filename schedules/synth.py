@@ -20,7 +20,8 @@ schedule's ``method`` says what was used.
 
 from __future__ import annotations
 
-from .methods.a2a import relay_alltoall
+from .methods.a2a import RELIEVE_MAX, relay_alltoall
+from .methods.a2a_fast import fast_relay_alltoall
 from .methods.a2a_exact import exact_alltoall
 from .methods.cpsat import exact, improve_tail, repair
 from .methods.hamiltonian import decompose
@@ -370,7 +371,9 @@ def alltoall(topo: Topology, chunks: int, algorithm: str, lanes: bool, time_limi
     model (:mod:`.methods.a2a_exact`) below relay's step count, ``time_limit`` seconds per step count;
     ``auto``, relay, and on networks of nodes x K <= 9 the exact model for a few seconds if relay
     misses the bound (without ``lanes``). ``lanes``: relay under the RTL's lane rule
-    (:func:`.storage.alltoall_lanes`). ``counts``: a skewed AllToAll's chunks per (source, destination), at most
+    (:func:`.storage.alltoall_lanes`). Links-only relays of more than ``RELIEVE_MAX`` chunk fields
+    (nodes x K) run in numpy (:mod:`.methods.a2a_fast`). ``counts``: a skewed AllToAll's chunks per
+    (source, destination), at most
     ``chunks`` each (relay only)."""
     if algorithm not in ALLTOALL_ALGORITHMS:
         raise SynthesisError(f"AllToAll is scheduled by {', '.join(ALLTOALL_ALGORITHMS)} (got {algorithm})")
@@ -380,7 +383,11 @@ def alltoall(topo: Topology, chunks: int, algorithm: str, lanes: bool, time_limi
         )
     if counts is not None and algorithm == "cpsat":
         raise SynthesisError("the exact AllToAll model takes uniform AllToAll only; use --algorithm relay")
-    phase, meta = relay_alltoall(topo, chunks, counts, lanes=lanes), {"method": "relay"}
+    if lanes or topo.nodes * chunks <= RELIEVE_MAX:
+        phase = relay_alltoall(topo, chunks, counts, lanes=lanes)
+    else:  # stage 1b is off at this size: the same relay in numpy
+        phase = fast_relay_alltoall(topo, chunks, counts)
+    meta = {"method": "relay"}
     if counts is not None:
         meta["counts"] = counts
     if lanes:

@@ -8,8 +8,9 @@ which every link sends, of the chunks waiting at its source for it, the one with
 
 * routes are walked hop by hop for all chunks at once from per-(node, target) option tables, never
   stored: a chunk's next link follows from its node, its destination, XY or YX, and ``i``;
-* the two re-routing passes go in :data:`BATCHES` batches (each chunk's choice sees the loads of
-  the batches before it, not of the chunks before it in its own batch);
+* the two re-routing passes go in :data:`BATCHES` strided batches (chunks ``j, j + B, j + 2B, ...``;
+  each chunk's choice sees the loads of the batches before it, not of the chunks before it in its
+  own batch);
 * the list schedule keeps, per link, the waiting own chunks in one sorted array with a pointer and
   the relayed ones in one sorted array of keys; each step picks per link the larger of the two
   keys (hops to go, then the lower chunk number), exactly the priority of :mod:`.a2a`'s heaps.
@@ -110,7 +111,8 @@ def _balance(tab: _Tables, s, d, i, nlinks: int, batches: int = BATCHES):
     load = np.zeros(nlinks, dtype=np.int64)
     _walk(tab, s, d, yx, i, load, +1)
     for _ in range(_PASSES):
-        for b in np.array_split(np.arange(len(s)), min(batches, len(s))):
+        nb = min(batches, len(s))
+        for b in (np.arange(j, len(s), nb) for j in range(nb)):  # strided: each batch a sample of all pairs
             _walk(tab, s[b], d[b], yx[b], i[b], load, -1)
             cost = [_walk(tab, s[b], d[b], np.full(len(b), v), i[b], load) for v in (False, True)]
             yx[b] = (cost[1] < cost[0]) | ((cost[1] == cost[0]) & (i[b] % 2 == 1))
