@@ -21,8 +21,8 @@ schedule's ``method`` says what was used.
 from __future__ import annotations
 
 from .methods.a2a import RELIEVE_MAX, relay_alltoall
-from .methods.a2a_fast import fast_relay_alltoall
 from .methods.a2a_exact import exact_alltoall
+from .methods.a2a_fast import fast_relay_alltoall
 from .methods.cpsat import exact, improve_tail, repair
 from .methods.hamiltonian import decompose
 from .methods.library import stored
