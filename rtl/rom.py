@@ -22,6 +22,13 @@ ReduceScatter (Algorithm 3, MirrorXTree): node ``v`` keeps its partial of
 chunk's home lane), and every partial it receives is added there. AllReduce
 runs both phases on the same lanes; after the ReduceScatter the root's sums
 sit in their home lanes, which is where the AllGather expects them.
+AllToAll (docs/alltoall.md, "Lanes and slots"; :func:`_compile_alltoall`): the
+schedule must obey the lane rule (``schedules/storage.alltoall_lanes``). Node
+``v`` preloads its own K (N - 1) chunks, each into a lane no relayed chunk of
+its sending step reads (fewest own chunks first), slots in the order they
+leave; a received chunk goes to its in-port's lane, lowest free slot; a slot is
+free from the step after the chunk's last send; a destination keeps what is
+addressed to it (``final[v]``: ``(source, chunk field)`` with field // K = v).
 """
 
 from __future__ import annotations
