@@ -27,7 +27,7 @@ from .a2a import _segments
 
 __all__ = ["BATCHES", "fast_relay_alltoall"]
 
-BATCHES = 256  # re-routing batches per pass
+BATCHES = 1024  # re-routing batches per pass
 _PASSES = 2
 _MAXOPT = 4
 
