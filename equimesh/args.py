@@ -35,7 +35,7 @@ __all__ = [
     "writable",
 ]
 
-COLLECTIVES = ("allgather", "reducescatter", "allreduce")
+COLLECTIVES = ("allgather", "reducescatter", "allreduce", "alltoall")
 
 
 def count(lo: int, hi: int):

@@ -139,10 +139,6 @@ def cmd_schedule(args) -> int:
         args.storage = "none"
     if args.skew and args.collective != "alltoall":
         raise UsageError("--skew applies to --collective alltoall only")
-    if args.collective == "alltoall" and args.storage == "lanes":
-        raise UsageError(
-            "AllToAll schedules do not model the storage lanes yet (the RTL cannot run them); use --storage none"
-        )
     if args.storage is None and args.collective == "alltoall":
         args.storage = "none"
     if args.storage is None:

@@ -6,10 +6,11 @@ import json
 
 import numpy as np
 
+from .args import CHUNK_FLITS
 from .errors import InputError, UsageError
 from .schedules import supermesh as sm
 
-__all__ = ["cmd_a2a", "cmd_topology", "register"]
+__all__ = ["cmd_a2a", "cmd_a2a_rtl", "cmd_topology", "register"]
 
 
 def cmd_topology(args) -> int:
@@ -74,9 +75,44 @@ def _read_matrix(path: str) -> np.ndarray:
         raise InputError(f"{path}: not a matrix of numbers (one row per line, comma or space separated)") from None
 
 
+def cmd_a2a_rtl(args) -> int:
+    """DA2A and IA2A of the slide examples that fit SM(4) as schedules on SM(4,4), run on the RTL."""
+    from .sim.backends import run_image
+    from .sim.supermesh_a2a import run_examples
+    from .sim.verilator import VerilatorError
+    from .sim.verilog_sim import SimulatorMissing
+
+    try:
+        rows = run_examples(4, 4, args.chunk_flits, lambda image, label: run_image(image, args.backend))
+    except (VerilatorError, SimulatorMissing) as e:
+        raise InputError(str(e)) from None
+    ok = all(r[k]["bit_exact"] for r in rows for k in ("da2a", "ia2a"))
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0 if ok else 1
+    print(
+        f"SM(4,4), every row an S(4) running the example, a message of size w = 4w chunks, "
+        f"{args.chunk_flits} flits/chunk, {args.backend}"
+    )
+    print(f"{'example':<12}{'M':>4}{'R+C':>5}  model  cost DA2A/IA2A  steps DA2A/IA2A  cycles DA2A/IA2A  RTL faster")
+    for r in rows:
+        d, i = r["da2a"], r["ia2a"]
+        exact = "" if d["bit_exact"] and i["bit_exact"] else "  NOT BIT-EXACT"
+        print(
+            f"{r['example']:<12}{r['M']:>4g}{r['R'] + r['C']:>5}  {r['choice']:<5}  "
+            f"{r['da2a_cost']:>6g} / {r['ia2a_cost']:<6g}  {d['steps']:>6} / {i['steps']:<6}  "
+            f"{d['cycles']:>7} / {i['cycles']:<7}  {r['rtl_faster']}"
+            f"{'' if r['agrees'] else ' (model: ' + r['choice'] + ')'}{exact}"
+        )
+    agree = sum(r["agrees"] for r in rows)
+    print(f"the RTL's faster schedule is the model's choice in {agree} of {len(rows)} examples")
+    return 0 if ok else 1
+
+
 def cmd_a2a(args) -> int:
     """``equimesh supermesh a2a``: direct against indirect all-to-all (DA2A, IA2A; seed 001) on SM(m) for a
-    message matrix read from a file or one of the slides' examples.
+    message matrix read from a file or one of the slides' examples; with ``--rtl``, both as schedules run
+    in the RTL (:func:`cmd_a2a_rtl`).
 
     Parameters
     ----------
@@ -88,6 +124,8 @@ def cmd_a2a(args) -> int:
     int
         The exit status: 0; bad input raises :class:`UsageError` or :class:`InputError` (one line).
     """
+    if args.rtl:
+        return cmd_a2a_rtl(args)
     if args.sync < 0:
         raise UsageError(f"--sync must be >= 0 (got {args.sync})")
     examples = sm.slide_examples()
@@ -144,6 +182,19 @@ def register(sub) -> None:
     src = q.add_mutually_exclusive_group(required=True)
     src.add_argument("--matrix", help="text file: m rows of m message sizes (comma or space separated)")
     src.add_argument("--example", choices=sorted(sm.slide_examples()), help="a matrix giving a slide's M, R, C")
+    src.add_argument(
+        "--rtl",
+        action="store_true",
+        help="run DA2A and IA2A of every slide example that fits S(4) as schedules on SM(4,4) in the RTL "
+        "and set the faster beside the model's choice",
+    )
+    q.add_argument(
+        "--backend",
+        choices=("amaranth", "verilator", "icarus"),
+        default="amaranth",
+        help="with --rtl: the simulator (default amaranth)",
+    )
+    q.add_argument("--chunk-flits", type=CHUNK_FLITS, default=1, help="with --rtl: flits per chunk F (default 1)")
     q.add_argument("--sync", type=float, default=0.0, help="least cost of one round (default 0)")
     q.add_argument("--json", action="store_true", help="machine-readable output")
     q.set_defaults(func=cmd_a2a)

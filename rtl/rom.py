@@ -22,6 +22,13 @@ ReduceScatter (Algorithm 3, MirrorXTree): node ``v`` keeps its partial of
 chunk's home lane), and every partial it receives is added there. AllReduce
 runs both phases on the same lanes; after the ReduceScatter the root's sums
 sit in their home lanes, which is where the AllGather expects them.
+AllToAll (docs/alltoall.md, "Lanes and slots"; :func:`_compile_alltoall`): the
+schedule must obey the lane rule (``schedules/storage.alltoall_lanes``). Node
+``v`` preloads its own K (N - 1) chunks, each into a lane no relayed chunk of
+its sending step reads (fewest own chunks first), slots in the order they
+leave; a received chunk goes to its in-port's lane, lowest free slot; a slot is
+free from the step after the chunk's last send; a destination keeps what is
+addressed to it (``final[v]``: ``(source, chunk field)`` with field // K = v).
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ from amaranth.hdl import Shape, unsigned
 from amaranth.lib import data
 
 from ..schedules.schedule import Schedule
-from ..schedules.storage import StorageConflict, check_storage
+from ..schedules.storage import StorageConflict, alltoall_lanes, check_storage
 from ..schedules.topology import PORT_ORDER, Topology
 from ..schedules.verify import ScheduleInvalid, verify
 
@@ -393,6 +400,9 @@ class _Lanes:
         self.top[lane] += 1
         return self.top[lane] - 1
 
+    def release(self, lane: int, slot: int) -> None:
+        heapq.heappush(self.free[lane], slot)
+
     def keep_only(self, live):
         used = [set() for _ in self.top]
         for lane, slot in live:
@@ -448,6 +458,10 @@ def compile_schedule(sched: Schedule, chunk_flits: int, topo: Topology | None = 
     ------
     RomError
         On a bad ``chunk_flits``, another topology, an invalid schedule or a storage conflict.
+
+    Notes
+    -----
+    AllToAll schedules take :func:`_compile_alltoall` (module docstring).
     """
     if not 1 <= chunk_flits <= MAX_CHUNK_FLITS:
         raise RomError(f"chunk_flits must be 1..{MAX_CHUNK_FLITS} (got {chunk_flits})")
@@ -459,16 +473,14 @@ def compile_schedule(sched: Schedule, chunk_flits: int, topo: Topology | None = 
             f"but the network is the {topo.name} ({len(topo.links)} links)"
             + ("; their links differ (ring directions or ports)" if same else "")
         )
-    if sched.collective == "alltoall":
-        raise RomError(
-            "the hardware cannot execute this schedule: the schedule router does not run AllToAll "
-            "yet (docs/alltoall.md); its schedules are links-only"
-        )
     try:
         verify(sched)
+        came = alltoall_lanes(sched) if sched.collective == "alltoall" else None
         check_storage(sched)
     except (ScheduleInvalid, StorageConflict) as e:
         raise RomError(f"the hardware cannot execute this schedule: {e}") from None
+    if came is not None:
+        return _compile_alltoall(sched, chunk_flits, came)
 
     n, k = t.nodes, sched.chunks
     lanes = [tuple(t.ports(v)) for v in range(n)]
@@ -561,3 +573,86 @@ def compile_schedule(sched: Schedule, chunk_flits: int, topo: Topology | None = 
         final=final,
         link_transfers=link_transfers,
     )
+
+
+def _own_lanes(sched: Schedule, lane_of: list, came: list) -> list[dict]:
+    """Per node, the lane of every chunk it sends or keeps: a received chunk in its in-port's lane; an
+    own chunk in a lane no relayed chunk of its sending step uses, the one holding fewest own chunks
+    so far (AllToAll lane rule, ``schedules/storage.alltoall_lanes``)."""
+    t = sched.topology
+    lane = [{key: lane_of[v][p] for key, p in came[v].items() if p is not None} for v in range(t.nodes)]
+    own_count = [[0] * len(lane_of[v]) for v in range(t.nodes)]
+    for step in sched.phases[0].steps:
+        busy: dict[int, set] = {}
+        own: dict[int, list] = {}
+        for link, root, c in np.asarray(step).reshape(-1, 3).tolist():
+            u = t.links[link].src
+            if root == u:
+                if (root, c) not in lane[u] and (root, c) not in own.setdefault(u, []):
+                    own[u].append((root, c))
+            else:
+                busy.setdefault(u, set()).add(lane[u][(root, c)])
+        for u, keys in own.items():
+            free = sorted(set(range(len(lane_of[u]))) - busy.get(u, set()), key=lambda i: (own_count[u][i], i))
+            for key, i in zip(keys, free):  # the lane rule leaves a lane for each (one chunk per out-link)
+                lane[u][key] = i
+                own_count[u][i] += 1
+    return lane
+
+
+def _compile_alltoall(sched: Schedule, chunk_flits: int, came: list) -> NetworkImage:
+    """AllToAll tables (docs/alltoall.md, "Lanes and slots").
+
+    Node ``v`` preloads its own K (N - 1) chunks (fewer when skewed) into the lanes
+    :func:`_own_lanes` picks, slots 0, 1, ... of each lane in the order they leave. A chunk received
+    on in-port ``p`` is written into lane ``p``, in the lowest slot free at that step; a slot is
+    free again from the step after the chunk's last send (an own chunk once sent, a relayed one once
+    forwarded). A destination keeps the chunks addressed to it: ``final[v]`` holds
+    ``(source, chunk field)`` for every chunk field ``c`` with ``c // K == v``.
+    """
+    t, k, F = sched.topology, sched.chunks, chunk_flits
+    n, steps = t.nodes, sched.num_steps
+    lanes = [tuple(t.ports(v)) for v in range(n)]
+    lane_of = [{p: i for i, p in enumerate(lanes[v])} for v in range(n)]
+    lane = _own_lanes(sched, lane_of, came)
+    names = ("rd_en", "rd_slot", "wr_en", "wr_slot", "wr_acc", "wr_mask", "out_valid", "out_lane")
+    arrays = {name: [np.zeros((steps, len(lanes[v])), dtype=np.int64) for v in range(n)] for name in names}
+    rows = [np.asarray(step).reshape(-1, 3).tolist() for step in sched.phases[0].steps]
+    last_send: list[dict] = [dict() for _ in range(n)]
+    for s, step in enumerate(rows):
+        for link, root, c in step:
+            last_send[t.links[link].src][(root, c)] = s
+    alloc = [_Lanes(len(lanes[v])) for v in range(n)]
+    loc: list[dict] = [dict() for _ in range(n)]
+    for v in range(n):
+        for key in sorted((key for key in last_send[v] if key[0] == v), key=lambda key: last_send[v][key]):
+            loc[v][key] = (lane[v][key], alloc[v].alloc(lane[v][key]))
+    initial = [dict(d) for d in loc]
+    link_transfers = np.zeros(len(t.links), dtype=np.int64)
+    for s, step in enumerate(rows):
+        done = {}
+        for link, root, c in step:
+            l = t.links[link]
+            u, w = l.src, l.dst
+            link_transfers[link] += 1
+            i, slot = loc[u][(root, c)]
+            o = lane_of[u][l.src_port]
+            rd_en, rd_slot = arrays["rd_en"][u], arrays["rd_slot"][u]
+            if rd_en[s, i] and rd_slot[s, i] != slot:  # the lane rule (checked before) rules this out
+                raise RomError(
+                    f"step {s}, link {link}: lane {lanes[u][i]} of node {u} would read two slots in one step"
+                )
+            rd_en[s, i], rd_slot[s, i] = 1, slot
+            arrays["out_valid"][u][s, o], arrays["out_lane"][u][s, o] = 1, i
+            p = lane_of[w][l.dst_port]
+            loc[w][(root, c)] = (p, alloc[w].alloc(p))
+            arrays["wr_en"][w][s, p], arrays["wr_slot"][w][s, p] = 1, loc[w][(root, c)][1]
+            arrays["wr_mask"][w][s, p] = 1 << p
+            if last_send[u][(root, c)] == s and c // k != u:
+                done[(u, (root, c))] = None  # a chunk fanning out to several out-ports: once
+        for u, key in done:  # free from the next step on
+            alloc[u].release(*loc[u].pop(key))
+    final = [{key: at for key, at in loc[v].items() if key[1] // k == v} for v in range(n)]
+    routers = [RouterImage(v, design_ports(t, v), lanes[v], *(arrays[name][v] for name in names)) for v in range(n)]
+    slots = max(1, max(max(a.top) for a in alloc))
+    return NetworkImage(t, "alltoall", k, F, steps, slots, False, routers, initial, final, link_transfers)

@@ -17,6 +17,14 @@ per network port. This is the constraint the hardware puts on schedules:
 
 The two rules are duals: a ReduceScatter obeys the second exactly when the
 AllGather it was reversed from obeys the first on the mirror topology.
+
+* AllToAll (docs/alltoall.md): a chunk received on in-port ``p`` is written into
+  lane ``p``, as in AllGather; a node's own K (N - 1) chunks are preloaded into
+  lanes the compiler chooses (``rtl/rom.py``). **Per step, the distinct relayed
+  chunks a node sends arrived on distinct in-ports**, and **a node sends each of
+  its own chunks in one step only** (fanning out within it is allowed); then the
+  own chunks sent in a step always find lanes left over (a node sends at most
+  one chunk per out-link, and has a lane per port).
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ from .topology import Topology
 __all__ = [
     "StorageConflict",
     "allgather_lanes",
+    "alltoall_lanes",
     "check_storage",
     "home_lanes",
     "lane_table",
@@ -193,8 +202,8 @@ def _first_conflict(step, lane_id, root, chunk, chunks):
 def check_storage(sched: Schedule) -> None:
     """Raise :class:`StorageConflict` if a phase breaks the one-chunk-per-lane-per-step rule.
 
-    AllGather phases are checked on the lanes read, other phases on the lanes accumulated into
-    (module docstring).
+    AllGather phases are checked on the lanes read, ReduceScatter phases on the lanes accumulated
+    into, AllToAll by :func:`alltoall_lanes` (module docstring).
 
     Parameters
     ----------
@@ -211,6 +220,9 @@ def check_storage(sched: Schedule) -> None:
     names = {v: key for key, v in index.items()}
     for i, phase in enumerate(sched.phases):
         label = f"phase {i} ({phase.collective}): " if len(sched.phases) > 1 else ""
+        if phase.collective == "alltoall":
+            alltoall_lanes(sched)
+            continue
         step, link, root, chunk = _flat(phase)
         if phase.collective == "allgather":
             lane = allgather_lanes(topo, k, phase)
@@ -229,3 +241,58 @@ def check_storage(sched: Schedule) -> None:
                 f"lane {port} of node {v} {what} two different chunks in one step "
                 "(one chunk per lane per step; see README 'Node storage')"
             )
+
+
+def alltoall_lanes(sched: Schedule) -> list[dict]:
+    """Check the AllToAll lane rule; return, per node, where each chunk it sends or keeps arrived.
+
+    The schedule must already be a valid AllToAll (``verify.verify_alltoall``).
+
+    Parameters
+    ----------
+    sched : Schedule
+        An ``alltoall`` schedule.
+
+    Returns
+    -------
+    list of dict
+        Per node ``v``: ``(root, chunk) -> in-port`` for every chunk ``v`` receives, and
+        ``(v, chunk) -> None`` for its own chunks.
+
+    Raises
+    ------
+    StorageConflict
+        One line naming the step, the node, the port (or "own chunk") and the two chunks.
+    """
+    topo, k = sched.topology, sched.chunks
+    links = topo.links
+    came: list[dict] = [dict() for _ in range(topo.nodes)]
+    own_step: list[dict] = [dict() for _ in range(topo.nodes)]
+    for s, step in enumerate(sched.phases[0].steps):
+        by_port: dict[tuple[int, str], tuple[int, int]] = {}
+        arrivals = []
+        for link, root, c in np.asarray(step).reshape(-1, 3).tolist():
+            u = links[link].src
+            key = (root, c)
+            if root == u:
+                first = own_step[u].setdefault(key, s)
+                if first != s:
+                    raise StorageConflict(
+                        f"step {s}, node {u}: sends its own chunk {root}->{c // k} again (first at step {first}); "
+                        "an own chunk leaves in one step only"
+                    )
+            else:
+                port = came[u][key]
+                other = by_port.setdefault((u, port), key)
+                if other != key:
+                    raise StorageConflict(
+                        f"step {s}, node {u}: lane {port} would send chunks {other[0]}->{other[1] // k} and "
+                        f"{root}->{c // k}, both received on in-port {port}, in one step"
+                    )
+            arrivals.append((links[link].dst, links[link].dst_port, key))
+        for w, port, key in arrivals:
+            came[w][key] = port
+    for v in range(topo.nodes):
+        for key in own_step[v]:
+            came[v][key] = None
+    return came

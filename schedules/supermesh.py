@@ -404,7 +404,8 @@ def slide_examples(m: int = 8) -> dict[str, np.ndarray]:
     Parameters
     ----------
     m : int
-        The side (8 in the slides).
+        The side (8 in the slides); below 8 only the examples that fit S(m) (``irregular`` needs
+        8 nodes, an h-relation h + 1).
 
     Returns
     -------
@@ -414,11 +415,14 @@ def slide_examples(m: int = 8) -> dict[str, np.ndarray]:
     """
     z = lambda: np.zeros((m, m))
     ex = {}
-    a = z()  # M = 9, MaxR = 35, MaxC = 38
-    a[0, 1:5] = [9, 9, 9, 8]
-    a[1:6, 7] = [9, 9, 9, 9, 2]
-    ex["irregular"] = a
+    if m >= 8:
+        a = z()  # M = 9, MaxR = 35, MaxC = 38
+        a[0, 1:5] = [9, 9, 9, 8]
+        a[1:6, 7] = [9, 9, 9, 9, 2]
+        ex["irregular"] = a
     for name, h, size in (("1-relation", 1, 5), ("2-relation", 2, 5), ("4-relation", 4, 8), ("all-to-all", m - 1, 8)):
+        if h >= m:  # an h-relation needs h other nodes
+            continue
         r = z()
         for i in range(m):
             r[i, [(i + t) % m for t in range(1, h + 1)]] = size

@@ -20,8 +20,9 @@ schedule's ``method`` says what was used.
 
 from __future__ import annotations
 
-from .methods.a2a import relay_alltoall
+from .methods.a2a import RELIEVE_MAX, relay_alltoall
 from .methods.a2a_exact import exact_alltoall
+from .methods.a2a_fast import fast_relay_alltoall
 from .methods.cpsat import exact, improve_tail, repair
 from .methods.hamiltonian import decompose
 from .methods.library import stored
@@ -365,8 +366,10 @@ def alltoall(topo: Topology, chunks: int, algorithm: str, lanes: bool, time_limi
     """An AllToAll schedule (docs/alltoall.md): ``relay`` (:mod:`.methods.a2a`); ``cpsat``, the exact
     model (:mod:`.methods.a2a_exact`) below relay's step count, ``time_limit`` seconds per step count;
     ``auto``, relay, and on networks of nodes x K <= 9 the exact model for a few seconds if relay
-    misses the bound. ``counts``: a skewed AllToAll's chunks per (source, destination), at most
-    ``chunks`` each (relay only).
+    misses the bound (without ``lanes``). ``lanes``: relay under the RTL's lane rule
+    (:func:`.storage.alltoall_lanes`). Links-only relays of more than ``RELIEVE_MAX`` chunk fields
+    (nodes x K) run in numpy (:mod:`.methods.a2a_fast`). ``counts``: a skewed AllToAll's chunks per
+    (source, destination), at most ``chunks`` each (relay only).
 
     Parameters
     ----------
@@ -377,7 +380,7 @@ def alltoall(topo: Topology, chunks: int, algorithm: str, lanes: bool, time_limi
     algorithm : str
         ``"auto"``, ``"relay"`` or ``"cpsat"`` (:data:`ALLTOALL_ALGORITHMS`).
     lanes : bool
-        Honour the node storage rule; not modelled for AllToAll yet, so True is an error.
+        Relay under the RTL's lane rule (the exact model does not model lanes: an error with ``cpsat``).
     time_limit : float
         The exact model's seconds per step count.
     counts : array_like, optional
@@ -391,20 +394,26 @@ def alltoall(topo: Topology, chunks: int, algorithm: str, lanes: bool, time_limi
     Raises
     ------
     SynthesisError
-        For an unknown algorithm, ``lanes``, or ``counts`` with ``cpsat``.
+        For an unknown algorithm, ``lanes`` with ``cpsat``, or ``counts`` with ``cpsat``.
     """
     if algorithm not in ALLTOALL_ALGORITHMS:
         raise SynthesisError(f"AllToAll is scheduled by {', '.join(ALLTOALL_ALGORITHMS)} (got {algorithm})")
-    if lanes:
+    if lanes and algorithm == "cpsat":
         raise SynthesisError(
-            "AllToAll schedules do not model the storage lanes yet (the RTL cannot run them); use --storage none"
+            "the exact AllToAll model does not model the storage lanes; use --storage none or --algorithm relay"
         )
     if counts is not None and algorithm == "cpsat":
         raise SynthesisError("the exact AllToAll model takes uniform AllToAll only; use --algorithm relay")
-    phase, meta = relay_alltoall(topo, chunks, counts), {"method": "relay"}
+    if lanes or topo.nodes * chunks <= RELIEVE_MAX:
+        phase = relay_alltoall(topo, chunks, counts, lanes=lanes)
+    else:  # stage 1b is off at this size: the same relay in numpy
+        phase = fast_relay_alltoall(topo, chunks, counts)
+    meta = {"method": "relay"}
     if counts is not None:
         meta["counts"] = counts
-    small = topo.nodes * chunks <= EXACT_A2A_AUTO_MAX and counts is None
+    if lanes:
+        meta["storage"] = "lanes"
+    small = topo.nodes * chunks <= EXACT_A2A_AUTO_MAX and counts is None and not lanes
     if algorithm == "cpsat" or (algorithm == "auto" and small):
         limit = time_limit if algorithm == "cpsat" else min(time_limit, EXACT_AUTO_SECONDS)
         res = exact_alltoall(topo, chunks, phase.num_steps - 1, limit)

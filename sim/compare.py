@@ -59,7 +59,8 @@ def compare(
     chunk_flits : int
         F, flits per chunk.
     collective : str
-        ``"allgather"``, ``"reducescatter"`` or ``"allreduce"``, synthesized with ``auto``.
+        ``"allgather"``, ``"reducescatter"``, ``"allreduce"`` or ``"alltoall"`` (the relay under the
+        lane rule, docs/alltoall.md), synthesized with ``auto``.
     out_dir : str or Path
         Where the heat maps and the synthesis runs go.
     run : callable

@@ -1,6 +1,7 @@
 """The deterministic test data: every flit word is a hash of (input node, root, chunk, flit, word).
 
-AllGather: node ``v``'s shard is ``data(v, v, c)``. ReduceScatter / AllReduce:
+AllGather: node ``v``'s shard is ``data(v, v, c)``. AllToAll: node ``v``'s chunk field ``c`` (for
+node ``c // K``) is ``data(v, v, c)``, and node ``c // K`` ends holding it. ReduceScatter / AllReduce:
 node ``v``'s input for ``(root, c)`` is ``data(v, root, c)``; the result is the
 wrapping 32-bit sum over ``v``. Words are full 32-bit values, so sums carry
 and wrap.
@@ -61,7 +62,8 @@ def expected_chunks(collective: str, nodes: int, root, chunk, chunk_flits: int, 
     Parameters
     ----------
     collective : str
-        ``"allgather"``: the root's own chunk; otherwise the wrapping 32-bit sum over all nodes' inputs.
+        ``"allgather"`` and ``"alltoall"``: the root's own chunk (the root is the source); otherwise the
+        wrapping 32-bit sum over all nodes' inputs.
     nodes : int
         N.
     root, chunk : array_like of int
@@ -77,7 +79,7 @@ def expected_chunks(collective: str, nodes: int, root, chunk, chunk_flits: int, 
         uint32, shape (len(root), F, flit_bits / 32).
     """
     root, chunk = np.asarray(root), np.asarray(chunk)
-    if collective == "allgather":
+    if collective in ("allgather", "alltoall"):
         return input_chunks(root, root, chunk, chunk_flits, flit_bits)
     out = np.zeros((len(root), chunk_flits, flit_bits // WORD_BITS), dtype=np.uint32)
     with np.errstate(over="ignore"):

@@ -195,10 +195,10 @@ def test_relay_reaches_the_cut_bound_on_the_mesh():
     assert s.num_steps == 128
 
 
-def test_synthesis_refuses_lanes_and_other_methods():
+def test_synthesis_refuses_exact_lanes_and_other_methods():
     topo = build("mesh", 2, 2)
     with pytest.raises(SynthesisError, match="storage lanes"):
-        synthesize(topo, 1, "alltoall", "relay", lanes=True)
+        synthesize(topo, 1, "alltoall", "cpsat", lanes=True)
     with pytest.raises(SynthesisError, match="AllToAll is scheduled by"):
         synthesize(topo, 1, "alltoall", "xtree", lanes=False)
 
@@ -224,14 +224,6 @@ def test_exact_model_reaches_the_hand_derived_mesh_bound(rows, cols, bound):
     s = synthesize(build("mesh", rows, cols), 1, "alltoall", "cpsat", lanes=False, time_limit=20)
     verify(s)
     assert s.num_steps == bound and s.meta["proven_optimal"]
-
-
-def test_rtl_compiler_refuses_alltoall_with_one_line():
-    from equimesh.rtl.rom import RomError, compile_schedule
-
-    with pytest.raises(RomError) as e:
-        compile_schedule(_mesh22_valid(build("mesh", 2, 2)), 4)
-    assert "\n" not in str(e.value) and "AllToAll" in str(e.value)
 
 
 # ----- command line: one line and a non-zero exit -------------------------------------------------
@@ -274,9 +266,11 @@ def test_cli_verify_names_step_link_and_chunk(capsys, tmp_path):
                 "alltoall",
                 "--storage",
                 "lanes",
+                "--algorithm",
+                "cpsat",
             ],
-            2,
-            "do not model the storage lanes",
+            1,
+            "does not model the storage lanes",
         ),
         (
             [

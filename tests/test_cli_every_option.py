@@ -169,6 +169,7 @@ BAD = {
     "--matrix": MISSING,
     "--example": "bogus",
     "--sync": "-1",
+    "--rtl": "2",
     "--models-file": MISSING,
     "--seq-len": "0",
     "--micro-batch": "0",

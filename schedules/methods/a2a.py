@@ -12,7 +12,7 @@ shortest path, hop by hop, forwarded by the nodes on the way without combining. 
    number); a chunk received at step ``s`` may leave at ``s + 1``.
 
 The result obeys the AllToAll rules of docs/alltoall.md by construction (each chunk moves along a
-path, one link at a time); it does not model the RTL's lanes.
+path, one link at a time); with ``lanes`` it also obeys the RTL's lane rule (:func:`..storage.alltoall_lanes`).
 """
 
 from __future__ import annotations
@@ -179,8 +179,12 @@ def _relieve(topo: Topology, src, dst, paths: list[list[int]], load: list[int]) 
                 return
 
 
-def relay_alltoall(topo: Topology, chunks: int, counts=None) -> Phase:
+def relay_alltoall(topo: Topology, chunks: int, counts=None, lanes: bool = False) -> Phase:
     """The relay AllToAll of the module docstring, as one ``alltoall`` phase (``counts``: skewed, per pair).
+
+    With ``lanes`` the list schedule also obeys the RTL's lane rule (:func:`..storage.alltoall_lanes`): a link
+    passes over a waiting chunk that arrived on the same in-port as a chunk another link of its
+    node sends in this step, and takes the next one.
 
     Parameters
     ----------
@@ -190,6 +194,8 @@ def relay_alltoall(topo: Topology, chunks: int, counts=None) -> Phase:
         K, chunks per (source, destination) pair.
     counts : array_like, optional
         ``[N, N]`` chunks per pair of a skewed AllToAll (:func:`..alltoall.skewed_counts`).
+    lanes : bool
+        Obey the RTL's lane rule.
 
     Returns
     -------
@@ -200,12 +206,29 @@ def relay_alltoall(topo: Topology, chunks: int, counts=None) -> Phase:
     waiting: list[list] = [[] for _ in topo.links]  # per link: heap of (-hops left, chunk row, hop index)
     for i, p in enumerate(paths):
         heapq.heappush(waiting[p[0]], (-len(p), i, 0))
+    ldst = topo.link_dst.tolist()
     busy = {l for l, w in enumerate(waiting) if w}
     steps = []
     while busy:
-        sent, arrivals = [], []
+        sent, arrivals, used = [], [], set()
         for l in sorted(busy):
-            neg, i, h = heapq.heappop(waiting[l])
+            skipped, item = [], None
+            while waiting[l]:
+                item = heapq.heappop(waiting[l])
+                h = item[2]
+                if not lanes or h == 0:
+                    break
+                into = (ldst[paths[item[1]][h - 1]], paths[item[1]][h - 1])  # (node, in-link): its lane
+                if into not in used:
+                    used.add(into)
+                    break
+                skipped.append(item)
+                item = None
+            for x in skipped:
+                heapq.heappush(waiting[l], x)
+            if item is None:
+                continue
+            neg, i, h = item
             sent.append((l, i))
             if h + 1 < len(paths[i]):
                 arrivals.append((paths[i][h + 1], (neg + 1, i, h + 1)))

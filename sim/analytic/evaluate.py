@@ -29,6 +29,7 @@ __all__ = [
     "COLLECTIVES",
     "Curve",
     "STYLE",
+    "TREE_COLLECTIVES",
     "best_baseline",
     "default_sizes",
     "evaluate",
@@ -40,7 +41,13 @@ __all__ = [
     "to_json",
 ]
 
-COLLECTIVES = ("allgather", "allreduce")
+COLLECTIVES = ("allgather", "allreduce", "alltoall")
+TREE_COLLECTIVES = ("allgather", "allreduce")  # what the tree and ring algorithms schedule
+
+
+def _relay(topo: Topology, chunks: int, collective: str) -> Schedule:
+    """Seed 003's ring-relay AllToAll on any topology (``schedules/methods/a2a.py``, docs/alltoall.md)."""
+    return synthesize(topo, chunks, collective, "relay", lanes=False)
 
 
 def _lead(name: str) -> Callable[[Topology, int, str], Schedule]:
@@ -84,7 +91,7 @@ class Algorithm:
     make: Callable[[Topology, int, str], Schedule] = field(repr=False)
     chunk_counts: tuple[int, ...]
     topology_agnostic: bool  # can be resynthesized on a degraded topology
-    collectives: tuple[str, ...] = COLLECTIVES  # the collectives it schedules
+    collectives: tuple[str, ...] = TREE_COLLECTIVES  # the collectives it schedules
 
 
 ALGORITHMS = {
@@ -185,6 +192,26 @@ ALGORITHMS = {
             _lead("xtree"),
             (1, 2, 4, 8),
             True,
+        ),
+        *(
+            Algorithm(
+                f"{kind}-a2a",
+                kind,
+                role,
+                f"{what}: seed 003 Section 3.6 ring-relay AllToAll, balanced shortest routes "
+                "(schedules/methods/a2a.py, docs/alltoall.md)",
+                _relay,
+                (1, 2),
+                True,
+                ("alltoall",),
+            )
+            for kind, role, what in (
+                ("equimesh", "proposed", "EquiMesh"),
+                ("mesh", "baseline", "2D mesh, seed 003's (d_max / 4) M / BW"),
+                ("overflow", "reference", "overflow-degree mesh (Fig. 2b)"),
+                ("torus", "reference", "2D torus, seed 003's (d_max / 8) M / BW"),
+                ("supermesh", "reference", "seed 001 SM(rows, cols)"),
+            )
         ),
         Algorithm(
             "mesh-xtree",
@@ -487,6 +514,8 @@ def to_json(
         "message_size_definition": (
             "bytes contributed per node (AllGather shard)"
             if collective == "allgather"
+            else "bytes each node sends in all (M / N to every node, its own share included)"
+            if collective == "alltoall"
             else "bytes of the vector each node reduces (shard = M / N)"
         ),
         "sizes": [float(s) for s in curves[0].sizes] if curves else [],
@@ -536,6 +565,11 @@ STYLE = {
     "mesh-tto": ("tab:brown", "X", "-"),
     "mesh-tidalmesh": ("tab:cyan", "*", "-"),
     "mesh-overlap": ("black", "h", "-"),
+    "equimesh-a2a": ("tab:red", "o", "-"),
+    "mesh-a2a": ("tab:blue", "v", "-"),
+    "overflow-a2a": ("tab:purple", "s", "--"),
+    "torus-a2a": ("tab:gray", "<", "-."),
+    "supermesh-a2a": ("tab:olive", "d", "--"),
     "equimesh-overlap": ("tab:olive", "d", "--"),
 }
 
