@@ -76,7 +76,18 @@ def _read_matrix(path: str) -> np.ndarray:
 
 
 def cmd_a2a_rtl(args) -> int:
-    """DA2A and IA2A of the slide examples that fit SM(4) as schedules on SM(4,4), run on the RTL."""
+    """DA2A and IA2A of the slide examples that fit SM(4) as schedules on SM(4,4), run on the RTL (seed 001).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``equimesh supermesh a2a --rtl`` (backend, chunk flits, ``--json``).
+
+    Returns
+    -------
+    int
+        0 when every run is bit-exact, 1 otherwise.
+    """
     from .sim.backends import run_image
     from .sim.supermesh_a2a import run_examples
     from .sim.verilator import VerilatorError

@@ -404,12 +404,9 @@ def test_refusals_name_the_networks():
         "the schedule is for the 3x3 equimesh (36 links), but the network is the 3x3 equimesh (36 links); "
         "their links differ (ring directions or ports)"
     )
-    with pytest.raises(RomError) as e:
+    with pytest.raises(RomError) as e:  # an AllToAll that moves nothing: the first pair (0 -> 1) is never served
         compile_schedule(Schedule("alltoall", "hand", 1, T, [Phase("alltoall", [])]), 4, T)
-    assert str(e.value) == (
-        "the hardware cannot execute this schedule: the schedule router does not run AllToAll yet "
-        "(docs/alltoall.md); its schedules are links-only"
-    )
+    assert str(e.value) == "the hardware cannot execute this schedule: chunk 0->1: never reaches node 1"
     # A schedule verify accepts but the lane rule refuses: the lane rule's own line, behind the prefix.
     bad = _flooding_allgather(T, 3)
     with pytest.raises(StorageConflict) as why:
