@@ -150,4 +150,7 @@ def test_sweep_on_the_compiled_model(capsys):
     c = json.loads(capsys.readouterr().out)["curves"]["equimesh"]
     assert all(r["checked"] for r in c["rows"])
     low = c["rows"][0]
-    assert 0 < low["injected"] <= 0.02 and abs(low["accepted"] - low["injected"]) < 0.01 and low["latency_mean"] > 8
+    # 0.02 flits/node/cycle of 4-flit packets: 6 x 400 x 0.005 = 12 packets expected in the phase (binomial,
+    # sigma sqrt(12) packets = 0.0058 flits/node/cycle); the generators create at the offered load.
+    assert abs(low["injected"] - 0.02) <= 4 * 12**0.5 * 4 / 2400
+    assert abs(low["accepted"] - low["injected"]) < 0.01 and low["latency_mean"] > 8
