@@ -157,6 +157,7 @@ BAD = {
     "--src": "99",
     "--bitmap": "zz",
     "--dests": "99",
+    "--traffic": MISSING,
     "--start-at": "-1",
     "--nodes": "0",
     "--wavelengths": "0",
