@@ -545,9 +545,8 @@ def build_top(
 ) -> tuple[Model, dict[str, int]]:
     """The cached compiled model of the Amaranth top ``make_top()`` (its Verilog as module :data:`TOP`,
     with its routers' modules: :func:`~equimesh.rtl.verilog.top_verilog`), and its port widths.
-    ``kind``: ``flat`` (every module inlined), ``modules`` (no module inlined: every router an object of
-    its module's class) or ``hierarchical`` (each router module a hierarchical block, compiled once;
-    :func:`~equimesh.sim.traffic.packet_model`), and ``trace`` (``vcd``, ``fst``
+    ``kind``: ``flat`` (every module inlined) or ``hierarchical`` (each router module a hierarchical
+    block, compiled once: :func:`~equimesh.sim.traffic.packet_model`), and ``trace`` (``vcd``, ``fst``
     or None), as in :func:`build_model`.
 
     ``params``: a text that determines the top (with the RTL's source). Its Verilog and ports are cached
@@ -582,7 +581,6 @@ def build_top(
         trace=trace,
         log=log,
         hier_blocks=rec["modules"] if kind == "hierarchical" else [],
-        inline=kind != "modules",
     )
     if not model.cached:
         model.build_seconds += export
