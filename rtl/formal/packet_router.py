@@ -20,14 +20,17 @@ from __future__ import annotations
 import operator
 from functools import reduce
 
-from amaranth.hdl import Assert, Assume, Cover, Module, Mux, Signal
+from amaranth.hdl import Assert, Assume, Cat, Cover, Module, Mux, Signal, Value
+from amaranth.lib.memory import Memory
 
-from ..packet_router import PacketConfig, PacketRouter
-from ..relay import mask_word
+from ..packet_router import InputBuffer, MatrixAllocator, PacketConfig, PacketRouter
+from ..relay import Relay, mask_word
 from . import Params, Prop, Wrapper
-from .probe import anyconst, no_reset, stream_contract
+from .probe import anyconst, internals, made, no_reset, stream_contract
 
-__all__ = ["DESIGN", "PROPERTIES", "build"]
+__all__ = ["DESIGN", "INDUCTION_DEPTH", "PROPERTIES", "build"]
+
+INDUCTION_DEPTH = 3  # the induction length tried (and the base case checked) for the pipelined router
 
 _ENV = (
     "own and reach partition the nodes; in-links and inject send whole packets with non-empty bitmaps "
@@ -46,8 +49,6 @@ PROPERTIES = {
         "no two inputs drive one output, an output is driven only by the input that owns it, and no "
         "out-link refuses a flit of a granted packet (the router's own assertions)",
         _ENV,
-        unbounded=False,
-        why=_BOUNDED,
     ),
     "link_order": Prop(
         "link_order",
@@ -56,16 +57,12 @@ PROPERTIES = {
         "payload words and the header but its opcode unchanged and each bitmap word a subset of the switched "
         "one; no out-link refuses a flit of a granted packet",
         _ENV,
-        unbounded=False,
-        why=_BOUNDED,
     ),
     "no_interleave": Prop(
         "no_interleave",
         "on every out-link and local lane the flits form whole packets, header first and tail last: a "
         "granted packet's flits are never interleaved with another packet's",
         _ENV,
-        unbounded=False,
-        why=_BOUNDED,
     ),
 }
 
@@ -97,7 +94,38 @@ def build(p: Params, prop: str):
     m = Module()
     m.submodules.dut = dut
     no_reset(m)
-    nodes, outs = fmt.nodes, len(p.lanes)
+    blocks = _elaborate(dut.path) if p.pipeline else None
+    outs = len(p.lanes)
+    own = _forwarding(m, dut, fmt, outs)
+    env = _environment(m, dut, fmt, p, own)
+    if blocks is not None:  # the strengthening invariant (k-induction), for the pipelined router
+        _invariants(m, prop, dut, blocks, fmt, p, env)
+    if prop == "link_order":
+        _link_order(m, dut, fmt, p, env, blocks)
+    elif prop == "no_interleave":
+        for ok, message in env["checks"]:
+            m.d.comb += Assert(ok, message)
+        m.d.comb += Cover(
+            reduce(operator.add, [c.as_unsigned() for c in env["tails"]]) >= 2,
+            "no_interleave cover: two tails leave on two out-links in one cycle",
+        )
+    else:
+        m.d.comb += Cover(
+            reduce(operator.add, [getattr(dut, f"o_{port}").valid.as_unsigned() for port in p.lanes]) == outs,
+            "one_driver cover: every out-link busy in one cycle",
+        )
+    ports = [v for name, member in dut.signature.members.items() for v in _flat(getattr(dut, name))]
+    # A header crosses a pipelined router in 7 + bitmap_flits cycles (rtl/relay.py), the unpipelined one in
+    # 3 + bitmap_flits; its tail leaves packet_flits - 1 cycles later. The covers need two packets crossing
+    # side by side. The pipelined router is proven by k-induction (its invariant below closes at k = 1), so
+    # its base case need only reach the induction length; the unpipelined one is checked to the bound.
+    cover_depth = (8 if p.pipeline else 4) + fmt.bitmap_flits + fmt.packet_flits
+    return Wrapper(m, ports, INDUCTION_DEPTH if p.pipeline else cover_depth, cover_depth)
+
+
+def _forwarding(m, dut, fmt, outs):
+    """Any forwarding entries that partition the nodes (the forwarding table); returns ``own``."""
+    nodes = fmt.nodes
     own = anyconst(m, nodes, "own")
     reach = [anyconst(m, nodes, f"reach_{k}") for k in range(outs)]
     m.d.comb += [
@@ -109,21 +137,29 @@ def build(p: Params, prop: str):
     for k in range(outs):
         m.d.comb += [dut.reach[k].eq(reach[k]), Assume((reach[k] & union) == 0)]
         union = union | reach[k]
+    return own
 
-    def framed(stream, name):
-        """Flits taken on ``stream`` so far in its current packet; assumes or checks the framing."""
-        pos = Signal(range(fmt.packet_flits), name=f"{name}_pos")
-        with m.If(stream.valid & stream.ready):
-            m.d.sync += pos.eq(Mux(pos == fmt.packet_flits - 1, 0, pos + 1))
-        flit = stream.payload
-        ok = ~stream.valid | ((flit.first == (pos == 0)) & (flit.last == (pos == fmt.packet_flits - 1)))
-        return pos, ok
 
+def _framed(m, fmt, stream, name):
+    """Flits taken on ``stream`` so far in its current packet, and whether its flit is where the framing
+    puts it (header first, ``last`` on the packet's last flit)."""
+    pos = Signal(range(fmt.packet_flits), name=f"{name}_pos")
+    with m.If(stream.valid & stream.ready):
+        m.d.sync += pos.eq(Mux(pos == fmt.packet_flits - 1, 0, pos + 1))
+    flit = stream.payload
+    ok = ~stream.valid | ((flit.first == (pos == 0)) & (flit.last == (pos == fmt.packet_flits - 1)))
+    return pos, ok
+
+
+def _environment(m, dut, fmt, p, own):
+    """The in-links' and inject's contract, the out-links' receivers; the framing counters of every stream."""
     B = fmt.bitmap_flits
+    env = {"in_pos": {}, "waiting": {}, "o_pos": {}, "eject_pos": {}, "ready_q": {}, "took_q": {}}
     sources = [(getattr(dut, f"i_{port}"), f"i_{port}") for port in p.lanes] + [(dut.inject, "inject")]
     for s, name in sources:
-        stream_contract(m, s.valid, s.ready, s.payload, name)
-        pos, ok = framed(s, name)
+        env["waiting"][name] = stream_contract(m, s.valid, s.ready, s.payload, name)
+        pos, ok = _framed(m, fmt, s, name)
+        env["in_pos"][name] = pos
         word = s.payload.body.payload
         seen = Signal(fmt.width, name=f"{name}_seen")  # the OR of the packet's bitmap words taken so far
         with m.If(s.valid & s.ready):
@@ -135,42 +171,26 @@ def build(p: Params, prop: str):
             m.d.comb += Assume(~(s.valid & (pos == B)) | (word[fmt.nodes % fmt.width :] == 0))
         if name == "inject":  # a node never addresses itself (rtl/relay.py asserts it)
             m.d.comb += Assume(~is_bitmap | ((word & mask_word(fmt, own, (pos - 1).as_unsigned())) == 0))
-    checks, covers = [], []
+    checks, tails = [], []
     for port in p.lanes:
         out = getattr(dut, f"o_{port}")
-        pos, ok = framed(out, f"o_{port}")
+        pos, ok = _framed(m, fmt, out, f"o_{port}")
         ready_q, took_q = Signal(name=f"o_{port}_ready_q"), Signal(name=f"o_{port}_took_q")
         m.d.sync += [ready_q.eq(out.ready), took_q.eq(out.valid & out.ready)]
-        # The receiver: a virtual cut-through input buffer (rtl/packet_router.py, InputBuffer).
+        # The receiver: a virtual cut-through input buffer (rtl/packet_router.py, InputBuffer): within a packet
+        # it is always ready; between packets its ready, once up, stays up until it takes a flit.
         m.d.comb += [Assume((pos == 0) | out.ready), Assume(~ready_q | took_q | out.ready)]
+        env["o_pos"][port], env["ready_q"][port], env["took_q"][port] = pos, ready_q, took_q
         checks.append((ok, f"no_interleave: out-link {port}"))
-        covers.append(out.valid & out.payload.last)
+        tails.append(out.valid & out.payload.last)
         lane = getattr(dut, f"eject_{port}")
-        _, ok = framed(lane, f"eject_{port}")
+        env["eject_pos"][port], ok = _framed(m, fmt, lane, f"eject_{port}")
         checks.append((ok, f"no_interleave: local lane {port}"))
-    if prop == "link_order":
-        _link_order(m, dut, fmt, p)
-    elif prop == "no_interleave":
-        for ok, message in checks:
-            m.d.comb += Assert(ok, message)
-        m.d.comb += Cover(
-            reduce(operator.add, [c.as_unsigned() for c in covers]) >= 2,
-            "no_interleave cover: two tails leave on two out-links in one cycle",
-        )
-    else:
-        m.d.comb += Cover(
-            reduce(operator.add, [getattr(dut, f"o_{port}").valid.as_unsigned() for port in p.lanes]) == outs,
-            "one_driver cover: every out-link busy in one cycle",
-        )
-    ports = [v for name, member in dut.signature.members.items() for v in _flat(getattr(dut, name))]
-    # A header crosses a pipelined router in 7 + bitmap_flits cycles (rtl/relay.py), the unpipelined one in
-    # 3 + bitmap_flits; its tail leaves packet_flits - 1 cycles later. The bound covers two packets crossing
-    # side by side (the cover); the solver's time per step grows fast beyond it.
-    depth = (8 if p.pipeline else 4) + B + fmt.packet_flits
-    return Wrapper(m, ports, depth, depth)
+    env["checks"], env["tails"] = checks, tails
+    return env
 
 
-def _link_order(m, dut, fmt, p):
+def _link_order(m, dut, fmt, p, env, blocks):
     """Each out-link's flit against the crossbar output that fed its link register (rtl/packet_router.py)."""
     B = fmt.bitmap_flits
     for k, port in enumerate(p.lanes):
@@ -181,9 +201,7 @@ def _link_order(m, dut, fmt, p):
             sw_q, owned_q = Signal(fmt.flit, name=f"switched_q_{port}"), Signal(name=f"owned_q_{port}")
             m.d.sync += [sw_q.eq(sw), owned_q.eq(owned)]
             sw, owned = sw_q, owned_q
-        pos = Signal(range(fmt.packet_flits), name=f"link_pos_{port}")
-        with m.If(out.valid & out.ready):
-            m.d.sync += pos.eq(Mux(out.payload.last, 0, pos + 1))
+        pos = env["o_pos"][port]
         o_body, s_body = out.payload.body.payload, sw.body.payload
         body_ok = Mux(
             pos == 0,
@@ -194,11 +212,234 @@ def _link_order(m, dut, fmt, p):
             ~out.valid | (owned & (out.payload.first == sw.first) & (out.payload.last == sw.last) & body_ok),
             f"link_order: out-link {port} carries the flit switched to it",
         )
+        if blocks is not None:
+            path = blocks["path"]
+            a_valid, a_flit, a_pos = path[f"a_valid_{port}"], path[f"a_flit_{port}"], path[f"a_pos_{port}"]
+            inv = [
+                # the link register takes the crossbar's output in every cycle, as the wrapper's register
+                Value.cast(a_flit) == sw.as_value(),
+                # a flit enters the link register only from a driver, and a driver owns the output
+                ~a_valid | owned,
+                # the rewrite's position counter (rtl/relay.py, position) is the link's framing counter,
+                # saturated at the first payload flit
+                (pos == 0) | (a_pos == Mux(pos > B + 1, B + 1, pos)),
+            ]
+            for i, c in enumerate(inv):
+                m.d.comb += Assert(c, f"link_order: invariant link {port} {i}")
     m.d.comb += Cover(
         reduce(operator.and_, [getattr(dut, f"o_{port}").valid & getattr(dut, f"o_{port}").payload.last for port in
                                p.lanes[:2]]),
         "link_order cover: two tails leave on two out-links in one cycle",
     )  # fmt: skip
+
+
+def _invariants(m, prop, dut, blocks, fmt, p, env):
+    """The strengthening invariant of the pipelined router (``cut``), stated on its blocks' registers: each
+    relay's parse and grant state against the flits it took from its input, each input buffer's contents
+    against the framing of its in-link, each output's owner, busy bit and link register against the relay
+    that owns it and the framing of its out-link, and the allocator's grant. Every conjunct is asserted
+    under the property's name, so k-induction may assume it in the steps before."""
+    L = fmt.packet_flits
+    relays = blocks["relays"]
+    rpos = []  # flits of its current packet each relay took from its input
+    for j, relay in enumerate(relays):
+        if relay.local:
+            pos = Signal(range(L), name=f"relay_{j}_pos")
+            with m.If(relay.i.valid & relay.i.ready):
+                m.d.sync += pos.eq(Mux(pos == L - 1, 0, pos + 1))
+        else:  # the injection relay's input is inject itself
+            pos = env["in_pos"]["inject"]
+        rpos.append(pos)
+    groups = {}
+    for j, relay in enumerate(relays):
+        waiting = relay.i.valid if relay.local else env["waiting"]["inject"]
+        groups[f"relay {j}"] = _relay_invariant(fmt, relay, blocks["relay"][j], rpos[j], waiting)
+    for j, port in enumerate(p.lanes):
+        groups[f"buffer {port}"] = _buffer_invariant(m, fmt, blocks, j, rpos[j], env["in_pos"][f"i_{port}"])
+    owes = _owes(fmt, blocks, rpos, len(p.lanes))
+    groups["outputs"] = _output_invariant(fmt, blocks, p, env, owes)
+    groups["allocator"] = _alloc_invariant(blocks)
+    for group, inv in groups.items():
+        for i, c in enumerate(inv):
+            m.d.comb += Assert(c, f"{prop}: invariant {group} {i}")
+
+
+def _relay_invariant(fmt, relay, regs, rpos, waiting):
+    """A relay's registers against ``rpos``, the flits of its current packet it took (rtl/relay.py)."""
+    B, L, outs = fmt.bitmap_flits, fmt.packet_flits, relay.outs
+    parsing, word, active, branches, settled, pend = (
+        regs[k] for k in ("parsing", "word", "active", "branches", "settled", "pend")
+    )
+    passing = word == B + 1
+    net = (settled & branches)[:outs]
+    inv = [
+        rpos < L,
+        parsing == (rpos <= B),  # it parses the header and the bitmap words, then passes the payload
+        ~parsing | (word == rpos),  # the next flit to parse
+        word <= B + 1,
+        ~parsing | ~active,  # a grant comes only for a parsed header
+        active | parsing | (word == 0),  # until its grant a parsed packet presents its header
+        parsing | passing | (rpos == B + 1),  # the payload waits while the header and bitmap are presented
+        ~pend | (~parsing & ~active),  # stage Q: only a parsed header waits for its grant
+        ~active | (settled | branches).all(),  # a branch the packet does not need never takes a flit
+        # the local branch settles only by taking the flit, and then every network branch (always ready) took it
+        # too, so the flit is released in that cycle: a granted packet's local branch is never settled
+        ~active | ~branches[outs] | ~settled[outs],
+        # network branches are always ready: they take each flit together, so they are settled together,
+        # and only while the local branch has not taken the flit
+        ~active | (net == 0) | ((net == branches[:outs]) & branches[outs]),
+        # a settled branch took the input's flit, which stays until its release (the stream contract)
+        ~active | ~passing | (net == 0) | waiting,
+    ]
+    if not relay.local:  # the injection relay has no local branch (a node never addresses itself)
+        inv.append(~regs["any_"][outs])
+    return inv
+
+
+def _buffer_invariant(m, fmt, blocks, j, rpos, in_pos):
+    """Input buffer ``j``'s contents (rtl/packet_router.py, InputBuffer): its fill level, pointers and room
+    (as in rtl/formal/input_buffer.py), and where each flit inside stands in its packet: the in-link's
+    framing counter is the relay's plus the flits inside, and each flit in the memory and the head register
+    has ``first`` and ``last`` where that count puts them."""
+    L = fmt.packet_flits
+    buf, regs, mem = blocks["buffers"][j], blocks["buffer"][j], blocks["memories"][j]
+    depth, stored = buf.depth, buf.depth - 1
+    level, head, between = regs["level"], regs["head"], regs["between"]
+    produce, consume = mem.write_ports[0].addr, mem.read_ports[0].addr
+    count = Signal(range(depth + 2), name=f"buf_{j}_count")  # the flits inside: the level's code, as a number
+    m.d.comb += count.eq(reduce(operator.add, [level[i].as_unsigned() for i in range(depth)]))
+    in_mem = Signal(range(depth + 1), name=f"buf_{j}_in_mem")
+    m.d.comb += in_mem.eq(count - head)
+    inv = [
+        level == Cat(*[count > i for i in range(depth)]),  # a thermometer code
+        ~head | (count >= 1),
+        in_mem <= stored,
+        produce < stored,
+        consume < stored,
+        Mux(produce >= consume, produce - consume, produce + stored - consume) == Mux(in_mem == stored, 0, in_mem),
+        between == (in_pos == 0),
+        between | (count + L - in_pos <= depth),  # virtual cut-through: the rest of the packet fits
+        head | (in_mem <= 1),  # a flit waits in the memory only while the head register is full or filling
+        _mod(m, rpos + count, L, f"buf_{j}_end") == in_pos,  # the flits inside complete the relay's count
+        ~buf.o.valid | ((buf.o.payload.first == (rpos == 0)) & (buf.o.payload.last == (rpos == L - 1))),
+    ]
+    if buf.registered:  # the registered ready promises no room that is not there, and is up within a packet
+        inv += [~regs["ready"] | ~between | (count <= depth - L), between | regs["ready"]]
+    for a in range(stored):
+        look = mem.read_port(domain="comb")
+        m.d.comb += look.addr.eq(a)
+        d = Signal(range(stored), name=f"buf_{j}_dist_{a}")  # how far word a is behind the read pointer
+        m.d.comb += d.eq(Mux(consume <= a, a - consume, a + stored - consume))
+        at = _mod(m, rpos + head + d, L, f"buf_{j}_at_{a}")
+        inv.append((d >= in_mem) | ((look.data.first == (at == 0)) & (look.data.last == (at == L - 1))))
+    return inv
+
+
+def _owes(fmt, blocks, rpos, outs):
+    """``owes[j][k]``: relay ``j``'s granted packet has a flit left for output ``k``, and ``taken[j][k]``: the
+    flits of it that branch ``k`` took (the presented flit's position, plus one once the branch took it)."""
+    B, L = fmt.bitmap_flits, fmt.packet_flits
+    owes, taken = [], []
+    for j, regs in enumerate(blocks["relay"]):
+        word, active, branches, settled = (regs[k] for k in ("word", "active", "branches", "settled"))
+        pres = Mux(word == B + 1, rpos[j], word)
+        taken.append([pres + settled[k] for k in range(outs + 1)])
+        owes.append([active & branches[k] & ~(settled[k] & (pres == L - 1)) for k in range(outs + 1)])
+    return {"owes": owes, "taken": taken}
+
+
+def _output_invariant(fmt, blocks, p, env, owes):
+    """Each output's owner, busy bit and link register (stages G and L) against the relay that owns it, and
+    its out-link's framing; each local lane's framing against its relay."""
+    L = fmt.packet_flits
+    path, relays = blocks["path"], blocks["relay"]
+    busy = path["busy"]
+    inv = []
+    for k, port in enumerate(p.lanes):
+        a_valid, a_flit, owner = path[f"a_valid_{port}"], fmt.flit(path[f"a_flit_{port}"]), path[f"owner_{port}"]
+        o_pos = env["o_pos"][port]
+        tail_in_link = a_valid & a_flit.last
+        anyone = reduce(operator.or_, [o[k] for o in owes["owes"]])
+        granted = reduce(operator.or_, [blocks["alloc"]["grant"][j] & r.req[k] for j, r in enumerate(blocks["relays"])])
+        for j in range(len(relays)):
+            # the relay that still owes the output a flit owns it (so no other input drives it)
+            inv.append(~owes["owes"][j][k] | (busy[k] & (owner == j)))
+            # the out-link took every flit the branch took but the one in the link register
+            inv.append(~owes["owes"][j][k] | (o_pos + a_valid == owes["taken"][j][k]))
+        inv += [
+            ~busy[k] | anyone | tail_in_link,  # busy: owed flits, or the tail still in the link register
+            ~tail_in_link | ~anyone,
+            ~tail_in_link | (o_pos == L - 1),
+            busy[k] | (~a_valid & (o_pos == 0)),
+            ~a_valid | ((a_flit.first == (o_pos == 0)) & (a_flit.last == (o_pos == L - 1))),
+            # granted with room for the packet downstream: the receiver stays ready until the header
+            ~((busy[k] | granted) & (o_pos == 0)) | (env["ready_q"][port] & ~env["took_q"][port]),
+        ]
+    for j, port in enumerate(p.lanes):  # the local lane of input j: its relay's local branch
+        regs = relays[j]
+        local = regs["active"] & regs["branches"][len(p.lanes)]
+        inv.append(env["eject_pos"][port] == Mux(local, owes["taken"][j][len(p.lanes)], 0))
+    return inv
+
+
+def _alloc_invariant(blocks):
+    """The matrix allocator's registered grant (stage A): a choice shows as ``granting`` in the grant's cycle,
+    its inputs' outputs are disjoint and free, each granted input presents a waiting header; the arbiter's
+    order is a total order (the matrix stays transitive), so the first eligible input is always chosen."""
+    alloc, relays = blocks["alloc"], blocks["relays"]
+    grant, granting = alloc["grant"], alloc["granting"]
+    n = len(relays)
+    busy = blocks["path"]["busy"]
+    inv = [granting == grant.any()]
+    for j, r in enumerate(relays):
+        regs = blocks["relay"][j]
+        inv.append(~grant[j] | (regs["pend"] & ~regs["parsing"] & ~regs["active"] & (regs["word"] == 0)))
+        inv.append(~grant[j] | ((r.req & busy) == 0))
+        for i in range(j):
+            inv.append(~(grant[i] & grant[j]) | ((relays[i].req & r.req) == 0))
+
+    def before(i, j):
+        return alloc[f"first_{i}_{j}"] if i < j else ~alloc[f"first_{j}_{i}"]
+
+    for i in range(n):
+        for j in range(n):
+            for k in range(n):
+                if len({i, j, k}) == 3:
+                    inv.append(~(before(i, j) & before(j, k)) | before(i, k))
+    return inv
+
+
+def _elaborate(path):
+    """Elaborate the router's :class:`PacketPath`, its input buffers, relays and allocator by hand (each
+    block's elaboration then returns that module), so the invariant can name their registers
+    (:func:`~.probe.internals`). Returns the registers by block, the blocks and the buffers' memories."""
+
+    def by_hand(block, classes=()):
+        with made(*classes) as seen:
+            body = block.elaborate(None)
+        block.elaborate = lambda platform: body
+        return internals(body), seen
+
+    path_regs, seen = by_hand(path, (Relay, InputBuffer, MatrixAllocator))
+    relays, buffers = seen[Relay], seen[InputBuffer]
+    out = {"path": path_regs, "relays": relays, "buffers": buffers, "memories": []}
+    out["relay"] = [by_hand(r)[0] for r in relays]
+    out["alloc"] = by_hand(seen[MatrixAllocator][0])[0]
+    out["buffer"] = []
+    for b in buffers:
+        regs, mems = by_hand(b, (Memory,))
+        out["buffer"].append(regs)
+        out["memories"].append(mems[Memory][0])
+    return out
+
+
+def _mod(m, x, modulus, name):
+    """``x mod modulus`` for a small ``x`` (below ``4 * modulus``), as a signal."""
+    r = Signal(range(modulus), name=name)
+    v = Value.cast(x).as_unsigned()
+    m.d.comb += r.eq(Mux(v >= 3 * modulus, v - 3 * modulus, Mux(v >= 2 * modulus, v - 2 * modulus,
+                                                                 Mux(v >= modulus, v - modulus, v))))  # fmt: skip
+    return r
 
 
 def _flat(member):
