@@ -23,14 +23,14 @@ from functools import reduce
 from amaranth.hdl import Assert, Assume, Cat, Cover, Module, Mux, Signal, Value
 from amaranth.lib.memory import Memory
 
-from ..packet_router import InputBuffer, MatrixAllocator, PacketConfig, PacketRouter
+from ..packet_router import Allocator, InputBuffer, MatrixAllocator, PacketConfig, PacketRouter
 from ..relay import Relay, mask_word
 from . import Params, Prop, Wrapper
 from .probe import anyconst, internals, made, no_reset, stream_contract
 
 __all__ = ["DESIGN", "INDUCTION_DEPTH", "PROPERTIES", "build"]
 
-INDUCTION_DEPTH = 3  # the induction length tried (and the base case checked) for the pipelined router
+INDUCTION_DEPTH = 6  # the induction length tried (and the base case checked) for the pipelined router
 
 _ENV = (
     "own and reach partition the nodes; in-links and inject send whole packets with non-empty bitmaps "
@@ -94,33 +94,57 @@ def build(p: Params, prop: str):
     m = Module()
     m.submodules.dut = dut
     no_reset(m)
-    blocks = _elaborate(dut.path) if p.pipeline else None
+    blocks = _elaborate(dut.path, p.pipeline > 0)
     outs = len(p.lanes)
     own = _forwarding(m, dut, fmt, outs)
     env = _environment(m, dut, fmt, p, own)
-    if blocks is not None:  # the strengthening invariant (k-induction), for the pipelined router
+    if p.pipeline:  # the strengthening invariant (k-induction), for the pipelined router
         _invariants(m, prop, dut, blocks, fmt, p, env)
+    relays = blocks["relays"]
     if prop == "link_order":
         _link_order(m, dut, fmt, p, env, blocks)
     elif prop == "no_interleave":
         for ok, message in env["checks"]:
             m.d.comb += Assert(ok, message)
-        m.d.comb += Cover(
-            reduce(operator.add, [c.as_unsigned() for c in env["tails"]]) >= 2,
-            "no_interleave cover: two tails leave on two out-links in one cycle",
-        )
+        # the precondition of an interleaving: a header waits for an out-link another input's packet is on
+        contended = [
+            r.pending & r.req[k] & getattr(dut, f"o_{port}").valid & (dut.path.sel[k].input != j)
+            for j, r in enumerate(relays)
+            for k, port in enumerate(p.lanes)
+        ]
+        lanes = [getattr(dut, f"eject_{port}") for port in p.lanes]
+        m.d.comb += [
+            Cover(
+                reduce(operator.add, [c.as_unsigned() for c in env["tails"]]) >= 2,
+                "no_interleave cover: two tails leave on two out-links in one cycle",
+            ),
+            Cover(reduce(operator.or_, contended), "no_interleave cover: a header waits for an out-link in use"),
+            Cover(
+                reduce(operator.or_, [lane.valid & lane.payload.last for lane in lanes]),
+                "no_interleave cover: a local copy's tail leaves on its lane",
+            ),
+        ]
     else:
-        m.d.comb += Cover(
-            reduce(operator.add, [getattr(dut, f"o_{port}").valid.as_unsigned() for port in p.lanes]) == outs,
-            "one_driver cover: every out-link busy in one cycle",
-        )
+        # the precondition of two drivers: two waiting headers want one output in the same cycle
+        clash = [
+            relays[i].pending & relays[j].pending & ((relays[i].req & relays[j].req) != 0)
+            for j in range(len(relays))
+            for i in range(j)
+        ]
+        m.d.comb += [
+            Cover(
+                reduce(operator.add, [getattr(dut, f"o_{port}").valid.as_unsigned() for port in p.lanes]) == outs,
+                "one_driver cover: every out-link busy in one cycle",
+            ),
+            Cover(reduce(operator.or_, clash), "one_driver cover: two waiting headers want one output"),
+        ]
     ports = [v for name, member in dut.signature.members.items() for v in _flat(getattr(dut, name))]
     # A header crosses a pipelined router in 7 + bitmap_flits cycles (rtl/relay.py), the unpipelined one in
     # 3 + bitmap_flits; its tail leaves packet_flits - 1 cycles later. The covers need two packets crossing
     # side by side. The pipelined router is proven by k-induction (its invariant below closes at k = 1), so
     # its base case need only reach the induction length; the unpipelined one is checked to the bound.
     cover_depth = (8 if p.pipeline else 4) + fmt.bitmap_flits + fmt.packet_flits
-    return Wrapper(m, ports, INDUCTION_DEPTH if p.pipeline else cover_depth, cover_depth)
+    return Wrapper(m, ports, INDUCTION_DEPTH if p.pipeline else cover_depth, cover_depth, induction=p.pipeline > 0)
 
 
 def _forwarding(m, dut, fmt, outs):
@@ -193,6 +217,7 @@ def _environment(m, dut, fmt, p, own):
 def _link_order(m, dut, fmt, p, env, blocks):
     """Each out-link's flit against the crossbar output that fed its link register (rtl/packet_router.py)."""
     B = fmt.bitmap_flits
+    trimmed = []  # the precondition of the subset check: the rewrite removes bits from a bitmap word
     for k, port in enumerate(p.lanes):
         out = getattr(dut, f"o_{port}")
         sw = fmt.flit(dut.path.switched[k].as_value()[: fmt.flit.size])
@@ -208,6 +233,7 @@ def _link_order(m, dut, fmt, p, env, blocks):
             o_body[1:] == s_body[1:],  # the header: only the opcode (its bit 0) is rewritten
             Mux(pos <= B, (o_body & ~s_body) == 0, o_body == s_body),
         )
+        trimmed.append(out.valid & (pos >= 1) & (pos <= B) & (o_body != s_body))
         m.d.comb += Assert(
             ~out.valid | (owned & (out.payload.first == sw.first) & (out.payload.last == sw.last) & body_ok),
             f"link_order: out-link {port} carries the flit switched to it",
@@ -231,6 +257,7 @@ def _link_order(m, dut, fmt, p, env, blocks):
                                p.lanes[:2]]),
         "link_order cover: two tails leave on two out-links in one cycle",
     )  # fmt: skip
+    m.d.comb += Cover(reduce(operator.or_, trimmed), "link_order cover: a copy's bitmap word loses another port's bits")
 
 
 def _invariants(m, prop, dut, blocks, fmt, p, env):
@@ -409,10 +436,11 @@ def _alloc_invariant(blocks):
     return inv
 
 
-def _elaborate(path):
-    """Elaborate the router's :class:`PacketPath`, its input buffers, relays and allocator by hand (each
-    block's elaboration then returns that module), so the invariant can name their registers
-    (:func:`~.probe.internals`). Returns the registers by block, the blocks and the buffers' memories."""
+def _elaborate(path, cut):
+    """Elaborate the router's :class:`PacketPath`, its input buffers, relays and allocator (``cut``: the
+    :class:`MatrixAllocator`) by hand (each block's elaboration then returns that module), so the invariant
+    can name their registers (:func:`~.probe.internals`). Returns the registers by block, the blocks and the
+    buffers' memories."""
 
     def by_hand(block, classes=()):
         with made(*classes) as seen:
@@ -420,11 +448,13 @@ def _elaborate(path):
         block.elaborate = lambda platform: body
         return internals(body), seen
 
-    path_regs, seen = by_hand(path, (Relay, InputBuffer, MatrixAllocator))
+    path_regs, seen = by_hand(path, (Relay, InputBuffer, Allocator))
     relays, buffers = seen[Relay], seen[InputBuffer]
     out = {"path": path_regs, "relays": relays, "buffers": buffers, "memories": []}
     out["relay"] = [by_hand(r)[0] for r in relays]
-    out["alloc"] = by_hand(seen[MatrixAllocator][0])[0]
+    alloc = seen[Allocator][0]
+    assert isinstance(alloc, MatrixAllocator) == cut
+    out["alloc"] = by_hand(alloc)[0]
     out["buffer"] = []
     for b in buffers:
         regs, mems = by_hand(b, (Memory,))
