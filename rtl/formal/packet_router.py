@@ -10,9 +10,22 @@ packet it is always ready, and between packets its ready, once up, stays up unti
 ``link_order`` states the contract of the output link registers (stage L) against the crossbar's
 output, which it reads at the router's internal port ``path.switched`` (and the owner at ``path.sel``).
 
-Induction is not attempted: the router's invariant is the conjunction of its buffers', relays' and
-allocator's (each block's is stated in its own wrapper), which this wrapper does not restate. The
-router is checked to a bound: one packet crossing it, and two crossing side by side.
+From pipeline 1 on (the default is 2) the properties are proven by k-induction. The strengthening
+invariant (:func:`_invariant`) is stated on the blocks' registers, which the wrapper reads by name
+(:func:`~.probe.internals`), against counters of the flits each stream carried in its current packet:
+
+* each relay's parse and grant state (``parsing``, ``word``, ``pend``, ``active``, ``branches``,
+  ``settled``) against the flits it took from its input, as in ``rtl/formal/relay.py``;
+* each input buffer's fill level, pointers and room, as in ``rtl/formal/input_buffer.py``, and where
+  every flit inside (memory words, read through ports the wrapper adds, and the head register) stands
+  in its packet: the in-link's count is the relay's plus the flits inside;
+* each output's busy bit, owner (stage G) and link register (stage L) against the relay that still owes
+  it flits, and its out-link's count against that relay's branch; each local lane's against its relay;
+* the matrix allocator's registered grant (stage A): shown as ``granting``, to disjoint free outputs, for
+  waiting headers; its arbiter's order stays a total order.
+
+Without the pipeline (``pipeline`` 0: the round-robin allocator, combinational selects and outputs) that
+invariant is not stated: the router is checked to a bound, two packets crossing it side by side.
 """
 
 from __future__ import annotations
@@ -30,7 +43,10 @@ from .probe import anyconst, internals, made, no_reset, stream_contract
 
 __all__ = ["DESIGN", "INDUCTION_DEPTH", "PROPERTIES", "build"]
 
-INDUCTION_DEPTH = 6  # the induction length tried (and the base case checked) for the pipelined router
+# The induction length tried, and the base case checked, for the pipelined router: the invariant closes at k = 2
+# (it does with a depth as short as 1);
+# the base case goes far enough for the allocator's double grant (mutation grant_busy) to FAIL with a trace.
+INDUCTION_DEPTH = 6
 
 _ENV = (
     "own and reach partition the nodes; in-links and inject send whole packets with non-empty bitmaps "
@@ -38,11 +54,6 @@ _ENV = (
     "virtual cut-through input buffer (ready within a packet; between packets its ready falls only "
     "after it took a flit); the local lanes' readies are free"
 )
-_BOUNDED = (
-    "the router's inductive invariant is the conjunction of its input buffers', relays' and "
-    "allocator's, not restated in this wrapper; the blocks are proven unbounded one by one"
-)
-
 PROPERTIES = {
     "one_driver": Prop(
         "one_driver",
@@ -99,7 +110,7 @@ def build(p: Params, prop: str):
     own = _forwarding(m, dut, fmt, outs)
     env = _environment(m, dut, fmt, p, own)
     if p.pipeline:  # the strengthening invariant (k-induction), for the pipelined router
-        _invariants(m, prop, dut, blocks, fmt, p, env)
+        _invariant(m, prop, dut, blocks, fmt, p, env)
     relays = blocks["relays"]
     if prop == "link_order":
         _link_order(m, dut, fmt, p, env, blocks)
@@ -141,7 +152,7 @@ def build(p: Params, prop: str):
     ports = [v for name, member in dut.signature.members.items() for v in _flat(getattr(dut, name))]
     # A header crosses a pipelined router in 7 + bitmap_flits cycles (rtl/relay.py), the unpipelined one in
     # 3 + bitmap_flits; its tail leaves packet_flits - 1 cycles later. The covers need two packets crossing
-    # side by side. The pipelined router is proven by k-induction (its invariant below closes at k = 1), so
+    # side by side. The pipelined router is proven by k-induction (its invariant closes at k = 2), so
     # its base case need only reach the induction length; the unpipelined one is checked to the bound.
     cover_depth = (8 if p.pipeline else 4) + fmt.bitmap_flits + fmt.packet_flits
     return Wrapper(m, ports, INDUCTION_DEPTH if p.pipeline else cover_depth, cover_depth, induction=p.pipeline > 0)
@@ -238,20 +249,20 @@ def _link_order(m, dut, fmt, p, env, blocks):
             ~out.valid | (owned & (out.payload.first == sw.first) & (out.payload.last == sw.last) & body_ok),
             f"link_order: out-link {port} carries the flit switched to it",
         )
-        if blocks is not None:
+        if p.pipeline:  # the link register exists from pipeline 1 on
             path = blocks["path"]
             a_valid, a_flit, a_pos = path[f"a_valid_{port}"], path[f"a_flit_{port}"], path[f"a_pos_{port}"]
             inv = [
                 # the link register takes the crossbar's output in every cycle, as the wrapper's register
-                Value.cast(a_flit) == sw.as_value(),
+                ("takes the switched flit", Value.cast(a_flit) == sw.as_value()),
                 # a flit enters the link register only from a driver, and a driver owns the output
-                ~a_valid | owned,
+                ("holds only an owner's flit", ~a_valid | owned),
                 # the rewrite's position counter (rtl/relay.py, position) is the link's framing counter,
                 # saturated at the first payload flit
-                (pos == 0) | (a_pos == Mux(pos > B + 1, B + 1, pos)),
+                ("rewrite position is the link's", (pos == 0) | (a_pos == Mux(pos > B + 1, B + 1, pos))),
             ]
-            for i, c in enumerate(inv):
-                m.d.comb += Assert(c, f"link_order: invariant link {port} {i}")
+            for what, c in inv:
+                m.d.comb += Assert(c, f"link_order: invariant: link register {port} {what}")
     m.d.comb += Cover(
         reduce(operator.and_, [getattr(dut, f"o_{port}").valid & getattr(dut, f"o_{port}").payload.last for port in
                                p.lanes[:2]]),
@@ -260,7 +271,7 @@ def _link_order(m, dut, fmt, p, env, blocks):
     m.d.comb += Cover(reduce(operator.or_, trimmed), "link_order cover: a copy's bitmap word loses another port's bits")
 
 
-def _invariants(m, prop, dut, blocks, fmt, p, env):
+def _invariant(m, prop, dut, blocks, fmt, p, env):
     """The strengthening invariant of the pipelined router (``cut``), stated on its blocks' registers: each
     relay's parse and grant state against the flits it took from its input, each input buffer's contents
     against the framing of its in-link, each output's owner, busy bit and link register against the relay
@@ -277,18 +288,19 @@ def _invariants(m, prop, dut, blocks, fmt, p, env):
         else:  # the injection relay's input is inject itself
             pos = env["in_pos"]["inject"]
         rpos.append(pos)
-    groups = {}
+    inv = []
     for j, relay in enumerate(relays):
         waiting = relay.i.valid if relay.local else env["waiting"]["inject"]
-        groups[f"relay {j}"] = _relay_invariant(fmt, relay, blocks["relay"][j], rpos[j], waiting)
+        inv += [
+            (f"relay {j} {what}", c) for what, c in _relay_invariant(fmt, relay, blocks["relay"][j], rpos[j], waiting)
+        ]
     for j, port in enumerate(p.lanes):
-        groups[f"buffer {port}"] = _buffer_invariant(m, fmt, blocks, j, rpos[j], env["in_pos"][f"i_{port}"])
+        ok = _buffer_invariant(m, fmt, blocks, j, rpos[j], env["in_pos"][f"i_{port}"])
+        inv += [(f"buffer {port} {what}", c) for what, c in ok]
     owes = _owes(fmt, blocks, rpos, len(p.lanes))
-    groups["outputs"] = _output_invariant(fmt, blocks, p, env, owes)
-    groups["allocator"] = _alloc_invariant(blocks)
-    for group, inv in groups.items():
-        for i, c in enumerate(inv):
-            m.d.comb += Assert(c, f"{prop}: invariant {group} {i}")
+    inv += _output_invariant(fmt, blocks, p, env, owes) + _alloc_invariant(blocks)
+    for what, c in inv:
+        m.d.comb += Assert(c, f"{prop}: invariant: {what}")
 
 
 def _relay_invariant(fmt, relay, regs, rpos, waiting):
@@ -300,26 +312,28 @@ def _relay_invariant(fmt, relay, regs, rpos, waiting):
     passing = word == B + 1
     net = (settled & branches)[:outs]
     inv = [
-        rpos < L,
-        parsing == (rpos <= B),  # it parses the header and the bitmap words, then passes the payload
-        ~parsing | (word == rpos),  # the next flit to parse
-        word <= B + 1,
-        ~parsing | ~active,  # a grant comes only for a parsed header
-        active | parsing | (word == 0),  # until its grant a parsed packet presents its header
-        parsing | passing | (rpos == B + 1),  # the payload waits while the header and bitmap are presented
-        ~pend | (~parsing & ~active),  # stage Q: only a parsed header waits for its grant
-        ~active | (settled | branches).all(),  # a branch the packet does not need never takes a flit
+        ("count in range", rpos < L),
+        # it parses the header and the bitmap words, then passes the payload
+        ("parses the header and bitmap", parsing == (rpos <= B)),
+        ("parses the next flit", ~parsing | (word == rpos)),
+        ("word in range", word <= B + 1),
+        ("granted only once parsed", ~parsing | ~active),
+        ("presents its header until granted", active | parsing | (word == 0)),
+        # the payload waits at the input while the header and the bitmap words are presented
+        ("payload waits at the input", parsing | passing | (rpos == B + 1)),
+        ("only a parsed header waits for a grant", ~pend | (~parsing & ~active)),  # stage Q
+        ("no flit to a branch it does not need", ~active | (settled | branches).all()),
         # the local branch settles only by taking the flit, and then every network branch (always ready) took it
         # too, so the flit is released in that cycle: a granted packet's local branch is never settled
-        ~active | ~branches[outs] | ~settled[outs],
+        ("local branch never settled", ~active | ~branches[outs] | ~settled[outs]),
         # network branches are always ready: they take each flit together, so they are settled together,
         # and only while the local branch has not taken the flit
-        ~active | (net == 0) | ((net == branches[:outs]) & branches[outs]),
+        ("network branches settle together", ~active | (net == 0) | ((net == branches[:outs]) & branches[outs])),
         # a settled branch took the input's flit, which stays until its release (the stream contract)
-        ~active | ~passing | (net == 0) | waiting,
+        ("a settled flit stays at the input", ~active | ~passing | (net == 0) | waiting),
     ]
     if not relay.local:  # the injection relay has no local branch (a node never addresses itself)
-        inv.append(~regs["any_"][outs])
+        inv.append(("no local branch", ~regs["any_"][outs]))
     return inv
 
 
@@ -337,28 +351,32 @@ def _buffer_invariant(m, fmt, blocks, j, rpos, in_pos):
     m.d.comb += count.eq(reduce(operator.add, [level[i].as_unsigned() for i in range(depth)]))
     in_mem = Signal(range(depth + 1), name=f"buf_{j}_in_mem")
     m.d.comb += in_mem.eq(count - head)
+    used = Mux(produce >= consume, produce - consume, produce + stored - consume)
+    head_flit = buf.o.payload
     inv = [
-        level == Cat(*[count > i for i in range(depth)]),  # a thermometer code
-        ~head | (count >= 1),
-        in_mem <= stored,
-        produce < stored,
-        consume < stored,
-        Mux(produce >= consume, produce - consume, produce + stored - consume) == Mux(in_mem == stored, 0, in_mem),
-        between == (in_pos == 0),
-        between | (count + L - in_pos <= depth),  # virtual cut-through: the rest of the packet fits
-        head | (in_mem <= 1),  # a flit waits in the memory only while the head register is full or filling
-        _mod(m, rpos + count, L, f"buf_{j}_end") == in_pos,  # the flits inside complete the relay's count
-        ~buf.o.valid | ((buf.o.payload.first == (rpos == 0)) & (buf.o.payload.last == (rpos == L - 1))),
+        ("level is a thermometer code", level == Cat(*[count > i for i in range(depth)])),
+        ("head only with a flit", ~head | (count >= 1)),
+        ("memory not overfull", in_mem <= stored),
+        ("pointers in range", (produce < stored) & (consume < stored)),
+        ("pointers apart by the flits in memory", used == Mux(in_mem == stored, 0, in_mem)),
+        ("between packets at the link's header", between == (in_pos == 0)),
+        ("the rest of the packet fits", between | (count + L - in_pos <= depth)),  # virtual cut-through
+        # a flit waits in the memory only while the head register is full or being filled
+        ("memory waits for the head", head | (in_mem <= 1)),
+        ("the flits inside complete the relay's count", _mod(m, rpos + count, L, f"buf_{j}_end") == in_pos),
+        ("head framed", ~buf.o.valid | ((head_flit.first == (rpos == 0)) & (head_flit.last == (rpos == L - 1)))),
     ]
     if buf.registered:  # the registered ready promises no room that is not there, and is up within a packet
-        inv += [~regs["ready"] | ~between | (count <= depth - L), between | regs["ready"]]
+        inv += [("ready only with room", ~regs["ready"] | ~between | (count <= depth - L))]
+        inv += [("ready within a packet", between | regs["ready"])]
     for a in range(stored):
         look = mem.read_port(domain="comb")
         m.d.comb += look.addr.eq(a)
         d = Signal(range(stored), name=f"buf_{j}_dist_{a}")  # how far word a is behind the read pointer
         m.d.comb += d.eq(Mux(consume <= a, a - consume, a + stored - consume))
         at = _mod(m, rpos + head + d, L, f"buf_{j}_at_{a}")
-        inv.append((d >= in_mem) | ((look.data.first == (at == 0)) & (look.data.last == (at == L - 1))))
+        framed = (look.data.first == (at == 0)) & (look.data.last == (at == L - 1))
+        inv.append((f"memory word {a} framed", (d >= in_mem) | framed))
     return inv
 
 
@@ -388,24 +406,35 @@ def _output_invariant(fmt, blocks, p, env, owes):
         tail_in_link = a_valid & a_flit.last
         anyone = reduce(operator.or_, [o[k] for o in owes["owes"]])
         granted = reduce(operator.or_, [blocks["alloc"]["grant"][j] & r.req[k] for j, r in enumerate(blocks["relays"])])
+        what = f"output {port}"
         for j in range(len(relays)):
+            owing = owes["owes"][j][k]
             # the relay that still owes the output a flit owns it (so no other input drives it)
-            inv.append(~owes["owes"][j][k] | (busy[k] & (owner == j)))
+            inv.append((f"{what} owned by relay {j} while it owes a flit", ~owing | (busy[k] & (owner == j))))
             # the out-link took every flit the branch took but the one in the link register
-            inv.append(~owes["owes"][j][k] | (o_pos + a_valid == owes["taken"][j][k]))
+            inv.append((f"{what} count is relay {j}'s", ~owing | (o_pos + a_valid == owes["taken"][j][k])))
+        ready = env["ready_q"][port] & ~env["took_q"][port]
         inv += [
-            ~busy[k] | anyone | tail_in_link,  # busy: owed flits, or the tail still in the link register
-            ~tail_in_link | ~anyone,
-            ~tail_in_link | (o_pos == L - 1),
-            busy[k] | (~a_valid & (o_pos == 0)),
-            ~a_valid | ((a_flit.first == (o_pos == 0)) & (a_flit.last == (o_pos == L - 1))),
-            # granted with room for the packet downstream: the receiver stays ready until the header
-            ~((busy[k] | granted) & (o_pos == 0)) | (env["ready_q"][port] & ~env["took_q"][port]),
+            (f"{what} busy while owed or with its tail in the link", ~busy[k] | anyone | tail_in_link),
+            (f"{what} nothing owed behind the tail", ~tail_in_link | ~anyone),
+            (f"{what} tail at the packet's end", ~tail_in_link | (o_pos == L - 1)),
+            (f"{what} idle link", busy[k] | (~a_valid & (o_pos == 0))),
+            (
+                f"{what} link register framed",
+                ~a_valid | ((a_flit.first == (o_pos == 0)) & (a_flit.last == (o_pos == L - 1))),
+            ),
+            # granted with room for the packet downstream: the receiver stays ready until it takes the header
+            (f"{what} receiver ready for the header", ~((busy[k] | granted) & (o_pos == 0)) | ready),
         ]
     for j, port in enumerate(p.lanes):  # the local lane of input j: its relay's local branch
         regs = relays[j]
         local = regs["active"] & regs["branches"][len(p.lanes)]
-        inv.append(env["eject_pos"][port] == Mux(local, owes["taken"][j][len(p.lanes)], 0))
+        inv.append(
+            (
+                f"lane {port} count is relay {j}'s",
+                env["eject_pos"][port] == Mux(local, owes["taken"][j][len(p.lanes)], 0),
+            )
+        )
     return inv
 
 
@@ -417,13 +446,15 @@ def _alloc_invariant(blocks):
     grant, granting = alloc["grant"], alloc["granting"]
     n = len(relays)
     busy = blocks["path"]["busy"]
-    inv = [granting == grant.any()]
+    inv = [("allocator granting iff a grant", granting == grant.any())]
     for j, r in enumerate(relays):
         regs = blocks["relay"][j]
-        inv.append(~grant[j] | (regs["pend"] & ~regs["parsing"] & ~regs["active"] & (regs["word"] == 0)))
-        inv.append(~grant[j] | ((r.req & busy) == 0))
+        waits = regs["pend"] & ~regs["parsing"] & ~regs["active"] & (regs["word"] == 0)
+        inv.append((f"allocator grants relay {j} a waiting header", ~grant[j] | waits))
+        inv.append((f"allocator grants relay {j} free outputs", ~grant[j] | ((r.req & busy) == 0)))
         for i in range(j):
-            inv.append(~(grant[i] & grant[j]) | ((relays[i].req & r.req) == 0))
+            disjoint = ~(grant[i] & grant[j]) | ((relays[i].req & r.req) == 0)
+            inv.append((f"allocator grants relays {i} and {j} disjoint outputs", disjoint))
 
     def before(i, j):
         return alloc[f"first_{i}_{j}"] if i < j else ~alloc[f"first_{j}_{i}"]
@@ -432,7 +463,8 @@ def _alloc_invariant(blocks):
         for j in range(n):
             for k in range(n):
                 if len({i, j, k}) == 3:
-                    inv.append(~(before(i, j) & before(j, k)) | before(i, k))
+                    order = ~(before(i, j) & before(j, k)) | before(i, k)
+                    inv.append((f"allocator order transitive {i} {j} {k}", order))
     return inv
 
 
