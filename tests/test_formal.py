@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from equimesh.rtl.formal import Params, block, prove
+from equimesh.cli import main
+from equimesh.rtl.formal import BLOCKS, Params, block, prove
 
 CI = [("crossbar", "xbar_select"), ("router", "done_timing"), ("router", "link_schedule"), ("router", "lane_addr")]
 PACKET = [(b, p) for b in ("input_buffer", "relay", "packet_router") for p in block(b).PROPERTIES]
@@ -52,3 +53,16 @@ def test_two_bitmap_words(name, prop, tmp_path):
     v = _prove(name, prop, params, tmp_path, timeout=1800)
     assert (v.status, v.unbounded) == ("PASS", True), v.note
     assert v.covers[0] == v.covers[1] >= 1
+
+
+@pytest.mark.prove
+def test_verilog_packets_writes_every_block(tmp_path):
+    """With ``--packets`` the packet blocks' tasks come too: one per property of every block (``prove``: it
+    converts 15 wrappers, the packet router's with its invariant; ``tests/test_formal_checks.py`` reruns a
+    task of the schedule router's)."""
+    out = tmp_path / "v"
+    argv = ["verilog", "--rows", "2", "--cols", "3", "--chunks", "1", "--chunk-flits", "2", "--packets"]
+    assert main([*argv, "--payload-flits", "1", "--formal", "--out", str(out)]) == 0
+    tasks = sorted(p.stem for p in (out / "formal").glob("*.sby"))
+    assert tasks == sorted(f"{b}_{p}" for b in BLOCKS for p in block(b).PROPERTIES)
+    assert all((out / "formal" / f"{t}.il").read_text().count("$check") > 0 for t in tasks)
