@@ -299,9 +299,7 @@ def write_proofs(design: Design, out: Path, payload_flits: int | None = None) ->
         mod = block(name)
         for prop, spec in mod.PROPERTIES.items():
             w = mod.build(p, prop)
-            paths += write_task(
-                w.top, w.ports, prefixes(mod, prop), w.depth, spec.unbounded and w.induction, out, f"{name}_{prop}"
-            )
+            paths += write_task(w.top, w.ports, prefixes(mod, prop), w.depth, spec.unbounded, out, f"{name}_{prop}")
     return paths
 
 

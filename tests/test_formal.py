@@ -30,9 +30,7 @@ def test_unbounded_4x4(name, prop, tmp_path):
     assert v.covers[0] == v.covers[1] >= 1  # every precondition is reachable: not a vacuous proof
 
 
-# The packet router's invariant is stated for its pipelined datapath; without it (pipeline 0) a bounded check
-# of two packets crossing takes minutes per property (docs/formal.md), so only pipeline 1 is run here.
-OTHER = [(b, p, pl) for pl in (0, 1) for b, p in CI if b != "packet_router" or pl]
+OTHER = [(b, p, pl) for pl in (0, 1) for b, p in CI]
 
 
 @pytest.mark.prove

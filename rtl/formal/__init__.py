@@ -37,15 +37,12 @@ class Prop:
 @dataclass
 class Wrapper:
     """A built wrapper: its top module and ports, the default proof depth (the induction length tried,
-    or the bound) and the depth within which every cover must be reached. ``induction``: the wrapper
-    states the invariant k-induction needs for these parameters (when False an unbounded property is
-    only checked to ``depth``: the packet router without its pipeline)."""
+    or the bound) and the depth within which every cover must be reached."""
 
     top: object
     ports: list
     depth: int
     cover_depth: int
-    induction: bool = True
 
 
 @dataclass(frozen=True)
@@ -141,7 +138,7 @@ def prove(
         prefixes(mod, prop),
         depth or w.depth,
         timeout,
-        mod.PROPERTIES[prop].unbounded and w.induction,
+        mod.PROPERTIES[prop].unbounded,
         cover_depth=w.cover_depth,
         waveforms=waveforms,
     )

@@ -10,22 +10,21 @@ packet it is always ready, and between packets its ready, once up, stays up unti
 ``link_order`` states the contract of the output link registers (stage L) against the crossbar's
 output, which it reads at the router's internal port ``path.switched`` (and the owner at ``path.sel``).
 
-From pipeline 1 on (the default is 2) the properties are proven by k-induction. The strengthening
-invariant (:func:`_invariant`) is stated on the blocks' registers, which the wrapper reads by name
-(:func:`~.probe.internals`), against counters of the flits each stream carried in its current packet:
+The properties are proven by k-induction. The strengthening invariant (:func:`_invariant`) is stated
+on the blocks' registers, which the wrapper reads by name (:func:`~.probe.internals`), against counters
+of the flits each stream carried in its current packet:
 
 * each relay's parse and grant state (``parsing``, ``word``, ``pend``, ``active``, ``branches``,
   ``settled``) against the flits it took from its input, as in ``rtl/formal/relay.py``;
 * each input buffer's fill level, pointers and room, as in ``rtl/formal/input_buffer.py``, and where
   every flit inside (memory words, read through ports the wrapper adds, and the head register) stands
   in its packet: the in-link's count is the relay's plus the flits inside;
-* each output's busy bit, owner (stage G) and link register (stage L) against the relay that still owes
-  it flits, and its out-link's count against that relay's branch; each local lane's against its relay;
-* the matrix allocator's registered grant (stage A): shown as ``granting``, to disjoint free outputs, for
-  waiting headers; its arbiter's order stays a total order.
-
-Without the pipeline (``pipeline`` 0: the round-robin allocator, combinational selects and outputs) that
-invariant is not stated: the router is checked to a bound, two packets crossing it side by side.
+* from pipeline 1 on, each output's busy bit, owner (stage G) and link register (stage L) against the
+  relay that still owes it flits, and its out-link's count against that relay's branch; the matrix
+  allocator's registered grant (stage A): shown as ``granting``, to disjoint free outputs, for waiting
+  headers, its arbiter's order a total order. Pipeline 0 (combinational allocator, selects and
+  outputs): at most one relay holds an output, and the out-link's count is the holding branch's;
+* each local lane's count against its relay's local branch.
 """
 
 from __future__ import annotations
@@ -43,7 +42,7 @@ from .probe import anyconst, internals, made, no_reset, stream_contract
 
 __all__ = ["DESIGN", "INDUCTION_DEPTH", "PROPERTIES", "build"]
 
-# The induction length tried, and the base case checked, for the pipelined router: the invariant closes at k = 2
+# The induction length tried, and the base case checked: the invariant closes at k = 2
 # (it does with a depth as short as 1);
 # the base case goes far enough for the allocator's double grant (mutation grant_busy) to FAIL with a trace.
 INDUCTION_DEPTH = 6
@@ -109,8 +108,7 @@ def build(p: Params, prop: str):
     outs = len(p.lanes)
     own = _forwarding(m, dut, fmt, outs)
     env = _environment(m, dut, fmt, p, own)
-    if p.pipeline:  # the strengthening invariant (k-induction), for the pipelined router
-        _invariant(m, prop, dut, blocks, fmt, p, env)
+    _invariant(m, prop, dut, blocks, fmt, p, env)  # the strengthening invariant (k-induction)
     relays = blocks["relays"]
     if prop == "link_order":
         _link_order(m, dut, fmt, p, env, blocks)
@@ -152,10 +150,10 @@ def build(p: Params, prop: str):
     ports = [v for name, member in dut.signature.members.items() for v in _flat(getattr(dut, name))]
     # A header crosses a pipelined router in 7 + bitmap_flits cycles (rtl/relay.py), the unpipelined one in
     # 3 + bitmap_flits; its tail leaves packet_flits - 1 cycles later. The covers need two packets crossing
-    # side by side. The pipelined router is proven by k-induction (its invariant closes at k = 2), so
-    # its base case need only reach the induction length; the unpipelined one is checked to the bound.
+    # side by side. The proof is by k-induction (the invariant closes at k = 2), so its base case need only
+    # reach the induction length.
     cover_depth = (8 if p.pipeline else 4) + fmt.bitmap_flits + fmt.packet_flits
-    return Wrapper(m, ports, INDUCTION_DEPTH if p.pipeline else cover_depth, cover_depth, induction=p.pipeline > 0)
+    return Wrapper(m, ports, INDUCTION_DEPTH, cover_depth)
 
 
 def _forwarding(m, dut, fmt, outs):
@@ -249,8 +247,13 @@ def _link_order(m, dut, fmt, p, env, blocks):
             ~out.valid | (owned & (out.payload.first == sw.first) & (out.payload.last == sw.last) & body_ok),
             f"link_order: out-link {port} carries the flit switched to it",
         )
-        if p.pipeline:  # the link register exists from pipeline 1 on
-            path = blocks["path"]
+        path = blocks["path"]
+        if not p.pipeline:  # the rewrite's position counter (rtl/relay.py, position) is the link's framing counter
+            at = Mux(pos > B + 1, B + 1, pos)
+            m.d.comb += Assert(
+                (pos == 0) | (path[f"pos_{port}"] == at), f"link_order: invariant: rewrite position {port}"
+            )
+        else:  # the link register exists from pipeline 1 on
             a_valid, a_flit, a_pos = path[f"a_valid_{port}"], path[f"a_flit_{port}"], path[f"a_pos_{port}"]
             inv = [
                 # the link register takes the crossbar's output in every cycle, as the wrapper's register
@@ -272,11 +275,12 @@ def _link_order(m, dut, fmt, p, env, blocks):
 
 
 def _invariant(m, prop, dut, blocks, fmt, p, env):
-    """The strengthening invariant of the pipelined router (``cut``), stated on its blocks' registers: each
-    relay's parse and grant state against the flits it took from its input, each input buffer's contents
-    against the framing of its in-link, each output's owner, busy bit and link register against the relay
-    that owns it and the framing of its out-link, and the allocator's grant. Every conjunct is asserted
-    under the property's name, so k-induction may assume it in the steps before."""
+    """The router's strengthening invariant, stated on its blocks' registers: each relay's parse and grant
+    state against the flits it took from its input, each input buffer's contents against the framing of its
+    in-link, each output (its owner, busy bit and link register, from pipeline 1 on) against the relay that
+    owns it and the framing of its out-link, the allocator's grant (pipeline >= 1) and each local lane's
+    framing. Every conjunct is asserted under the property's name, so k-induction may assume it in the
+    steps before."""
     L = fmt.packet_flits
     relays = blocks["relays"]
     rpos = []  # flits of its current packet each relay took from its input
@@ -298,7 +302,11 @@ def _invariant(m, prop, dut, blocks, fmt, p, env):
         ok = _buffer_invariant(m, fmt, blocks, j, rpos[j], env["in_pos"][f"i_{port}"])
         inv += [(f"buffer {port} {what}", c) for what, c in ok]
     owes = _owes(fmt, blocks, rpos, len(p.lanes))
-    inv += _output_invariant(fmt, blocks, p, env, owes) + _alloc_invariant(blocks)
+    if p.pipeline:
+        inv += _output_invariant(fmt, blocks, p, env, owes) + _alloc_invariant(blocks)
+    else:
+        inv += _direct_output_invariant(blocks, p, env, owes)
+    inv += _lane_invariant(blocks, p, env, owes)
     for what, c in inv:
         m.d.comb += Assert(c, f"{prop}: invariant: {what}")
 
@@ -306,9 +314,7 @@ def _invariant(m, prop, dut, blocks, fmt, p, env):
 def _relay_invariant(fmt, relay, regs, rpos, waiting):
     """A relay's registers against ``rpos``, the flits of its current packet it took (rtl/relay.py)."""
     B, L, outs = fmt.bitmap_flits, fmt.packet_flits, relay.outs
-    parsing, word, active, branches, settled, pend = (
-        regs[k] for k in ("parsing", "word", "active", "branches", "settled", "pend")
-    )
+    parsing, word, active, branches, settled = (regs[k] for k in ("parsing", "word", "active", "branches", "settled"))
     passing = word == B + 1
     net = (settled & branches)[:outs]
     inv = [
@@ -321,7 +327,6 @@ def _relay_invariant(fmt, relay, regs, rpos, waiting):
         ("presents its header until granted", active | parsing | (word == 0)),
         # the payload waits at the input while the header and the bitmap words are presented
         ("payload waits at the input", parsing | passing | (rpos == B + 1)),
-        ("only a parsed header waits for a grant", ~pend | (~parsing & ~active)),  # stage Q
         ("no flit to a branch it does not need", ~active | (settled | branches).all()),
         # the local branch settles only by taking the flit, and then every network branch (always ready) took it
         # too, so the flit is released in that cycle: a granted packet's local branch is never settled
@@ -332,6 +337,8 @@ def _relay_invariant(fmt, relay, regs, rpos, waiting):
         # a settled branch took the input's flit, which stays until its release (the stream contract)
         ("a settled flit stays at the input", ~active | ~passing | (net == 0) | waiting),
     ]
+    if relay.cut:  # stage Q: only a parsed header waits for its grant
+        inv.append(("only a parsed header waits for a grant", ~regs["pend"] | (~parsing & ~active)))
     if not relay.local:  # the injection relay has no local branch (a node never addresses itself)
         inv.append(("no local branch", ~regs["any_"][outs]))
     return inv
@@ -426,15 +433,38 @@ def _output_invariant(fmt, blocks, p, env, owes):
             # granted with room for the packet downstream: the receiver stays ready until it takes the header
             (f"{what} receiver ready for the header", ~((busy[k] | granted) & (o_pos == 0)) | ready),
         ]
-    for j, port in enumerate(p.lanes):  # the local lane of input j: its relay's local branch
-        regs = relays[j]
+    return inv
+
+
+def _direct_output_invariant(blocks, p, env, owes):
+    """Pipeline 0: no owner or link registers; an output is held by the relays' ``held`` (active with that
+    branch), and its out-link's count is the owing branch's."""
+    relays, outs = blocks["relay"], len(p.lanes)
+    inv = []
+    for k, port in enumerate(p.lanes):
+        held = [r["active"] & r["branches"][k] for r in relays]
+        anyone = reduce(operator.or_, [o[k] for o in owes["owes"]])
+        o_pos = env["o_pos"][port]
+        for j in range(len(relays)):
+            for i in range(j):  # the allocator grants only outputs no packet holds
+                inv.append((f"output {port} held by one of relays {i} and {j}", ~(held[i] & held[j])))
+            inv.append((f"output {port} count is relay {j}'s", ~owes["owes"][j][k] | (o_pos == owes["taken"][j][k])))
+        inv.append((f"output {port} idle link", anyone | (o_pos == 0)))
+    for j, regs in enumerate(relays):  # the header leaves in its grant cycle, to every network branch (free)
+        net = (regs["settled"] & regs["branches"])[:outs]
+        took = ~regs["active"] | (regs["word"] != 0) | (net == regs["branches"][:outs])
+        inv.append((f"relay {j} header taken by the network branches", took))
+    return inv
+
+
+def _lane_invariant(blocks, p, env, owes):
+    """The local lane of input ``j``: its count is its relay's local branch's."""
+    inv = []
+    for j, port in enumerate(p.lanes):
+        regs = blocks["relay"][j]
         local = regs["active"] & regs["branches"][len(p.lanes)]
-        inv.append(
-            (
-                f"lane {port} count is relay {j}'s",
-                env["eject_pos"][port] == Mux(local, owes["taken"][j][len(p.lanes)], 0),
-            )
-        )
+        count = Mux(local, owes["taken"][j][len(p.lanes)], 0)
+        inv.append((f"lane {port} count is relay {j}'s", env["eject_pos"][port] == count))
     return inv
 
 
