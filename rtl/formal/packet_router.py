@@ -318,7 +318,7 @@ def _relay_invariant(fmt, relay, regs, rpos, waiting):
     passing = word == B + 1
     net = (settled & branches)[:outs]
     inv = [
-        ("count in range", rpos < L),
+        ("count in range", rpos < L),  # the wrapper's counter wraps at the packet's end
         # it parses the header and the bitmap words, then passes the payload
         ("parses the header and bitmap", parsing == (rpos <= B)),
         ("parses the next flit", ~parsing | (word == rpos)),
@@ -328,11 +328,12 @@ def _relay_invariant(fmt, relay, regs, rpos, waiting):
         # the payload waits at the input while the header and the bitmap words are presented
         ("payload waits at the input", parsing | passing | (rpos == B + 1)),
         ("no flit to a branch it does not need", ~active | (settled | branches).all()),
-        # the local branch settles only by taking the flit, and then every network branch (always ready) took it
-        # too, so the flit is released in that cycle: a granted packet's local branch is never settled
+        # the local branch settles only by taking the flit, and then every network branch took it too (they
+        # are always ready from pipeline 1 on; at pipeline 0 their receivers are ready within a granted packet,
+        # and for its header, which the grant needed), so the flit is released in that cycle
         ("local branch never settled", ~active | ~branches[outs] | ~settled[outs]),
-        # network branches are always ready: they take each flit together, so they are settled together,
-        # and only while the local branch has not taken the flit
+        # for the same reason the network branches take each flit together, so they are settled together, and
+        # only while the local branch has not taken the flit
         ("network branches settle together", ~active | (net == 0) | ((net == branches[:outs]) & branches[outs])),
         # a settled branch took the input's flit, which stays until its release (the stream contract)
         ("a settled flit stays at the input", ~active | ~passing | (net == 0) | waiting),
@@ -361,15 +362,18 @@ def _buffer_invariant(m, fmt, blocks, j, rpos, in_pos):
     used = Mux(produce >= consume, produce - consume, produce + stored - consume)
     head_flit = buf.o.payload
     inv = [
+        # the level shifts up on a write and down on a read, from all zeros
         ("level is a thermometer code", level == Cat(*[count > i for i in range(depth)])),
-        ("head only with a flit", ~head | (count >= 1)),
-        ("memory not overfull", in_mem <= stored),
-        ("pointers in range", (produce < stored) & (consume < stored)),
+        ("head only with a flit", ~head | (count >= 1)),  # the head register is one of the flits counted
+        ("memory not overfull", in_mem <= stored),  # a write needs room (ready), a full head register waits
+        ("pointers in range", (produce < stored) & (consume < stored)),  # they wrap at the memory's depth
+        # a write advances the write pointer, a fetch into the head register the read pointer
         ("pointers apart by the flits in memory", used == Mux(in_mem == stored, 0, in_mem)),
-        ("between packets at the link's header", between == (in_pos == 0)),
+        ("between packets at the link's header", between == (in_pos == 0)),  # set by the tail's ``last``
         ("the rest of the packet fits", between | (count + L - in_pos <= depth)),  # virtual cut-through
         # a flit waits in the memory only while the head register is full or being filled
         ("memory waits for the head", head | (in_mem <= 1)),
+        # the buffer is a FIFO: the flits it took and has not passed on are the ones after the relay's count
         ("the flits inside complete the relay's count", _mod(m, rpos + count, L, f"buf_{j}_end") == in_pos),
         ("head framed", ~buf.o.valid | ((head_flit.first == (rpos == 0)) & (head_flit.last == (rpos == L - 1)))),
     ]
@@ -401,8 +405,8 @@ def _owes(fmt, blocks, rpos, outs):
 
 
 def _output_invariant(fmt, blocks, p, env, owes):
-    """Each output's owner, busy bit and link register (stages G and L) against the relay that owns it, and
-    its out-link's framing; each local lane's framing against its relay."""
+    """Pipeline >= 1: each output's owner, busy bit and link register (stages G and L) against the relay that
+    owns it, and its out-link's framing."""
     L = fmt.packet_flits
     path, relays = blocks["path"], blocks["relay"]
     busy = path["busy"]
