@@ -235,3 +235,25 @@ def test_packet_routers_really_synthesize_place_and_route(capsys, monkeypatch, t
         assert r["nodes"] == 4 and r["ports"] == 2 and r["luts"] > 0 and r["fmax_mhz"] > 0
         assert r["critical_path"] and r["transistors"] > 0
     assert res["routers"][4]["table_bits"] == 0
+
+
+def test_a_packet_router_with_two_bitmap_words_synthesizes(monkeypatch, tmp_path):
+    """The relay's bitmap buffer is a memory read combinationally once a bitmap takes two flits (6x6 with
+    32-bit flits: 36 nodes). The flow set RD_COLLISION_X_MASK on every one-read one-write memory, which
+    failed yosys's memory check (`port.clk_enable`) on it: the 16x16 packet router did not synthesize."""
+    from equimesh.rtl.design import fit
+    from equimesh.rtl.packet_network import PacketSetup
+    from equimesh.rtl.rom import compile_schedule
+    from equimesh.schedules.routing import forwarding_table
+    from equimesh.schedules.synth import synthesize
+    from equimesh.schedules.topology import build
+
+    monkeypatch.setenv("EQUIMESH_CACHE", str(tmp_path / "cache"))
+    topo = build("mesh", 6, 6)
+    design = fit(compile_schedule(synthesize(topo, 1, "allgather"), 2, topo), flit_bits=32)
+    packets = PacketSetup(forwarding_table(topo), 1, flit_bits=design.flit_bits)
+    assert packets.fmt.bitmap_flits == 2
+    router = next(r for r in fpga.distinct_routers(design, packets) if r.mode == "packets" and r.lanes == 2)
+    _, entry = fpga.synthesize(router)
+    result = json.loads((entry / "result.json").read_text())
+    assert result["luts"] > 0
