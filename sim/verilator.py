@@ -5,6 +5,10 @@ The harness (generated per design from the network top's ports) executes a
 tables and lanes, pulses ``start``, clocks until ``done`` and reads the
 statistics block and the lanes back; Python judges the records at the end.
 
+The model's top is :data:`SIM_TOP`, the network's top :data:`TOP` under a power-on
+reset (:func:`power_on_top`): the harness's first clock edge resets the network,
+as a reset input held for that edge would.
+
 Models are cached under ``EQUIMESH_CACHE`` (else ``$XDG_CACHE_HOME/equimesh``,
 else ``~/.cache/equimesh``), keyed by a hash of the Verilog, the harness, the
 Verilator version and the build flags: a second run on the same design, with
@@ -37,6 +41,7 @@ __all__ = [
     "CXX_OPT",
     "CXX_OPT_SLOW",
     "MAGIC",
+    "SIM_TOP",
     "Mark",
     "Model",
     "TOP_RECORD",
@@ -48,6 +53,7 @@ __all__ = [
     "check_fst_headers",
     "find_verilator",
     "harness_cpp",
+    "power_on_top",
     "read_result",
     "write_program",
 ]
@@ -75,6 +81,41 @@ CXX_OPT = "-O1"
 # the C++ of a flat network; compiling them at -O0 halves the cold build (8x8: 45.6 s -> 22.6 s of C++
 # on 2 cores, docs/rtl.md "Compiled model") and costs nothing per cycle.
 CXX_OPT_SLOW = "-O0"
+
+
+SIM_TOP = "equimesh_sim"  # the compiled model's top module: TOP under a power-on reset
+
+
+def power_on_top(ins: list[str], outs: list[str], widths: dict[str, int]) -> str:
+    """The Verilog of :data:`SIM_TOP`: the network's top :data:`TOP`, its ``rst`` driven by a register
+    that is 1 until the first clock edge and 0 after it.
+
+    Amaranth's Verilog computes every register's next value in combinational logic that reads the
+    reset (``if (rst) next = init``). With ``rst`` a top input, Verilator puts all that logic in its
+    input-combinational region, which runs at every ``eval`` (two per cycle, besides the clocked
+    region's): a packet network evaluated its next state three times per cycle. With the reset a
+    register, only the clock edge triggers it. The harness's first edge (``harness_cpp``) resets the
+    network as before, so every cycle count is unchanged (docs/packets.md, "Speed of the compiled
+    packet run").
+
+    Parameters
+    ----------
+    ins, outs : list of str
+        The top's ports other than ``clk`` and ``rst`` (:func:`~equimesh.rtl.verilog.flat_ports`).
+    widths : dict of str to int
+        Every port's width in bits.
+
+    Returns
+    -------
+    str
+        One Verilog module, to follow the top's text.
+    """
+    ports = ins + outs
+    lines = [f"module {SIM_TOP}(clk, {', '.join(ports)});", "  input clk;"]
+    lines += [f"  {'input' if n in ins else 'output'} [{widths[n] - 1}:0] {n};" for n in ports]
+    lines += ["  reg rst = 1'b1;", "  always @(posedge clk) rst <= 1'b0;"]
+    lines += [f"  {TOP} {TOP} (.clk(clk), .rst(rst), {', '.join(f'.{n}({n})' for n in ports)});", "endmodule"]
+    return "\n".join(lines) + "\n"
 
 
 class VerilatorError(RuntimeError):
@@ -223,7 +264,7 @@ def harness_cpp(ins: list[str], outs: list[str], widths: dict[str, int], trace: 
     str
         The C++ source.
     """
-    v = f"V{TOP}"
+    v = f"V{SIM_TOP}"
     lines = _declarations(v, ins, outs, widths, trace)
     trace_decl = f"    Verilated{trace.capitalize() if trace == 'fst' else 'Vcd'}C* tf = nullptr;" if trace else ""
     lines += [
@@ -254,7 +295,7 @@ def harness_cpp(ins: list[str], outs: list[str], widths: dict[str, int], trace: 
         " if (OUT_WORDS[c] > 1) x |= uint64_t(w[1]) << 32; return x; };",
         "    auto elapsed = [&](std::chrono::steady_clock::time_point t0) { return uint64_t("
         "std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count()); };",
-        "    t->clk = 0; t->rst = 1; t->eval(); half(1); half(0); t->rst = 0;",
+        "    t->clk = 0; t->eval(); half(1); half(0);  // the power-on reset's edge (power_on_top)",
         "    uint32_t segments = next();",
         "    for (uint32_t s = 0; s < segments; s++) {",
         "        uint32_t kind = next();",
@@ -562,7 +603,7 @@ def build_model(
     Model
         The model; a failed build raises :class:`VerilatorError` naming its log.
     """
-    verilog_text = without_zero_init(verilog_text)
+    verilog_text = without_zero_init(verilog_text) + power_on_top(ins, outs, widths)
     exe, version = find_verilator()
     cpp = harness_cpp(ins, outs, widths, trace)
     flags = list(VERILATOR_FLAGS)
@@ -597,7 +638,7 @@ def build_model(
             "-j",
             str(jobs),
             "--top-module",
-            TOP,
+            SIM_TOP,
             "-o",
             "model",
             "--Mdir",

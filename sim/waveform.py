@@ -9,7 +9,7 @@ from ..schedules.topology import Topology
 __all__ = ["SCOPES", "link_name", "write_gtkw"]
 
 # Where each backend's waveform puts the network top.
-SCOPES = {"amaranth": "bench.top", "icarus": "equimesh_top", "verilator": "TOP.equimesh_top"}
+SCOPES = {"amaranth": "bench.top", "icarus": "equimesh_top", "verilator": "TOP.equimesh_sim.equimesh_top"}
 
 # GTKWave trace flags: 1-bit binary trace, group begin (open), group end.
 _BIT, _GROUP_BEGIN, _GROUP_END = "@28", "@800200", "@1000200"

@@ -1,21 +1,21 @@
 """Formal proofs (issue 40, ``docs/formal.md``): the properties of the 4x4 EquiMesh router's blocks at the
-default pipeline (crossbar, schedule router, input buffer, relay), each unbounded and with its covers reached (``tests/test_formal_checks.py``: the
-mutations each property catches, the runner and the CLI).
+default pipeline (crossbar, schedule router, input buffer, relay, the whole packet router), each unbounded
+and with its covers reached (``tests/test_formal_checks.py``: the mutations each property catches, the
+runner and the CLI).
 
-The proofs at pipelines 0 and 1, with two bitmap flits (8x8, 32-bit flits) and of the whole packet
-router are marked ``prove`` and run by ``make prove`` (which also runs ``equimesh prove`` at 4x4 and 8x8).
+The proofs at pipelines 0 and 1 and with two bitmap flits (8x8, 32-bit flits) are marked ``prove`` and run
+by ``make prove`` (which also runs ``equimesh prove`` at 4x4 and 8x8).
 """
 
 from __future__ import annotations
 
 import pytest
 
-from equimesh.rtl.formal import Params, block, prove
+from equimesh.cli import main
+from equimesh.rtl.formal import BLOCKS, Params, block, prove
 
 CI = [("crossbar", "xbar_select"), ("router", "done_timing"), ("router", "link_schedule"), ("router", "lane_addr")]
-PACKET = [("input_buffer", p) for p in block("input_buffer").PROPERTIES] + [
-    ("relay", p) for p in block("relay").PROPERTIES
-]
+PACKET = [(b, p) for b in ("input_buffer", "relay", "packet_router") for p in block(b).PROPERTIES]
 CI += PACKET
 
 
@@ -42,21 +42,25 @@ def test_other_pipelines(name, prop, pipeline, tmp_path):
 
 
 @pytest.mark.prove
-@pytest.mark.parametrize("prop", list(block("packet_router").PROPERTIES))
-def test_packet_router_bounded(prop, tmp_path):
-    """The whole packet router, bounded (docs/formal.md: why induction is not attempted), with one payload
-    flit: with two, ``no_interleave`` needs more than 10 minutes at depth 13."""
-    v = _prove("packet_router", prop, Params(payload_flits=1), tmp_path, timeout=1800)
-    assert v.status == "PASS" and v.depth >= 12, v.note
-    assert v.covers[0] == v.covers[1] >= 1
-
-
-@pytest.mark.prove
 @pytest.mark.parametrize("name,prop", PACKET, ids=[f"{b}-{p}" for b, p in PACKET])
 def test_two_bitmap_words(name, prop, tmp_path):
-    """8x8 with 32-bit flits: the bitmap is split over two flits (rtl/packet.py), the relay's multi-word path."""
+    """8x8 with 32-bit flits: the bitmap is split over two flits (rtl/packet.py), the relay's multi-word path
+    (the input buffer, the relay and the whole packet router)."""
     params = Params(rows=8, cols=8, flit_bits=32)
     assert -(-params.nodes // params.flit_bits) == 2
     v = _prove(name, prop, params, tmp_path, timeout=1800)
     assert (v.status, v.unbounded) == ("PASS", True), v.note
     assert v.covers[0] == v.covers[1] >= 1
+
+
+@pytest.mark.prove
+def test_verilog_packets_writes_every_block(tmp_path):
+    """With ``--packets`` the packet blocks' tasks come too: one per property of every block (``prove``: it
+    converts 15 wrappers, the packet router's with its invariant; ``tests/test_formal_checks.py`` reruns a
+    task of the schedule router's)."""
+    out = tmp_path / "v"
+    argv = ["verilog", "--rows", "2", "--cols", "3", "--chunks", "1", "--chunk-flits", "2", "--packets"]
+    assert main([*argv, "--payload-flits", "1", "--formal", "--out", str(out)]) == 0
+    tasks = sorted(p.stem for p in (out / "formal").glob("*.sby"))
+    assert tasks == sorted(f"{b}_{p}" for b in BLOCKS for p in block(b).PROPERTIES)
+    assert all((out / "formal" / f"{t}.il").read_text().count("$check") > 0 for t in tasks)

@@ -149,13 +149,3 @@ def test_verilog_writes_the_proofs(tmp_path, capsys):
         timeout=300,
     )
     assert "DONE (PASS" in run.stdout, run.stdout[-2000:]
-
-
-def test_verilog_packets_writes_every_block(tmp_path, capsys):
-    """With ``--packets`` the packet blocks' tasks come too: one per property of every block."""
-    out = tmp_path / "v"
-    argv = ["verilog", "--rows", "2", "--cols", "3", "--chunks", "1", "--chunk-flits", "2", "--packets"]
-    assert main([*argv, "--payload-flits", "1", "--formal", "--out", str(out)]) == 0
-    tasks = sorted(p.stem for p in (out / "formal").glob("*.sby"))
-    assert tasks == sorted(f"{b}_{p}" for b in BLOCKS for p in block(b).PROPERTIES)
-    assert all((out / "formal" / f"{t}.il").read_text().count("$check") > 0 for t in tasks)

@@ -24,14 +24,13 @@ BLOCKS = ("crossbar", "router", "input_buffer", "relay", "packet_router")
 @dataclass(frozen=True)
 class Prop:
     """A property: its ``name`` (the prefix of its ``Assert`` and ``Cover`` messages), what it states,
-    what its wrapper assumes, and how it is checked: ``unbounded`` (k-induction) or a bounded check
-    (``why`` says why induction is not attempted)."""
+    what its wrapper assumes, and how it is checked: ``unbounded`` (k-induction; every property so far)
+    or a bounded check."""
 
     name: str
     states: str
     assumes: str
     unbounded: bool = True
-    why: str = ""
 
 
 @dataclass

@@ -3,7 +3,7 @@ property that cannot fail proves nothing).
 
 A mutation is a context manager that changes the design while the wrapper is built and converted,
 and restores it afterwards: it replaces a block's ``elaborate`` (the crossbar, the relay, the input
-buffer), a function the router calls (the relay's copy rewrite), or a ``tap_*`` hook of a formal
+buffer, the packet router's allocator), a function the router calls (the relay's copy rewrite), or a ``tap_*`` hook of a formal
 wrapper, the point where the wrapper hands a block's output to its properties. No design file is
 edited.
 """
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Callable
 from unittest import mock
 
-from amaranth.hdl import Signal
+from amaranth.hdl import Const, Signal
 from amaranth.lib import data
 
 __all__ = ["MUTATIONS", "Mutation"]
@@ -158,6 +158,25 @@ def _small_room():
         yield
 
 
+@contextmanager
+def _grant_busy():
+    """The packet router's allocator sees every output free: it may grant an output another packet holds."""
+    from ..packet_router import MatrixAllocator
+
+    original = MatrixAllocator.elaborate
+
+    def elaborate(self, platform):
+        real = self.free
+        self.free = Const((1 << self.outputs) - 1, self.outputs)
+        try:
+            return original(self, platform)
+        finally:
+            self.free = real
+
+    with mock.patch.object(MatrixAllocator, "elaborate", elaborate):
+        yield
+
+
 MUTATIONS = {
     mu.name: mu
     for mu in [
@@ -176,6 +195,13 @@ MUTATIONS = {
         ),
         Mutation(
             "small_room", "input_buffer", "buffer_room", "the input buffer reserves room for one flit less", _small_room
+        ),
+        Mutation(
+            "grant_busy",
+            "packet_router",
+            "one_driver",
+            "the allocator grants an output that another packet still holds",
+            _grant_busy,
         ),
     ]
 }
