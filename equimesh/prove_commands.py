@@ -15,6 +15,20 @@ __all__ = ["cmd_prove", "register"]
 
 
 def cmd_prove(args) -> int:
+    """``equimesh prove``: prove each property of the chosen blocks with SymbiYosys (k-induction, then the
+    covers) and print one line per property (see the module docstring).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``equimesh prove`` (:func:`register`).
+
+    Returns
+    -------
+    int
+        The exit status: 0 when every property passes, else 1; bad input raises :class:`UsageError`, a
+        missing solver :class:`InputError` (one line).
+    """
     from .rtl.formal import BLOCKS, Params, block, prove
     from .rtl.formal.sby import SolverMissing, tools
     from .schedules.topology import KINDS, TopologyError, build
@@ -76,6 +90,13 @@ def cmd_prove(args) -> int:
 
 
 def register(sub) -> None:
+    """Add ``equimesh prove`` (:func:`cmd_prove`).
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The ``equimesh`` subcommands.
+    """
     p = sub.add_parser(
         "prove",
         help="formal proofs (SymbiYosys, k-induction) of the crossbar, schedule router, input buffer, relay and "

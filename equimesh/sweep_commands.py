@@ -169,6 +169,20 @@ def _cell(v) -> str:
 
 
 def cmd_sweep(args) -> int:
+    """``equimesh sweep``: run the missing points of a plan (a TOML file, or ``--command`` with axes) on a
+    Dask cluster into a resumable SQLite store, then show, export, plot or render the store.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``equimesh sweep`` (:func:`register`).
+
+    Returns
+    -------
+    int
+        The exit status: 0 when no point of the plan failed (or there was no plan to run), else 1; bad
+        input raises :class:`UsageError` or :class:`InputError` (one line).
+    """
     if args.timeout is not None and not args.timeout > 0:
         raise UsageError(f"--timeout must be > 0 seconds (got {args.timeout})")
     if args.memory_limit is not None and args.memory_limit < 64:
@@ -220,6 +234,15 @@ def cmd_sweep(args) -> int:
 
 
 def register(sub, bench) -> None:
+    """Add ``equimesh sweep`` (:func:`cmd_sweep`) and the ``sweep`` benchmark (:func:`cmd_bench_sweep`).
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The ``equimesh`` subcommands.
+    bench : argparse._SubParsersAction
+        The ``equimesh bench`` subcommands.
+    """
     register_bench(bench)
     p = sub.add_parser(
         "sweep",
@@ -306,7 +329,18 @@ def cmd_bench_sweep(args) -> int:
     """The plan's points one after another in this process, then on a local cluster of ``--workers``
     workers, each with an empty model cache: the wall times, their ratio, the CPU seconds each run
     spent (on a machine shared with other jobs the wall-time ratio follows their load; the CPU seconds
-    show whether the cluster repeated work), the machine's load."""
+    show whether the cluster repeated work), the machine's load.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``equimesh bench sweep``.
+
+    Returns
+    -------
+    int
+        The exit status: 0 when both runs agree point for point, else 1.
+    """
     import json
     import os
     import tempfile

@@ -58,7 +58,35 @@ def packet_run(
     backend: str, table, traffic, payload_flits: int, build_dir, mode: str, vcd: str | None = None, **run
 ) -> dict:
     """One packet run on ``backend`` (``vcd``: amaranth and verilator only, :func:`_check_vcd`); missing or
-    failing simulators become one-line errors."""
+    failing simulators become one-line errors.
+
+    Parameters
+    ----------
+    backend : str
+        ``amaranth`` (:func:`~equimesh.sim.traffic.simulate`), ``verilator`` (the compiled model,
+        :func:`~equimesh.sim.traffic.run_compiled`), or a cocotb simulator, ``icarus``
+        (:func:`~equimesh.sim.traffic.run_verilog`).
+    table : ForwardingTable
+        The routers' forwarding tables (seed 004, Section 4.3).
+    traffic : Traffic
+        What the generators send (:func:`~equimesh.sim.traffic.make_traffic`).
+    payload_flits : int
+        Payload flits per packet.
+    build_dir : str or None
+        Where the Verilog backends build (kept), else a temporary directory.
+    mode : str
+        The cocotb run's checking: ``trace``, ``soak`` or ``count`` (:func:`~equimesh.sim.traffic.run_verilog`).
+    vcd : str, optional
+        A waveform file to write.
+    **run
+        The run's options (``cycles``, ``stall``, ``pipeline``, ...), passed on to the backend.
+
+    Returns
+    -------
+    dict
+        The backend's results: deliveries and errors counted against the generators' tables, cycles,
+        latency and link flits.
+    """
     from .sim.verilator import VerilatorError
 
     try:
@@ -82,6 +110,21 @@ def _int(text: str, what: str) -> int:
 
 
 def cmd_routing(args) -> int:
+    """``equimesh routing``: build or read the MultiWrite forwarding tables of a topology (seed 004,
+    Section 4.3) and print their hop counts against the shortest paths, the links and ring links they use,
+    and whether their channel dependency graph is acyclic; ``--out`` writes the table.
+
+        Parameters
+        ----------
+        args : argparse.Namespace
+            The parsed options of ``equimesh routing`` (:func:`register`).
+
+    Returns
+    -------
+    int
+        The exit status, 0; a bad ``--routing`` or table file raises :class:`UsageError` or
+        :class:`InputError` (one line).
+    """
     topo = topology_from_args(args)
     t = table_from_args(args, topo)
     n = topo.nodes
@@ -280,7 +323,20 @@ def _rates(text: str) -> list[float]:
 
 
 def cmd_sweep(args) -> int:
-    """``traffic --sweep``: the load-latency curve per topology (:mod:`equimesh.sim.traffic_sweep`)."""
+    """``traffic --sweep``: the load-latency curve per topology (:mod:`equimesh.sim.traffic_sweep`), each
+    offered load one run of the compiled model, and each topology's saturation throughput.
+
+        Parameters
+        ----------
+        args : argparse.Namespace
+            The parsed options of ``equimesh traffic`` (:func:`register`).
+
+    Returns
+    -------
+    int
+        The exit status: 0 when every run delivered every copy intact, 1 when one did not, 130 when
+        interrupted (the finished rates are kept).
+    """
     from .sim.traffic_sweep import plot, saturation
 
     rates = _rates(args.sweep)
@@ -388,6 +444,21 @@ def cmd_sweep(args) -> int:
 
 
 def cmd_traffic(args) -> int:
+    """``equimesh traffic``: run MultiWrite or unicast packet traffic (a random pattern, an AllGather, one
+    source's bitmap or a traffic file) on the packet network and check every copy against what the
+    generators sent (seed 004, Section 4); with ``--sweep``, :func:`cmd_sweep`.
+
+        Parameters
+        ----------
+        args : argparse.Namespace
+            The parsed options of ``equimesh traffic`` (:func:`register`).
+
+    Returns
+    -------
+    int
+        The exit status: 0 when every copy arrived once, intact, at its destination and nothing
+        deadlocked, else 1; bad input raises :class:`UsageError` or :class:`InputError` (one line).
+    """
     if args.sweep is not None:
         _check_common(args)
         return cmd_sweep(args)
@@ -402,6 +473,20 @@ def cmd_traffic(args) -> int:
 
 
 def cmd_soak(args) -> int:
+    """``equimesh soak``: random multicast traffic for many cycles, checked by the hardware checkers'
+    counters (:class:`~equimesh.rtl.packet_endpoints.Checker`, :func:`~equimesh.sim.traffic.soak_verdict`);
+    prints PASS or FAIL.
+
+        Parameters
+        ----------
+        args : argparse.Namespace
+            The parsed options of ``equimesh soak`` (:func:`register`).
+
+    Returns
+    -------
+    int
+        The exit status: 0 on PASS, else 1.
+    """
     _check_common(args)
     topo = topology_from_args(args)
     table = table_from_args(args, topo)
@@ -452,6 +537,21 @@ def _print_mixed_schedule(s: dict) -> None:
 
 
 def cmd_mixed(args) -> int:
+    """``equimesh mixed``: MultiWrite packets and a scheduled collective on the same routers: the packets
+    run, the schedule is requested at ``--start-at`` and launches once the network holds no packet; the
+    schedule's result is checked bit for bit and its link busy cycles against the schedule, the packets as
+    by :func:`cmd_traffic`.
+
+        Parameters
+        ----------
+        args : argparse.Namespace
+            The parsed options of ``equimesh mixed`` (:func:`register`).
+
+    Returns
+    -------
+    int
+        The exit status: 0 when the schedule ran bit exact and every packet arrived cleanly, else 1.
+    """
     from .sim.mixed import simulate_mixed
     from .sim.verilator import VerilatorError
 
@@ -560,7 +660,19 @@ def cmd_mixed(args) -> int:
 
 
 def cmd_bench_modes(args) -> int:
-    """Synthesized cells per router: scheduled collectives only, packets only, both on one crossbar."""
+    """``equimesh bench modes``: synthesized cells per router (yosys): scheduled collectives only, packets
+    only, both on one crossbar, per topology and size; prints a Markdown table.
+
+        Parameters
+        ----------
+        args : argparse.Namespace
+            The parsed options of ``equimesh bench modes`` (:func:`register`).
+
+    Returns
+    -------
+    int
+        The exit status, 0; a missing yosys raises :class:`InputError` (one line).
+    """
     import platform
 
     from .rtl.design import fit
@@ -609,6 +721,20 @@ def cmd_bench_modes(args) -> int:
 
 
 def cmd_bench_relay(args) -> int:
+    """``equimesh bench relay``: an AllGather as MultiWrite packets (seed 004, Section 4) and as N-1 unicasts
+    on each topology, measured on the packet network (completion cycles, flit-hops), beside the XTree
+    schedule's cycles and flit-hops from the RTL timing model.
+
+        Parameters
+        ----------
+        args : argparse.Namespace
+            The parsed options of ``equimesh bench relay`` (:func:`register`).
+
+    Returns
+    -------
+    int
+        The exit status, 0; a run that does not complete cleanly raises :class:`InputError`.
+    """
     import platform
 
     from .rtl.timing import run_cycles
@@ -716,6 +842,15 @@ def _add_packet_args(p, cycles, rate) -> None:
 
 
 def register(sub, bench) -> None:
+    """Add ``routing``, ``traffic``, ``mixed`` and ``soak``, and the ``relay`` and ``modes`` benchmarks.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The ``equimesh`` subcommands.
+    bench : argparse._SubParsersAction
+        The ``equimesh bench`` subcommands.
+    """
     p = sub.add_parser("routing", help="MultiWrite forwarding tables: hops, ring use, deadlock check")
     add_topology_args(p)
     p.add_argument("--routing", default="shortcut", help=f"{' or '.join(ALGORITHMS)}, or a table file to check")

@@ -46,6 +46,16 @@ FLIT_BITS = 64  # the default flit width (seed 004 Section 4.1: "for instance 64
 
 
 class Opcode(enum.Enum, shape=1):
+    """A header's operation (seed 004, Section 4.1), one bit.
+
+    Attributes
+    ----------
+    WRITE : 0
+        One destination, a standard write; a relay forwards it as it is.
+    MULTIWRITE : 1
+        A destination set in the bitmap; relays replicate it (Section 4.3).
+    """
+
     WRITE = 0  # one destination (seed 004: a standard write)
     MULTIWRITE = 1  # a destination set; relays replicate it
 
@@ -61,7 +71,19 @@ STAMP_BITS = 32  # at most: a header's injection cycle, for latency (mod 2**stam
 
 
 def fixed_fields(nodes: int) -> dict:
-    """The header's fields every flit width must hold (flit 0 of a packet on ``nodes`` nodes)."""
+    """The header's fields every flit width must hold (flit 0 of a packet on ``nodes`` nodes).
+
+    Parameters
+    ----------
+    nodes : int
+        Nodes of the network (the ``src`` field's range).
+
+    Returns
+    -------
+    dict
+        ``opcode`` (:class:`Opcode`), ``src`` and ``seq`` (:data:`SEQ_BITS`) by name, as shapes of a
+        ``StructLayout``.
+    """
     return {"opcode": Opcode, "src": unsigned(bits_for(nodes - 1)), "seq": unsigned(SEQ_BITS)}
 
 
@@ -166,5 +188,18 @@ class PacketFormat:
 
 def bitmap_overhead(nodes: int, payload_bytes: int) -> float:
     """The bitmap's share of a MultiWrite's payload when the bitmap travels in the payload (seed 004,
-    Section 6.4: 1,024 bits of a 4,096-byte payload, 3.13 %): ``nodes`` bits over ``8 * payload_bytes``."""
+    Section 6.4: 1,024 bits of a 4,096-byte payload, 3.13 %): ``nodes`` bits over ``8 * payload_bytes``.
+
+    Parameters
+    ----------
+    nodes : int
+        Bits of the destination bitmap (one per node).
+    payload_bytes : int
+        Bytes of the payload.
+
+    Returns
+    -------
+    float
+        The fraction, ``nodes / (8 * payload_bytes)``.
+    """
     return nodes / (8 * payload_bytes)

@@ -52,8 +52,26 @@ def _seed(*keys: int) -> int:
 
 
 def payload_word(fmt: PacketFormat, src, seq, index) -> Cat:
-    """Hardware twin of :meth:`PacketFormat.payload_word`: index (8 bits), src, seq, repeated. Returns the
-    index signal (the caller drives it with the payload word's 1-based index) and the word."""
+    """Hardware twin of :meth:`PacketFormat.payload_word`: index (8 bits), src, seq, repeated to the flit
+    width.
+
+    Parameters
+    ----------
+    fmt : PacketFormat
+        The network's packet format.
+    src : int or Value
+        The source node (a constant or a signal).
+    seq : Value
+        The packet's sequence number.
+    index : Value
+        The payload word's position in the packet; not read here (the caller drives the returned index
+        signal with the word's 1-based index).
+
+    Returns
+    -------
+    tuple[Signal, Value]
+        The 8-bit index signal the caller drives, and the word (``fmt.width`` bits).
+    """
     idx8 = Signal(8)
     unit = Cat(idx8, Const(src, fmt.src_bits) if isinstance(src, int) else src, seq)
     reps = -(-fmt.width // len(unit))
@@ -154,7 +172,17 @@ class Generator(wiring.Component):
 
 
 class Sink(wiring.Component):
-    """Takes every local copy of one node; each lane refuses a flit with probability ``stall / 2**16``.
+    """Takes every local copy of one node; each lane refuses a flit with probability ``stall / 2**16``
+    (a free-running LFSR per lane, independent of the traffic).
+
+    Parameters
+    ----------
+    fmt : PacketFormat
+        The network's packet format.
+    node : int
+        The node it serves (seeds its LFSRs).
+    lanes : int
+        Its local lanes (one per router port that delivers locally).
 
     Ports
     -----
@@ -176,7 +204,18 @@ class Sink(wiring.Component):
 
 
 def probability(p: float) -> int:
-    """A probability as the generators' ``rate`` and the sinks' ``stall`` inputs take it (/ 2**16)."""
+    """A probability as the generators' ``rate`` and the sinks' ``stall`` inputs take it (/ 2**16).
+
+    Parameters
+    ----------
+    p : float
+        The probability, in [0, 1].
+
+    Returns
+    -------
+    int
+        ``p * 2**16``, truncated.
+    """
     return int(p * (1 << RATE_BITS))
 
 
@@ -190,6 +229,15 @@ class Checker(wiring.Component):
     Equal counts and sums mean the node got every copy once: a duplicate or a
     stray copy raises the count, a loss lowers it, and a duplicate plus a loss
     changes the sums. Header and payload words are checked flit by flit.
+
+    Parameters
+    ----------
+    fmt : PacketFormat
+        The network's packet format.
+    node : int
+        The node it watches (the bitmap words a copy for it must carry).
+    lanes : int
+        Its local lanes.
 
     Ports
     -----

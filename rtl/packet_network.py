@@ -41,7 +41,20 @@ class PacketSetup:
     format (``flit_bits``: a router for schedules and packets takes its :class:`~equimesh.rtl.design.Design`'s)
     and the input buffer depth (``packet_flits + 2`` unless given). The routers' pipeline depth is not
     here: a :class:`PacketNetwork`'s own, or the :class:`~equimesh.rtl.design.Design`'s for the routers
-    carrying both modes."""
+    carrying both modes.
+
+    Parameters
+    ----------
+    table : ForwardingTable
+        The MultiWrite forwarding table (seed 004, Section 4.3); a table whose channel dependency graph
+        has a cycle raises :class:`~equimesh.schedules.routing.DeadlockError`.
+    payload_flits : int
+        Payload flits per packet.
+    depth : int, optional
+        Input buffer depth in flits (default ``packet_flits + 2``).
+    flit_bits : int
+        Width of a flit's body.
+    """
 
     def __init__(
         self,
@@ -75,20 +88,50 @@ class PacketSetup:
 
 def tree_sum(terms: list):
     """The sum of many values as a balanced adder tree (a linear chain of hundreds of adds is
-    as deep in logic, and too deep for the Amaranth simulator's recursive compiler)."""
+    as deep in logic, and too deep for the Amaranth simulator's recursive compiler).
+
+    Parameters
+    ----------
+    terms : list
+        The values (Amaranth values or numbers), at least one.
+
+    Returns
+    -------
+    Value
+        Their sum, pairwise.
+    """
     while len(terms) > 1:
         terms = [terms[i] + terms[i + 1] if i + 1 < len(terms) else terms[i] for i in range(0, len(terms), 2)]
     return terms[0]
 
 
 def monitor_signature(fmt: PacketFormat) -> wiring.Signature:
-    """A copy of one stream's handshake and payload, for test benches and the checker."""
+    """A copy of one stream's handshake and payload, for test benches and the checker.
+
+    Parameters
+    ----------
+    fmt : PacketFormat
+        The packet format (the payload's layout, ``fmt.flit``).
+
+    Returns
+    -------
+    wiring.Signature
+        ``valid``, ``ready`` and ``payload``, all outputs.
+    """
     return wiring.Signature({"valid": Out(1), "ready": Out(1), "payload": Out(fmt.flit)})
 
 
 class Tied(wiring.Component):
     """``inner`` with some inputs tied to constants (``values``, by member name); its other ports are
-    this component's. Synthesis flattens it, so the constants propagate into the logic."""
+    this component's. Synthesis flattens it, so the constants propagate into the logic.
+
+    Parameters
+    ----------
+    inner : wiring.Component
+        The component to wrap.
+    values : dict[str, int]
+        The constants, by member name of ``inner``'s signature.
+    """
 
     def __init__(self, inner: wiring.Component, values: dict[str, int]):
         self.inner, self.values = inner, dict(values)
@@ -106,12 +149,38 @@ class Tied(wiring.Component):
 
 
 def packet_router_name(ports: list[str]) -> str:
-    """The Verilog module name of a packet router: its port count (network ports plus inject) and ports."""
+    """The Verilog module name of a packet router: its port count (network ports plus inject) and ports.
+
+    Parameters
+    ----------
+    ports : list of str
+        The router's network ports, in order.
+
+    Returns
+    -------
+    str
+        ``packet_router_<n>port_<ports>``.
+    """
     return f"packet_router_{len(ports) + 1}port_{''.join(ports)}"
 
 
 class PacketNetwork(wiring.Component):
     """Routers and links of ``table.topology``.
+
+    Parameters
+    ----------
+    table : ForwardingTable
+        The forwarding table; its topology gives the routers and links.
+    payload_flits : int
+        Payload flits per packet.
+    depth : int, optional
+        Input buffer depth in flits (:class:`PacketSetup`).
+    pipeline : int
+        The routers' pipeline depth (:class:`~equimesh.rtl.packet_router.PacketRouter`).
+    instances : bool
+        Routers as Verilog instances of one module per port set, instead of Amaranth submodules.
+    flit_bits : int
+        Width of a flit's body.
 
     Ports
     -----
@@ -194,7 +263,18 @@ class PacketNetwork(wiring.Component):
 
 
 def host_ports(net) -> list[str]:
-    """The scheduled network's host and statistics ports (rtl/network.py) that TrafficTop passes through."""
+    """The scheduled network's host and statistics ports (rtl/network.py) that TrafficTop passes through.
+
+    Parameters
+    ----------
+    net : Network
+        A scheduled :class:`~equimesh.rtl.network.Network` built with packets.
+
+    Returns
+    -------
+    list of str
+        The member names: the table and load ports, ``cycles`` and every statistics bus's ports.
+    """
     names = ["steps", "group", "tab_we", "tab_addr", "load_addr", "host_addr", "cycles"]
     return names + [name for bus in net.buses.values() for name, _ in bus.ports()]
 
@@ -207,7 +287,22 @@ TABLE_BITS = 16384
 class TrafficLoad:
     """How the host loads the generators' bitmap tables (:class:`TrafficTop`): ``group`` nodes per
     frame (node ``v`` is field ``v mod group`` of group ``v // group``), one entry address per frame;
-    a field is a bitmap padded to 32-bit words, and a 32-bit packet limit per node beside it."""
+    a field is a bitmap padded to 32-bit words, and a 32-bit packet limit per node beside it.
+
+    Parameters
+    ----------
+    nodes : int
+        Nodes of the network (one generator, one table field each).
+
+    Attributes
+    ----------
+    field_bits : int
+        Bits of one node's field: its bitmap padded to 32-bit words.
+    group : int
+        Nodes per frame (fields in :data:`TABLE_BITS`, at most ``nodes``).
+    groups : int
+        Frames per table entry.
+    """
 
     def __init__(self, nodes: int):
         self.field_bits = 32 * -(-nodes // 32)
@@ -224,6 +319,15 @@ class TrafficTop(wiring.Component):
     the host loads every generator's table of ``depth`` bitmaps (:class:`TrafficLoad`) and sets the
     rate, the sinks' stall probability and the table length before a run
     (:func:`equimesh.sim.traffic.traffic_load`).
+
+    Parameters
+    ----------
+    net : PacketNetwork or Network
+        The network the endpoints surround.
+    depth : int
+        Entries of each generator's bitmap table.
+    check : bool
+        Add a :class:`Checker` per node and its counters (the compiled soak), instead of the monitor ports.
 
     Ports
     -----

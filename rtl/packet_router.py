@@ -74,6 +74,15 @@ class InputBuffer(wiring.Component):
     after this cycle's write, counting no read (so it never promises room a read has not made yet);
     within a packet it stays up, the room for the whole packet was there when its header came.
 
+    Parameters
+    ----------
+    fmt : PacketFormat
+        The network's packet format.
+    depth : int
+        Flits it holds, at least a packet's (``fmt.packet_flits``) and 2.
+    registered : bool
+        ``i.ready`` from a register (pipeline 1), see above.
+
     Ports
     -----
     i : In(stream)  -- the link. ``i.ready`` depends only on registers (the fill level and
@@ -152,6 +161,13 @@ class Allocator(wiring.Component):
     version did this and deadlocked the 2x3 mesh at 20% load). The price is
     that a wide multicast has no hard bound on its wait for all its outputs to
     be free in the same cycle; the soak measures that it still gets through.
+
+    Parameters
+    ----------
+    inputs : int
+        The router's inputs (network inputs and ``inject``).
+    outputs : int
+        Its network outputs.
 
     Ports
     -----
@@ -243,7 +259,15 @@ class MatrixAllocator(Allocator):
 class PacketConfig:
     """What a router needs to carry packets: the format and the input buffer depth in flits. Its
     node's forwarding entries are inputs (``own``, ``reach``: :func:`~equimesh.rtl.relay.forwarding_ports`),
-    so the Verilog of a router does not depend on its node."""
+    so the Verilog of a router does not depend on its node.
+
+    Attributes
+    ----------
+    fmt : PacketFormat
+        The network's packet format (seed 004, Section 4.1).
+    depth : int
+        Input buffer depth in flits.
+    """
 
     fmt: PacketFormat
     depth: int
@@ -257,7 +281,20 @@ class PacketConfig:
 def packet_ports(fmt: PacketFormat, ports: list[str]) -> dict:
     """The packet ports of a router: its forwarding entries ``own`` and ``reach`` (``reach[k]``: network
     port ``ports[k]``), ``inject``, and per network port its links ``i_<port>``, ``o_<port>`` and its
-    local lane ``eject_<port>`` (:class:`PacketPath`, :class:`PacketRouter`)."""
+    local lane ``eject_<port>`` (:class:`PacketPath`, :class:`PacketRouter`).
+
+    Parameters
+    ----------
+    fmt : PacketFormat
+        The network's packet format.
+    ports : list of str
+        The router's network ports, in order.
+
+    Returns
+    -------
+    dict
+        The members of the router's signature, by name.
+    """
     flit = stream.Signature(fmt.flit)
     members = {**forwarding_ports(fmt, len(ports)), "inject": In(flit)}
     for p in ports:

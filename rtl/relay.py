@@ -89,7 +89,21 @@ __all__ = ["Relay", "forwarding_ports", "mask_word", "position", "rewrite", "sev
 def forwarding_ports(fmt: PacketFormat, outs: int) -> dict:
     """A router's forwarding entries, inputs the network ties to its node's values
     (:meth:`~equimesh.rtl.packet_network.PacketSetup.forwarding`): ``own``, the node's bit, and
-    ``reach``, per network output the destinations it serves."""
+    ``reach``, per network output the destinations it serves (seed 004, Section 4.3: the per-port
+    destination sets that split a bitmap).
+
+    Parameters
+    ----------
+    fmt : PacketFormat
+        The network's packet format (``nodes`` bits per entry).
+    outs : int
+        The router's network outputs.
+
+    Returns
+    -------
+    dict
+        The members ``own`` and ``reach``, inputs of the router's signature.
+    """
     return {"own": In(fmt.nodes), "reach": In(data.ArrayLayout(fmt.nodes, outs))}
 
 
@@ -130,7 +144,22 @@ def several(m: Module, x: Value, name: str) -> tuple[Value, Value]:
 
 
 def mask_word(fmt: PacketFormat, mask: Value, j: Value) -> Value:
-    """Word ``j`` of a ``nodes``-wide mask, as a bitmap flit carries it (nodes ``j * flit_bits`` and up)."""
+    """Word ``j`` of a ``nodes``-wide mask, as a bitmap flit carries it (nodes ``j * flit_bits`` and up).
+
+    Parameters
+    ----------
+    fmt : PacketFormat
+        The network's packet format.
+    mask : Value
+        The mask, ``nodes`` bits (a port's reach, or the node's own bit).
+    j : Value
+        The bitmap word's index, ``0 .. bitmap_flits - 1``.
+
+    Returns
+    -------
+    Value
+        ``fmt.width`` bits of the mask, zero-padded above ``nodes``.
+    """
     mask = Value.cast(mask)
     if fmt.bitmap_flits == 1:
         return mask
@@ -140,7 +169,26 @@ def mask_word(fmt: PacketFormat, mask: Value, j: Value) -> Value:
 
 def position(m: Module, fmt: PacketFormat, flit, took: Value, name: str) -> Value:
     """Where ``flit`` stands in its packet: 0 the header, ``1 .. bitmap_flits`` a bitmap word,
-    ``bitmap_flits + 1`` a payload word. A register counts the flits taken (``took``) since the header."""
+    ``bitmap_flits + 1`` a payload word. A register counts the flits taken (``took``) since the header.
+
+    Parameters
+    ----------
+    m : Module
+        The module the counter is added to.
+    fmt : PacketFormat
+        The network's packet format.
+    flit : View
+        The flit (its ``first`` bit marks a header).
+    took : Value
+        The flit is taken in this cycle.
+    name : str
+        The counter's name.
+
+    Returns
+    -------
+    Value
+        The position, ``0 .. bitmap_flits + 1``.
+    """
     last = fmt.bitmap_flits + 1
     nxt = Signal(range(last + 1), name=name)
     pos = Signal(range(last + 1), name=f"{name}_now")
@@ -153,7 +201,25 @@ def position(m: Module, fmt: PacketFormat, flit, took: Value, name: str) -> Valu
 def rewrite(m: Module, fmt: PacketFormat, out, flit, pos: Value, mask: Value, multi: Value) -> None:
     """Drive ``out`` with ``flit`` (at position ``pos``, :func:`position`) rewritten for one copy: a header's
     opcode becomes MULTIWRITE if ``multi``, else WRITE (seed 004, Section 4.3.3, rule 2), and bitmap word
-    ``j`` becomes ``word & mask word j`` (Section 4.1, the metadata update)."""
+    ``j`` becomes ``word & mask word j`` (Section 4.1, the metadata update).
+
+    Parameters
+    ----------
+    m : Module
+        The module the logic is added to (combinational).
+    fmt : PacketFormat
+        The network's packet format.
+    out : View
+        The copy's flit, driven here.
+    flit : View
+        The flit the relay presents.
+    pos : Value
+        Its position in the packet.
+    mask : Value
+        The copy's destination set (the port's reach, or the node's own bit), ``nodes`` bits.
+    multi : Value
+        The copy keeps more than one destination.
+    """
     m.d.comb += out.eq(flit)
     with m.If(flit.first):
         m.d.comb += out.body.header.opcode.eq(Mux(multi, Opcode.MULTIWRITE, Opcode.WRITE))

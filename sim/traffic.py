@@ -85,7 +85,21 @@ MAX_CYCLES = 2**31  # injection cycles: every program deadline, drain included, 
 @dataclass
 class Traffic:
     """What the generators send: ``roms[v]`` bitmaps, ``counts[v]`` packets (None: until stopped);
-    ``silent`` nodes send nothing (a permutation's fixed points)."""
+    ``silent`` nodes send nothing (a permutation's fixed points).
+
+    Attributes
+    ----------
+    pattern : str
+        The pattern's name (:data:`PATTERNS`, or ``file``).
+    roms : list of list of int
+        Per node, its generator's bitmap table, all of one length.
+    counts : list of int or None
+        Per node, the packets it sends; None: until stopped (random traffic).
+    rate : float
+        Probability that a node creates a packet in a cycle.
+    silent : tuple of int
+        Nodes that send nothing.
+    """
 
     pattern: str
     roms: list[list[int]]
@@ -109,7 +123,22 @@ def traffic_load(fmt: PacketFormat, traffic: Traffic, stall: float):
     """The host's load of the generators' tables, rate, table length and packet limits and the sinks'
     stall probability (:class:`~equimesh.rtl.packet_network.TrafficTop`), generators stopped: a
     :class:`~equimesh.sim.program.Drive` every backend runs before the traffic (the last frame writes
-    nothing; the values it leaves stay)."""
+    nothing; the values it leaves stay).
+
+    Parameters
+    ----------
+    fmt : PacketFormat
+        The network's packet format.
+    traffic : Traffic
+        What the generators send.
+    stall : float
+        Probability that a sink's lane refuses a flit.
+
+    Returns
+    -------
+    Drive
+        The load, one frame per table entry and group, plus the last.
+    """
     from ..rtl.packet_endpoints import probability
     from ..rtl.packet_network import TrafficLoad
     from .program import Drive, pack_bits, scalar
@@ -162,7 +191,34 @@ def make_traffic(
 ) -> Traffic:
     """Build the generators' tables. ``bitmap`` (with ``src``) replaces the random choice: only node ``src``
     sends, always to ``bitmap`` (the others' tables hold one entry and ``count`` stops them). ``grid``:
-    (rows, cols) of the network, node ``r * cols + c`` at (r, c), for ``transpose`` and ``hotspot``."""
+    (rows, cols) of the network, node ``r * cols + c`` at (r, c), for ``transpose`` and ``hotspot``.
+
+    Parameters
+    ----------
+    fmt : PacketFormat
+        The network's packet format.
+    pattern : str
+        One of :data:`PATTERNS` (module docstring; seed 004 Sections 3 and 5.2).
+    fanout : int
+        Destinations per ``multicast`` packet.
+    rate : float
+        Probability that a node creates a packet in a cycle, in (0, 1].
+    packets : int
+        AllGather: packets per shard; with ``bitmap``: packets node ``src`` sends.
+    seed : int
+        Seed of the random bitmaps.
+    bitmap : int, optional
+        The only destination set, of node ``src``'s packets.
+    src : int, optional
+        The only sending node, with ``bitmap``.
+    grid : tuple[int, int], optional
+        (rows, cols) of the network.
+
+    Returns
+    -------
+    Traffic
+        The generators' tables; bad input raises :class:`~equimesh.rtl.packet.PacketError` (one line).
+    """
     n = fmt.nodes
     if pattern not in PATTERNS:
         raise PacketError(f"unknown pattern {pattern!r}; expected one of {', '.join(PATTERNS)}")
@@ -308,7 +364,17 @@ def read_traffic(fmt: PacketFormat, text: str, name: str, rate: float = 1.0) -> 
 
 
 class Scoreboard:
-    """Checks every arrival against the packets the generators sent (see module docstring)."""
+    """Checks every arrival against the packets the generators sent (see module docstring).
+
+    Parameters
+    ----------
+    fmt : PacketFormat
+        The network's packet format.
+    traffic : Traffic
+        What the generators send.
+    lane_nodes : list of int
+        Per eject lane, the node it delivers to.
+    """
 
     def __init__(self, fmt: PacketFormat, traffic: Traffic, lane_nodes: list[int]):
         self.fmt, self.traffic, self.lane_nodes = fmt, traffic, lane_nodes
@@ -434,6 +500,17 @@ class Run:
     patterns run until every generator is done and nothing is in flight. The
     watchdog ends a run that takes no flit for ``WATCHDOG`` cycles while packets
     are in flight or generators still have packets to send: a deadlock.
+
+    Parameters
+    ----------
+    fmt : PacketFormat
+        The network's packet format.
+    traffic : Traffic
+        What the generators send.
+    lane_nodes : list of int
+        Per eject lane, the node it delivers to.
+    cycles : int
+        Injection cycles of random traffic.
     """
 
     def __init__(self, fmt: PacketFormat, traffic: Traffic, lane_nodes: list[int], cycles: int):
@@ -487,8 +564,34 @@ def simulate(
     pipeline: int = DEFAULT_PIPELINE,
     flit_bits: int = FLIT_BITS,
 ) -> dict:
-    """Run ``traffic`` on the Amaranth simulator (routers of pipeline depth ``pipeline``, rtl/relay.py);
-    returns the scoreboard's results."""
+    """Run ``traffic`` on the Amaranth simulator (routers of pipeline depth ``pipeline``, rtl/relay.py),
+    every flit checked by the :class:`Scoreboard`.
+
+    Parameters
+    ----------
+    table : ForwardingTable
+        The forwarding table (seed 004, Section 4.3).
+    traffic : Traffic
+        What the generators send.
+    payload_flits : int
+        Payload flits per packet.
+    cycles : int
+        Injection cycles of random traffic (finite traffic runs to its end).
+    stall : float
+        Probability that a sink's lane refuses a flit.
+    vcd : str, optional
+        A VCD waveform to write.
+    pipeline : int
+        The routers' pipeline depth.
+    flit_bits : int
+        Width of a flit's body.
+
+    Returns
+    -------
+    dict
+        The scoreboard's results (deliveries, duplicates, losses, corruption, deadlock, cycles, latency,
+        link flits) and ``created``.
+    """
     from amaranth.sim import Simulator
 
     from ..rtl.packet_network import PacketNetwork, TrafficTop
@@ -529,7 +632,21 @@ def simulate(
 
 
 def bit_matrix(values: list[int], width: int) -> np.ndarray:
-    """Integers of ``width`` bits (bitmaps of any width) as a uint64 0/1 matrix ``[len(values), width]``, bit 0 first."""
+    """Integers of ``width`` bits (bitmaps of any width) as a uint64 0/1 matrix ``[len(values), width]``, bit 0
+    first.
+
+    Parameters
+    ----------
+    values : list of int
+        The integers, each below ``2**width``.
+    width : int
+        Bits per integer.
+
+    Returns
+    -------
+    numpy.ndarray
+        The matrix, ``[len(values), width]``.
+    """
     nbytes = -(-width // 8)
     raw = np.frombuffer(b"".join(v.to_bytes(nbytes, "little") for v in values), dtype=np.uint8)
     return np.unpackbits(raw.reshape(len(values), nbytes), axis=1, bitorder="little")[:, :width].astype(np.uint64)
@@ -556,6 +673,33 @@ def soak_verdict(
     ``d`` must have counted exactly the copies with bit ``d`` set, and the sums of their keys
     ``s << 24 | q`` and of the keys' squares (mod 2**32) are known too (see
     :class:`~equimesh.rtl.packet_endpoints.Checker`).
+
+    Parameters
+    ----------
+    fmt : PacketFormat
+        The network's packet format.
+    traffic : Traffic
+        What the generators send.
+    created, sent : list of int
+        Per node, packets its generator created and injected.
+    count, key_sum, key_sq_sum : list of int
+        Per node, its checker's copy count and sums (mod 2**32).
+    errors : dict[str, int]
+        ``header`` and ``payload`` errors, summed over the checkers.
+    ejected : int
+        Flits all sinks took.
+    cycles : int
+        The run's cycles.
+    deadlock : bool
+        The run did not finish (the watchdog).
+    link_flits : list of int
+        Flits carried by each link.
+
+    Returns
+    -------
+    dict
+        The results in the scoreboard's form (:meth:`Scoreboard.results`); a short ``ejected`` counts as a
+        deadlock, and ``sum_mismatch_nodes`` lists nodes whose counts agree but sums do not.
     """
     n = fmt.nodes
     mask = np.uint64((1 << 32) - 1)
@@ -605,11 +749,26 @@ def soak_verdict(
 
 
 def copy_latency(fmt: PacketFormat, copies: np.ndarray, start: int, window: tuple[int, int] | None = None) -> dict:
-    """Latency of the copies the compiled model's harness logged (``copies``: a ``(stamp, cycle)`` row per copy,
-    the cycle its lane took the last flit; ``stamp`` the cycle its source's router took the header, mod
-    ``2**stamp_bits``), in cycles from injection to the last flit's delivery, as the scoreboard measures it
-    (:class:`Scoreboard`). ``window``: only the copies injected in those cycles (from the traffic's start,
-    edge ``start``): a sweep's measurement phase. Returns the mean, the 99th percentile and the count."""
+    """Latency of the copies the compiled model's harness logged, in cycles from injection to the last flit's
+    delivery, as the scoreboard measures it (:class:`Scoreboard`).
+
+    Parameters
+    ----------
+    fmt : PacketFormat
+        The network's packet format (``stamp_bits``).
+    copies : numpy.ndarray
+        A ``(stamp, cycle)`` row per copy: the cycle its lane took the last flit, and the cycle its source's
+        router took the header, mod ``2**stamp_bits``.
+    start : int
+        The edge at which the traffic started.
+    window : tuple[int, int], optional
+        Only the copies injected in these cycles from the start (a sweep's measurement phase).
+
+    Returns
+    -------
+    dict
+        ``latency_mean``, ``latency_p99`` (None when no copy counts) and ``latency_copies``.
+    """
     mask = (1 << fmt.stamp_bits) - 1
     lat = (copies[:, 1] - copies[:, 0]) & mask
     if window is not None:
@@ -626,7 +785,22 @@ def copy_latency(fmt: PacketFormat, copies: np.ndarray, start: int, window: tupl
 
 def read_counters(get, nodes: int, links: int) -> dict:
     """The endpoints' and checkers' counters of a :class:`~equimesh.rtl.packet_network.TrafficTop` built
-    with ``check``, read through ``get(port name)`` (flattened Verilog names): :func:`soak_verdict`'s inputs."""
+    with ``check``, read through ``get(port name)`` (flattened Verilog names): :func:`soak_verdict`'s inputs.
+
+    Parameters
+    ----------
+    get : callable
+        Returns a port's value by name.
+    nodes : int
+        Nodes of the network.
+    links : int
+        Links of the network.
+
+    Returns
+    -------
+    dict
+        The keyword arguments of :func:`soak_verdict` that come from the hardware.
+    """
     return {
         "created": [get(f"created__{v}") for v in range(nodes)],
         "sent": [get(f"sent__{v}") for v in range(nodes)],
@@ -640,14 +814,40 @@ def read_counters(get, nodes: int, links: int) -> dict:
 
 
 def counter_ports(nodes: int, links: int) -> list[str]:
-    """The port names :func:`read_counters` reads."""
+    """The port names :func:`read_counters` reads.
+
+    Parameters
+    ----------
+    nodes : int
+        Nodes of the network.
+    links : int
+        Links of the network.
+
+    Returns
+    -------
+    list of str
+        The names, in :func:`read_counters`' order.
+    """
     names = []
     read_counters(lambda n: names.append(n), nodes, links)
     return names
 
 
 def target_flits(fmt: PacketFormat, traffic: Traffic) -> int | None:
-    """Flits the sinks take in all for finite traffic (None for random traffic)."""
+    """Flits the sinks take in all for finite traffic (None for random traffic).
+
+    Parameters
+    ----------
+    fmt : PacketFormat
+        The network's packet format.
+    traffic : Traffic
+        What the generators send.
+
+    Returns
+    -------
+    int or None
+        ``packet_flits`` per copy of every packet sent, or None.
+    """
     if traffic.counts is None:
         return None
     return fmt.packet_flits * sum(
@@ -660,7 +860,24 @@ def packet_segments(fmt: PacketFormat, traffic: Traffic, cycles: int, start: int
     random traffic injects for ``cycles`` cycles in blocks of :data:`BLOCK` (a block that ejects nothing
     is a deadlock), then stops and drains until :data:`WATCHDOG` edges eject nothing; finite traffic
     runs until the sinks took every flit or :data:`WATCHDOG` edges take none. The last segment's mark
-    ends the run (:func:`completion`, :func:`finished`)."""
+    ends the run (:func:`completion`, :func:`finished`).
+
+    Parameters
+    ----------
+    fmt : PacketFormat
+        The network's packet format.
+    traffic : Traffic
+        What the generators send.
+    cycles : int
+        Injection cycles of random traffic.
+    start : int
+        The edge the traffic starts at (after the load).
+
+    Returns
+    -------
+    list
+        The program's segments (:mod:`~equimesh.sim.program`).
+    """
     from .program import Set, Settle, Until, scalar
 
     target = target_flits(fmt, traffic)
@@ -676,13 +893,39 @@ def packet_segments(fmt: PacketFormat, traffic: Traffic, cycles: int, start: int
 
 def completion(mark, finite: bool) -> int:
     """The edge that took the last flit: where a finite run reached its target, else the drain's last
-    change of ``ejected``."""
+    change of ``ejected``.
+
+    Parameters
+    ----------
+    mark : Mark
+        The last segment's mark (:func:`packet_segments`).
+    finite : bool
+        The traffic is finite.
+
+    Returns
+    -------
+    int
+        The edge.
+    """
     return mark.edge if finite and mark.reached else mark.changed
 
 
 def finished(mark, finite: bool) -> bool:
     """Did the run that ``mark`` ends deliver everything: the target reached (finite traffic), or the
-    drain quiet for :data:`WATCHDOG` edges before its deadline (random traffic)?"""
+    drain quiet for :data:`WATCHDOG` edges before its deadline (random traffic)?
+
+    Parameters
+    ----------
+    mark : Mark
+        The last segment's mark (:func:`packet_segments`).
+    finite : bool
+        The traffic is finite.
+
+    Returns
+    -------
+    bool
+        True when the run delivered everything.
+    """
     return mark.reached if finite else mark.edge - mark.changed >= WATCHDOG
 
 
@@ -690,7 +933,18 @@ def packet_model(nodes: int) -> str:
     """The Verilator model kind of a packet top (``build_top``): flat (Verilator's fastest run) where
     the schedule networks are flat (``model_kind``), hierarchical above: a packet router's C++ is
     written once per instance otherwise (8x8: 94 MB of it; at 16x16 its compile ran out of 23 GB),
-    and once in all as a hierarchical block (docs/relay.md, "Packet runs at 16x16")."""
+    and once in all as a hierarchical block (docs/relay.md, "Packet runs at 16x16").
+
+    Parameters
+    ----------
+    nodes : int
+        Nodes of the network.
+
+    Returns
+    -------
+    str
+        ``flat`` or ``hierarchical``.
+    """
     from .backends import model_kind
 
     return "flat" if model_kind("auto", nodes) == "flat" else "hierarchical"
@@ -698,7 +952,27 @@ def packet_model(nodes: int) -> str:
 
 def phase_figures(fmt, copies: np.ndarray, start: int, warmup: int, measure: int) -> dict:
     """The measurement phase's accepted load and latency from a compiled run's copy log (``copies``:
-    ``(stamp, cycle)`` rows, :func:`~equimesh.sim.traffic.copy_latency`), the traffic starting at edge ``start``."""
+    ``(stamp, cycle)`` rows, :func:`~equimesh.sim.traffic.copy_latency`), the traffic starting at edge ``start``.
+
+    Parameters
+    ----------
+    fmt : PacketFormat
+        The network's packet format.
+    copies : numpy.ndarray
+        The copy log.
+    start : int
+        The edge the traffic started at.
+    warmup : int
+        Cycles before the measurement phase.
+    measure : int
+        Cycles of the measurement phase.
+
+    Returns
+    -------
+    dict
+        ``injected`` and ``accepted`` (flits per node per cycle in the phase) and the phase's latency
+        (:func:`copy_latency`).
+    """
 
     lat = copy_latency(fmt, copies, start, (warmup, warmup + measure))
     arrived = copies[:, 1] - start
@@ -729,7 +1003,39 @@ def run_compiled(
     are the edge that took the last flit, as in :func:`simulate`. ``vcd``: a waveform of the whole run,
     the load included (FST for a ``.fst`` name), from a model built with tracing (cached apart). Latency
     (every copy's, from the harness's copy log: :func:`copy_latency`); ``phase`` = (warm-up, measurement)
-    cycles adds the measurement phase's figures (:func:`phase_figures`)."""
+    cycles adds the measurement phase's figures (:func:`phase_figures`).
+
+    Parameters
+    ----------
+    table : ForwardingTable
+        The forwarding table (seed 004, Section 4.3).
+    traffic : Traffic
+        What the generators send.
+    payload_flits : int
+        Payload flits per packet.
+    workdir : str or Path
+        Where the program and result files go.
+    cycles : int
+        Injection cycles of random traffic.
+    stall : float
+        Probability that a sink's lane refuses a flit.
+    log : callable, optional
+        Takes a progress line (a model build).
+    pipeline : int
+        The routers' pipeline depth.
+    vcd : str, optional
+        A waveform to write.
+    flit_bits : int
+        Width of a flit's body.
+    phase : tuple[int, int], optional
+        Warm-up and measurement cycles.
+
+    Returns
+    -------
+    dict
+        :func:`soak_verdict`'s results with the latency, ``completion``, the build and run seconds, whether
+        the model was cached, and ``phase`` when asked.
+    """
     from pathlib import Path
 
     from ..rtl.packet_network import PacketNetwork, TrafficTop
@@ -799,6 +1105,35 @@ def run_verilog(
     ``mode="trace"`` checks every flit in Python (as :func:`simulate`); ``mode="soak"`` (random
     traffic) and ``mode="count"`` (finite traffic, exact completion cycle) add the hardware checkers
     and read only their counters, for long runs.
+
+    Parameters
+    ----------
+    table : ForwardingTable
+        The forwarding table (seed 004, Section 4.3).
+    traffic : Traffic
+        What the generators send.
+    payload_flits : int
+        Payload flits per packet.
+    build_dir : str or Path
+        Where the Verilog and the simulator's build go (created).
+    mode : str
+        ``trace``, ``soak`` or ``count``.
+    cycles : int
+        Injection cycles of random traffic.
+    stall : float
+        Probability that a sink's lane refuses a flit.
+    simulator : str
+        ``icarus`` or ``verilator`` (cocotb's).
+    pipeline : int
+        The routers' pipeline depth.
+    flit_bits : int
+        Width of a flit's body.
+
+    Returns
+    -------
+    dict
+        The run's results in the scoreboard's form, ``simulator`` and ``build_seconds``; a missing simulator
+        raises :class:`~equimesh.rtl.packet.PacketError` (one line).
     """
     from pathlib import Path
 

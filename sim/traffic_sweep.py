@@ -29,7 +29,19 @@ SATURATION = 3.0  # mean latency above this many times the zero-load latency: th
 
 def saturation(rows: list[dict]) -> dict:
     """A topology's saturation throughput (the highest accepted load) and the first offered load whose mean
-    latency exceeds :data:`SATURATION` times the lowest load's (None: not reached in the sweep)."""
+    latency exceeds :data:`SATURATION` times the lowest load's (None: not reached in the sweep).
+
+    Parameters
+    ----------
+    rows : list of dict
+        The sweep's runs of one topology, in increasing offered load: ``offered``, ``accepted`` (flits per
+        node per cycle) and ``latency_mean`` (cycles; None when nothing was measured).
+
+    Returns
+    -------
+    dict
+        ``saturation_throughput`` and ``saturated_at`` (None for an empty sweep).
+    """
     if not rows:
         return {"saturation_throughput": None, "saturated_at": None}
     zero = rows[0]["latency_mean"]
@@ -38,7 +50,17 @@ def saturation(rows: list[dict]) -> dict:
 
 
 def plot(curves: dict[str, list[dict]], title: str, path: str) -> None:
-    """Mean latency against offered load, one line per topology, written to ``path`` (PNG, SVG or PDF)."""
+    """Mean latency against offered load, one line per topology, written to ``path`` (PNG, SVG or PDF).
+
+    Parameters
+    ----------
+    curves : dict[str, list of dict]
+        Per topology name, its runs (as :func:`saturation` takes them).
+    title : str
+        The figure's title.
+    path : str
+        The file to write; its suffix picks the format.
+    """
     import matplotlib
 
     matplotlib.use("Agg")

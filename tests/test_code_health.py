@@ -90,83 +90,6 @@ def test_no_function_is_longer_than_the_limit():
     assert not long, long
 
 
-# Public items (in their module's ``__all__``) still without their numpy sections, in modules other
-# work was changing when the rule came in (the packet simulation's speed, the formal proofs, the
-# sweeps). Empty an entry when its item gets its docstring; the test fails on a stale entry so the
-# list only shrinks. Nothing new goes here: document the item instead.
-UNDOCUMENTED = {
-    "equimesh/prove_commands.py": {"cmd_prove", "register"},
-    "equimesh/sweep_commands.py": {"cmd_bench_sweep", "cmd_sweep", "register"},
-    "equimesh/traffic_commands.py": {
-        "cmd_bench_modes",
-        "cmd_bench_relay",
-        "cmd_mixed",
-        "cmd_routing",
-        "cmd_soak",
-        "cmd_sweep",
-        "cmd_traffic",
-        "packet_run",
-        "register",
-    },
-    "rtl/formal/crossbar.py": {"build"},
-    "rtl/formal/mutations.py": {"Mutation"},
-    "rtl/formal/probe.py": {"anyconst", "internals", "made", "no_reset", "stream_contract"},
-    "rtl/formal/router.py": {"build", "tap_done", "tap_rd_addr"},
-    "rtl/formal/sby.py": {"Verdict", "run_property", "select_checks", "tools", "write_task"},
-    "rtl/packet.py": {"Opcode", "bitmap_overhead", "fixed_fields"},
-    "rtl/packet_endpoints.py": {"Checker", "Sink", "payload_word", "probability"},
-    "rtl/packet_network.py": {
-        "PacketNetwork",
-        "PacketSetup",
-        "Tied",
-        "TrafficLoad",
-        "TrafficTop",
-        "host_ports",
-        "monitor_signature",
-        "packet_router_name",
-        "tree_sum",
-    },
-    "rtl/packet_router.py": {"Allocator", "InputBuffer", "PacketConfig", "packet_ports"},
-    "rtl/relay.py": {"forwarding_ports", "mask_word", "position", "rewrite"},
-    "sim/sweep/plan.py": {"Plan", "Sweep", "project_version"},
-    "sim/sweep/runner.py": {"Counts", "task"},
-    "sim/sweep/store.py": {"Store"},
-    "sim/traffic.py": {
-        "Run",
-        "Scoreboard",
-        "Traffic",
-        "bit_matrix",
-        "completion",
-        "copy_latency",
-        "counter_ports",
-        "finished",
-        "make_traffic",
-        "packet_model",
-        "packet_segments",
-        "phase_figures",
-        "read_counters",
-        "run_compiled",
-        "run_verilog",
-        "simulate",
-        "soak_verdict",
-        "target_flits",
-        "traffic_load",
-    },
-    "sim/traffic_sweep.py": {"plot", "saturation"},
-    "sim/verilator.py": {
-        "Mark",
-        "Model",
-        "build_directory",
-        "build_model",
-        "build_top",
-        "find_verilator",
-        "harness_cpp",
-        "read_result",
-        "write_program",
-    },
-}
-
-
 def _section(doc: str | None, title: str) -> bool:
     """True when ``doc`` has a numpy section ``title`` (the title, then a line of dashes)."""
     lines = (doc or "").splitlines()
@@ -238,17 +161,13 @@ def _public_items(path: Path):
 def test_public_items_have_numpy_docstrings():
     """Every public function and class says what it takes (Parameters) and gives (Returns or Yields), in the
     numpy style of the Amaranth standard library."""
-    missing, stale = [], []
-    for p in SOURCES:
-        rel = str(p.relative_to(ROOT))
-        for n in _public_items(p):
-            gaps = _missing_sections(n)
-            allowed = n.name in UNDOCUMENTED.get(rel, ())
-            if gaps and not allowed:
-                missing.append(f"{rel}:{n.lineno} {n.name}: no {', '.join(gaps)}")
-            elif allowed and not gaps:
-                stale.append(f"{rel} {n.name}: documented now; remove it from UNDOCUMENTED")
-    assert not missing and not stale, "\n".join(missing + stale)
+    missing = [
+        f"{p.relative_to(ROOT)}:{n.lineno} {n.name}: no {', '.join(gaps)}"
+        for p in SOURCES
+        for n in _public_items(p)
+        if (gaps := _missing_sections(n))
+    ]
+    assert not missing, "\n".join(missing)
 
 
 def test_docstring_rule_sees_a_missing_section():

@@ -38,22 +38,40 @@ def prose(text: str) -> str:
     return CODE.sub("", FENCE.sub("", text))
 
 
-def slug(heading: str) -> str:
-    """GitHub's anchor of a heading: lower case, markup and punctuation dropped, spaces to hyphens."""
+def _text(heading: str) -> str:
+    """A heading's text as rendered: links to their text, code spans to their content, emphasis dropped."""
     text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading)
-    text = re.sub(r"[`*_~]", "", text).strip().lower()
-    text = re.sub(r"[^\w\- ]", "", text)
+    parts = re.split(r"(`[^`]*`)", text)  # inside code spans `_` is text, outside it may be emphasis
+    return "".join(p[1:-1] if p.startswith("`") else re.sub(r"[*_~]", "", p) for p in parts)
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped (word characters, hyphens and
+    spaces kept), spaces to hyphens; a run of hyphens stays as it is."""
+    text = re.sub(r"[^\w\- ]", "", _text(heading).strip().lower())
     return text.replace(" ", "-")
 
 
+def site_slug(heading: str) -> str:
+    """The docs site's anchor (MkDocs, Python-Markdown's ``toc.slugify``): as GitHub's, but a run of
+    hyphens and spaces becomes one hyphen."""
+    text = re.sub(r"[^\w\s-]", "", _text(heading)).strip().lower()
+    return re.sub(r"[-\s]+", "-", text)
+
+
 def anchors(path: Path) -> set[str]:
-    seen: dict[str, int] = {}
+    """The anchors a link may name on both renderings of ``path``: GitHub's and the docs site's (a heading
+    whose two anchors differ offers neither, so a link to it works in one place only)."""
+    github: dict[str, int] = {}
+    site: dict[str, int] = {}
     out = set()
     for m in HEADING.finditer(FENCE.sub("", path.read_text())):
-        s = slug(m.group(2))
-        n = seen.get(s, 0)
-        seen[s] = n + 1
-        out.add(s if n == 0 else f"{s}-{n}")
+        g, t = slug(m.group(2)), site_slug(m.group(2))
+        n, k = github.get(g, 0), site.get(t, 0)
+        github[g], site[t] = n + 1, k + 1
+        g, t = (g if n == 0 else f"{g}-{n}"), (t if k == 0 else f"{t}_{k}")
+        if g == t:
+            out.add(g)
     return out
 
 
@@ -69,6 +87,14 @@ def test_the_link_parser_and_slugs_follow_their_definitions():
     # Hand-written cases: GitHub drops punctuation and keeps hyphens and underscores' words.
     assert slug("Node storage: the lane rule") == "node-storage-the-lane-rule"
     assert slug("The schedule compiler (`rtl/rom.py`)") == "the-schedule-compiler-rtlrompy"
+    # An underscore is a word character in a code span; a run of hyphens stays on GitHub, not on the site.
+    assert (
+        slug("Relay (`rtl/packet_router.py`)")
+        == site_slug("Relay (`rtl/packet_router.py`)")
+        == "relay-rtlpacket_routerpy"
+    )
+    assert slug("Pipelined (issue 15, `--pipeline 1`)") == "pipelined-issue-15---pipeline-1"
+    assert site_slug("Pipelined (issue 15, `--pipeline 1`)") == "pipelined-issue-15-pipeline-1"
     assert LINK.findall('see [a](x.md#y) and ![fig](figures/f.png "t") but not `[b](z.md)`') == [
         "x.md#y",
         "figures/f.png",

@@ -27,6 +27,11 @@ LATENCY = ("latency_mean", "latency_p99")  # per copy, injection to the last fli
 # The soak of tests/cocotb_relay (2x3 EquiMesh, saturation, backpressure); the `soak` command below
 # builds the same design, so the compiled model is built once.
 SOAK = dict(fanout=3, rate=1.0, seed=5)
+# Injection cycles of the soak. The generators create packets at the rate asked for into their source
+# queues, and a run ends when the queues have drained: at rate 1.0 the 6 nodes create 360 packets in
+# 60 cycles, which the saturated network takes about 1,500 cycles to deliver (600 injection cycles
+# made it 3,600 packets and 14,300 cycles, on three simulators, for the same comparison).
+SOAK_CYCLES = 60
 
 
 def _soak_traffic():
@@ -44,14 +49,14 @@ def _clean(r):
 def test_compiled_soak_equals_icarus_and_amaranth(tmp_path):
     topo, traffic = _soak_traffic()
     table = forwarding_table(topo)
-    got = run_compiled(table, traffic, 2, tmp_path / "v", cycles=600, stall=0.2)
+    got = run_compiled(table, traffic, 2, tmp_path / "v", cycles=SOAK_CYCLES, stall=0.2)
     _clean(got)
     assert got["packets"] > 120
-    cocotb = run_verilog(table, traffic, 2, tmp_path / "i", mode="soak", cycles=600, stall=0.2)
+    cocotb = run_verilog(table, traffic, 2, tmp_path / "i", mode="soak", cycles=SOAK_CYCLES, stall=0.2)
     assert {k: v for k, v in got.items() if k not in TIMING + LATENCY + ("latency_copies",)} == {
         k: v for k, v in cocotb.items() if k not in TIMING + LATENCY
     }
-    ref = simulate(table, traffic, 2, cycles=600, stall=0.2)  # every flit checked in Python
+    ref = simulate(table, traffic, 2, cycles=SOAK_CYCLES, stall=0.2)  # every flit checked in Python
     _clean(ref)
     assert {k: got[k] for k in COPIES + EDGES + LATENCY} == {k: ref[k] for k in COPIES + EDGES + LATENCY}
     assert got["latency_copies"] == ref["delivered"]
@@ -64,13 +69,13 @@ def test_other_traffic_on_the_same_network_reuses_the_compiled_model(tmp_path):
     topo, first = _soak_traffic()
     table = forwarding_table(topo)
     fmt = PacketFormat(topo.nodes, 2)
-    run_compiled(table, first, 2, tmp_path / "a", cycles=600, stall=0.2)
+    run_compiled(table, first, 2, tmp_path / "a", cycles=SOAK_CYCLES, stall=0.2)
     other = make_traffic(fmt, "unicast", rate=0.3, seed=9)
     assert other.depth == first.depth and other.roms != first.roms
-    again = run_compiled(table, other, 2, tmp_path / "b", cycles=400, stall=0.0)
+    again = run_compiled(table, other, 2, tmp_path / "b", cycles=100, stall=0.0)
     assert again["cached"] and again["build_seconds"] == 0
     _clean(again)
-    ref = simulate(table, other, 2, cycles=400)
+    ref = simulate(table, other, 2, cycles=100)
     assert {k: again[k] for k in COPIES + EDGES + LATENCY} == {k: ref[k] for k in COPIES + EDGES + LATENCY}
 
 

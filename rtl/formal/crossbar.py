@@ -22,6 +22,22 @@ PROPERTIES = {
 
 
 def build(p: Params, prop: str):
+    """The formal wrapper of one crossbar property: a :class:`~equimesh.rtl.crossbar.Crossbar` with one input per lane plus ``inject`` and one
+    output per lane, its selects assumed to name existing inputs, each output checked against a sum of
+    products of the inputs.
+
+    Parameters
+    ----------
+    p : Params
+        The design the wrapper is built for (its lanes and flit width).
+    prop : str
+        The property, a key of :data:`PROPERTIES`; the wrapper states its assertions and covers.
+
+    Returns
+    -------
+    Wrapper
+        The top module, its ports, the default proof depth and the cover depth.
+    """
     lanes = len(p.lanes)
     dut = Crossbar(lanes + 1, lanes, p.flit_bits)
     m = Module()

@@ -23,6 +23,23 @@ __all__ = ["MUTATIONS", "Mutation"]
 
 @dataclass(frozen=True)
 class Mutation:
+    """A deliberate bug that a named property must catch with a counterexample (see the module docstring).
+
+    Attributes
+    ----------
+    name : str
+        The mutation's name.
+    block : str
+        The block it changes (``crossbar``, ``router``, ``relay``, ``input_buffer``).
+    caught_by : str
+        The property of that block whose proof must fail under it.
+    what : str
+        The bug, in words.
+    patch : Callable
+        A context manager factory that applies the change while a wrapper is built and converted and
+        restores the design afterwards.
+    """
+
     name: str
     block: str
     caught_by: str

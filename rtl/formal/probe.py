@@ -21,14 +21,40 @@ __all__ = ["anyconst", "internals", "made", "no_reset", "stream_contract"]
 
 
 def anyconst(m: Module, shape, name: str):
-    """A signal holding one value the solver picks for the whole trace."""
+    """A signal holding one value the solver picks for the whole trace (Yosys ``$anyconst``).
+
+    Parameters
+    ----------
+    m : Module
+        The module that drives it.
+    shape : ShapeLike
+        Its shape.
+    name : str
+        Its name.
+
+    Returns
+    -------
+    Signal
+        The signal, constant over the trace, unconstrained otherwise.
+    """
     sig = Signal(shape, name=name)
     m.d.comb += sig.eq(AnyConst(shape))
     return sig
 
 
 def internals(module: Module) -> dict[str, Signal]:
-    """The signals ``module`` (an elaborated block, not yet a submodule) drives, by name."""
+    """The signals ``module`` (an elaborated block, not yet a submodule) drives, by name.
+
+    Parameters
+    ----------
+    module : Module
+        The block's elaborated module.
+
+    Returns
+    -------
+    dict[str, Signal]
+        Every signal its statements assign, by name (the first of a name).
+    """
     module._flush()
     found = {}
     for statements in module._statements.values():
@@ -40,7 +66,18 @@ def internals(module: Module) -> dict[str, Signal]:
 
 @contextmanager
 def made(*classes):
-    """Record, per class, the instances created inside the ``with`` block (in creation order)."""
+    """Record, per class, the instances created inside the ``with`` block (in creation order).
+
+    Parameters
+    ----------
+    *classes : type
+        The classes to watch (their ``__init__`` is wrapped for the block's duration).
+
+    Yields
+    ------
+    dict[type, list]
+        Per class, the instances made so far.
+    """
     seen = {cls: [] for cls in classes}
     saved = {cls: cls.__init__ for cls in classes}
 
@@ -66,7 +103,23 @@ def made(*classes):
 def stream_contract(m: Module, valid, ready, payload, name: str):
     """Assume the valid/ready contract of a stream source (``amaranth.lib.stream``, AXI-Stream): once
     ``valid`` is up it stays up, with the same payload, until the cycle ``ready`` takes it.
-    Returns the register that remembers a pending offer (for covers and invariants)."""
+
+    Parameters
+    ----------
+    m : Module
+        The wrapper's module.
+    valid, ready : Value
+        The stream's handshake.
+    payload : ValueLike
+        The stream's payload.
+    name : str
+        Prefix of the registers' names.
+
+    Returns
+    -------
+    Signal
+        The register that remembers a pending offer (for covers and invariants).
+    """
     waiting = Signal(name=f"{name}_waiting")
     payload = Value.cast(payload)
     held = Signal(len(payload), name=f"{name}_held")
@@ -77,5 +130,11 @@ def stream_contract(m: Module, valid, ready, payload, name: str):
 
 def no_reset(m: Module) -> None:
     """Assume the sync domain's reset stays low: the proofs start from the initial state (the base case),
-    which is what a reset gives, and the properties speak of one run of the design after it."""
+    which is what a reset gives, and the properties speak of one run of the design after it.
+
+    Parameters
+    ----------
+    m : Module
+        The wrapper's module.
+    """
     m.d.comb += Assume(~ResetSignal())

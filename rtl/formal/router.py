@@ -58,12 +58,38 @@ PROPERTIES = {
 
 
 def tap_done(m: Module, done):
-    """The router's ``done`` as the properties see it (:mod:`~equimesh.rtl.formal.mutations` delays it)."""
+    """The router's ``done`` as the properties see it (:mod:`~equimesh.rtl.formal.mutations` delays it).
+
+    Parameters
+    ----------
+    m : Module
+        The wrapper's module (a mutation adds its register here).
+    done : Signal
+        The router's ``done`` output.
+
+    Returns
+    -------
+    Value
+        ``done`` itself (a mutation returns it one cycle late).
+    """
     return done
 
 
 def tap_rd_addr(m: Module, addr):
-    """A lane's read address as the properties see it (a mutation adds one)."""
+    """A lane's read address as the properties see it (a mutation adds one).
+
+    Parameters
+    ----------
+    m : Module
+        The wrapper's module.
+    addr : Value
+        The lane's read address.
+
+    Returns
+    -------
+    Value
+        ``addr`` itself (a mutation returns ``addr + 1``).
+    """
     return addr
 
 
@@ -209,6 +235,22 @@ def _read_ahead(
 
 
 def build(p: Params, prop: str):
+    """The formal wrapper of one schedule router property: the :class:`~equimesh.rtl.router.Router` driven by a free host (see the module
+    docstring), with the invariant that ties its step and flit counters to the cycle count for
+    k-induction, and the timing model (``run_cycles``) as the reference for ``done``.
+
+    Parameters
+    ----------
+    p : Params
+        The design the wrapper is built for (its lanes, pipeline, chunk flits F, slots, table depth and flit width).
+    prop : str
+        The property, a key of :data:`PROPERTIES`; the wrapper states its assertions and covers.
+
+    Returns
+    -------
+    Wrapper
+        The top module, its ports, the default proof depth and the cover depth.
+    """
     n, F, P = len(p.lanes), p.chunk_flits, period(p.chunk_flits, p.pipeline)
     piped = int(p.pipeline > 0)
     dut = Router(p.lanes, p.lanes, p.slots, F, p.table_depth, p.reduce, p.flit_bits, pipeline=p.pipeline)

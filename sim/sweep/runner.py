@@ -95,7 +95,24 @@ def local_cluster(workers: int | None = None, memory_limit: str | None = None, p
 
 def task(point: dict, timeout: float | None, memory_mb: int | None, shared: dict | None = None) -> dict:
     """One point, run on a worker: isolated in a child process when it has a timeout or memory limit.
-    ``shared`` is the outcome of its :func:`shared_task`, a task it depends on."""
+    ``shared`` is the outcome of its :func:`shared_task`, a task it depends on.
+
+    Parameters
+    ----------
+    point : dict
+        The point (:meth:`Sweep.points <equimesh.sim.sweep.plan.Sweep.points>`).
+    timeout : float or None
+        Seconds it may take.
+    memory_mb : int or None
+        Address space it may use, in MiB.
+    shared : dict, optional
+        The outcome of the shared task it depends on.
+
+    Returns
+    -------
+    dict
+        Its outcome, as :func:`~equimesh.sim.sweep.points.run_point` gives it.
+    """
     if timeout is None and memory_mb is None:
         return run_point(point, shared)
     return run_isolated(point, timeout, memory_mb, shared)
@@ -156,7 +173,17 @@ def run_serial(points: list[dict], progress=None) -> dict[str, dict]:
 @dataclass
 class Counts:
     """A sweep's progress: points done (stored ok), failed (stored with an error), running, remaining;
-    ``skipped``: points found in the store before the sweep started."""
+    ``skipped``: points found in the store before the sweep started.
+
+    Attributes
+    ----------
+    total : int
+        Points in the sweep.
+    skipped : int
+        Points already in the store.
+    done, failed, running : int
+        Points stored ok, stored with an error, and being run.
+    """
 
     total: int
     skipped: int = 0

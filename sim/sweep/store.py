@@ -91,7 +91,13 @@ class StoreError(RuntimeError):
 
 
 class Store:
-    """An open results store; ``Store(path)`` creates it or checks that it is compatible."""
+    """An open results store; ``Store(path)`` creates it or checks that it is compatible.
+
+    Parameters
+    ----------
+    path : str or Path
+        The SQLite file; one of another schema or equimesh version raises :class:`StoreError`.
+    """
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
