@@ -51,7 +51,7 @@ def _seed(*keys: int) -> int:
     return x or 1
 
 
-def payload_word(fmt: PacketFormat, src, seq, index) -> Cat:
+def payload_word(fmt: PacketFormat, src, seq) -> tuple[Signal, Value]:
     """Hardware twin of :meth:`PacketFormat.payload_word`: index (8 bits), src, seq, repeated to the flit
     width.
 
@@ -63,9 +63,6 @@ def payload_word(fmt: PacketFormat, src, seq, index) -> Cat:
         The source node (a constant or a signal).
     seq : Value
         The packet's sequence number.
-    index : Value
-        The payload word's position in the packet; not read here (the caller drives the returned index
-        signal with the word's 1-based index).
 
     Returns
     -------
@@ -151,7 +148,7 @@ class Generator(wiring.Component):
         seq = Signal(SEQ_BITS)
         idx = Signal(range(fmt.packet_flits))  # the flit's position: 0 header, 1..B bitmap words, then payload
         bitmap = rd.data
-        idx8, word = payload_word(fmt, self.node, seq, idx)
+        idx8, word = payload_word(fmt, self.node, seq)
         opcode = Mux((bitmap & (bitmap - 1)) != 0, Opcode.MULTIWRITE, Opcode.WRITE)
         header = Cat(opcode, Const(self.node, fmt.src_bits), seq, self.now[: fmt.stamp_bits])  # fmt.header's order
         bits = Cat(bitmap, Const(0, B * fmt.width - fmt.nodes)).word_select((idx - 1).as_unsigned(), fmt.width)
@@ -280,7 +277,7 @@ class Checker(wiring.Component):
             seq = Signal(SEQ_BITS, name=f"seq_{k}")
             idx = Signal(range(fmt.packet_flits), name=f"idx_{k}")  # the position of the next flit
             stamp = Signal(fmt.stamp_bits, name=f"stamp_{k}")
-            idx8, word = payload_word(fmt, src, seq, idx)
+            idx8, word = payload_word(fmt, src, seq)
             key = Signal(COUNTER_BITS, name=f"key_{k}")
             head = Signal(name=f"head_{k}")
             m.d.comb += [
