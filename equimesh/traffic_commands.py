@@ -114,10 +114,10 @@ def cmd_routing(args) -> int:
     Section 4.3) and print their hop counts against the shortest paths, the links and ring links they use,
     and whether their channel dependency graph is acyclic; ``--out`` writes the table.
 
-        Parameters
-        ----------
-        args : argparse.Namespace
-            The parsed options of ``equimesh routing`` (:func:`register`).
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``equimesh routing`` (:func:`register`).
 
     Returns
     -------
@@ -326,10 +326,10 @@ def cmd_sweep(args) -> int:
     """``traffic --sweep``: the load-latency curve per topology (:mod:`equimesh.sim.traffic_sweep`), each
     offered load one run of the compiled model, and each topology's saturation throughput.
 
-        Parameters
-        ----------
-        args : argparse.Namespace
-            The parsed options of ``equimesh traffic`` (:func:`register`).
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``equimesh traffic`` (:func:`register`).
 
     Returns
     -------
@@ -448,10 +448,10 @@ def cmd_traffic(args) -> int:
     source's bitmap or a traffic file) on the packet network and check every copy against what the
     generators sent (seed 004, Section 4); with ``--sweep``, :func:`cmd_sweep`.
 
-        Parameters
-        ----------
-        args : argparse.Namespace
-            The parsed options of ``equimesh traffic`` (:func:`register`).
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``equimesh traffic`` (:func:`register`).
 
     Returns
     -------
@@ -477,10 +477,10 @@ def cmd_soak(args) -> int:
     counters (:class:`~equimesh.rtl.packet_endpoints.Checker`, :func:`~equimesh.sim.traffic.soak_verdict`);
     prints PASS or FAIL.
 
-        Parameters
-        ----------
-        args : argparse.Namespace
-            The parsed options of ``equimesh soak`` (:func:`register`).
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``equimesh soak`` (:func:`register`).
 
     Returns
     -------
@@ -542,10 +542,10 @@ def cmd_mixed(args) -> int:
     schedule's result is checked bit for bit and its link busy cycles against the schedule, the packets as
     by :func:`cmd_traffic`.
 
-        Parameters
-        ----------
-        args : argparse.Namespace
-            The parsed options of ``equimesh mixed`` (:func:`register`).
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``equimesh mixed`` (:func:`register`).
 
     Returns
     -------
@@ -663,10 +663,10 @@ def cmd_bench_modes(args) -> int:
     """``equimesh bench modes``: synthesized cells per router (yosys): scheduled collectives only, packets
     only, both on one crossbar, per topology and size; prints a Markdown table.
 
-        Parameters
-        ----------
-        args : argparse.Namespace
-            The parsed options of ``equimesh bench modes`` (:func:`register`).
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``equimesh bench modes`` (:func:`register`).
 
     Returns
     -------
@@ -725,10 +725,10 @@ def cmd_bench_relay(args) -> int:
     on each topology, measured on the packet network (completion cycles, flit-hops), beside the XTree
     schedule's cycles and flit-hops from the RTL timing model.
 
-        Parameters
-        ----------
-        args : argparse.Namespace
-            The parsed options of ``equimesh bench relay`` (:func:`register`).
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``equimesh bench relay`` (:func:`register`).
 
     Returns
     -------
