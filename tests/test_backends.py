@@ -209,3 +209,21 @@ def test_a_damaged_or_incomplete_top_record_is_exported_again(tmp_path, monkeypa
         assert run()["b"] == 4
         assert set(json.loads(record.read_text())) == set(vl.TOP_RECORD)
     assert len(built) == 4
+
+
+def test_the_power_on_top_wraps_the_network_and_resets_it_on_the_first_edge():
+    """The compiled model's top (hand-written expectation): every port passed through at its width,
+    and the network's ``rst`` a register that is 1 until the first clock edge, then 0."""
+    got = vl.power_on_top(["start", "steps"], ["done"], {"start": 1, "steps": 12, "done": 1})
+    assert got == (
+        "module equimesh_sim(clk, start, steps, done);\n"
+        "  input clk;\n"
+        "  input [0:0] start;\n"
+        "  input [11:0] steps;\n"
+        "  output [0:0] done;\n"
+        "  reg rst = 1'b1;\n"
+        "  always @(posedge clk) rst <= 1'b0;\n"
+        "  equimesh_top equimesh_top (.clk(clk), .rst(rst), .start(start), .steps(steps), .done(done));\n"
+        "endmodule\n"
+    )
+    assert "t->rst" not in vl.harness_cpp(["start"], ["done"], {"start": 1, "done": 1}, None)
