@@ -247,6 +247,40 @@ def test_timeout_and_memory_limit_fail_the_point_not_the_sweep(tmp_path, client)
     assert counts.failed == 1 and ("MemoryError" in error or "died" in error), error
 
 
+def test_a_points_child_dies_with_its_worker(tmp_path):
+    """A worker that dies (killed, or a sweep stopped) takes its point's child process with it: the
+    child is not left computing. The parent here is a process running one slow point (XTree at 16x16,
+    K = 64, as above); it is killed once its child has started."""
+    point = plan_from_dict(
+        {"command": "schedule", "axes": {"size": ["16x16"], "K": [64]}, "options": {"algorithm": "xtree"}}
+    ).points()[0]
+    code = (
+        "import json, sys\nfrom equimesh.sim.sweep.points import run_isolated\nrun_isolated(json.loads(sys.argv[1]))\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", code, json.dumps(point)])
+    children = Path(f"/proc/{parent.pid}/task/{parent.pid}/children")
+    try:
+        deadline = time.monotonic() + 60
+        while not children.read_text().split():
+            assert time.monotonic() < deadline and parent.poll() is None, "the point's child never started"
+            time.sleep(0.1)
+        child = int(children.read_text().split()[0])
+    finally:
+        parent.kill()
+        parent.wait()
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{child}").exists() and "Z" not in _state(child):
+        assert time.monotonic() < deadline, "the point's child outlived its worker"
+        time.sleep(0.1)
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "Z"
+
+
 def _staged(monkeypatch, fail_nodes=()):
     """OpTree points given a shared stage per node count (as an fpga design's synthesis is shared by
     its seeds): the stage returns its node count, the point adds its wavelengths, so a point's result

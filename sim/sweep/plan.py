@@ -64,7 +64,7 @@ def _int(lo, hi):
 
 def _rate(v):
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1:
-        raise ValueError("expected a number in (0, 1] (packets per node per cycle)")
+        raise ValueError("expected a number in (0, 1] (offered load, flits per node per cycle)")
     return float(v)
 
 
@@ -159,8 +159,9 @@ OPTIONS = {
     "traffic": {
         "pattern": (_choice(("unicast", "multicast")), "unicast"),
         "routing": (_choice(ROUTING_ALGORITHMS), "shortcut"),
-        "payload_flits": (_int(1, 64), 8),
-        "cycles": (_int(1, 100_000), 500),
+        "payload_flits": (_int(1, 64), 7),
+        "cycles": (_int(1, 100_000), 3000),
+        "warmup": (_int(0, 100_000), 1000),
         "fanout": (_int(1, 1023), 4),
     },
     "evaluate": {"algorithm": (_eval_algorithm, "equimesh-xtree"), "message": (_message, "64M")},

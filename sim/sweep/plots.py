@@ -136,7 +136,7 @@ def plot_store(rows: list[dict], out: Path) -> list[Path]:
                 by["traffic"], lambda r: f"{r['kind']} {r['size']}", lambda r: r["rate"], lambda r: r["latency_mean"]
             ),
             "latency.png",
-            "offered load (packets / node / cycle)",
+            "offered load (flits / node / cycle)",
             "mean latency (cycles)",
             "Packet latency against load",
         ),

@@ -19,7 +19,16 @@ import time
 import traceback
 import zlib
 
-__all__ = ["POINT_FUNCTIONS", "SHARED", "fpga_synthesis", "run_isolated", "run_point", "run_shared", "shared_key"]
+__all__ = [
+    "POINT_FUNCTIONS",
+    "SHARED",
+    "child_setup",
+    "fpga_synthesis",
+    "run_isolated",
+    "run_point",
+    "run_shared",
+    "shared_key",
+]
 
 
 def _rows_cols(point: dict) -> tuple[int, int]:
@@ -194,17 +203,25 @@ def fpga_point(point: dict, synthesis: dict | None = None) -> dict:
     }
 
 
-def packet_run(table, traffic, payload_flits: int, cycles: int, pipeline: int) -> dict:
-    """The adapter to the packet simulator (sim/traffic.py ``simulate``, Amaranth): the one place a
-    change of its entry point needs a change here."""
-    from ..traffic import simulate
+def packet_run(table, traffic, payload_flits: int, pipeline: int, warmup: int, measure: int) -> dict:
+    """The adapter to the packet simulator (sim/traffic.py ``run_compiled``, the compiled model, every copy
+    checked by the hardware checkers) with a warm-up and a measurement phase: the one place a change of
+    its entry point needs a change here."""
+    from ..traffic import run_compiled
+    from ..verilator import build_directory
 
-    return simulate(table, traffic, payload_flits, cycles=cycles, pipeline=pipeline)
+    with build_directory(None, "equimesh-sweep-") as d:
+        return run_compiled(
+            table, traffic, payload_flits, d, cycles=warmup + measure, pipeline=pipeline, phase=(warmup, measure)
+        )
 
 
 def traffic_point(point: dict) -> dict:
-    """Random packet traffic at the point's injection rate (packets per node per cycle) on the packet
-    network (sim/traffic.py): latency and delivered load, for latency-against-load curves."""
+    """One point of a load-latency curve (sim/traffic_sweep.py, as ``equimesh traffic --sweep``): random
+    packet traffic at the point's offered load (``rate``, flits per node per cycle) on the packet network,
+    and the measurement phase's injected and accepted load (flits per node per cycle, a multicast's
+    copies counted once per packet) and latency (cycles, from the source router taking the header to
+    the destination taking the last flit)."""
     from ...rtl.packet import PacketFormat
     from ...schedules.routing import forwarding_table
     from ...schedules.topology import build
@@ -213,24 +230,26 @@ def traffic_point(point: dict) -> dict:
     o = point["options"]
     topo = build(point["kind"], *_rows_cols(point))
     table = forwarding_table(topo, o["routing"])
+    fmt = PacketFormat(topo.nodes, o["payload_flits"])
     traffic = make_traffic(
-        PacketFormat(topo.nodes, o["payload_flits"]),
-        o["pattern"],
-        fanout=o["fanout"],
-        rate=point["rate"],
-        seed=point["seed"],
+        fmt, o["pattern"], fanout=o["fanout"], rate=point["rate"] / fmt.packet_flits, seed=point["seed"]
     )
-    r = packet_run(table, traffic, o["payload_flits"], o["cycles"], point["pipeline"])
-    if r["deadlock"] or r["lost"] or r["corrupted"] or r["duplicates"] or r["misdelivered"]:
+    r = packet_run(table, traffic, o["payload_flits"], point["pipeline"], o["warmup"], o["cycles"])
+    if r["deadlock"] or r["lost"] or r["corrupted"] or r["duplicates"] or r["misdelivered"] or r["errors"]:
         raise RuntimeError(
             f"packet run failed: deadlock {r['deadlock']}, lost {r['lost']}, corrupted "
             f"{r['corrupted']}, duplicates {r['duplicates']}, misdelivered {r['misdelivered']}"
         )
-    keep = ("packets", "delivered", "cycles", "flit_hops", "latency_mean", "latency_p99")
+    ph, fan = r["phase"], o["fanout"] if o["pattern"] == "multicast" else 1
     return {
-        **{k: r[k] for k in keep},
+        "injected": round(ph["injected"] / fan, 5),
+        "accepted": round(ph["accepted"] / fan, 5),
+        "latency_mean": ph["latency_mean"],
+        "latency_p99": ph["latency_p99"],
+        "copies": ph["latency_copies"],
+        "packets": r["packets"],
         "utilization": r["link_utilization"],
-        "accepted": round(r["delivered"] / (topo.nodes * max(r["cycles"], 1)), 5),
+        "sim_seconds": r["sim_seconds"],
     }
 
 
@@ -382,11 +401,35 @@ def run_point(point: dict, shared: dict | None = None) -> dict:
     return _outcome(lambda: function(point, shared["result"]))
 
 
-def _limit(memory_mb: int | None):
-    if memory_mb is None:
-        return None
-    size = memory_mb << 20
-    return lambda: resource.setrlimit(resource.RLIMIT_AS, (size, size))
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when the thread that forked it exits
+
+
+def child_setup(memory_mb: int | None):
+    """The ``preexec_fn`` of a point's child process: it is killed (SIGKILL) when its parent, the worker,
+    dies, so a stopped sweep or a lost worker leaves no orphan still computing; and with ``memory_mb`` its
+    address space is limited (``RLIMIT_AS``).
+
+    Parameters
+    ----------
+    memory_mb : int, optional
+        The child's address-space limit in MiB.
+
+    Returns
+    -------
+    callable
+        Runs in the child between fork and exec.
+    """
+    import ctypes
+    import signal
+
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def setup():
+        libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        if memory_mb is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (memory_mb << 20, memory_mb << 20))
+
+    return setup
 
 
 def run_isolated(
@@ -422,7 +465,7 @@ def run_isolated(
             capture_output=True,
             text=True,
             timeout=timeout,
-            preexec_fn=_limit(memory_mb),
+            preexec_fn=child_setup(memory_mb),
         )
     except subprocess.TimeoutExpired:
         return {"error": f"timeout after {timeout:g} s", "seconds": round(time.perf_counter() - t0, 3), **where}
