@@ -177,7 +177,7 @@ def run_mixed_verilog(
     from ..rtl.design import fit
     from ..rtl.network import top_ports
     from .mixed import mixed_load, mixed_top
-    from .verilog_sim import SimulatorMissing, check_simulator, run_bench
+    from .verilog_sim import SimulatorMissing, bench_verilog, check_simulator, run_bench
 
     if simulator not in ("icarus", "verilator"):
         raise PacketError(f"unknown simulator {simulator!r}; expected icarus or verilator")
@@ -188,12 +188,20 @@ def run_mixed_verilog(
     build = Path(build_dir).resolve()
     build.mkdir(parents=True, exist_ok=True)
     design = fit(image, pipeline=pipeline)
-    top = mixed_top(design, table, traffic, payload_flits)
-    load = mixed_load(image, design, top.fmt, traffic, stall, top_ports(top)[2])
+    t0 = time.perf_counter()
+    text, facts = bench_verilog(
+        lambda: mixed_top(design, table, traffic, payload_flits),
+        NAME,
+        json.dumps(["mixed", repr(design), table.to_json(), traffic.depth, payload_flits]),
+        lambda top: {"lanes": [v for v, _ in top.net.lanes], "widths": top_ports(top)[2]},
+    )
+    export = time.perf_counter() - t0
+    fmt = PacketFormat(table.topology.nodes, payload_flits, design.flit_bits)
+    load = mixed_load(image, design, fmt, traffic, stall, facts["widths"])
     pkl = build / "image.pkl"
     pkl.write_bytes(pickle.dumps((image, design, load)))
     out, build_s, run_s = run_bench(
-        top,
+        text,
         NAME,
         build,
         simulator,
@@ -201,9 +209,9 @@ def run_mixed_verilog(
         "EQUIMESH_MIXED",
         {
             "image": str(pkl),
-            "nodes": top.fmt.nodes,
+            "nodes": fmt.nodes,
             "payload_flits": payload_flits,
-            "flit_bits": top.fmt.width,
+            "flit_bits": fmt.width,
             "pattern": traffic.pattern,
             "roms": traffic.roms,
             "counts": traffic.counts,
@@ -212,8 +220,8 @@ def run_mixed_verilog(
             "start_at": start_at,
             "cycles": cycles,
             "links": len(image.topology.links),
-            "lanes": [v for v, _ in top.net.lanes],
+            "lanes": facts["lanes"],
         },
     )
-    out.update({"simulator": simulator, "build_seconds": round(build_s, 1), "run_seconds": round(run_s, 1)})
+    out.update({"simulator": simulator, "build_seconds": round(build_s + export, 1), "run_seconds": round(run_s, 1)})
     return out

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -1138,7 +1139,7 @@ def run_verilog(
     from pathlib import Path
 
     from ..rtl.packet_network import PacketNetwork, TrafficTop
-    from .verilog_sim import SimulatorMissing, check_simulator, run_bench
+    from .verilog_sim import SimulatorMissing, bench_verilog, check_simulator, run_bench
 
     try:
         check_simulator(simulator)
@@ -1146,14 +1147,21 @@ def run_verilog(
         raise PacketError(str(e)) from None
     build = Path(build_dir).resolve()
     build.mkdir(parents=True, exist_ok=True)
-    top = TrafficTop(
-        PacketNetwork(table, payload_flits, pipeline=pipeline, flit_bits=flit_bits),
-        traffic.depth,
-        check=mode != "trace",
+    t0 = time.perf_counter()
+    text, facts = bench_verilog(
+        lambda: TrafficTop(
+            PacketNetwork(table, payload_flits, pipeline=pipeline, flit_bits=flit_bits),
+            traffic.depth,
+            check=mode != "trace",
+        ),
+        "equimesh_traffic",
+        json.dumps(["traffic", table.to_json(), traffic.depth, payload_flits, pipeline, flit_bits, mode != "trace"]),
+        lambda top: {"lanes": [v for v, _ in top.net.lanes]},
     )
-    target = target_flits(top.fmt, traffic)
+    export = time.perf_counter() - t0
+    fmt = PacketFormat(table.topology.nodes, payload_flits, flit_bits)
     out, build_s, _ = run_bench(
-        top,
+        text,
         "equimesh_traffic",
         build,
         simulator,
@@ -1161,9 +1169,9 @@ def run_verilog(
         "EQUIMESH_TRAFFIC",
         {
             "mode": mode,
-            "nodes": top.fmt.nodes,
+            "nodes": fmt.nodes,
             "payload_flits": payload_flits,
-            "flit_bits": top.fmt.width,
+            "flit_bits": fmt.width,
             "pattern": traffic.pattern,
             "roms": traffic.roms,
             "counts": traffic.counts,
@@ -1172,10 +1180,11 @@ def run_verilog(
             "stall": stall,
             "cycles": cycles,
             "links": len(table.topology.links),
-            "lanes": [v for v, _ in top.net.lanes],
-            "target_flits": target,
+            "lanes": facts["lanes"],
+            "target_flits": target_flits(fmt, traffic),
         },
     )
+    build_s += export
     out["simulator"] = simulator
     out["build_seconds"] = round(build_s, 1)
     return out

@@ -55,6 +55,7 @@ __all__ = [
     "harness_cpp",
     "power_on_top",
     "read_result",
+    "rtl_digest",
     "write_program",
 ]
 
@@ -673,9 +674,15 @@ def build_model(
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _rtl_digest() -> str:
+def rtl_digest() -> str:
     """A hash of the RTL's source (``rtl/*.py``) and the Amaranth version: what a top's Verilog depends
-    on besides its parameters."""
+    on besides its parameters.
+
+    Returns
+    -------
+    str
+        The SHA-256 hex digest.
+    """
     import amaranth
 
     h = hashlib.sha256(amaranth.__version__.encode())
@@ -718,7 +725,7 @@ def build_top(
         The model and its ports' widths.
     """
     t0 = time.perf_counter()
-    key = hashlib.sha256((_rtl_digest() + "\0" + params).encode()).hexdigest()[:24]
+    key = hashlib.sha256((rtl_digest() + "\0" + params).encode()).hexdigest()[:24]
     path = cache_root() / "verilog" / f"top-{key}.json"
     try:
         rec = json.loads(path.read_text())

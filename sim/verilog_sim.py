@@ -17,9 +17,18 @@ from pathlib import Path
 
 from ..rtl.flow.cache import cache_root
 from .program import Program
-from .verilator import TOP, VerilatorError, find_verilator, read_result, write_program
+from .verilator import TOP, VerilatorError, find_verilator, read_result, rtl_digest, write_program
 
-__all__ = ["DUMP", "SimulatorMissing", "bench_failure", "check_simulator", "prepare_runner", "run_bench", "run_icarus"]
+__all__ = [
+    "DUMP",
+    "SimulatorMissing",
+    "bench_failure",
+    "bench_verilog",
+    "check_simulator",
+    "prepare_runner",
+    "run_bench",
+    "run_icarus",
+]
 
 DUMP = """module equimesh_dump();
   reg [8*1024-1:0] path;
@@ -114,18 +123,61 @@ def prepare_runner(simulator: str):
     return get_runner(simulator), build_args
 
 
-def run_bench(
-    top, name: str, build: Path, simulator: str, test_module: str, env_var: str, manifest: dict
-) -> tuple[dict, float, float]:
-    """Write ``top`` as Verilog module ``name`` into ``build``, build it with ``simulator`` and run the
-    cocotb ``test_module``. The bench finds ``manifest`` (plus ``result``, the path it writes its JSON
-    to) through the environment variable ``env_var``.
-
-    Returns the bench's result, the build seconds (Verilog export and compile) and the run seconds.
+def bench_verilog(make_top, name: str, params: str, facts) -> tuple[str, dict]:
+    """The Verilog of the top ``make_top()`` as module ``name``, and ``facts(top)``, cached together under
+    ``<cache>/verilog/bench-<key>.json``, the key a hash of the RTL's source
+    (:func:`~equimesh.sim.verilator.rtl_digest`), ``name`` and ``params``. A cached bench neither builds nor
+    elaborates its top: writing a packet network's bench Verilog takes longer than compiling and running
+    it under Icarus (a 2x3 network with its endpoints: about 10 s against 2), and tests and users run one
+    design many times.
 
     Parameters
     ----------
-    top : amaranth.lib.wiring.Component
+    make_top : callable
+        Makes the Amaranth top (called only when the entry is not cached).
+    name : str
+        The Verilog module name.
+    params : str
+        A text that determines the top together with the RTL's source (what its constructor is given).
+    facts : callable
+        Takes the top, returns the JSON-ready facts about it the bench needs besides its Verilog.
+
+    Returns
+    -------
+    tuple of (str, dict)
+        The Verilog and the facts.
+    """
+    from amaranth.back import verilog
+
+    key = hashlib.sha256((rtl_digest() + "\0" + name + "\0" + params).encode()).hexdigest()[:24]
+    path = cache_root() / "verilog" / f"bench-{key}.json"
+    try:
+        rec = json.loads(path.read_text())
+        return rec["verilog"], rec["facts"]
+    except (OSError, ValueError, KeyError, TypeError):  # missing or damaged: written again
+        pass
+    top = make_top()
+    rec = {"facts": facts(top), "verilog": verilog.convert(top, name=name, emit_src=False)}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(rec))
+    os.replace(tmp, path)  # atomic: a reader sees the whole entry or none
+    return rec["verilog"], rec["facts"]
+
+
+def run_bench(
+    verilog_text: str, name: str, build: Path, simulator: str, test_module: str, env_var: str, manifest: dict
+) -> tuple[dict, float, float]:
+    """Write ``verilog_text`` (top module ``name``, :func:`bench_verilog`) into ``build``, build it with
+    ``simulator`` and run the cocotb ``test_module``. The bench finds ``manifest`` (plus ``result``, the
+    path it writes its JSON to) through the environment variable ``env_var``.
+
+    Returns the bench's result, the build seconds (writing the Verilog and compiling it) and the run seconds.
+
+    Parameters
+    ----------
+    verilog_text : str
+        The top's Verilog.
     name : str
         The Verilog module name (also the HDL top level).
     build : Path
@@ -149,11 +201,9 @@ def run_bench(
     RuntimeError
         If the bench wrote no result (:func:`bench_failure`).
     """
-    from amaranth.back import verilog
-
     t0 = time.perf_counter()
     src = build / f"{name}.v"
-    src.write_text(verilog.convert(top, name=name, emit_src=False))
+    src.write_text(verilog_text)
     result = build / "result.json"
     if result.exists():
         result.unlink()

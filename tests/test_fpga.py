@@ -257,3 +257,20 @@ def test_a_packet_router_with_two_bitmap_words_synthesizes(monkeypatch, tmp_path
     _, entry = fpga.synthesize(router)
     result = json.loads((entry / "result.json").read_text())
     assert result["luts"] > 0
+
+
+def test_a_pipeline_0_router_synthesizes(monkeypatch, tmp_path):
+    """At pipeline 0 the router reads its tables on transparent ports (a write is seen in the same cycle).
+    The flow's RD_COLLISION_X_MASK hint contradicts transparency, and yosys's memory check failed on it
+    (`!port.transparency_mask[j] || !port.collision_x_mask[j]`): no pipeline-0 router synthesized."""
+    from equimesh.rtl.design import fit
+    from equimesh.rtl.rom import compile_schedule
+    from equimesh.schedules.synth import synthesize
+    from equimesh.schedules.topology import build
+
+    monkeypatch.setenv("EQUIMESH_CACHE", str(tmp_path / "cache"))
+    topo = build("equimesh", 3, 3)
+    design = fit(compile_schedule(synthesize(topo, 4, "allgather"), 16, topo), pipeline=0)
+    router = fpga.distinct_routers(design)[0]
+    _, entry = fpga.synthesize(router)
+    assert json.loads((entry / "result.json").read_text())["luts"] > 0

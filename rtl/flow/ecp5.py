@@ -106,14 +106,15 @@ RESET_PIN, SHIFT_PIN, IN_PIN, OUT_PIN = "rst_pin", "shift_pin", "sin", "sout"
 
 # The router's memories are read on plain (non-transparent) ports whose reads never meet a write of
 # the same word (the router asserts it): RD_COLLISION_X_MASK tells yosys so, which keeps it from
-# adding bypass logic behind the block RAM. Only clocked read ports have the parameter: set on the
+# adding bypass logic behind the block RAM. Only clocked, non-transparent read ports get it: set on the
 # relay's bitmap buffer (read combinationally; a memory from 2 bitmap words on, 16x16) it failed
-# yosys's memory check (`port.clk_enable`). Then the output registers are packed into the
+# yosys's memory check (`port.clk_enable`), and on the pipeline-0 router's transparent table reads
+# (`!port.transparency_mask[j] || !port.collision_x_mask[j]`). Then the output registers are packed into the
 # DP16KDs (:func:`pack_output_registers`; yosys 0.70 never sets REGMODE OUTREG itself).
 SYNTH_ECP5 = (
     "read_verilog -sv {router} {wrap}; hierarchy -top {top}; chformal -remove; delete t:$print; "
     "setattr -mod -set keep_hierarchy 1 {name}; synth_ecp5 -top {top} -run :map_ram; "
-    "setparam -set RD_COLLISION_X_MASK 1'b1 {name}/t:$mem_v2 r:RD_PORTS=1 %i r:WR_PORTS=1 %i r:RD_CLK_ENABLE=1'b1 %i; "
+    "setparam -set RD_COLLISION_X_MASK 1'b1 {name}/t:$mem_v2 r:RD_PORTS=1 %i r:WR_PORTS=1 %i r:RD_CLK_ENABLE=1'b1 %i r:RD_TRANSPARENCY_MASK=1'b0 %i; "
     "synth_ecp5 -top {top} -run map_ram:; tee -q -o {stat} stat; flatten; write_json {netlist}"
 )
 SYNTH_CMOS = (
