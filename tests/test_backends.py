@@ -227,3 +227,35 @@ def test_the_power_on_top_wraps_the_network_and_resets_it_on_the_first_edge():
         "endmodule\n"
     )
     assert "t->rst" not in vl.harness_cpp(["start"], ["done"], {"start": 1, "done": 1}, None)
+
+
+def test_a_benchs_verilog_is_written_once_per_design(monkeypatch, tmp_path):
+    """``bench_verilog`` builds and converts a top only when its entry is missing: the same parameters
+    reuse the text and facts without calling ``make_top``; other parameters are another entry."""
+    from amaranth.hdl import Module
+    from amaranth.lib import wiring
+    from amaranth.lib.wiring import In, Out
+
+    from equimesh.sim.verilog_sim import bench_verilog
+
+    class Inverter(wiring.Component):
+        a: In(4)
+        y: Out(4)
+
+        def elaborate(self, platform):
+            m = Module()
+            m.d.comb += self.y.eq(~self.a)
+            return m
+
+    monkeypatch.setenv("EQUIMESH_CACHE", str(tmp_path))
+    made = []
+
+    def make_top():
+        made.append(1)
+        return Inverter()
+
+    text, facts = bench_verilog(make_top, "inv", "p1", lambda top: {"width": len(top.a)})
+    assert made == [1] and facts == {"width": 4} and "module inv" in text
+    assert bench_verilog(make_top, "inv", "p1", lambda top: {}) == (text, facts) and made == [1]
+    bench_verilog(make_top, "inv", "p2", lambda top: {})
+    assert made == [1, 1]
