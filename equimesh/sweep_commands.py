@@ -76,6 +76,10 @@ def _run(args, plan, store) -> int:
     from .sim.sweep.runner import run_sweep
 
     points = plan.points()
+    if args.retry_failed:
+        from .sim.sweep.plan import point_key
+
+        _log(f"{store.forget_failed({point_key(p) for p in points})} failed points to run again")
     cluster, client = _client(args)
     try:
         info = client.scheduler_info()
@@ -192,6 +196,8 @@ def cmd_sweep(args) -> int:
             "--workers and --worker-memory size the local cluster; an existing one (--scheduler) has its own"
         )
     plan = _plan(args)
+    if args.retry_failed and plan is None:
+        raise UsageError("--retry-failed runs a plan's failed points again: give the plan")
     if args.results and not args.plan:
         raise UsageError("--results writes the page of a plan file: give the plan")
     if plan is None and not (args.show or args.csv or args.json or args.markdown or args.plot):
@@ -290,6 +296,11 @@ def register(sub, bench) -> None:
         help="address space one point may use (MiB); over it the point fails with MemoryError",
     )
     p.add_argument("--retries", type=int, default=1, help="Dask retries of a task that raised (default 1)")
+    p.add_argument(
+        "--retry-failed",
+        action="store_true",
+        help="run the plan's points stored as failed again (a sweep otherwise keeps a failure as its result)",
+    )
     p.add_argument("--show", action="store_true", help="print the store's table")
     p.add_argument("--csv", help="export the store to this CSV file")
     p.add_argument("--json", help="export the store to this JSON file")

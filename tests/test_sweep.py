@@ -585,3 +585,29 @@ def test_a_traffic_point_measures_its_offered_load_in_flits():
     r = out["result"]
     assert 0.033 <= r["accepted"] <= 0.067 and 0.033 <= r["injected"] <= 0.067, r
     assert r["copies"] > 90 and r["latency_mean"] > 0
+
+
+def test_retry_failed_runs_the_plans_failed_points_again(tmp_path, capsys):
+    """A failure stored in an earlier run stays the point's result on a plain re-run; with
+    ``--retry-failed`` the plan's failed points are deleted and run again, and a failure of a point
+    outside the plan stays."""
+    plan = tmp_path / "p.toml"
+    plan.write_text(f'command = "optree"\nstore = "{tmp_path / "s.db"}"\naxes = {{ nodes = [16, 64] }}\n')
+    points = plan_from_dict({"command": "optree", "axes": {"nodes": [16, 64]}}).points()
+    other = plan_from_dict({"command": "optree", "axes": {"nodes": [256]}}).points()[0]
+    store = Store(tmp_path / "s.db")
+    store.put(point_key(points[0]), points[0], {"error": "E: a crash of an earlier run"})
+    store.put(point_key(other), other, {"error": "E: not in the plan"})
+    store.close()
+
+    def statuses():
+        with sqlite3.connect(tmp_path / "s.db") as c:
+            return dict(c.execute("SELECT nodes, status FROM results"))
+
+    assert main(["sweep", str(plan), "--workers", "1"]) == 0  # this run computed 64 only, and it passed
+    assert statuses() == {16: "failed", 64: "ok", 256: "failed"}
+    assert main(["sweep", str(plan), "--workers", "1", "--retry-failed"]) == 0
+    assert statuses() == {16: "ok", 64: "ok", 256: "failed"}
+    assert "1 failed points to run again" in capsys.readouterr().err
+    assert main(["sweep", "--store", str(tmp_path / "s.db"), "--retry-failed"]) == 2
+    assert capsys.readouterr().err.strip().endswith("--retry-failed runs a plan's failed points again: give the plan")

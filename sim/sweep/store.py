@@ -125,6 +125,24 @@ class Store:
     def keys(self) -> set[str]:
         return {k for (k,) in self.db.execute("SELECT key FROM results")}
 
+    def forget_failed(self, keys: set[str]) -> int:
+        """Delete the rows of ``keys`` stored as failed, so that a sweep runs those points again.
+
+        Parameters
+        ----------
+        keys : set of str
+            Point keys (:func:`.plan.point_key`); rows of other keys, and rows stored ok, stay.
+
+        Returns
+        -------
+        int
+            The number of rows deleted.
+        """
+        failed = [k for (k,) in self.db.execute("SELECT key FROM results WHERE status = 'failed'") if k in keys]
+        with self.db:
+            self.db.executemany("DELETE FROM results WHERE key = ?", [(k,) for k in failed])
+        return len(failed)
+
     def put(self, key: str, point: dict, outcome: dict) -> None:
         """Store one point's outcome, replacing any row of the same key.
 
