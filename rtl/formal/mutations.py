@@ -48,26 +48,55 @@ class Mutation:
 
 
 @contextmanager
+def _elaborating_with(block, attr: str, stand_in, wire=None):
+    """While ``block`` elaborates, its attribute ``attr`` is ``stand_in(self, real)`` instead of the real
+    value, which is put back afterwards; ``wire(self, stand_in, real)``, if given, returns statements that
+    drive the stand-in from the real value, added to the module.
+
+    Parameters
+    ----------
+    block : type
+        The block class whose ``elaborate`` is patched.
+    attr : str
+        The attribute its elaboration reads.
+    stand_in : Callable
+        ``stand_in(self, real)``: what the elaboration reads instead.
+    wire : Callable, optional
+        ``wire(self, stand_in, real)``: combinational statements that drive the stand-in.
+
+    Yields
+    ------
+    None
+        While the patch is in place.
+    """
+    original = block.elaborate
+
+    def elaborate(self, platform):
+        real = getattr(self, attr)
+        fake = stand_in(self, real)
+        setattr(self, attr, fake)
+        try:
+            m = original(self, platform)
+        finally:
+            setattr(self, attr, real)
+        if wire is not None:
+            m.d.comb += wire(self, fake, real)
+        return m
+
+    with mock.patch.object(block, "elaborate", elaborate):
+        yield
+
+
 def _swap_selects():
     """The crossbar's outputs 0 and 1 take each other's select."""
     from ..crossbar import Crossbar
 
-    original = Crossbar.elaborate
-
-    def elaborate(self, platform):
-        real = self.sel
-        swapped_sel = data.View(real.shape(), Signal(real.shape().size, name="sel_swapped"))
-        self.sel = swapped_sel  # the original elaboration reads the swapped selects
-        try:
-            m = original(self, platform)
-        finally:
-            self.sel = real
-        order = [1, 0] + list(range(2, self.outputs))
-        m.d.comb += [swapped_sel[o].eq(real[k]) for o, k in enumerate(order)]
-        return m
-
-    with mock.patch.object(Crossbar, "elaborate", elaborate):
-        yield
+    return _elaborating_with(
+        Crossbar,
+        "sel",
+        lambda self, real: data.View(real.shape(), Signal(real.shape().size, name="sel_swapped")),
+        lambda self, fake, real: [fake[o].eq(real[k]) for o, k in enumerate([1, 0] + list(range(2, self.outputs)))],
+    )
 
 
 @contextmanager
@@ -107,33 +136,21 @@ def _drop_bit():
         yield
 
 
-@contextmanager
 def _early_release():
     """The relay releases a flit without waiting for the local delivery: it sees the local ready always up."""
     from ..relay import Relay
 
-    original = Relay.elaborate
-
-    def elaborate(self, platform):
-        real = self.ready
-        self.ready = Signal(len(real), name="ready_local_ignored")
-        try:
-            m = original(self, platform)
-        finally:
-            fake, self.ready = self.ready, real
-        m.d.comb += fake.eq(real | (1 << self.outs))
-        return m
-
-    with mock.patch.object(Relay, "elaborate", elaborate):
-        yield
+    return _elaborating_with(
+        Relay,
+        "ready",
+        lambda self, real: Signal(len(real), name="ready_local_ignored"),
+        lambda self, fake, real: fake.eq(real | (1 << self.outs)),
+    )
 
 
-@contextmanager
 def _small_room():
     """The input buffer reserves room for a packet one flit shorter than it is."""
     from ..packet_router import InputBuffer
-
-    original = InputBuffer.elaborate
 
     class Shorter:
         def __init__(self, fmt):
@@ -146,35 +163,14 @@ def _small_room():
         def packet_flits(self):
             return self._fmt.packet_flits - 1
 
-    def elaborate(self, platform):
-        real = self.fmt
-        self.fmt = Shorter(real)
-        try:
-            return original(self, platform)
-        finally:
-            self.fmt = real
-
-    with mock.patch.object(InputBuffer, "elaborate", elaborate):
-        yield
+    return _elaborating_with(InputBuffer, "fmt", lambda self, real: Shorter(real))
 
 
-@contextmanager
 def _grant_busy():
     """The packet router's allocator sees every output free: it may grant an output another packet holds."""
     from ..packet_router import MatrixAllocator
 
-    original = MatrixAllocator.elaborate
-
-    def elaborate(self, platform):
-        real = self.free
-        self.free = Const((1 << self.outputs) - 1, self.outputs)
-        try:
-            return original(self, platform)
-        finally:
-            self.free = real
-
-    with mock.patch.object(MatrixAllocator, "elaborate", elaborate):
-        yield
+    return _elaborating_with(MatrixAllocator, "free", lambda self, real: Const((1 << self.outputs) - 1, self.outputs))
 
 
 MUTATIONS = {
