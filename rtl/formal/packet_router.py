@@ -39,6 +39,7 @@ from ..packet_router import Allocator, InputBuffer, MatrixAllocator, PacketConfi
 from ..relay import Relay, mask_word
 from . import Params, Prop, Wrapper
 from .probe import anyconst, internals, made, no_reset, stream_contract
+from .relay import parse_invariant
 
 __all__ = ["DESIGN", "INDUCTION_DEPTH", "PROPERTIES", "build"]
 
@@ -313,20 +314,11 @@ def _invariant(m, prop, dut, blocks, fmt, p, env):
 
 def _relay_invariant(fmt, relay, regs, rpos, waiting):
     """A relay's registers against ``rpos``, the flits of its current packet it took (rtl/relay.py)."""
-    B, L, outs = fmt.bitmap_flits, fmt.packet_flits, relay.outs
+    B, outs = fmt.bitmap_flits, relay.outs
     parsing, word, active, branches, settled = (regs[k] for k in ("parsing", "word", "active", "branches", "settled"))
     passing = word == B + 1
     net = (settled & branches)[:outs]
-    inv = [
-        ("count in range", rpos < L),  # the wrapper's counter wraps at the packet's end
-        # it parses the header and the bitmap words, then passes the payload
-        ("parses the header and bitmap", parsing == (rpos <= B)),
-        ("parses the next flit", ~parsing | (word == rpos)),
-        ("word in range", word <= B + 1),
-        ("granted only once parsed", ~parsing | ~active),
-        ("presents its header until granted", active | parsing | (word == 0)),
-        # the payload waits at the input while the header and the bitmap words are presented
-        ("payload waits at the input", parsing | passing | (rpos == B + 1)),
+    inv = parse_invariant(regs, rpos, fmt) + [
         ("no flit to a branch it does not need", ~active | (settled | branches).all()),
         # the local branch settles only by taking the flit, and then every network branch took it too (they
         # are always ready from pipeline 1 on; at pipeline 0 their receivers are ready within a granted packet,

@@ -40,7 +40,7 @@ from ..relay import Relay
 from . import Params, Prop, Wrapper
 from .probe import anyconst, internals, made, no_reset, stream_contract
 
-__all__ = ["PROPERTIES", "build"]
+__all__ = ["PROPERTIES", "build", "parse_invariant"]
 
 _ENV = (
     "own and reach partition the nodes (the forwarding table); the input keeps the stream contract and sends "
@@ -87,6 +87,40 @@ PROPERTIES = {
         _ENV + "; for this property also: every ready is 1 and the grant comes as soon as the allocator allows",
     ),
 }
+
+
+def parse_invariant(regs, pos, fmt) -> list[tuple[str, object]]:
+    """A relay's parse and grant state against ``pos``, the flits of its current packet it took from its
+    input (rtl/relay.py): the conjuncts of the strengthening invariant that the relay's wrapper and the
+    packet router's (rtl/formal/packet_router.py) share.
+
+    Parameters
+    ----------
+    regs : dict
+        The relay's registers by name (:func:`~.probe.internals`): ``parsing``, ``word``, ``active``.
+    pos : Value
+        The wrapper's count of the flits the relay took in its current packet.
+    fmt : PacketFormat
+        The network's packet format.
+
+    Returns
+    -------
+    list of (str, Value)
+        Each conjunct with what it states.
+    """
+    B, L = fmt.bitmap_flits, fmt.packet_flits
+    parsing, word, active = regs["parsing"], regs["word"], regs["active"]
+    return [
+        ("count in range", pos < L),  # the wrapper's counter wraps at the packet's end
+        # it parses the header and the bitmap words, then passes the payload
+        ("parses the header and bitmap", parsing == (pos <= B)),
+        ("parses the next flit", ~parsing | (word == pos)),
+        ("word in range", word <= B + 1),
+        ("granted only once parsed", ~parsing | ~active),
+        ("presents its header until granted", active | parsing | (word == 0)),
+        # the payload waits at the input while the header and the bitmap words are presented
+        ("payload waits at the input", parsing | (word == B + 1) | (pos == B + 1)),
+    ]
 
 
 def _union(values):
@@ -246,7 +280,7 @@ def build(p: Params, prop: str):
 
 def _invariants(m, prop, dut, regs, mem, fmt, reach, own, in_pos, waiting, words, hdr_in, need, bpos, pending_q, cut):
     """The strengthening invariant: the relay's registers agree with the wrapper's record of the packet."""
-    outs, nodes, B, L = len(reach), fmt.nodes, fmt.bitmap_flits, fmt.packet_flits
+    outs, nodes, B = len(reach), fmt.nodes, fmt.bitmap_flits
     parsing, word, hdr = regs["parsing"], regs["word"], regs["hdr"]
     any_, sev, mine = regs["any_"], regs["sev"], regs["mine"]
     active, branches, settled = regs["active"], regs["branches"], regs["settled"]
@@ -259,17 +293,8 @@ def _invariants(m, prop, dut, regs, mem, fmt, reach, own, in_pos, waiting, words
     partial = Signal(nodes)  # the bitmap words taken so far
     m.d.comb += partial.eq(Cat(*[Mux(in_pos > j + 1, words[j], 0) for j in range(B)])[:nodes])
     pres = Mux(word == B + 1, in_pos, word)  # the position of the flit the relay presents
-    inv = [
-        in_pos < L,
-        parsing == ~parsed,
-        ~parsing | (word == in_pos),
-        word <= B + 1,
-        (in_pos == 0) | (hdr == hdr_in),
-        ~parsing | ~active,
-        active | parsing | (word == 0),
-        (word != B + 1) | ~parsing,
-        parsing | (word == B + 1) | (in_pos == B + 1),  # the payload waits while header and bitmap are presented
-    ]
+    inv = [c for _, c in parse_invariant(regs, in_pos, fmt)]
+    inv += [(in_pos == 0) | (hdr == hdr_in), (word != B + 1) | ~parsing]
     inv += [(in_pos <= j + 1) | (looks[j] == words[j]) for j in range(B)]
     route = [(in_pos == 0) | (any_[k] == ((partial & reach[k]) != 0)) for k in range(outs)]
     route += [(in_pos == 0) | (sev[k] == _several(partial & reach[k])) for k in range(outs)]
