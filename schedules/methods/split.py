@@ -48,6 +48,7 @@ tail is used, and the whole schedule is verified and storage-checked.
 
 from __future__ import annotations
 
+import collections
 import functools
 import itertools
 import json
@@ -338,15 +339,21 @@ def construct(
         return succ[c][b] != root
 
     swap = {b: min(range(3), key=lambda c: dist(c, partner[b], b)) for b in ends}
-    has = np.zeros((n, n * K), dtype=bool)
-    lane = np.full((n, n * K), -1, dtype=np.int64)
+    # has[v, x]: node v holds chunk x; read element-wise through the flat bytes ``held`` (the same memory),
+    # as lane (node v's lane of chunk x, flat index v * n * K + x): plain Python lists, not numpy scalars
+    width = n * K
+    held = bytearray(n * width)
+    has = np.frombuffer(held, dtype=bool).reshape(n, width)
+    lane = [-1] * (n * width)
     for v in range(n):
         has[v, v * K : (v + 1) * K] = True
-        lane[v, v * K : (v + 1) * K] = home[v]
-    queue = [{v: [v * K + chunk_of[c]] for v in range(n)} for c in range(3)]
+        lane[v * width + v * K : v * width + (v + 1) * K] = home[v].tolist()
+    delivered = n * K  # chunks held, over all nodes
+    link_dst, link_lane = topo.link_dst.tolist(), dst_lane.tolist()
+    queue = [{v: collections.deque([v * K + chunk_of[c]]) for v in range(n)} for c in range(3)]
     for node, c, pos in zip(ends, inject, first):
         queue[c][node].insert(pos, node * K + chunk_of[3])
-    b_queue = {v: [] if v in ends else [v * K + chunk_of[3]] for v in range(n)}
+    b_queue = {v: collections.deque([] if v in ends else [v * K + chunk_of[3]]) for v in range(n)}
     early: dict[int, set[int]] = {v: set() for v in ends}  # chunks v got over its 2-cycle ahead of its ring
     steps = []
     for t in range(length(topo, pairs) if until is None else until):
@@ -356,19 +363,19 @@ def construct(
         incoming: set[tuple[int, int]] = set()
 
         def read(v: int, x: int) -> bool:
-            slot = (v, int(lane[v, x]))
+            slot = (v, lane[v * width + x])
             if reads.get(slot, x) != x:
                 return False
             reads[slot] = x
             return True
 
         def send(link: int, x: int, join) -> None:
-            v = int(topo.link_dst[link])
+            v = link_dst[link]
             sends.append((link, x))
-            arrive.append((v, x, int(dst_lane[link]), join))
+            arrive.append((v, x, link_lane[link], join))
             incoming.add((v, x))
 
-        b_heads = {v: q.pop(0) for v, q in b_queue.items() if q}
+        b_heads = {v: q.popleft() for v, q in b_queue.items() if q}
         for v, x in b_heads.items():
             if not read(v, x):
                 raise SplitFailed(f"B lane of node {v} in step {t}")
@@ -376,8 +383,8 @@ def construct(
         heads = {(c, v): queue[c][v][0] for c in range(3) for v in range(n) if queue[c][v]}
         for (c, v), x in heads.items():
             nxt = succ[c][v]
-            queue[c][v].pop(0)
-            if has[nxt, x]:  # nxt has x already (over the 2-cycle, ahead of the ring): a swap
+            queue[c][v].popleft()
+            if held[nxt * width + x]:  # nxt has x already (over the 2-cycle, ahead of the ring): a swap
                 if x in early.get(nxt, ()) and x // K != succ[c][nxt]:
                     queue[c][nxt].append(x)  # nxt forwards it when the ring would have
                 early.get(nxt, set()).discard(x)
@@ -385,7 +392,7 @@ def construct(
                     y for y in np.nonzero(has[v] & ~has[nxt])[0].tolist() if y % K == chunk_of[3]
                 ]
                 for y in offer:
-                    if not has[nxt, y] and (nxt, y) not in incoming and read(v, y):
+                    if not held[nxt * width + y] and (nxt, y) not in incoming and read(v, y):
                         send(out[c][v], y, None)
                         break
                 continue
@@ -397,9 +404,9 @@ def construct(
             x = heads.get((c, a))
             if (
                 x is not None
-                and not has[b, x]
+                and not held[b * width + x]
                 and x not in early[b]
-                and reads.get((a, int(lane[a, x]))) == x
+                and reads.get((a, lane[a * width + x])) == x
                 and reaches(c, a, b, x // K)
             ):
                 early[b].add(x)
@@ -412,16 +419,17 @@ def construct(
                     send(pair_out[a], y, None)
                     break
         for v, x, ln, join in arrive:
-            has[v, x], lane[v, x] = True, ln
+            delivered += not held[v * width + x]
+            held[v * width + x], lane[v * width + x] = True, ln
             if join == "B":
                 if x // K != b_succ[v]:
                     b_queue[v].append(x)
             elif join is not None:
                 queue[join][v].append(x)
         steps.append(np.array([(l, x // K, x % K) for l, x in sends], dtype=np.int64).reshape(-1, 3))
-        if has.all():
+        if delivered == n * width:
             break
-    if until is None and not has.all():
+    if until is None and delivered < n * width:
         raise SplitFailed(f"{int((~has).sum())} chunks undelivered after {len(steps)} steps")
     return Phase("allgather", steps)
 
