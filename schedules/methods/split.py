@@ -276,6 +276,25 @@ def _rings(topo: Topology, colour: np.ndarray, pairs: list[tuple[int, int]]) -> 
     return succ, out, ends, partner, b_succ, b_out, pair_out
 
 
+def _holdings(home: np.ndarray) -> tuple[bytearray, np.ndarray, list[int]]:
+    """The start of :func:`construct`: every node holds its own K chunks, each in its home lane.
+
+    ``has[v, x]`` (node v holds chunk x) is a numpy view of the flat bytes ``held`` (index
+    ``v * N * K + x``), and ``lane`` the flat list of the lanes that hold them (-1: none): the
+    simulation reads single elements through the bytes and the list, which Python does far faster
+    than through numpy scalars, and whole rows through ``has``.
+    """
+    n, k = home.shape
+    width = n * k
+    held = bytearray(n * width)
+    has = np.frombuffer(held, dtype=bool).reshape(n, width)
+    lane = [-1] * (n * width)
+    for v in range(n):
+        has[v, v * k : (v + 1) * k] = True
+        lane[v * width + v * k : v * width + (v + 1) * k] = home[v].tolist()
+    return held, has, lane
+
+
 def construct(
     topo: Topology,
     colour: np.ndarray,
@@ -339,15 +358,7 @@ def construct(
         return succ[c][b] != root
 
     swap = {b: min(range(3), key=lambda c: dist(c, partner[b], b)) for b in ends}
-    # has[v, x]: node v holds chunk x; read element-wise through the flat bytes ``held`` (the same memory),
-    # as lane (node v's lane of chunk x, flat index v * n * K + x): plain Python lists, not numpy scalars
-    width = n * K
-    held = bytearray(n * width)
-    has = np.frombuffer(held, dtype=bool).reshape(n, width)
-    lane = [-1] * (n * width)
-    for v in range(n):
-        has[v, v * K : (v + 1) * K] = True
-        lane[v * width + v * K : v * width + (v + 1) * K] = home[v].tolist()
+    width, (held, has, lane) = n * K, _holdings(home)
     delivered = n * K  # chunks held, over all nodes
     link_dst, link_lane = topo.link_dst.tolist(), dst_lane.tolist()
     queue = [{v: collections.deque([v * K + chunk_of[c]]) for v in range(n)} for c in range(3)]
