@@ -373,12 +373,8 @@ def construct(
         arrive: list[tuple[int, int, int, object]] = []  # (node, chunk, lane, queue to join)
         incoming: set[tuple[int, int]] = set()
 
-        def read(v: int, x: int) -> bool:
-            slot = (v, lane[v * width + x])
-            if reads.get(slot, x) != x:
-                return False
-            reads[slot] = x
-            return True
+        def read(v: int, x: int) -> bool:  # the lane of v holding x is free this step, or already reads x
+            return reads.setdefault((v, lane[v * width + x]), x) == x
 
         def send(link: int, x: int, join) -> None:
             v = link_dst[link]
