@@ -675,8 +675,8 @@ def build_model(
 
 
 def rtl_digest() -> str:
-    """A hash of the RTL's source (``rtl/*.py``) and the Amaranth version: what a top's Verilog depends
-    on besides its parameters.
+    """A hash of the RTL's source (``rtl/*.py``, and ``sim/mixed.py``, which composes the mixed tops from
+    it) and the Amaranth version: what a top's Verilog depends on besides its parameters.
 
     Returns
     -------
@@ -686,7 +686,7 @@ def rtl_digest() -> str:
     import amaranth
 
     h = hashlib.sha256(amaranth.__version__.encode())
-    for f in sorted((Path(__file__).parent.parent / "rtl").glob("*.py")):
+    for f in sorted((Path(__file__).parent.parent / "rtl").glob("*.py")) + [Path(__file__).parent / "mixed.py"]:
         h.update(f.name.encode() + b"\0" + f.read_bytes())
     return h.hexdigest()
 

@@ -211,6 +211,21 @@ def test_a_damaged_or_incomplete_top_record_is_exported_again(tmp_path, monkeypa
     assert len(built) == 4
 
 
+def test_the_cached_tops_key_covers_the_rtl_and_the_mixed_tops_composition(monkeypatch):
+    """A change to any rtl/ module or to sim/mixed.py (which composes the mixed tops) gives a new key, so
+    no cached Verilog or model outlives the source it was made from; other sim/ modules do not."""
+    import pathlib
+
+    import equimesh.sim.verilator as vl
+
+    base, real = vl.rtl_digest(), pathlib.Path.read_bytes
+    for name, changes in (("packet_network.py", True), ("mixed.py", True), ("traffic.py", False)):
+        monkeypatch.setattr(pathlib.Path, "read_bytes", lambda p: real(p) + (b"#" if p.name == name else b""))
+        assert (vl.rtl_digest() != base) == changes, name
+    monkeypatch.setattr(pathlib.Path, "read_bytes", real)
+    assert vl.rtl_digest() == base
+
+
 def test_the_power_on_top_wraps_the_network_and_resets_it_on_the_first_edge():
     """The compiled model's top (hand-written expectation): every port passed through at its width,
     and the network's ``rst`` a register that is 1 until the first clock edge, then 0."""
