@@ -25,16 +25,7 @@ from .errors import InputError, UsageError, writing
 from .rtl.packet import FLIT_BITS, PacketError, PacketFormat
 from .rtl.packet_endpoints import RATE_BITS, probability
 from .schedules.routing import ALGORITHMS, DeadlockError, check_deadlock_free, forwarding_table
-from .sim.traffic import (
-    MAX_CYCLES,
-    PATTERNS,
-    check_compiled_size,
-    make_traffic,
-    read_traffic,
-    run_compiled,
-    run_verilog,
-    simulate,
-)
+from .sim.traffic import MAX_CYCLES, PATTERNS, make_traffic, read_traffic, run_compiled, run_verilog, simulate
 from .sim.verilator import build_directory
 
 __all__ = [
@@ -248,18 +239,6 @@ def _check_common(args):
     _check_vcd(args)
 
 
-def _topology(args):
-    """The command's topology; on the compiled model, refused at once if too large for it
-    (:func:`~equimesh.sim.traffic.check_compiled_size`) rather than after the forwarding tables are built."""
-    topo = topology_from_args(args)
-    if args.backend == "verilator":
-        try:
-            check_compiled_size(topo)
-        except PacketError as e:
-            raise UsageError(str(e)) from None
-    return topo
-
-
 def _run(args, table, traffic, mode):
     if mode == "soak" or args.counters:
         mode = "soak" if traffic.counts is None else "count"
@@ -377,7 +356,7 @@ def cmd_sweep(args) -> int:
     try:
         for kind in kinds:
             args.kind = kind
-            topo = _topology(args)
+            topo = topology_from_args(args)
             table = table_from_args(args, topo)
             fmt = _format(args, topo.nodes)
             fan = args.fanout if args.pattern == "multicast" else 1
@@ -484,7 +463,7 @@ def cmd_traffic(args) -> int:
         _check_common(args)
         return cmd_sweep(args)
     _check_common(args)
-    topo = _topology(args)
+    topo = topology_from_args(args)
     table = table_from_args(args, topo)
     traffic = _traffic(args, _format(args, topo.nodes))
     t0 = time.perf_counter()
@@ -509,7 +488,7 @@ def cmd_soak(args) -> int:
         The exit status: 0 on PASS, else 1.
     """
     _check_common(args)
-    topo = _topology(args)
+    topo = topology_from_args(args)
     table = table_from_args(args, topo)
     fmt = _format(args, topo.nodes)
     args.pattern = "multicast"

@@ -344,8 +344,9 @@ class TrafficTop(wiring.Component):
         a per-flit scoreboard in Python;
     with ``check``: count, key_sum, key_sq_sum : Out(32).array(nodes) (per receiving node),
         header_errors, payload_errors : Out(32) (summed over nodes), copy_done : Out(lanes) (lane ``k`` takes
-        a copy's last flit) and copy_stamp : Out(lanes x 32) (that copy's injection cycle, ``now`` when the source's
-        router took its header): the compiled model's harness logs the latency of every copy from them.
+        a copy's last flit) and copy_stamp : Out(32).array(lanes) (that copy's injection cycle, ``now`` when the
+        source's router took its header; one port per lane, as Amaranth writes no wire over 2**16 bits and a
+        32x32 network has 4,096 lanes): the compiled model's harness logs the latency of every copy from them.
     """
 
     def __init__(self, net, depth: int, check: bool):
@@ -390,7 +391,7 @@ class TrafficTop(wiring.Component):
                     "header_errors": Out(COUNTER_BITS),
                     "payload_errors": Out(COUNTER_BITS),
                     "copy_done": Out(len(net.lanes)),
-                    "copy_stamp": Out(len(net.lanes) * COUNTER_BITS),
+                    "copy_stamp": Out(COUNTER_BITS).array(len(net.lanes)),
                 }
             )
         super().__init__(members)
@@ -419,9 +420,9 @@ class TrafficTop(wiring.Component):
             for name in host_ports(net):
                 mine, theirs = getattr(self, name), getattr(net, name)
                 m.d.comb += theirs.eq(mine) if net.signature.members[name].flow == In else mine.eq(theirs)
-        # Lane k's checker outputs, assigned to the wide ports in one statement each after the loop (Amaranth
-        # checks every bit of a statement's target: one statement per lane took minutes at 32x32).
-        done, stamp = [None] * len(net.lanes), [None] * len(net.lanes)
+        # Lane k's copy completions, assigned to the lanes-wide port in one statement after the loop (Amaranth
+        # checks every bit of a statement's target: a statement per lane took minutes at 32x32).
+        done = [None] * len(net.lanes)
         for v in range(nodes):
             gen = Generator(fmt, v, self.depth)
             m.submodules[f"gen_{v}"] = gen
@@ -455,7 +456,8 @@ class TrafficTop(wiring.Component):
                 for j, k in enumerate(lanes):
                     e, c = net.eject[k], chk.i[j]
                     m.d.comb += [c.valid.eq(e.valid), c.ready.eq(e.ready), c.payload.eq(e.payload)]
-                    done[k], stamp[k] = chk.done[j], chk.stamp[j]
+                    done[k] = chk.done[j]
+                    m.d.comb += self.copy_stamp[k].eq(chk.stamp[j])
                 m.d.comb += [
                     self.count[v].eq(chk.count),
                     self.key_sum[v].eq(chk.key_sum),
@@ -468,7 +470,7 @@ class TrafficTop(wiring.Component):
             for mon, e in zip(self.eject_mon, net.eject):
                 m.d.comb += [mon.valid.eq(e.valid), mon.ready.eq(e.ready), mon.payload.eq(e.payload)]
         else:
-            m.d.comb += [self.copy_done.eq(Cat(*done)), self.copy_stamp.eq(Cat(*stamp))]
+            m.d.comb += self.copy_done.eq(Cat(*done))
             for name in ("header_errors", "payload_errors"):
                 m.d.comb += getattr(self, name).eq(tree_sum([getattr(c, name) for c in chks]))
         return m

@@ -452,10 +452,9 @@ def run_mixed_compiled(
     from pathlib import Path
 
     from .backends import trace_kind
-    from .traffic import check_compiled_size, completion, finished, packet_model, read_counters, soak_verdict
+    from .traffic import completion, finished, packet_model, read_counters, soak_verdict
     from .verilator import build_top
 
-    check_compiled_size(table.topology)
     design = fit(image, pipeline=pipeline)
     fmt = PacketFormat(table.topology.nodes, payload_flits, design.flit_bits)
     model, widths = build_top(

@@ -28,7 +28,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..rtl.packet import FLIT_BITS, SEQ_BITS, Opcode, PacketError, PacketFormat
-from ..rtl.packet_endpoints import COUNTER_BITS
 from ..rtl.timing import DEFAULT_PIPELINE
 from ..schedules.routing import ForwardingTable
 
@@ -46,7 +45,6 @@ __all__ = [
     "Traffic",
     "WATCHDOG",
     "bit_matrix",
-    "check_compiled_size",
     "completion",
     "copy_latency",
     "counter_ports",
@@ -985,30 +983,6 @@ def phase_figures(fmt, copies: np.ndarray, start: int, warmup: int, measure: int
     return {"injected": round(injected, 5), "accepted": round(accepted, 5), **lat}
 
 
-def check_compiled_size(topology) -> None:
-    """Refuse, before any work, a network whose compiled packet top cannot be written: its copy log carries
-    a 32-bit stamp per eject lane (one lane per link, :class:`~equimesh.rtl.packet_network.TrafficTop`
-    ``copy_stamp``) in one port, and Amaranth writes no wire over 2**16 bits, so at most 2,048 links
-    (512 nodes of degree 4; a 32x32 network has 4,096).
-
-    Parameters
-    ----------
-    topology : Topology
-        The network.
-
-    Raises
-    ------
-    PacketError
-        One line naming the limit.
-    """
-    links = len(topology.links)
-    if links * COUNTER_BITS > 2**16:
-        raise PacketError(
-            f"the compiled packet model takes at most {2**16 // COUNTER_BITS} links (this network has {links}): "
-            "its copy-latency port would exceed Amaranth's 65,536-bit wire limit"
-        )
-
-
 def run_compiled(
     table: ForwardingTable,
     traffic: Traffic,
@@ -1077,7 +1051,6 @@ def run_compiled(
             check=True,
         )
 
-    check_compiled_size(table.topology)
     fmt, links = PacketFormat(table.topology.nodes, payload_flits, flit_bits), len(table.topology.links)
     model, widths = build_top(
         make_top,

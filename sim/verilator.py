@@ -195,22 +195,23 @@ def _member(port: str) -> str:
     return port.replace("__", "___05F")
 
 
-COPY_LOG = ("copy_done", "copy_stamp")  # a packet top's per-lane copy completions (rtl/packet_network.py)
+COPY_LOG = ("copy_done", "copy_stamp__0")  # a packet top's per-lane copy completions (rtl/packet_network.py)
 
 
 def _copy_log(outs: list[str], widths: dict[str, int]) -> list[str]:
     """The harness's ``edge``; for a top with :data:`COPY_LOG` ports it first logs, in the cycle a lane takes
-    a copy's last flit, that copy's stamp and the cycle (the packet latency, in C++ and only in such cycles)."""
+    a copy's last flit, that copy's stamp and the cycle (the packet latency, in C++ and only in such cycles).
+    Lane k's stamp is the output ``k`` places after ``copy_stamp__0`` (the ports of an array are consecutive)."""
     if COPY_LOG[0] not in outs:
         return ["    auto edge = [&]() { half(1); half(0); now++; };"]
     d, st = outs.index(COPY_LOG[0]), outs.index(COPY_LOG[1])
     return [
-        f"    std::vector<uint32_t> copies, dw({words_of(widths[COPY_LOG[0]])}), sw({words_of(widths[COPY_LOG[1]])});",
+        f"    std::vector<uint32_t> copies, dw({words_of(widths[COPY_LOG[0]])});",
         "    auto edge = [&]() {",
-        f"        get_out(t, {d}, dw.data()); bool any = false; for (auto x : dw) any |= x != 0;",
-        f"        if (any) {{ get_out(t, {st}, sw.data()); for (size_t i = 0; i < dw.size(); i++) "
-        "for (uint32_t x = dw[i]; x; x &= x - 1) { copies.push_back(sw[i * 32 + __builtin_ctz(x)]); "
-        "copies.push_back(now); } }",
+        f"        get_out(t, {d}, dw.data());",
+        "        for (size_t i = 0; i < dw.size(); i++) for (uint32_t x = dw[i]; x; x &= x - 1) {",
+        f"            uint32_t s; get_out(t, {st} + int(i * 32 + __builtin_ctz(x)), &s); copies.push_back(s); "
+        "copies.push_back(now); }",
         "        half(1); half(0); now++; };",
     ]
 

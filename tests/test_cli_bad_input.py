@@ -68,11 +68,6 @@ SMALL = ["--rows", "2", "--cols", "3", "--chunks", "1"]
         (["simulate", "--chunk-flits", str(10**12)], 2, "--chunk-flits: must be 1..65536"),
         (["soak", "--payload-flits", "4097"], 2, "--payload-flits: must be 1..4096 (got 4097)"),
         (["compare", "--chunks", "four"], 2, "--chunks: invalid int value: 'four'"),
-        # 32 bits of copy stamp per link in one port, and no Amaranth wire over 2**16 bits: 2,048 links at most
-        # (a 32x32 EquiMesh has 4 x 1024); refused before the forwarding tables are built.
-        (["traffic", "--rows", "32", "--cols", "32"], 2, "at most 2048 links (this network has 4096)"),
-        (["soak", "--rows", "32", "--cols", "32"], 2, "at most 2048 links (this network has 4096)"),
-        (["traffic", "--rows", "32", "--cols", "32", "--sweep", "0.1"], 2, "at most 2048 links"),
     ],
 )
 def test_usage_errors(capsys, argv, code, text):
