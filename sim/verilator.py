@@ -112,10 +112,13 @@ def power_on_top(ins: list[str], outs: list[str], widths: dict[str, int]) -> str
         One Verilog module, to follow the top's text.
     """
     ports = ins + outs
-    lines = [f"module {SIM_TOP}(clk, {', '.join(ports)});", "  input clk;"]
+    # One port per line: Verilator's preprocessor takes at most 40,000 tokens on a line (a 32x32 packet
+    # top has over 10,000 ports).
+    lines = [f"module {SIM_TOP}(", "    " + ",\n    ".join(["clk"] + ports), ");", "  input clk;"]
     lines += [f"  {'input' if n in ins else 'output'} [{widths[n] - 1}:0] {n};" for n in ports]
     lines += ["  reg rst = 1'b1;", "  always @(posedge clk) rst <= 1'b0;"]
-    lines += [f"  {TOP} {TOP} (.clk(clk), .rst(rst), {', '.join(f'.{n}({n})' for n in ports)});", "endmodule"]
+    conns = ["    .clk(clk)", "    .rst(rst)"] + [f"    .{n}({n})" for n in ports]
+    lines += [f"  {TOP} {TOP} (", ",\n".join(conns), "  );", "endmodule"]
     return "\n".join(lines) + "\n"
 
 

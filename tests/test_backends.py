@@ -231,14 +231,15 @@ def test_the_power_on_top_wraps_the_network_and_resets_it_on_the_first_edge():
     and the network's ``rst`` a register that is 1 until the first clock edge, then 0."""
     got = vl.power_on_top(["start", "steps"], ["done"], {"start": 1, "steps": 12, "done": 1})
     assert got == (
-        "module equimesh_sim(clk, start, steps, done);\n"
+        "module equimesh_sim(\n    clk,\n    start,\n    steps,\n    done\n);\n"
         "  input clk;\n"
         "  input [0:0] start;\n"
         "  input [11:0] steps;\n"
         "  output [0:0] done;\n"
         "  reg rst = 1'b1;\n"
         "  always @(posedge clk) rst <= 1'b0;\n"
-        "  equimesh_top equimesh_top (.clk(clk), .rst(rst), .start(start), .steps(steps), .done(done));\n"
+        "  equimesh_top equimesh_top (\n"
+        "    .clk(clk),\n    .rst(rst),\n    .start(start),\n    .steps(steps),\n    .done(done)\n  );\n"
         "endmodule\n"
     )
     assert "t->rst" not in vl.harness_cpp(["start"], ["done"], {"start": 1, "done": 1}, None)
