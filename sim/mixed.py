@@ -36,7 +36,15 @@ from .metrics import link_stats
 from .program import Program, check, final_reads, join, make_program, merged, read_back, scalar
 from .traffic import Run, Traffic, traffic_load
 
-__all__ = ["MixedRun", "mixed_load", "mixed_program", "mixed_top", "run_mixed_compiled", "simulate_mixed"]
+__all__ = [
+    "MixedRun",
+    "mixed_load",
+    "mixed_params",
+    "mixed_program",
+    "mixed_top",
+    "run_mixed_compiled",
+    "simulate_mixed",
+]
 
 
 class MixedRun:
@@ -197,6 +205,29 @@ def mixed_top(
     setup = PacketSetup(table, payload_flits, flit_bits=design.flit_bits)
     net = Network(design, setup, instances=instances)
     return TrafficTop(net, traffic.depth, check=check)
+
+
+def mixed_params(design: Design, table: ForwardingTable, traffic: Traffic, payload_flits: int) -> str:
+    """The text that determines :func:`mixed_top` (with the RTL's source): the key of its cached Verilog,
+    for the compiled model and for the cocotb bench alike.
+
+    Parameters
+    ----------
+    design : Design
+        The hardware parameters.
+    table : ForwardingTable
+        The packets' forwarding tables.
+    traffic : Traffic
+        The traffic (its table depth only).
+    payload_flits : int
+        Payload flits per packet.
+
+    Returns
+    -------
+    str
+        JSON text.
+    """
+    return json.dumps(["mixed", repr(design), table.to_json(), traffic.depth, payload_flits])
 
 
 def mixed_load(
@@ -459,7 +490,7 @@ def run_mixed_compiled(
     fmt = PacketFormat(table.topology.nodes, payload_flits, design.flit_bits)
     model, widths = build_top(
         lambda: mixed_top(design, table, traffic, payload_flits, check=True, instances=True),
-        json.dumps(["mixed", repr(design), table.to_json(), traffic.depth, payload_flits]),
+        mixed_params(design, table, traffic, payload_flits),
         log,
         kind=packet_model(fmt.nodes),
         trace=trace_kind(vcd),

@@ -176,7 +176,7 @@ def run_mixed_verilog(
     """
     from ..rtl.design import fit
     from ..rtl.network import top_ports
-    from .mixed import mixed_load, mixed_top
+    from .mixed import mixed_load, mixed_params, mixed_top
     from .verilog_sim import SimulatorMissing, bench_verilog, check_simulator, run_bench
 
     if simulator not in ("icarus", "verilator"):
@@ -192,7 +192,7 @@ def run_mixed_verilog(
     text, facts = bench_verilog(
         lambda: mixed_top(design, table, traffic, payload_flits),
         NAME,
-        json.dumps(["mixed", repr(design), table.to_json(), traffic.depth, payload_flits]),
+        mixed_params(design, table, traffic, payload_flits),
         lambda top: {"lanes": [v for v, _ in top.net.lanes], "widths": top_ports(top)[2]},
     )
     export = time.perf_counter() - t0

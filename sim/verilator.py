@@ -20,7 +20,6 @@ match its record is rebuilt, never used.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import subprocess
@@ -32,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..rtl.flow.cache import CacheError, cache_root, publish, seal, valid_entry
+from ..rtl.flow.cache import CacheError, cache_root, json_record, publish, seal, valid_entry
 from ..rtl.verilog import TOP, flat_ports, top_verilog, without_zero_init
 from .program import Capture, ClockTo, Program, Run, Set, Settle, Until, words_of
 
@@ -730,25 +729,19 @@ def build_top(
     """
     t0 = time.perf_counter()
     key = hashlib.sha256((rtl_digest() + "\0" + params).encode()).hexdigest()[:24]
-    path = cache_root() / "verilog" / f"top-{key}.json"
-    try:
-        rec = json.loads(path.read_text())
-        if not isinstance(rec, dict) or not all(k in rec for k in TOP_RECORD):
-            raise ValueError("incomplete")
-    except (OSError, ValueError):  # missing, damaged or incomplete: exported again
+
+    def export_top() -> dict:  # a missing, damaged or incomplete record is exported again
         top = make_top()
         ins, outs, widths = flat_ports(top)
-        rec = {
+        return {
             "ins": ins,
             "outs": outs,
             "widths": widths,
             "verilog": top_verilog(top),
             "modules": list(getattr(top, "designs", {})),
         }
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(rec))
-        os.replace(tmp, path)  # atomic: a reader sees the whole entry or none
+
+    rec = json_record(cache_root() / "verilog" / f"top-{key}.json", TOP_RECORD, export_top)
     export = time.perf_counter() - t0
     model = build_model(
         rec["verilog"],

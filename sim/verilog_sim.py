@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..rtl.flow.cache import cache_root
+from ..rtl.flow.cache import cache_root, json_record
 from .program import Program
 from .verilator import TOP, VerilatorError, find_verilator, read_result, rtl_digest, write_program
 
@@ -149,19 +149,12 @@ def bench_verilog(make_top, name: str, params: str, facts) -> tuple[str, dict]:
     """
     from amaranth.back import verilog
 
+    def export() -> dict:  # a missing or damaged entry is written again
+        top = make_top()
+        return {"facts": facts(top), "verilog": verilog.convert(top, name=name, emit_src=False)}
+
     key = hashlib.sha256((rtl_digest() + "\0" + name + "\0" + params).encode()).hexdigest()[:24]
-    path = cache_root() / "verilog" / f"bench-{key}.json"
-    try:
-        rec = json.loads(path.read_text())
-        return rec["verilog"], rec["facts"]
-    except (OSError, ValueError, KeyError, TypeError):  # missing or damaged: written again
-        pass
-    top = make_top()
-    rec = {"facts": facts(top), "verilog": verilog.convert(top, name=name, emit_src=False)}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(rec))
-    os.replace(tmp, path)  # atomic: a reader sees the whole entry or none
+    rec = json_record(cache_root() / "verilog" / f"bench-{key}.json", ("verilog", "facts"), export)
     return rec["verilog"], rec["facts"]
 
 

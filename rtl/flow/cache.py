@@ -16,7 +16,7 @@ import os
 import shutil
 from pathlib import Path
 
-__all__ = ["CacheError", "cache_root", "publish", "seal", "valid_entry"]
+__all__ = ["CacheError", "cache_root", "json_record", "publish", "seal", "valid_entry"]
 
 
 class CacheError(RuntimeError):
@@ -36,6 +36,38 @@ def cache_root() -> Path:
         return Path(env)
     base = os.environ.get("XDG_CACHE_HOME")
     return (Path(base) if base else Path.home() / ".cache") / "equimesh"
+
+
+def json_record(path: Path, fields: tuple[str, ...], make) -> dict:
+    """The JSON record cached at ``path``, or, when it is missing, damaged or lacks one of ``fields``,
+    ``make()`` written there in its place (atomically: a reader sees the whole record or none).
+
+    Parameters
+    ----------
+    path : Path
+        The record's file.
+    fields : tuple of str
+        The keys a usable record has.
+    make : callable
+        Returns the record (a JSON-ready dict with ``fields``); called only when the file is not usable.
+
+    Returns
+    -------
+    dict
+        The record.
+    """
+    try:
+        rec = json.loads(path.read_text())
+        if isinstance(rec, dict) and all(k in rec for k in fields):
+            return rec
+    except (OSError, ValueError):
+        pass
+    rec = make()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(rec))
+    os.replace(tmp, path)
+    return rec
 
 
 def _digest_file(path: Path) -> str:
