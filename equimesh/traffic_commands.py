@@ -25,7 +25,18 @@ from .errors import InputError, UsageError, writing
 from .rtl.packet import FLIT_BITS, PacketError, PacketFormat
 from .rtl.packet_endpoints import RATE_BITS, probability
 from .schedules.routing import ALGORITHMS, DeadlockError, check_deadlock_free, forwarding_table
-from .sim.traffic import MAX_CYCLES, PATTERNS, make_traffic, read_traffic, run_compiled, run_verilog, simulate
+from .sim.backends import trace_kind
+from .sim.traffic import (
+    MAX_CYCLES,
+    PACKET_MODELS,
+    PATTERNS,
+    make_traffic,
+    packet_model,
+    read_traffic,
+    run_compiled,
+    run_verilog,
+    simulate,
+)
 from .sim.verilator import build_directory
 
 __all__ = [
@@ -55,7 +66,15 @@ def _log(line: str) -> None:
 
 
 def packet_run(
-    backend: str, table, traffic, payload_flits: int, build_dir, mode: str, vcd: str | None = None, **run
+    backend: str,
+    table,
+    traffic,
+    payload_flits: int,
+    build_dir,
+    mode: str,
+    vcd: str | None = None,
+    model: str = "auto",
+    **run,
 ) -> dict:
     """One packet run on ``backend`` (``vcd``: amaranth and verilator only, :func:`_check_vcd`); missing or
     failing simulators become one-line errors.
@@ -78,6 +97,8 @@ def packet_run(
         The cocotb run's checking: ``trace``, ``soak`` or ``count`` (:func:`~equimesh.sim.traffic.run_verilog`).
     vcd : str, optional
         A waveform file to write.
+    model : str
+        The compiled model's kind (``verilator`` only; :data:`~equimesh.sim.traffic.PACKET_MODELS`).
     **run
         The run's options (``cycles``, ``stall``, ``pipeline``, ...), passed on to the backend.
 
@@ -94,7 +115,7 @@ def packet_run(
             return simulate(table, traffic, payload_flits, vcd=vcd, **run)
         with build_directory(build_dir, "equimesh-traffic-") as build:
             if backend == "verilator":
-                return run_compiled(table, traffic, payload_flits, build, log=_log, vcd=vcd, **run)
+                return run_compiled(table, traffic, payload_flits, build, log=_log, vcd=vcd, model=model, **run)
             return run_verilog(table, traffic, payload_flits, build, mode=mode, simulator=backend, **run)
     except PacketError as e:
         raise UsageError(str(e)) from None
@@ -236,6 +257,13 @@ def _check_common(args):
         raise UsageError(f"--stall must be in [0, 1) (got {args.stall})")
     if args.stall and probability(args.stall) == 0:
         raise UsageError(f"--stall {args.stall} is below the sinks' resolution of 2**-{RATE_BITS}")
+    if getattr(args, "model", "auto") != "auto":
+        if args.backend != "verilator":
+            raise UsageError("--model goes with --backend verilator (the compiled model)")
+        try:  # before --vcd's file is created
+            packet_model(args.model, 0, args.pipeline, trace_kind(args.vcd) if args.vcd else None)
+        except PacketError as e:
+            raise UsageError(str(e)) from None
     _check_vcd(args)
 
 
@@ -251,6 +279,7 @@ def _run(args, table, traffic, mode):
         args.build_dir,
         mode,
         vcd=args.vcd,
+        model=args.model,
         cycles=args.cycles,
         stall=args.stall,
         pipeline=args.pipeline,
@@ -372,6 +401,7 @@ def cmd_sweep(args) -> int:
                     args.payload_flits,
                     args.build_dir,
                     "soak",
+                    model=args.model,
                     cycles=args.warmup + args.cycles,
                     stall=args.stall,
                     pipeline=args.pipeline,
@@ -807,6 +837,13 @@ def _add_run_args(p, cycles, rate) -> None:
         type=int,
         default=FLIT_BITS,
         help=f"packet flit width; the bitmap takes ceil(nodes / flit-bits) flits (default {FLIT_BITS})",
+    )
+    p.add_argument(
+        "--model",
+        default="auto",
+        choices=PACKET_MODELS,
+        help="the compiled model: tiled (one compiled node tile, the links wired in C++), flat or hierarchical "
+        "(the whole top); auto (default): tiled, or flat/hierarchical for a waveform or pipeline 0",
     )
     _add_packet_args(p, cycles, rate)
 

@@ -23,24 +23,35 @@ from amaranth.lib.wiring import In, Out
 
 from .packet import SEQ_BITS, Opcode, PacketFormat
 
-__all__ = ["COUNTER_BITS", "Checker", "Generator", "RATE_BITS", "Sink", "payload_word", "probability"]
+__all__ = ["COUNTER_BITS", "Checker", "Generator", "RATE_BITS", "Sink", "endpoint_seeds", "payload_word", "probability"]
 
 COUNTER_BITS = 32
 RATE_BITS = 16
 
 
-def _lfsr_step(m: Module, lfsr: Signal) -> None:
-    """16-bit Galois LFSR (taps 0xB400), one step per cycle (the sinks' backpressure)."""
-    m.d.sync += lfsr.eq(Mux(lfsr[0], (lfsr >> 1) ^ 0xB400, lfsr >> 1))
+def _seeded(state: Signal, seed: Value) -> Value:
+    """A random source's current state: ``seed`` while the register still holds its reset value 0. Both
+    sources below never step from a non-zero state to 0, so a source whose register starts at 0 and takes
+    ``seed`` on its first step runs exactly as one whose register starts at ``seed``; the seed is then an
+    input, and nodes that differ only in their seeds are one module (``rtl/packet_tile.py``)."""
+    return Mux(state == 0, seed, state)
 
 
-def _xorshift(m: Module, x: Signal) -> Value:
+def _lfsr_step(m: Module, lfsr: Signal, seed: Value) -> Value:
+    """16-bit Galois LFSR (taps 0xB400), one step per cycle (the sinks' backpressure); returns the state."""
+    x = _seeded(lfsr, seed)
+    m.d.sync += lfsr.eq(Mux(x[0], (x >> 1) ^ 0xB400, x >> 1))
+    return x
+
+
+def _xorshift(m: Module, reg: Signal, seed: Value) -> Value:
     """Marsaglia's xorshift32 (shifts 13, 17, 5), one step per cycle; returns the state's upper 16 bits, a
     fresh uniform sample every cycle. (A Galois LFSR's consecutive states are about halves of each other, so
     ``lfsr < rate`` hits in runs and a Bernoulli source built on it starts about half the packets asked for.)"""
+    x = _seeded(reg, seed)
     a = x ^ (x << 13)[:32]
     b = a ^ (a >> 17)
-    m.d.sync += x.eq(b ^ (b << 5)[:32])
+    m.d.sync += reg.eq(b ^ (b << 5)[:32])
     return x[16:]
 
 
@@ -49,6 +60,25 @@ def _seed(*keys: int) -> int:
     for k in keys:
         x = (x * 0x9E37 + k * 0x79B9 + 0x5A5A) & 0xFFFF
     return x or 1
+
+
+def endpoint_seeds(node: int, lanes: int) -> dict:
+    """The seeds of node ``node``'s random sources: its :class:`Generator`'s ``seed`` and its
+    :class:`Sink`'s (one per lane), distinct per node and lane.
+
+    Parameters
+    ----------
+    node : int
+        The node.
+    lanes : int
+        Its sink's lanes.
+
+    Returns
+    -------
+    dict
+        ``gen`` (int, 32 bits) and ``sink`` (list of ``lanes`` 16-bit ints), all non-zero.
+    """
+    return {"gen": _seed(node, 1) << 16 | _seed(node, 2), "sink": [_seed(node, k, 7) for k in range(lanes)]}
 
 
 def payload_word(fmt: PacketFormat, src, seq) -> tuple[Signal, Value]:
@@ -92,14 +122,14 @@ class Generator(wiring.Component):
     ----------
     fmt : PacketFormat
         The network's packet format.
-    node : int
-        The node it injects at (the header's ``src``; seeds its random stream).
     depth : int
         Entries of the bitmap table (its capacity; ``length`` of them are used).
 
     Ports
     -----
     o : Out(stream)       -- to the router's ``inject``.
+    node : In(src_bits)   -- the node it injects at (the header's ``src``).
+    seed : In(32)         -- its random stream's seed (non-zero, :func:`endpoint_seeds`).
     stop : In(1)          -- no packet is created while high (queued packets are still sent).
     rate : In(17)         -- a packet is created in a cycle with probability ``rate / 2**16`` (2**16: every cycle).
     length : In(range(depth + 1)) -- packet ``seq`` goes to table entry ``seq mod length``.
@@ -110,11 +140,13 @@ class Generator(wiring.Component):
     sent : Out(32)        -- packets whose header has been taken (the next ``seq``).
     """
 
-    def __init__(self, fmt: PacketFormat, node: int, depth: int):
-        self.fmt, self.node, self.depth = fmt, node, depth
+    def __init__(self, fmt: PacketFormat, depth: int):
+        self.fmt, self.depth = fmt, depth
         super().__init__(
             {
                 "o": Out(stream.Signature(fmt.flit)),
+                "node": In(fmt.src_bits),
+                "seed": In(32),
                 "stop": In(1),
                 "rate": In(RATE_BITS + 1),
                 "length": In(range(depth + 1)),
@@ -139,8 +171,8 @@ class Generator(wiring.Component):
         with m.If(self.we):
             m.d.sync += limit.eq(self.limit)
 
-        rng = Signal(32, init=_seed(self.node, 1) << 16 | _seed(self.node, 2))
-        create = (_xorshift(m, rng) < self.rate) & ~self.stop & (self.created < limit)
+        rng = Signal(32)
+        create = (_xorshift(m, rng, self.seed) < self.rate) & ~self.stop & (self.created < limit)
         with m.If(create):
             m.d.sync += self.created.eq(self.created + 1)
 
@@ -150,7 +182,7 @@ class Generator(wiring.Component):
         bitmap = rd.data
         idx8, word = payload_word(fmt, self.node, seq)
         opcode = Mux((bitmap & (bitmap - 1)) != 0, Opcode.MULTIWRITE, Opcode.WRITE)
-        header = Cat(opcode, Const(self.node, fmt.src_bits), seq, self.now[: fmt.stamp_bits])  # fmt.header's order
+        header = Cat(opcode, self.node, seq, self.now[: fmt.stamp_bits])  # fmt.header's order
         bits = Cat(bitmap, Const(0, B * fmt.width - fmt.nodes)).word_select((idx - 1).as_unsigned(), fmt.width)
         # One expression for the whole flit: Icarus never evaluates a constant-driven `always @*`.
         m.d.comb += [
@@ -176,8 +208,6 @@ class Sink(wiring.Component):
     ----------
     fmt : PacketFormat
         The network's packet format.
-    node : int
-        The node it serves (seeds its LFSRs).
     lanes : int
         Its local lanes (one per router port that delivers locally).
 
@@ -185,18 +215,24 @@ class Sink(wiring.Component):
     -----
     i : In(stream).array(lanes)
     stall : In(17)
+    seed : In(16).array(lanes)  -- each lane's LFSR seed (non-zero, :func:`endpoint_seeds`).
     """
 
-    def __init__(self, fmt: PacketFormat, node: int, lanes: int):
-        self.node, self.lanes = node, lanes
-        super().__init__({"i": In(stream.Signature(fmt.flit)).array(lanes), "stall": In(RATE_BITS + 1)})
+    def __init__(self, fmt: PacketFormat, lanes: int):
+        self.lanes = lanes
+        super().__init__(
+            {
+                "i": In(stream.Signature(fmt.flit)).array(lanes),
+                "stall": In(RATE_BITS + 1),
+                "seed": In(RATE_BITS).array(lanes),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
         for k in range(self.lanes):
-            lfsr = Signal(RATE_BITS, init=_seed(self.node, k, 7))
-            _lfsr_step(m, lfsr)
-            m.d.comb += self.i[k].ready.eq(lfsr >= self.stall)
+            lfsr = Signal(RATE_BITS, name=f"lfsr_{k}")
+            m.d.comb += self.i[k].ready.eq(_lfsr_step(m, lfsr, self.seed[k]) >= self.stall)
         return m
 
 
@@ -231,14 +267,13 @@ class Checker(wiring.Component):
     ----------
     fmt : PacketFormat
         The network's packet format.
-    node : int
-        The node it watches (the bitmap words a copy for it must carry).
     lanes : int
         Its local lanes.
 
     Ports
     -----
     i : In(monitor).array(lanes)  -- valid, ready, payload of each lane (all inputs).
+    own : In(nodes)  -- the node's bit: the bitmap a copy for it must carry.
     count, key_sum, key_sq_sum : Out(32)
     header_errors, payload_errors : Out(32)
     done : Out(lanes)  -- lane ``k`` takes the last flit of a copy in this cycle;
@@ -246,12 +281,13 @@ class Checker(wiring.Component):
         cycle count now minus it, mod ``2**stamp_bits``).
     """
 
-    def __init__(self, fmt: PacketFormat, node: int, lanes: int):
-        self.fmt, self.node, self.lanes = fmt, node, lanes
+    def __init__(self, fmt: PacketFormat, lanes: int):
+        self.fmt, self.lanes = fmt, lanes
         mon = wiring.Signature({"valid": Out(1), "ready": Out(1), "payload": Out(fmt.flit)})
         super().__init__(
             {
                 "i": In(mon).array(lanes),
+                "own": In(fmt.nodes),
                 "count": Out(COUNTER_BITS),
                 "key_sum": Out(COUNTER_BITS),
                 "key_sq_sum": Out(COUNTER_BITS),
@@ -266,7 +302,7 @@ class Checker(wiring.Component):
         m = Module()
         fmt = self.fmt
         B = fmt.bitmap_flits
-        own = Const(1 << self.node, B * fmt.width)  # the bitmap words of a copy for this node alone
+        own = Cat(self.own, Const(0, B * fmt.width - fmt.nodes))  # the bitmap words of a copy for this node alone
         heads, keys, squares, bad_hdr, bad_payload = [], [], [], [], []
         for k in range(self.lanes):
             lane = self.i[k]

@@ -18,7 +18,7 @@ from amaranth.lib.wiring import In, Out
 from ..schedules.routing import ForwardingTable, check_deadlock_free
 from .instance import router_ports
 from .packet import FLIT_BITS, PacketFormat
-from .packet_endpoints import COUNTER_BITS, RATE_BITS, Checker, Generator, Sink
+from .packet_endpoints import COUNTER_BITS, RATE_BITS, Checker, Generator, Sink, endpoint_seeds
 from .packet_router import PacketConfig, PacketRouter
 from .timing import DEFAULT_PIPELINE
 
@@ -424,11 +424,15 @@ class TrafficTop(wiring.Component):
         # checks every bit of a statement's target: a statement per lane took minutes at 32x32).
         done = [None] * len(net.lanes)
         for v in range(nodes):
-            gen = Generator(fmt, v, self.depth)
+            lanes = [k for k, (u, _) in enumerate(net.lanes) if u == v]
+            seeds = endpoint_seeds(v, len(lanes))
+            gen = Generator(fmt, self.depth)
             m.submodules[f"gen_{v}"] = gen
             wiring.connect(m, gen.o, net.inject[v])
             field = v % load.group
             m.d.comb += [
+                gen.node.eq(v),
+                gen.seed.eq(seeds["gen"]),
                 gen.stop.eq(stop),
                 gen.rate.eq(rate),
                 gen.length.eq(self.table_len),
@@ -443,15 +447,15 @@ class TrafficTop(wiring.Component):
             if not self.check:
                 mon = self.inject_mon[v]
                 m.d.comb += [mon.valid.eq(gen.o.valid), mon.ready.eq(gen.o.ready), mon.payload.eq(gen.o.payload)]
-            lanes = [k for k, (u, _) in enumerate(net.lanes) if u == v]
-            sink = Sink(fmt, v, len(lanes))
+            sink = Sink(fmt, len(lanes))
             m.submodules[f"sink_{v}"] = sink
-            m.d.comb += sink.stall.eq(stall)
+            m.d.comb += [sink.stall.eq(stall)] + [sink.seed[j].eq(x) for j, x in enumerate(seeds["sink"])]
             for j, k in enumerate(lanes):
                 wiring.connect(m, net.eject[k], sink.i[j])
             if self.check:
-                chk = Checker(fmt, v, len(lanes))
+                chk = Checker(fmt, len(lanes))
                 m.submodules[f"check_{v}"] = chk
+                m.d.comb += chk.own.eq(1 << v)
                 chks.append(chk)
                 for j, k in enumerate(lanes):
                     e, c = net.eject[k], chk.i[j]

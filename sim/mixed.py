@@ -483,7 +483,7 @@ def run_mixed_compiled(
     from pathlib import Path
 
     from .backends import trace_kind
-    from .traffic import completion, finished, packet_model, read_counters, soak_verdict
+    from .traffic import completion, finished, read_counters, soak_verdict, whole_top_kind
     from .verilator import build_top
 
     design = fit(image, pipeline=pipeline)
@@ -492,7 +492,7 @@ def run_mixed_compiled(
         lambda: mixed_top(design, table, traffic, payload_flits, check=True, instances=True),
         mixed_params(design, table, traffic, payload_flits),
         log,
-        kind=packet_model(fmt.nodes),
+        kind=whole_top_kind(fmt.nodes),
         trace=trace_kind(vcd),
     )
     program, at = mixed_program(image, design, fmt, traffic, widths, start_at=start_at, cycles=cycles, stall=stall)

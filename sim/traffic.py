@@ -37,6 +37,7 @@ __all__ = [
     "HOTSPOT_SHARE",
     "LIMIT_MAX",
     "MAX_CYCLES",
+    "PACKET_MODELS",
     "PATTERNS",
     "ROM_DEPTH",
     "Run",
@@ -61,6 +62,7 @@ __all__ = [
     "soak_verdict",
     "target_flits",
     "traffic_load",
+    "whole_top_kind",
 ]
 
 PATTERNS = (
@@ -930,11 +932,13 @@ def finished(mark, finite: bool) -> bool:
     return mark.reached if finite else mark.edge - mark.changed >= WATCHDOG
 
 
-def packet_model(nodes: int) -> str:
-    """The Verilator model kind of a packet top (``build_top``): flat (Verilator's fastest run) where
-    the schedule networks are flat (``model_kind``), hierarchical above: a packet router's C++ is
-    written once per instance otherwise (8x8: 94 MB of it; at 16x16 its compile ran out of 23 GB),
-    and once in all as a hierarchical block (docs/relay.md, "Packet runs at 16x16").
+PACKET_MODELS = ("auto", "tiled", "flat", "hierarchical")
+
+
+def whole_top_kind(nodes: int) -> str:
+    """The model kind of a packet top compiled whole (``build_top``): ``flat`` where the schedule
+    networks are flat (``model_kind``), ``hierarchical`` above, where a flat packet router's C++ is
+    written once per instance (8x8: 94 MB of it; at 16x16 its compile ran out of 23 GB; docs/packets.md).
 
     Parameters
     ----------
@@ -949,6 +953,37 @@ def packet_model(nodes: int) -> str:
     from .backends import model_kind
 
     return "flat" if model_kind("auto", nodes) == "flat" else "hierarchical"
+
+
+def packet_model(model: str, nodes: int, pipeline: int, trace: str | None) -> str:
+    """The Verilator model kind of a packet run. ``tiled`` (:mod:`~equimesh.sim.tiled`: one compiled
+    tile per distinct node, the links wired in C++) is ``auto``'s choice, except for a waveform (the
+    tiles have no shared trace) and pipeline 0 (combinational paths between routers): then the whole
+    top's (:func:`whole_top_kind`).
+
+    Parameters
+    ----------
+    model : str
+        One of :data:`PACKET_MODELS`.
+    nodes : int
+        Nodes of the network.
+    pipeline : int
+        The routers' pipeline depth.
+    trace : str or None
+        The waveform's kind, if one is written.
+
+    Returns
+    -------
+    str
+        ``tiled``, ``flat`` or ``hierarchical``; a kind that cannot run this (``tiled`` with a waveform
+        or pipeline 0) raises :class:`~equimesh.rtl.packet.PacketError`.
+    """
+    tiles = pipeline > 0 and trace is None
+    if model == "tiled" and not tiles:
+        raise PacketError("the tiled model needs pipeline 1 or 2 and writes no waveform: use --model flat")
+    if model != "auto":
+        return model
+    return "tiled" if tiles else whole_top_kind(nodes)
 
 
 def phase_figures(fmt, copies: np.ndarray, start: int, warmup: int, measure: int) -> dict:
@@ -996,6 +1031,7 @@ def run_compiled(
     vcd: str | None = None,
     flit_bits: int = FLIT_BITS,
     phase: tuple[int, int] | None = None,
+    model: str = "auto",
 ) -> dict:
     """Run ``traffic`` on the compiled Verilator model of the network with its endpoints and checkers
     (cached per design, ``sim/verilator.py``; kind: :func:`packet_model`): the harness clocks it with no Python per cycle and
@@ -1030,6 +1066,8 @@ def run_compiled(
         Width of a flit's body.
     phase : tuple[int, int], optional
         Warm-up and measurement cycles.
+    model : str
+        The model kind, one of :data:`PACKET_MODELS`.
 
     Returns
     -------
@@ -1042,6 +1080,7 @@ def run_compiled(
     from ..rtl.packet_network import PacketNetwork, TrafficTop
     from .backends import trace_kind
     from .program import Capture, Program
+    from .tiled import build_tiled
     from .verilator import build_top
 
     def make_top():
@@ -1052,13 +1091,17 @@ def run_compiled(
         )
 
     fmt, links = PacketFormat(table.topology.nodes, payload_flits, flit_bits), len(table.topology.links)
-    model, widths = build_top(
-        make_top,
-        json.dumps(["traffic", table.to_json(), traffic.depth, payload_flits, pipeline, flit_bits]),
-        log,
-        kind=packet_model(fmt.nodes),
-        trace=trace_kind(vcd),
-    )
+    kind = packet_model(model, fmt.nodes, pipeline, trace_kind(vcd))
+    if kind == "tiled":
+        model, widths = build_tiled(table, payload_flits, traffic.depth, pipeline, flit_bits, log)
+    else:
+        model, widths = build_top(
+            make_top,
+            json.dumps(["traffic", table.to_json(), traffic.depth, payload_flits, pipeline, flit_bits]),
+            log,
+            kind=kind,
+            trace=trace_kind(vcd),
+        )
     load = traffic_load(fmt, traffic, stall)
     t0 = load.frames  # the program's edges count from reset, the load's frames first
     segments = [load] + packet_segments(fmt, traffic, cycles, start=t0)

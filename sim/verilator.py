@@ -86,7 +86,7 @@ CXX_OPT_SLOW = "-O0"
 SIM_TOP = "equimesh_sim"  # the compiled model's top module: TOP under a power-on reset
 
 
-def power_on_top(ins: list[str], outs: list[str], widths: dict[str, int]) -> str:
+def power_on_top(ins: list[str], outs: list[str], widths: dict[str, int], held: tuple[str, ...] = ()) -> str:
     """The Verilog of :data:`SIM_TOP`: the network's top :data:`TOP`, its ``rst`` driven by a register
     that is 1 until the first clock edge and 0 after it.
 
@@ -104,6 +104,10 @@ def power_on_top(ins: list[str], outs: list[str], widths: dict[str, int]) -> str
         The top's ports other than ``clk`` and ``rst`` (:func:`~equimesh.rtl.verilog.flat_ports`).
     widths : dict of str to int
         Every port's width in bits.
+    held : tuple of str
+        Inputs set once before the first clock edge (a tile's node constants, :mod:`~equimesh.sim.tiled`):
+        each reaches the top through a register loaded on the power-on reset's edge, so the logic they
+        feed is evaluated with the clocked logic, once per cycle, not with the input logic.
 
     Returns
     -------
@@ -116,7 +120,11 @@ def power_on_top(ins: list[str], outs: list[str], widths: dict[str, int]) -> str
     lines = [f"module {SIM_TOP}(", "    " + ",\n    ".join(["clk"] + ports), ");", "  input clk;"]
     lines += [f"  {'input' if n in ins else 'output'} [{widths[n] - 1}:0] {n};" for n in ports]
     lines += ["  reg rst = 1'b1;", "  always @(posedge clk) rst <= 1'b0;"]
-    conns = ["    .clk(clk)", "    .rst(rst)"] + [f"    .{n}({n})" for n in ports]
+    for n in held:
+        lines += [f"  reg [{widths[n] - 1}:0] {n}__held;", f"  always @(posedge clk) if (rst) {n}__held <= {n};"]
+    conns = ["    .clk(clk)", "    .rst(rst)"] + [
+        f"    .{n}({n}__held)" if n in held else f"    .{n}({n})" for n in ports
+    ]
     lines += [f"  {TOP} {TOP} (", ",\n".join(conns), "  );", "endmodule"]
     return "\n".join(lines) + "\n"
 
@@ -251,7 +259,9 @@ def _declarations(v: str, ins: list[str], outs: list[str], widths: dict[str, int
     return lines
 
 
-def harness_cpp(ins: list[str], outs: list[str], widths: dict[str, int], trace: str | None) -> str:
+def harness_cpp(
+    ins: list[str], outs: list[str], widths: dict[str, int], trace: str | None, net: list[str] | None = None
+) -> str:
     """The C++ driver of one design (see module docstring and :func:`write_program`).
 
     Parameters
@@ -262,14 +272,17 @@ def harness_cpp(ins: list[str], outs: list[str], widths: dict[str, int], trace: 
         Each port's width in bits.
     trace : str or None
         ``vcd`` or ``fst`` to write a waveform, else None.
+    net : list of str, optional
+        The C++ of a class ``Net`` that stands in for the Verilated top, with its ``set_in``, ``get_out``,
+        ``IN_WORDS`` and ``OUT_WORDS`` (the tiled model, :mod:`~equimesh.sim.tiled`); no waveform then.
 
     Returns
     -------
     str
         The C++ source.
     """
-    v = f"V{SIM_TOP}"
-    lines = _declarations(v, ins, outs, widths, trace)
+    v = "Net" if net else f"V{SIM_TOP}"
+    lines = net if net else _declarations(v, ins, outs, widths, trace)
     trace_decl = f"    Verilated{trace.capitalize() if trace == 'fst' else 'Vcd'}C* tf = nullptr;" if trace else ""
     lines += [
         "static std::vector<uint32_t> prog; static size_t pos = 0;",

@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from equimesh.cli import main
-from equimesh.rtl.packet import PacketFormat
+from equimesh.rtl.packet import PacketError, PacketFormat
 from equimesh.rtl.packet_network import packet_router_name
 from equimesh.rtl.rom import compile_schedule
 from equimesh.schedules.routing import forwarding_table
@@ -17,7 +17,15 @@ from equimesh.schedules.synth import synthesize
 from equimesh.schedules.topology import build
 from equimesh.sim import backends
 from equimesh.sim.mixed import run_mixed_compiled, simulate_mixed
-from equimesh.sim.traffic import make_traffic, packet_model, run_compiled, run_verilog, simulate, soak_verdict
+from equimesh.sim.traffic import (
+    PACKET_MODELS,
+    make_traffic,
+    packet_model,
+    run_compiled,
+    run_verilog,
+    simulate,
+    soak_verdict,
+)
 
 icarus = pytest.mark.skipif(shutil.which("iverilog") is None, reason="Icarus Verilog not installed")
 TIMING = ("simulator", "build_seconds", "sim_seconds", "cached")
@@ -110,24 +118,39 @@ def test_generators_create_packets_at_the_rate_asked_for(tmp_path):
     assert got["packets"] == got["created"]  # every queued packet is sent before the drain ends
 
 
-def test_a_hierarchical_packet_model_gives_the_same_records(tmp_path, monkeypatch):
-    """Above FLAT_NODES nodes a packet top compiles each router module once, as a hierarchical block:
-    another model of the same Verilog, with the same records as the flat one."""
+def test_every_packet_model_kind_gives_the_same_records(tmp_path, monkeypatch):
+    """The tiled model (one compiled tile per port set, the links wired in C++), the flat model and the
+    hierarchical one (each router module compiled once) run the same program to the same records:
+    counters, copies, cycles and every copy's latency. The mesh has six port sets, so six tile modules."""
     from equimesh.sim import verilator
 
-    topo = build("equimesh", 2, 3)
+    topo = build("mesh", 2, 3)
     table = forwarding_table(topo)
-    traffic = make_traffic(PacketFormat(topo.nodes, 2), "allgather-multiwrite", packets=2)
+    traffic = make_traffic(PacketFormat(topo.nodes, 2), "multicast", fanout=3, rate=0.5, seed=2)
     asked = []
     real = verilator.build_model
     monkeypatch.setattr(verilator, "build_model", lambda *a, **k: asked.append(k["hier_blocks"]) or real(*a, **k))
-    flat = run_compiled(table, traffic, 2, tmp_path / "f")  # the model of the test above
-    monkeypatch.setattr(backends, "FLAT_NODES", topo.nodes - 1)
-    assert packet_model(topo.nodes) == "hierarchical"
-    hier = run_compiled(table, traffic, 2, tmp_path / "h")
+    runs = {m: run_compiled(table, traffic, 2, tmp_path / m, cycles=300, stall=0.1, model=m) for m in PACKET_MODELS[1:]}
     assert asked[0] == [] and sorted(asked[1]) == sorted({packet_router_name(topo.ports(v)) for v in range(topo.nodes)})
-    _clean(hier)
-    assert {k: v for k, v in hier.items() if k not in TIMING} == {k: v for k, v in flat.items() if k not in TIMING}
+    for r in runs.values():
+        _clean(r)
+    flat = {k: v for k, v in runs["flat"].items() if k not in TIMING}
+    assert flat["packets"] > 100
+    for m in ("tiled", "hierarchical"):
+        assert {k: v for k, v in runs[m].items() if k not in TIMING} == flat, m
+
+
+def test_auto_picks_the_tiled_model_unless_it_cannot_run_the_request():
+    assert packet_model("auto", 64, 2, None) == "tiled"
+    assert packet_model("auto", 64, 1, None) == "tiled"
+    assert packet_model("auto", 16, 0, None) == "flat"  # pipeline 0: combinational paths between routers
+    assert packet_model("auto", 16, 2, "vcd") == "flat"  # a waveform: the tiles have no shared trace
+    assert packet_model("auto", backends.FLAT_NODES + 1, 0, None) == "hierarchical"
+    assert packet_model("flat", 64, 2, None) == "flat"
+    with pytest.raises(PacketError, match="pipeline 1 or 2"):
+        packet_model("tiled", 16, 0, None)
+    with pytest.raises(PacketError, match="waveform"):
+        packet_model("tiled", 16, 2, "fst")
 
 
 def test_compiled_mixed_equals_amaranth(tmp_path):

@@ -1,0 +1,166 @@
+"""One node of a packet traffic top as a module of its own: the node's router, endpoints and counters.
+
+:class:`PacketTile` is what :class:`~equimesh.rtl.packet_network.TrafficTop` (built with ``check``)
+holds per node, with everything that tells the nodes apart as inputs: the forwarding entries
+(``own``, ``reach``), the node number the generator writes into its headers, and the seeds of the
+generator's and the sinks' random sources. Nodes with the same ports are then one module, which the
+tiled compiled model (:mod:`equimesh.sim.tiled`) compiles once and instantiates per node, wiring the
+links between instances itself.
+
+Every signal that crosses from one tile to another is a register output: a link's ``valid`` and
+``payload`` leave the sender's link register, and a receiver's ``ready`` is its input buffer's register
+(the packet router's pipeline 1 and 2; pipeline 0 has combinational outputs and no tiles). A tiled
+network therefore computes the same cycle as the flat top when every tile samples, at the clock edge,
+its neighbours' outputs of the cycle before.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from .packet_endpoints import COUNTER_BITS, RATE_BITS, Checker, Generator, Sink, endpoint_seeds
+from .packet_network import PacketSetup, tree_sum
+from .packet_router import PacketRouter
+
+__all__ = ["NODE_INPUTS", "PacketTile", "tile_inputs"]
+
+NODE_INPUTS = ("own", "reach", "node", "gen_seed", "sink_seed")  # what tells the nodes' tiles apart
+
+
+class PacketTile(wiring.Component):
+    """A packet router with its node's :class:`Generator`, :class:`Sink` and :class:`Checker`.
+
+    Parameters
+    ----------
+    setup : PacketSetup
+        The network's packets (format, buffer depth).
+    ports : list of str
+        The router's network ports, in order.
+    depth : int
+        Entries of the generator's bitmap table.
+    pipeline : int
+        The router's pipeline depth, 1 or 2 (see the module docstring).
+
+    Ports
+    -----
+    i_<port>, o_<port> : the router's links (:class:`~equimesh.rtl.packet_router.PacketRouter`).
+    own, reach : the router's forwarding entries.
+    node : In(src_bits)  -- the generator's ``src``.
+    gen_seed : In(32), sink_seed : In(16).array(lanes)  -- the random sources' seeds (:func:`endpoint_seeds`).
+    stop, rate, stall, table_len : as :class:`~equimesh.rtl.packet_network.TrafficTop`'s, registered as there.
+    table_we, table_addr, table_data, table_limit : this generator's table write port.
+    created, sent, count, key_sum, key_sq_sum, header_errors, payload_errors : Out(32)  -- this node's
+        counters (:class:`TrafficTop`'s per node, or its summands).
+    ejected : Out(32)  -- flits this node's sinks took.
+    link_flits : Out(32).array(ports)  -- flits sent on each output link.
+    copy_done : Out(lanes), copy_stamp : Out(32).array(lanes)  -- this node's lanes, one per port.
+    """
+
+    def __init__(self, setup: PacketSetup, ports: list[str], depth: int, pipeline: int):
+        if pipeline < 1:
+            raise ValueError("a packet tile needs registered links (pipeline 1 or 2)")
+        self.setup, self.ports, self.depth, self.pipeline = setup, list(ports), depth, pipeline
+        fmt, lanes = setup.fmt, len(ports)
+        self.router = PacketRouter(setup.config, self.ports, pipeline)
+        members = {n: m for n, m in self.router.signature.members.items() if not n.startswith(("inject", "eject"))}
+        members.update(
+            {
+                "node": In(fmt.src_bits),
+                "gen_seed": In(32),
+                "sink_seed": In(RATE_BITS).array(lanes),
+                "stop": In(1),
+                "rate": In(RATE_BITS + 1),
+                "stall": In(RATE_BITS + 1),
+                "table_len": In(range(depth + 1)),
+                "table_we": In(1),
+                "table_addr": In(range(depth)),
+                "table_data": In(fmt.nodes),
+                "table_limit": In(COUNTER_BITS),
+                **{n: Out(COUNTER_BITS) for n in _COUNTERS},
+                "ejected": Out(COUNTER_BITS),
+                "link_flits": Out(COUNTER_BITS).array(lanes),
+                "copy_done": Out(lanes),
+                "copy_stamp": Out(COUNTER_BITS).array(lanes),
+            }
+        )
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+        fmt, router, lanes = self.setup.fmt, self.router, len(self.ports)
+        m.submodules.router = router
+        now = Signal(COUNTER_BITS)
+        m.d.sync += now.eq(now + 1)
+        stop, rate, stall = Signal(init=1), Signal.like(self.rate), Signal.like(self.stall)
+        m.d.sync += [stop.eq(self.stop), rate.eq(self.rate), stall.eq(self.stall)]
+        m.d.comb += [router.own.eq(self.own), router.reach.eq(self.reach)]
+        for k, p in enumerate(self.ports):
+            wiring.connect(m, wiring.flipped(getattr(self, f"i_{p}")), getattr(router, f"i_{p}"))
+            wiring.connect(m, getattr(router, f"o_{p}"), wiring.flipped(getattr(self, f"o_{p}")))
+            out = getattr(self, f"o_{p}")
+            with m.If(out.valid & out.ready):
+                m.d.sync += self.link_flits[k].eq(self.link_flits[k] + 1)
+        m.submodules.gen = gen = Generator(fmt, self.depth)
+        wiring.connect(m, gen.o, router.inject)
+        m.d.comb += [
+            gen.node.eq(self.node),
+            gen.seed.eq(self.gen_seed),
+            gen.stop.eq(stop),
+            gen.rate.eq(rate),
+            gen.length.eq(self.table_len),
+            gen.we.eq(self.table_we),
+            gen.addr.eq(self.table_addr),
+            gen.data.eq(self.table_data),
+            gen.limit.eq(self.table_limit),
+            gen.now.eq(now),
+            self.created.eq(gen.created),
+            self.sent.eq(gen.sent),
+        ]
+        m.submodules.sink = sink = Sink(fmt, lanes)
+        m.submodules.check = chk = Checker(fmt, lanes)
+        m.d.comb += [sink.stall.eq(stall), chk.own.eq(self.own)]
+        ejects = [getattr(router, f"eject_{p}") for p in self.ports]
+        for k, e in enumerate(ejects):
+            wiring.connect(m, e, sink.i[k])
+            c = chk.i[k]
+            m.d.comb += [
+                sink.seed[k].eq(self.sink_seed[k]),
+                c.valid.eq(e.valid),
+                c.ready.eq(e.ready),
+                c.payload.eq(e.payload),
+                self.copy_stamp[k].eq(chk.stamp[k]),
+            ]
+        m.d.comb += self.copy_done.eq(chk.done)
+        m.d.comb += [getattr(self, n).eq(getattr(chk, n)) for n in _COUNTERS[2:]]
+        took = Signal(range(lanes + 1))
+        m.d.comb += took.eq(tree_sum([e.valid & e.ready for e in ejects]))
+        m.d.sync += self.ejected.eq(self.ejected + took)
+        return m
+
+
+# The node's counters: the generator's two, then the checker's.
+_COUNTERS = ("created", "sent", "count", "key_sum", "key_sq_sum", "header_errors", "payload_errors")
+
+
+def tile_inputs(setup: PacketSetup, v: int, ports: list[str]) -> dict[str, int | list[int]]:
+    """Node ``v``'s values of a :class:`PacketTile`'s per-node inputs.
+
+    Parameters
+    ----------
+    setup : PacketSetup
+        The network's packets.
+    v : int
+        The node.
+    ports : list of str
+        Its router's network ports.
+
+    Returns
+    -------
+    dict
+        :data:`NODE_INPUTS`: ``own``, ``reach``, ``node``, ``gen_seed`` (ints) and ``sink_seed`` (one int
+        per lane).
+    """
+    seeds = endpoint_seeds(v, len(ports))
+    return {**setup.forwarding(v, ports), "node": v, "gen_seed": seeds["gen"], "sink_seed": seeds["sink"]}

@@ -1,0 +1,422 @@
+"""The tiled compiled model of a packet traffic top: one Verilator model per distinct node tile, one
+C++ object per node, the links wired by the harness.
+
+A flat Verilator model writes every router's logic out once per instance: at 8x8 the code no longer
+fits the instruction cache, and at 16x16 and 32x32 its compile takes tens of minutes and gigabytes
+(docs/packets.md, "Speed of the compiled packet run"). Here each distinct
+:class:`~equimesh.rtl.packet_tile.PacketTile` (a node's router, endpoints and counters; one per port
+set: one for an EquiMesh or a torus, nine for a mesh) is Verilated once, with its own ``--prefix``,
+and the network is ``nodes`` objects of those classes sharing their code. Each node's forwarding
+entries, node number and seeds are inputs, set once when the network is made.
+
+The harness (:func:`~equimesh.sim.verilator.harness_cpp`, the same program interpreter as the flat
+model's) sees a class ``Net`` with the flat :class:`~equimesh.rtl.packet_network.TrafficTop`'s ports:
+
+* a rising clock copies every link's ``valid``, ``payload`` and ``ready`` from the sender's and
+  receiver's outputs (all register outputs: :mod:`~equimesh.rtl.packet_tile`) to the other side's
+  inputs, then clocks every tile;
+* the top's inputs are kept and applied to the tiles before the next evaluation: ``stop``, ``rate``,
+  ``stall`` and ``table_len`` to every tile, the table's write port to the tiles of ``table_group``,
+  each its field of ``table_data`` and ``table_limit``;
+* the top's outputs are read from the tiles: a node's counters from its tile, ``link_flits__i`` from
+  the sender's counter of link ``i``, ``ejected`` and the error counts as sums over the tiles,
+  ``copy_done`` as the tiles' lanes in node order.
+
+So the model runs every :class:`~equimesh.sim.program.Program` the flat model runs and returns the
+same records (a test compares them word for word).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from amaranth.back import verilog
+
+from ..rtl.flow.cache import CacheError, cache_root, json_record, publish, seal, valid_entry
+from ..rtl.packet_network import PacketNetwork, PacketSetup, TrafficLoad, TrafficTop
+from ..rtl.packet_tile import NODE_INPUTS, PacketTile, tile_inputs
+from ..rtl.verilog import TOP, flat_ports, without_zero_init
+from ..schedules.routing import ForwardingTable
+from .program import words_of
+from .verilator import (
+    CXX_OPT,
+    CXX_OPT_SLOW,
+    SIM_TOP,
+    VERILATOR_FLAGS,
+    Model,
+    VerilatorError,
+    find_verilator,
+    harness_cpp,
+    power_on_top,
+    rtl_digest,
+)
+
+__all__ = ["build_tiled", "tiled_declarations"]
+
+_BROADCAST = ("stop", "rate", "stall", "table_len")  # the top's inputs every tile takes as they are
+_TABLE = ("table_we", "table_group", "table_addr", "table_data", "table_limit")
+_PER_NODE = ("created", "sent", "count", "key_sum", "key_sq_sum")  # the top's ``<name>__<node>`` outputs
+_SUMS = ("ejected", "header_errors", "payload_errors")  # the top's sums over the nodes
+# The tile ports every class has, by name (the harness finds them through ``COMMON``).
+_COMMON = _BROADCAST + ("table_we", "table_addr", "table_data", "table_limit") + _PER_NODE + _SUMS + ("copy_done",)
+
+
+def _class_name(ports: list[str]) -> str:
+    return f"Vtile_{''.join(ports)}"
+
+
+def _bytes(width: int) -> int:
+    """Bytes of a Verilator port member of ``width`` bits (CData, SData, IData, QData or VlWide)."""
+    return 1 if width <= 8 else 2 if width <= 16 else 4 if width <= 32 else 8 if width <= 64 else 4 * words_of(width)
+
+
+def _member(port: str) -> str:
+    return port.replace("__", "___05F")
+
+
+_PRELUDE = [
+    '#include "verilated.h"',
+    "#include <chrono>",
+    "#include <cstdint>",
+    "#include <cstdio>",
+    "#include <cstdlib>",
+    "#include <cstring>",
+    "#include <vector>",
+    "static void wr(void* p, int bytes, const uint32_t* w) {",
+    "    if (bytes == 1) *(uint8_t*)p = uint8_t(w[0]); else if (bytes == 2) *(uint16_t*)p = uint16_t(w[0]);",
+    "    else if (bytes == 4) *(uint32_t*)p = w[0]; else if (bytes == 8) *(uint64_t*)p = w[0] | uint64_t(w[1]) << 32;",
+    "    else std::memcpy(p, w, bytes); }",
+    "static void rd(const void* p, int bytes, uint32_t* w) {",
+    "    if (bytes == 1) w[0] = *(const uint8_t*)p; else if (bytes == 2) w[0] = *(const uint16_t*)p;",
+    "    else if (bytes == 4) w[0] = *(const uint32_t*)p;",
+    "    else if (bytes == 8) { uint64_t x = *(const uint64_t*)p; w[0] = uint32_t(x); w[1] = uint32_t(x >> 32); }",
+    "    else std::memcpy(w, p, bytes); }",
+    "struct Tile { void* m; void (*edge)(void*); void (*fin)(void*); std::vector<void*> p; std::vector<int> b; };",
+]
+
+# Verilator's record of the clock's value at the last evaluation (its edge detector): a tile's evaluation at
+# the falling edge would only record the 0 and evaluate the input logic once more, so the harness clears
+# the record instead and evaluates each tile once per cycle, at the rising edge.
+EDGE_RECORD = "__Vtrigprevexpr___TOP__clk__0"
+
+
+def _tile_classes(classes: dict) -> list[str]:
+    """The C++ that makes a :class:`Tile` of each Verilated tile class: its model, its rising edge, and a
+    pointer and a size per port (in the class's ``ins + outs`` order)."""
+    lines = []
+    for c, (_, ins, outs, w) in classes.items():
+        ptrs = ", ".join(f"(void*)&m->{_member(n)}" for n in ins + outs)
+        sizes = ", ".join(str(_bytes(w[n])) for n in ins + outs)
+        lines += [
+            f'#include "{c}.h"',
+            f'#include "{c}___024root.h"',
+            f"static Tile make_{c}(VerilatedContext* ctx) {{",
+            f"    auto* m = new {c}{{ctx}}; m->clk = 0; m->eval(); Tile t; t.m = m;",
+            f"    t.edge = [](void* x) {{ auto* y = ({c}*)x; y->rootp->{EDGE_RECORD} = 0; y->clk = 1; y->eval(); }};",
+            f"    t.fin = [](void* x) {{ auto* y = ({c}*)x; y->final(); delete y; }};",
+            f"    t.p = {{{ptrs}}}; t.b = {{{sizes}}}; return t; }}",
+        ]
+    return lines
+
+
+def _array(name: str, rows: list, ctype: str = "int") -> str:
+    """A C++ static array of ``rows`` (ints, or tuples of ints: a two-dimensional array)."""
+    if rows and isinstance(rows[0], tuple):
+        body = ", ".join("{" + ", ".join(map(str, r)) + "}" for r in rows)
+        return f"static const {ctype} {name}[][{len(rows[0])}] = {{{body}}};"
+    return f"static const {ctype} {name}[] = {{{', '.join(map(str, rows))}}};"
+
+
+def _wiring(classes: dict, nodes: list, links: list, lanes: list, top: tuple) -> list[str]:
+    """The network as C++ tables: each node's class (``CLASS``), the tile port of every common name per
+    class (``COMMON``, :data:`_COMMON`), the signals each link copies (``COPIES``: destination node and
+    port, source node and port), every node's own inputs (``INIT``: node, port, words, values) and how
+    each output of the top is read (``OUT_RULE``: kind, node, port; kinds 0 a node's port, 1 a sum over
+    the nodes of a common port, 2 ``copy_done``, the lanes in node order)."""
+    names = list(classes)
+    index = {c: {n: i for i, n in enumerate(ins + outs)} for c, (_, ins, outs, _) in classes.items()}
+    copies = []
+    for s, sp, d, dp in links:
+        ts, td = index[nodes[s][0]], index[nodes[d][0]]
+        copies += [(d, td[f"i_{dp}__{f}"], s, ts[f"o_{sp}__{f}"]) for f in ("valid", "payload")]
+        copies.append((s, ts[f"o_{sp}__ready"], d, td[f"i_{dp}__ready"]))
+    init = []
+    for v, (c, values) in enumerate(nodes):
+        for name, value in values.items():
+            for k, x in enumerate(value if isinstance(value, list) else [value]):
+                port = f"{name}__{k}" if isinstance(value, list) else name
+                n = words_of(classes[c][3][port])
+                init += [v, index[c][port], n] + [(x >> (32 * j)) & 0xFFFFFFFF for j in range(n)]
+    rules = []
+    for n in top[1]:
+        base, _, k = n.rpartition("__")
+        if n in _SUMS:
+            rules.append((1, 0, _COMMON.index(n)))
+        elif n == "copy_done":
+            rules.append((2, 0, 0))
+        elif base in _PER_NODE:
+            rules.append((0, int(k), index[nodes[int(k)][0]][base]))
+        elif base == "link_flits":
+            s, sp, _, _ = links[int(k)]
+            c = nodes[s][0]
+            rules.append((0, s, index[c][f"link_flits__{classes[c][0].index(sp)}"]))
+        elif base == "copy_stamp":
+            v, j = lanes[int(k)]
+            rules.append((0, v, index[nodes[v][0]][f"copy_stamp__{j}"]))
+        else:
+            raise ValueError(f"the tiled model has no rule for the top's output {n}")
+    return [
+        _array("CLASS", [names.index(c) for c, _ in nodes]),
+        _array("COMMON", [tuple(index[c][n] for n in _COMMON) for c in names]),
+        _array("COPIES", copies),
+        _array("INIT", init, "uint32_t"),
+        _array("OUT_RULE", rules),
+        _array("LANES", [len(classes[c][0]) for c in names]),
+        _array("IN_WORDS", [words_of(top[2][n]) for n in top[0]]),
+        _array("OUT_WORDS", [words_of(top[2][n]) for n in top[1]]),
+    ]
+
+
+def tiled_declarations(
+    classes: dict, nodes: list, links: list, lanes: list, top: tuple, load: TrafficLoad
+) -> list[str]:
+    """The C++ of class ``Net`` and its port functions, for :func:`~equimesh.sim.verilator.harness_cpp`.
+
+    Parameters
+    ----------
+    classes : dict
+        Class name -> ``(ports, ins, outs, widths)`` of its tile (network ports, then flat ports).
+    nodes : list
+        Per node: ``(class name, {tile input: int or list of int})``, its per-node inputs.
+    links : list
+        Per link of the top, in order: ``(src, src port, dst, dst port)``.
+    lanes : list
+        Per lane of the top, in order: ``(node, index of the lane in its tile)``.
+    top : tuple
+        The flat top's ``(ins, outs, widths)``.
+    load : TrafficLoad
+        The top's table-load geometry.
+
+    Returns
+    -------
+    list of str
+        The lines.
+    """
+    slot = {n: top[0].index(n) for n in _BROADCAST + _TABLE}
+    at = {n: _COMMON.index(n) for n in _COMMON}
+    lines = _PRELUDE + _tile_classes(classes) + _wiring(classes, nodes, links, lanes, top)
+    lines.append(f"static const int NODES = {len(nodes)}, GROUP = {load.group}, FIELD_WORDS = {load.field_bits // 32};")
+    lines += [
+        "struct Net {",
+        "    uint8_t clk = 0, last = 0; bool dirty = true; std::vector<Tile> t;",
+        "    std::vector<std::vector<uint32_t>> in;",
+        "    explicit Net(VerilatedContext* ctx) {",
+        "        for (int v = 0; v < NODES; v++) switch (CLASS[v]) {",
+        *[f"            case {i}: t.push_back(make_{c}(ctx)); break;" for i, c in enumerate(classes)],
+        "        }",
+        "        for (size_t i = 0; i < sizeof(INIT) / 4;) { Tile& x = t[INIT[i]]; int p = INIT[i + 1], n = INIT[i + 2];",
+        "            wr(x.p[p], x.b[p], &INIT[i + 3]); i += 3 + n; }",
+        "        for (int w : IN_WORDS) in.emplace_back(w, 0u);",
+        "    }",
+        "    void set(int v, int c, const uint32_t* w) { Tile& x = t[v]; int p = COMMON[CLASS[v]][c]; wr(x.p[p], x.b[p], w); }",
+        "    void apply() {  // the top's inputs, as TrafficTop hands them to each node",
+        f"        const uint32_t we = in[{slot['table_we']}][0], group = in[{slot['table_group']}][0];",
+        "        std::vector<uint32_t> field(FIELD_WORDS + 2);",
+        "        for (int v = 0; v < NODES; v++) {",
+        *[f"            set(v, {at[n]}, in[{slot[n]}].data());" for n in _BROADCAST],
+        "            uint32_t mine = we && uint32_t(v / GROUP) == group;",
+        f"            set(v, {at['table_we']}, &mine);",
+        f"            set(v, {at['table_addr']}, in[{slot['table_addr']}].data());",
+        "            int f = v % GROUP;",
+        f"            std::memcpy(field.data(), &in[{slot['table_data']}][f * FIELD_WORDS], FIELD_WORDS * 4);",
+        "            if (NODES % 32) field[FIELD_WORDS - 1] &= (1u << (NODES % 32)) - 1;",
+        f"            set(v, {at['table_data']}, field.data());",
+        f"            set(v, {at['table_limit']}, &in[{slot['table_limit']}][f]);",
+        "        }",
+        "        dirty = false;",
+        "    }",
+        "    void eval() {  // the tiles' outputs are registers: only a rising edge changes them",
+        "        if (dirty) apply();",
+        "        if (clk && !last) {",
+        "            for (auto& c : COPIES) { Tile& d = t[c[0]]; Tile& s = t[c[2]];"
+        " std::memcpy(d.p[c[1]], s.p[c[3]], d.b[c[1]]); }",
+        "            for (auto& x : t) x.edge(x.m);",
+        "        }",
+        "        last = clk;",
+        "    }",
+        "    void final() { for (auto& x : t) x.fin(x.m); t.clear(); }",
+        "};",
+        "static void set_in(Net* n, int i, const uint32_t* w) {",
+        "    std::memcpy(n->in[i].data(), w, IN_WORDS[i] * 4); n->dirty = true; }",
+        "static void get_out(Net* n, int i, uint32_t* w) {",
+        "    const int* r = OUT_RULE[i];",
+        "    if (r[0] == 0) { Tile& x = n->t[r[1]]; rd(x.p[r[2]], x.b[r[2]], w); return; }",
+        "    if (r[0] == 1) { uint32_t s = 0, y;",
+        "        for (int v = 0; v < NODES; v++) { Tile& x = n->t[v]; int p = COMMON[CLASS[v]][r[2]]; rd(x.p[p], 4, &y); s += y; }",
+        "        w[0] = s; return; }",
+        "    std::memset(w, 0, OUT_WORDS[i] * 4); int bit = 0;",
+        "    for (int v = 0; v < NODES; v++) { Tile& x = n->t[v]; int k = LANES[CLASS[v]];",
+        f"        int p = COMMON[CLASS[v]][{at['copy_done']}]; uint32_t d; rd(x.p[p], x.b[p], &d);",
+        "        for (int j = 0; j < k; j++, bit++) if (d >> j & 1) w[bit / 32] |= 1u << (bit % 32); }",
+        "}",
+    ]
+    return lines
+
+
+# Build flags of a tile (measured on the 8x8 EquiMesh run of docs/packets.md): a tile is small, so the flat
+# model's compile-time savings are not needed. Merging conditional assignments (without -fno-merge-cond):
+# 22,700 -> 29,300 cycles/s; the tiles' C++ at -O2: 32,600 (-O3: no faster).
+TILE_FLAGS = tuple(f for f in VERILATOR_FLAGS if f != "-fno-merge-cond")
+TILE_CXX_OPT = "-O2"
+
+TILE_RECORD = ("ports", "ins", "outs", "widths", "held", "verilog")  # a cached tile's Verilog record
+
+
+def _tile_record(setup: PacketSetup, ports: list[str], depth: int, pipeline: int, params: str) -> dict:
+    """The cached Verilog of one :class:`PacketTile` (module :data:`~equimesh.rtl.verilog.TOP`) and its
+    ports; ``held``: the node's own inputs (:func:`tile_inputs`)."""
+    key = hashlib.sha256((rtl_digest() + "\0" + json.dumps([params, ports])).encode()).hexdigest()[:24]
+
+    def export() -> dict:
+        tile = PacketTile(setup, ports, depth, pipeline)
+        ins, outs, widths = flat_ports(tile)
+        text = without_zero_init(verilog.convert(tile, name=TOP, emit_src=False))
+        held = [n for n in ins if n.partition("__")[0] in NODE_INPUTS]
+        return {"ports": ports, "ins": ins, "outs": outs, "widths": widths, "held": held, "verilog": text}
+
+    return json_record(cache_root() / "verilog" / f"tile-{key}.json", TILE_RECORD, export)
+
+
+def _run(cmd: list[str], cwd: Path, log, env: dict) -> None:
+    proc = subprocess.run(cmd, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, env=env)
+    if proc.returncode != 0:
+        raise subprocess.CalledProcessError(proc.returncode, cmd)
+
+
+def build_tiled(
+    table: ForwardingTable, payload_flits: int, depth: int, pipeline: int, flit_bits: int, log=None
+) -> tuple[Model, dict[str, int]]:
+    """The cached tiled model of the packet traffic top (see module docstring) and its ports' widths:
+    the same ports as :class:`~equimesh.rtl.packet_network.TrafficTop` built with ``check``.
+
+    Parameters
+    ----------
+    table : ForwardingTable
+        The forwarding table (its topology gives the nodes and links).
+    payload_flits : int
+        Payload flits per packet.
+    depth : int
+        Entries of each generator's bitmap table.
+    pipeline : int
+        The routers' pipeline depth, 1 or 2.
+    flit_bits : int
+        Width of a flit's body.
+    log : callable, optional
+        Takes a progress line (the build's start).
+
+    Returns
+    -------
+    tuple[Model, dict[str, int]]
+        The model (:class:`~equimesh.sim.verilator.Model`) and the top's port widths; a failed build
+        raises :class:`~equimesh.sim.verilator.VerilatorError` naming its log.
+    """
+    t0 = time.perf_counter()
+    topo = table.topology
+    net = PacketNetwork(table, payload_flits, pipeline=pipeline, flit_bits=flit_bits)
+    top = TrafficTop(net, depth, check=True)
+    net._MustUse__silence = top._MustUse__silence = True  # only their ports are read
+    tins, touts, twidths = flat_ports(top)
+    setup = net.setup
+    params = json.dumps([setup.fmt.nodes, payload_flits, setup.depth, flit_bits, depth, pipeline])
+    classes, nodes = {}, []
+    for v in range(topo.nodes):
+        ports = topo.ports(v)
+        c = _class_name(ports)
+        if c not in classes:
+            classes[c] = _tile_record(setup, ports, depth, pipeline, params)
+        nodes.append((c, tile_inputs(setup, v, ports)))
+    for r in classes.values():  # under the power-on reset, the node's own inputs held from its edge on
+        r["verilog"] += power_on_top(r["ins"], r["outs"], r["widths"], tuple(r["held"]))
+    links = [(lk.src, lk.src_port, lk.dst, lk.dst_port) for lk in topo.links]
+    lanes = [(v, topo.ports(v).index(p)) for v, p in net.lanes]
+    decls = tiled_declarations(
+        {c: (r["ports"], r["ins"], r["outs"], r["widths"]) for c, r in classes.items()},
+        nodes,
+        links,
+        lanes,
+        (tins, touts, twidths),
+        top.load,
+    )
+    cpp = harness_cpp(tins, touts, twidths, None, net=decls)
+    exe, version = find_verilator()
+    flags = list(TILE_FLAGS)
+    key = hashlib.sha256(
+        "\0".join(
+            [*(r["verilog"] for r in classes.values()), cpp, version, " ".join(flags), TILE_CXX_OPT, CXX_OPT_SLOW]
+        ).encode()
+    ).hexdigest()[:24]
+    root = cache_root() / "models"
+    entry = root / key
+    if valid_entry(entry, key):
+        return Model(entry, tins, touts, 0.0, True), twidths
+    if log:
+        log(f"building the tiled Verilator model ({len(classes)} tile modules; cache {entry})")
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f"build-{key}-", dir=root))
+    jobs = str(os.cpu_count() or 1)
+    make = f"OPT_FAST={TILE_CXX_OPT} OPT_SLOW={CXX_OPT_SLOW} OPT_GLOBAL={CXX_OPT} CFG_CXXFLAGS_PCH_I=-include"
+    if shutil.which("ccache"):
+        make += " OBJCACHE=ccache"
+    env = dict(os.environ, MAKEFLAGS=make)
+    try:
+        with open(tmp / "build.log", "w") as logf:
+            try:
+                (tmp / "harness.cpp").write_text(cpp)
+                names = list(classes)
+                for c in names[1:]:  # every tile but the first: a C++ archive of its own
+                    (tmp / f"{c}.v").write_text(classes[c]["verilog"])
+                    _run(
+                        [exe, "--cc", "--prefix", c, "--top-module", SIM_TOP, "--Mdir", c, *flags, f"{c}.v"],
+                        tmp,
+                        logf,
+                        env,
+                    )
+                    _run(["make", "-j", jobs, "-C", c, "-f", f"{c}.mk", f"{c}__ALL.a"], tmp, logf, env)
+                # The first tile with the harness and Verilator's runtime, linked with the others' archives.
+                first = names[0]
+                (tmp / f"{first}.v").write_text(classes[first]["verilog"])
+                _run(
+                    [exe, "--cc", "--exe", "--prefix", first, "--top-module", SIM_TOP, "--Mdir", first, "-o", "model"]
+                    + [*flags, f"{first}.v", "harness.cpp"]
+                    + ["-CFLAGS", " ".join(f"-I../{c}" for c in names[1:]) or "-I."]
+                    + ["-LDFLAGS", " ".join(f"../{c}/{c}__ALL.a" for c in names[1:]) or "-L."],
+                    tmp,
+                    logf,
+                    env,
+                )
+                _run(["make", "-j", jobs, "-C", first, "-f", f"{first}.mk", "model"], tmp, logf, env)
+            except subprocess.CalledProcessError as e:
+                keep = root / f"failed-{key}.log"
+                shutil.copy(tmp / "build.log", keep)
+                raise VerilatorError(
+                    f"Verilator failed to build the tiled model (exit {e.returncode}); log: {keep}"
+                ) from None
+        shutil.move(str(tmp / names[0] / "model"), tmp / "model")
+        for c in classes:
+            shutil.rmtree(tmp / c)
+        seal(tmp, key, verilator=version, flags=flags)
+        try:
+            publish(tmp, entry, key)
+        except CacheError as e:
+            raise VerilatorError(str(e)) from None
+        return Model(entry, tins, touts, time.perf_counter() - t0, False), twidths
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
