@@ -331,18 +331,38 @@ def link_loads(t: ForwardingTable) -> tuple[list[int], list[int]]:
         ``(pairs, trees)``, each of length L, indexed by link id.
     """
     topo = t.topology
-    pairs, trees = [0] * len(topo.links), [0] * len(topo.links)
+    trees = [0] * len(topo.links)
     for s in range(topo.nodes):
-        used: set[int] = set()
-        for d in range(topo.nodes):
-            if d != s:
-                r = t.route(s, d)
-                used.update(r)
-                for i in r:
-                    pairs[i] += 1
-        for i in used:
+        for i in {i for d in range(topo.nodes) if d != s for i in t.route(s, d)}:
             trees[i] += 1
-    return pairs, trees
+    return _pair_loads(t), trees
+
+
+def _pair_loads(t: ForwardingTable) -> list[int]:
+    """:func:`link_loads`' first list without the N**2 routes: per destination ``d`` the next hops form
+    a tree towards ``d``, and the routes through a node's link towards ``d`` are its subtree's nodes
+    (every node is a source), summed from the leaves, the nodes farthest from ``d``, inwards."""
+    topo, n = t.topology, t.topology.nodes
+    pairs = [0] * len(topo.links)
+    for d in range(n):
+        hop = [t.next_link(v, d) if v != d else -1 for v in range(n)]
+        depth = [-1] * n  # links from v to d
+        depth[d] = 0
+        for s in range(n):
+            walk, v = [], s
+            while depth[v] < 0:
+                if len(walk) > n:
+                    raise RoutingError(f"routing loop from node {s} to node {d}")
+                walk.append(v)
+                v = topo.links[hop[v]].dst
+            for k, u in enumerate(reversed(walk), start=depth[v] + 1):
+                depth[u] = k
+        size = [1] * n  # the sources whose route to d passes through v, v included
+        for v in sorted(range(n), key=depth.__getitem__, reverse=True):
+            if v != d:
+                pairs[hop[v]] += size[v]
+                size[topo.links[hop[v]].dst] += size[v]
+    return pairs
 
 
 def _in_line_paths(topo: Topology, load: list[int]) -> list[list[int]]:
@@ -468,7 +488,7 @@ def shortcut_table(topo: Topology) -> ForwardingTable:
         As :func:`xy_table`, which it starts from.
     """
     links = topo.links
-    want = _in_line_paths(topo, link_loads(xy_table(topo))[0])
+    want = _in_line_paths(topo, _pair_loads(xy_table(topo)))
     ports = [[LOCAL if v == d else links[want[d][v]].src_port for d in range(topo.nodes)] for v in range(topo.nodes)]
     t = ForwardingTable(topo, ports, "shortcut")
     if find_cycle(len(links), channel_dependencies(t)) is not None:
@@ -534,9 +554,33 @@ def validate(t: ForwardingTable) -> None:
                 raise RoutingError(f"table[{v}][{d}] = {p!r}: only table[v][v] may be {LOCAL!r}")
             if p != LOCAL and p not in t.out_link[v]:
                 raise RoutingError(f"table[{v}][{d}] = {p!r}: router {v} has no outgoing link on port {p!r}")
-    for s in range(n):
-        for d in range(n):
-            t.route(s, d)
+    _check_loops(t)
+
+
+def _check_loops(t: ForwardingTable) -> None:
+    """Raise RoutingError naming the first (source, destination) pair, in the order of
+    :meth:`ForwardingTable.route` over all sources then destinations, whose route loops. Per
+    destination, the table's next hops form a graph with one edge out of every other node: each node's
+    walk is followed once, until it reaches the destination, a node already judged, or itself."""
+    topo, n = t.topology, t.topology.nodes
+    loops = []
+    for d in range(n):
+        state = [0] * n  # 0 unknown, 1 on the current walk, 2 reaches d, 3 loops
+        state[d] = 2
+        for s in range(n):
+            walk, v = [], s
+            while state[v] == 0:
+                state[v] = 1
+                walk.append(v)
+                v = topo.links[t.next_link(v, d)].dst
+            verdict = 2 if state[v] == 2 else 3
+            for u in walk:
+                state[u] = verdict
+            if state[s] == 3:
+                loops.append((s, d))
+    if loops:
+        s, d = min(loops)
+        raise RoutingError(f"routing loop from node {s} to node {d}")
 
 
 def channel_dependencies(t: ForwardingTable, flow: str = "cut-through") -> set[tuple[int, int]]:
@@ -562,15 +606,21 @@ def channel_dependencies(t: ForwardingTable, flow: str = "cut-through") -> set[t
     """
     topo = t.topology
     n = topo.nodes
+    if flow not in ("cut-through", "wormhole"):
+        raise RoutingError(f"unknown flow control {flow!r}")
+    _check_loops(t)
+    # Consecutive links of every route: per destination d, the link v sends d's packets on, then the
+    # one its next hop w sends them on (every v is a source, so every such pair is on a route).
     edges = set()
-    for s in range(n):
-        for d in range(n):
-            r = t.route(s, d)
-            edges.update(zip(r, r[1:]))
+    for d in range(n):
+        for v in range(n):
+            if v != d:
+                a = t.next_link(v, d)
+                w = topo.links[a].dst
+                if w != d:
+                    edges.add((a, t.next_link(w, d)))
     if flow == "cut-through":
         return edges
-    if flow != "wormhole":
-        raise RoutingError(f"unknown flow control {flow!r}")
     # Wormhole replication: at router v, a packet entering on channel c (or injected)
     # with destinations D splits over outputs; every link of one branch's sub-tree
     # depends on every other branch's first link.

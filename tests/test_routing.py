@@ -9,6 +9,7 @@ from equimesh.schedules.routing import (
     DeadlockError,
     ForwardingTable,
     RoutingError,
+    channel_dependencies,
     check_deadlock_free,
     forwarding_table,
     load,
@@ -152,7 +153,7 @@ def test_bad_tables_are_rejected(tmp_path):
         check_deadlock_free(t)
     t = xy_table(topo)
     t.ports[0][3], t.ports[1][3] = "E", "W"  # 0 -> 1 -> 0 -> ...
-    with pytest.raises(RoutingError, match="loop"):
+    with pytest.raises(RoutingError, match="loop from node 0 to node 3"):  # the first looping pair
         check_deadlock_free(t)
     path = tmp_path / "cw.json"
     path.write_text(json.dumps(_clockwise_2x2().to_json()))
@@ -160,3 +161,14 @@ def test_bad_tables_are_rejected(tmp_path):
         load(path)
     path.write_text(json.dumps(forwarding_table(build("equimesh", 2, 3)).to_json()))
     assert load(path).topology.name == "2x3 equimesh"
+
+
+@pytest.mark.parametrize("kind", ["mesh", "equimesh", "torus", "overflow"])
+def test_channel_dependencies_are_the_consecutive_links_of_every_route(kind):
+    """The definition, by the table's own routes: every source to every destination, each pair of
+    consecutive links (channel_dependencies builds the same set per destination, without the routes)."""
+    for algorithm in ("xy", "shortcut"):
+        t = forwarding_table(build(kind, 4, 5), algorithm)
+        n = t.topology.nodes
+        want = {pair for s in range(n) for d in range(n) for pair in zip(t.route(s, d), t.route(s, d)[1:])}
+        assert channel_dependencies(t) == want
