@@ -140,6 +140,23 @@ def test_every_packet_model_kind_gives_the_same_records(tmp_path, monkeypatch):
         assert {k: v for k, v in runs[m].items() if k not in TIMING} == flat, m
 
 
+def test_the_tiled_model_at_pipeline_1_gives_the_flat_models_records(tmp_path):
+    """Pipeline 1: the input buffers' ready and the link registers are registers too, so the tiles may
+    be clocked in any order; a 2x2 EquiMesh, one tile module."""
+    topo = build("equimesh", 2, 2)
+    table = forwarding_table(topo)
+    traffic = make_traffic(PacketFormat(topo.nodes, 3), "multicast", fanout=2, rate=0.6, seed=7)
+    runs = [
+        run_compiled(table, traffic, 3, tmp_path / m, cycles=200, stall=0.2, pipeline=1, model=m)
+        for m in ("flat", "tiled")
+    ]
+    _clean(runs[0])
+    assert runs[0]["packets"] > 50
+    assert [{k: v for k, v in r.items() if k not in TIMING} for r in runs[1:]] == [
+        {k: v for k, v in runs[0].items() if k not in TIMING}
+    ]
+
+
 def test_auto_picks_the_tiled_model_unless_it_cannot_run_the_request():
     assert packet_model("auto", 64, 2, None) == "tiled"
     assert packet_model("auto", 64, 1, None) == "tiled"
