@@ -74,6 +74,7 @@ def packet_run(
     mode: str,
     vcd: str | None = None,
     model: str = "auto",
+    threads: int = 1,
     **run,
 ) -> dict:
     """One packet run on ``backend`` (``vcd``: amaranth and verilator only, :func:`_check_vcd`); missing or
@@ -99,6 +100,8 @@ def packet_run(
         A waveform file to write.
     model : str
         The compiled model's kind (``verilator`` only; :data:`~equimesh.sim.traffic.PACKET_MODELS`).
+    threads : int
+        The tiled model's threads (``verilator`` only).
     **run
         The run's options (``cycles``, ``stall``, ``pipeline``, ...), passed on to the backend.
 
@@ -115,7 +118,9 @@ def packet_run(
             return simulate(table, traffic, payload_flits, vcd=vcd, **run)
         with build_directory(build_dir, "equimesh-traffic-") as build:
             if backend == "verilator":
-                return run_compiled(table, traffic, payload_flits, build, log=_log, vcd=vcd, model=model, **run)
+                return run_compiled(
+                    table, traffic, payload_flits, build, log=_log, vcd=vcd, model=model, threads=threads, **run
+                )
             return run_verilog(table, traffic, payload_flits, build, mode=mode, simulator=backend, **run)
     except PacketError as e:
         raise UsageError(str(e)) from None
@@ -257,13 +262,17 @@ def _check_common(args):
         raise UsageError(f"--stall must be in [0, 1) (got {args.stall})")
     if args.stall and probability(args.stall) == 0:
         raise UsageError(f"--stall {args.stall} is below the sinks' resolution of 2**-{RATE_BITS}")
-    if getattr(args, "model", "auto") != "auto":
+    if getattr(args, "model", "auto") != "auto" or getattr(args, "threads", 1) != 1:
+        if args.threads < 1:
+            raise UsageError(f"--threads must be at least 1 (got {args.threads})")
         if args.backend != "verilator":
-            raise UsageError("--model goes with --backend verilator (the compiled model)")
+            raise UsageError("--model and --threads go with --backend verilator (the compiled model)")
         try:  # before --vcd's file is created
-            packet_model(args.model, 0, args.pipeline, trace_kind(args.vcd) if args.vcd else None)
+            kind = packet_model(args.model, 0, args.pipeline, trace_kind(args.vcd) if args.vcd else None)
         except PacketError as e:
             raise UsageError(str(e)) from None
+        if args.threads > 1 and kind != "tiled":
+            raise UsageError(f"--threads needs the tiled model (this run uses the {kind} model)")
     _check_vcd(args)
 
 
@@ -280,6 +289,7 @@ def _run(args, table, traffic, mode):
         mode,
         vcd=args.vcd,
         model=args.model,
+        threads=args.threads,
         cycles=args.cycles,
         stall=args.stall,
         pipeline=args.pipeline,
@@ -402,6 +412,7 @@ def cmd_sweep(args) -> int:
                     args.build_dir,
                     "soak",
                     model=args.model,
+                    threads=args.threads,
                     cycles=args.warmup + args.cycles,
                     stall=args.stall,
                     pipeline=args.pipeline,
@@ -844,6 +855,12 @@ def _add_run_args(p, cycles, rate) -> None:
         choices=PACKET_MODELS,
         help="the compiled model: tiled (one compiled node tile, the links wired in C++), flat or hierarchical "
         "(the whole top); auto (default): tiled, or flat/hierarchical for a waveform or pipeline 0",
+    )
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="threads of the tiled model, each clocking a share of the nodes (default 1; same results)",
     )
     _add_packet_args(p, cycles, rate)
 

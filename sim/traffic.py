@@ -1032,6 +1032,7 @@ def run_compiled(
     flit_bits: int = FLIT_BITS,
     phase: tuple[int, int] | None = None,
     model: str = "auto",
+    threads: int = 1,
 ) -> dict:
     """Run ``traffic`` on the compiled Verilator model of the network with its endpoints and checkers
     (cached per design, ``sim/verilator.py``; kind: :func:`packet_model`): the harness clocks it with no Python per cycle and
@@ -1068,6 +1069,8 @@ def run_compiled(
         Warm-up and measurement cycles.
     model : str
         The model kind, one of :data:`PACKET_MODELS`.
+    threads : int
+        Threads of the tiled model (each clocks a share of the nodes; the same records for any count).
 
     Returns
     -------
@@ -1092,6 +1095,8 @@ def run_compiled(
 
     fmt, links = PacketFormat(table.topology.nodes, payload_flits, flit_bits), len(table.topology.links)
     kind = packet_model(model, fmt.nodes, pipeline, trace_kind(vcd))
+    if threads > 1 and kind != "tiled":
+        raise PacketError(f"threads need the tiled model (this run uses the {kind} model)")
     if kind == "tiled":
         model, widths = build_tiled(table, payload_flits, traffic.depth, pipeline, flit_bits, log)
     else:
@@ -1107,7 +1112,7 @@ def run_compiled(
     segments = [load] + packet_segments(fmt, traffic, cycles, start=t0)
     names = counter_ports(fmt.nodes, links)
     program = Program(segments + [Capture(names)], widths)
-    rec = model.run(program, Path(workdir), trace=str(Path(vcd).resolve()) if vcd else None)
+    rec = model.run(program, Path(workdir), trace=str(Path(vcd).resolve()) if vcd else None, threads=threads)
     marks = rec["marks"]
     end = marks[len(segments) - 1]
     got = rec["captures"][len(segments)]

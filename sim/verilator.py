@@ -540,12 +540,16 @@ class Model:
         self.path, self.ins, self.outs = path, ins, outs
         self.build_seconds, self.cached = built_seconds, cached
 
-    def run(self, program: Program, workdir: Path, trace: str | None = None) -> dict:
+    def run(self, program: Program, workdir: Path, trace: str | None = None, threads: int = 1) -> dict:
+        """Execute ``program`` (files in ``workdir``); ``trace``: a waveform file; ``threads``: the tiled
+        model's threads (:mod:`~equimesh.sim.tiled`; a whole-top model runs on one). Returns
+        :func:`read_result`'s records; a failed or timed-out run raises :class:`VerilatorError`."""
         workdir.mkdir(parents=True, exist_ok=True)
         prog, res = workdir / "program.bin", workdir / "result.bin"
         write_program(program, self.ins, self.outs, prog)
         args = [str(self.path / "model"), str(prog), str(res)] + ([trace] if trace else [])
-        proc = subprocess.run(args, capture_output=True, text=True)
+        env = dict(os.environ, EQUIMESH_THREADS=str(threads))
+        proc = subprocess.run(args, capture_output=True, text=True, env=env)
         if proc.returncode != 0:
             msg = (proc.stderr or proc.stdout).strip().splitlines()
             raise VerilatorError(f"the compiled model failed (exit {proc.returncode}): {msg[-1] if msg else ''}")

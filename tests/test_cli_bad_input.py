@@ -308,5 +308,26 @@ def test_argparse_errors_name_the_subcommand_once(capsys):
     _one_line(capsys, ["topology", "--foo"], 2, "equimesh: unrecognized arguments: --foo")
 
 
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        (["--model", "tiled", "--pipeline", "0"], "the tiled model needs pipeline 1 or 2"),
+        (["--threads", "2", "--model", "flat"], "--threads needs the tiled model (this run uses the flat model)"),
+        (["--threads", "2", "--backend", "amaranth"], "--model and --threads go with --backend verilator"),
+    ],
+)
+def test_traffic_model_and_threads_that_cannot_run(capsys, tmp_path, extra, message):
+    """Refused before anything is built or written (the --vcd file is not created either)."""
+    vcd = tmp_path / "w.vcd"
+    _one_line(capsys, ["traffic", "--rows", "2", "--cols", "2", "--fanout", "2", *extra], 2, message)
+    _one_line(
+        capsys,
+        ["traffic", "--rows", "2", "--cols", "2", "--fanout", "2", "--model", "tiled", "--vcd", str(vcd)],
+        2,
+        "writes no waveform",
+    )
+    assert not vcd.exists()
+
+
 def test_traffic_source_without_destinations(capsys):
     _one_line(capsys, ["traffic", "--rows", "2", "--cols", "3", "--src", "1"], 2, "--src needs --dests or --bitmap")

@@ -205,6 +205,7 @@ BAD = {
     "--warmup": "-1",
     "--worker-memory": "bogus",
     "--workers": "0",
+    "--threads": "0",
     "--p-laser": "x",
     "--p-mod": "x",
     "--p-other": "x",

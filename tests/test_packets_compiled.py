@@ -131,12 +131,13 @@ def test_every_packet_model_kind_gives_the_same_records(tmp_path, monkeypatch):
     real = verilator.build_model
     monkeypatch.setattr(verilator, "build_model", lambda *a, **k: asked.append(k["hier_blocks"]) or real(*a, **k))
     runs = {m: run_compiled(table, traffic, 2, tmp_path / m, cycles=300, stall=0.1, model=m) for m in PACKET_MODELS[1:]}
+    runs["two threads"] = run_compiled(table, traffic, 2, tmp_path / "t", cycles=300, stall=0.1, threads=2)
     assert asked[0] == [] and sorted(asked[1]) == sorted({packet_router_name(topo.ports(v)) for v in range(topo.nodes)})
     for r in runs.values():
         _clean(r)
     flat = {k: v for k, v in runs["flat"].items() if k not in TIMING}
     assert flat["packets"] > 100
-    for m in ("tiled", "hierarchical"):
+    for m in ("tiled", "hierarchical", "two threads"):
         assert {k: v for k, v in runs[m].items() if k not in TIMING} == flat, m
 
 
