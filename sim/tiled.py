@@ -341,6 +341,16 @@ def _run(cmd: list[str], cwd: Path, log, env: dict) -> None:
         raise subprocess.CalledProcessError(proc.returncode, cmd)
 
 
+def _verilate(cmd: list[str], c: str, cwd: Path, log, env: dict) -> None:
+    """Verilate tile class ``c`` and check that its model has the clock's edge record the harness
+    clears (:data:`EDGE_RECORD`, an internal of Verilator 5's scheduler)."""
+    _run(cmd, cwd, log, env)
+    if EDGE_RECORD not in (cwd / c / f"{c}___024root.h").read_text():
+        raise VerilatorError(
+            f"this Verilator's models keep no {EDGE_RECORD}, which the tiled model clears: use --model flat"
+        )
+
+
 def build_tiled(
     table: ForwardingTable, payload_flits: int, depth: int, pipeline: int, flit_bits: int, log=None
 ) -> tuple[Model, dict[str, int]]:
@@ -423,8 +433,9 @@ def build_tiled(
                 names = list(classes)
                 for c in names[1:]:  # every tile but the first: a C++ archive of its own
                     (tmp / f"{c}.v").write_text(classes[c]["verilog"])
-                    _run(
+                    _verilate(
                         [exe, "--cc", "--prefix", c, "--top-module", SIM_TOP, "--Mdir", c, *flags, f"{c}.v"],
+                        c,
                         tmp,
                         logf,
                         env,
@@ -433,11 +444,12 @@ def build_tiled(
                 # The first tile with the harness and Verilator's runtime, linked with the others' archives.
                 first = names[0]
                 (tmp / f"{first}.v").write_text(classes[first]["verilog"])
-                _run(
+                _verilate(
                     [exe, "--cc", "--exe", "--prefix", first, "--top-module", SIM_TOP, "--Mdir", first, "-o", "model"]
                     + [*flags, f"{first}.v", "harness.cpp"]
                     + ["-CFLAGS", " ".join(f"-I../{c}" for c in names[1:]) or "-I."]
                     + ["-LDFLAGS", " ".join(f"../{c}/{c}__ALL.a" for c in names[1:]) or "-L."],
+                    first,
                     tmp,
                     logf,
                     env,

@@ -324,3 +324,15 @@ def test_traffic_waveform_on_the_compiled_model(tmp_path, capsys):
     counters = [name for name in wave.signals if name.startswith("TOP.link_flits__")]
     assert len(counters) == len(build("equimesh", 2, 3).links)
     assert sum(int(wave[name].tv[-1][1], 2) for name in counters) == r["flit_hops"] > 0
+
+
+def test_a_verilator_without_the_edge_record_is_named_in_one_line(tmp_path, monkeypatch):
+    """The harness clears Verilator's record of the clock's last value; a Verilator that keeps it under
+    another name stops the build with the way out, before any C++ is compiled."""
+    from equimesh.sim import tiled
+    from equimesh.sim.verilator import VerilatorError
+
+    monkeypatch.setenv("EQUIMESH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(tiled, "EDGE_RECORD", "__Vno_such_record")
+    with pytest.raises(VerilatorError, match="keep no __Vno_such_record.*use --model flat"):
+        tiled.build_tiled(forwarding_table(build("equimesh", 2, 2)), 2, 4, 2, 64)
