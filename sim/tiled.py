@@ -54,6 +54,7 @@ from .verilator import (
     VerilatorError,
     find_verilator,
     harness_cpp,
+    port_member,
     power_on_top,
     rtl_digest,
 )
@@ -75,10 +76,6 @@ def _class_name(ports: list[str]) -> str:
 def _bytes(width: int) -> int:
     """Bytes of a Verilator port member of ``width`` bits (CData, SData, IData, QData or VlWide)."""
     return 1 if width <= 8 else 2 if width <= 16 else 4 if width <= 32 else 8 if width <= 64 else 4 * words_of(width)
-
-
-def _member(port: str) -> str:
-    return port.replace("__", "___05F")
 
 
 _PRELUDE = [
@@ -114,7 +111,7 @@ def _tile_classes(classes: dict) -> list[str]:
     pointer and a size per port (in the class's ``ins + outs`` order)."""
     lines = []
     for c, (_, ins, outs, w) in classes.items():
-        ptrs = ", ".join(f"(void*)&m->{_member(n)}" for n in ins + outs)
+        ptrs = ", ".join(f"(void*)&m->{port_member(n)}" for n in ins + outs)
         sizes = ", ".join(str(_bytes(w[n])) for n in ins + outs)
         lines += [
             f'#include "{c}.h"',

@@ -52,6 +52,7 @@ __all__ = [
     "check_fst_headers",
     "find_verilator",
     "harness_cpp",
+    "port_member",
     "power_on_top",
     "read_result",
     "rtl_digest",
@@ -199,9 +200,20 @@ def find_verilator() -> tuple[str, str]:
     return exe, version
 
 
-def _member(port: str) -> str:
+def port_member(port: str) -> str:
     """The C++ member of a Verilog port in Verilator's model: a double underscore's second one is
-    escaped (``sent__0`` -> ``sent___05F0``)."""
+    escaped (``sent__0`` -> ``sent___05F0``).
+
+    Parameters
+    ----------
+    port : str
+        The port's Verilog name.
+
+    Returns
+    -------
+    str
+        The member's name.
+    """
     return port.replace("__", "___05F")
 
 
@@ -252,9 +264,9 @@ def _declarations(v: str, ins: list[str], outs: list[str], widths: dict[str, int
         f"static const int OUT_WORDS[] = {{{', '.join(str(words_of(widths[n])) for n in outs)}}};",
         f"static void set_in({v}* t, int i, const uint32_t* w) {{ switch (i) {{",
     ]
-    lines += [f"    case {i}: put(t->{_member(n)}, w, {words_of(widths[n])}); break;" for i, n in enumerate(ins)]
+    lines += [f"    case {i}: put(t->{port_member(n)}, w, {words_of(widths[n])}); break;" for i, n in enumerate(ins)]
     lines += ["    } }", f"static void get_out({v}* t, int i, uint32_t* w) {{ switch (i) {{"]
-    lines += [f"    case {i}: get(t->{_member(n)}, w, {words_of(widths[n])}); break;" for i, n in enumerate(outs)]
+    lines += [f"    case {i}: get(t->{port_member(n)}, w, {words_of(widths[n])}); break;" for i, n in enumerate(outs)]
     lines += ["    } }"]
     return lines
 
