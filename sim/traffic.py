@@ -770,10 +770,17 @@ def copy_latency(fmt: PacketFormat, copies: np.ndarray, start: int, window: tupl
     Returns
     -------
     dict
-        ``latency_mean``, ``latency_p99`` (None when no copy counts) and ``latency_copies``.
+        ``latency_mean``, ``latency_p99`` (None when no copy counts, or when a stamp is too narrow to
+        tell a copy's latency: below) and ``latency_copies``.
+
+    A latency is known mod ``2**stamp_bits`` and is at most the cycles from ``start`` to the copy's
+    delivery; when that span reaches ``2**stamp_bits`` for some copy (narrow flits leave few bits for
+    the stamp: 32-bit flits on 36 nodes leave one), its latency is not determined, and none is reported.
     """
     mask = (1 << fmt.stamp_bits) - 1
     lat = (copies[:, 1] - copies[:, 0]) & mask
+    if np.any(copies[:, 1] - start - lat > mask):
+        return {"latency_mean": None, "latency_p99": None, "latency_copies": 0}
     if window is not None:
         injected = copies[:, 1] - lat - start
         lat = lat[(injected >= window[0]) & (injected < window[1])]

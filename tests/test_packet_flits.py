@@ -86,3 +86,21 @@ def test_bitmap_overhead_bad_input_is_one_line(argv, message, capsys):
     assert main(["bitmap-overhead", *argv]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and "\n" not in err
+
+
+def test_a_stamp_too_narrow_for_the_run_reports_no_latency():
+    """36 nodes at 32-bit flits: opcode, src (6 bits) and seq (24) leave the header one stamp bit, so a
+    latency is known mod 2. A copy delivered at cycle 10 with stamp 1 (run from cycle 0) may have taken
+    1, 3, 5, 7 or 9 cycles: no latency. One delivered at cycle 9, one cycle after a start at 8, took 1
+    (stamp 0 = cycle 8 mod 2). At 64-bit flits the stamp has 32 bits: 10 - 1 = 9 cycles, exactly."""
+    import numpy as np
+
+    from equimesh.sim.traffic import copy_latency
+
+    narrow = PacketFormat(36, 2, flit_bits=32)
+    assert narrow.stamp_bits == 1
+    none = {"latency_mean": None, "latency_p99": None, "latency_copies": 0}
+    assert copy_latency(narrow, np.array([[1, 10]]), 0) == none
+    assert copy_latency(narrow, np.array([[0, 9]]), 8) == {"latency_mean": 1.0, "latency_p99": 1.0, "latency_copies": 1}
+    wide = PacketFormat(36, 2)
+    assert copy_latency(wide, np.array([[1, 10]]), 0) == {"latency_mean": 9.0, "latency_p99": 9.0, "latency_copies": 1}
