@@ -4,7 +4,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
-.PHONY: demo test bench results mutate prove setup docs lint clean
+.PHONY: demo test bench results mutate prove setup docs lint clean build/api-src
 
 $(STAMP): pyproject.toml
 	@command -v iverilog >/dev/null 2>&1 && command -v ccache >/dev/null 2>&1 && test -f /usr/include/lz4.h || { \
@@ -74,6 +74,7 @@ docs: $(STAMP) build/api-src
 
 # The import tree (equimesh.rtl -> rtl/, ...) that static tools read: pyproject maps the subpackages
 # onto top-level folders (package-dir), which mkdocstrings and grimp (import-linter) cannot follow.
+# Phony: refreshed on every run, so a CLI module added since the last build is in it.
 build/api-src:
 	mkdir -p build/api-src/equimesh
 	for f in equimesh/*.py; do ln -sfn ../../../$$f build/api-src/$$f; done
