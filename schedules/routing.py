@@ -345,24 +345,36 @@ def _pair_loads(t: ForwardingTable) -> list[int]:
     topo, n = t.topology, t.topology.nodes
     pairs = [0] * len(topo.links)
     for d in range(n):
-        hop = [t.next_link(v, d) if v != d else -1 for v in range(n)]
-        depth = [-1] * n  # links from v to d
-        depth[d] = 0
-        for s in range(n):
-            walk, v = [], s
-            while depth[v] < 0:
-                if len(walk) > n:
-                    raise RoutingError(f"routing loop from node {s} to node {d}")
-                walk.append(v)
-                v = topo.links[hop[v]].dst
-            for k, u in enumerate(reversed(walk), start=depth[v] + 1):
-                depth[u] = k
+        hops = _hops_to(t, d)
+        if min(hops) < 0:
+            raise RoutingError(f"routing loop from node {hops.index(-1)} to node {d}")
         size = [1] * n  # the sources whose route to d passes through v, v included
-        for v in sorted(range(n), key=depth.__getitem__, reverse=True):
+        for v in sorted(range(n), key=hops.__getitem__, reverse=True):
             if v != d:
-                pairs[hop[v]] += size[v]
-                size[topo.links[hop[v]].dst] += size[v]
+                a = t.next_link(v, d)
+                pairs[a] += size[v]
+                size[topo.links[a].dst] += size[v]
     return pairs
+
+
+def _hops_to(t: ForwardingTable, d: int) -> list[int]:
+    """Per node, the links of its route to ``d`` (0 at ``d``), or -1 where that route loops. The next
+    hops towards ``d`` form a graph with one edge out of every other node: each node's walk is followed
+    once, until it reaches ``d``, a node already judged, or itself."""
+    topo, n = t.topology, t.topology.nodes
+    hops: list[int | None] = [None] * n  # None: not judged yet; -2: on the current walk
+    hops[d] = 0
+    for s in range(n):
+        walk, v = [], s
+        while hops[v] is None:
+            hops[v] = -2
+            walk.append(v)
+            v = topo.links[t.next_link(v, d)].dst
+        k = hops[v]  # the walk's end: d or a judged node (>= 0), a looping node (-1), or itself (-2)
+        for u in reversed(walk):
+            k = k + 1 if k >= 0 else -1
+            hops[u] = k
+    return hops
 
 
 def _in_line_paths(topo: Topology, load: list[int]) -> list[list[int]]:
@@ -559,25 +571,10 @@ def validate(t: ForwardingTable) -> None:
 
 def _check_loops(t: ForwardingTable) -> None:
     """Raise RoutingError naming the first (source, destination) pair, in the order of
-    :meth:`ForwardingTable.route` over all sources then destinations, whose route loops. Per
-    destination, the table's next hops form a graph with one edge out of every other node: each node's
-    walk is followed once, until it reaches the destination, a node already judged, or itself."""
-    topo, n = t.topology, t.topology.nodes
-    loops = []
-    for d in range(n):
-        state = [0] * n  # 0 unknown, 1 on the current walk, 2 reaches d, 3 loops
-        state[d] = 2
-        for s in range(n):
-            walk, v = [], s
-            while state[v] == 0:
-                state[v] = 1
-                walk.append(v)
-                v = topo.links[t.next_link(v, d)].dst
-            verdict = 2 if state[v] == 2 else 3
-            for u in walk:
-                state[u] = verdict
-            if state[s] == 3:
-                loops.append((s, d))
+    :meth:`ForwardingTable.route` over all sources then destinations, whose route loops
+    (:func:`_hops_to` per destination)."""
+    n = t.topology.nodes
+    loops = [(s, d) for d in range(n) for s, h in enumerate(_hops_to(t, d)) if h < 0]
     if loops:
         s, d = min(loops)
         raise RoutingError(f"routing loop from node {s} to node {d}")
