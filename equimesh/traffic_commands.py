@@ -268,11 +268,9 @@ def _check_common(args):
         if args.backend != "verilator":
             raise UsageError("--model and --threads go with --backend verilator (the compiled model)")
         try:  # before --vcd's file is created
-            kind = packet_model(args.model, 0, args.pipeline, trace_kind(args.vcd) if args.vcd else None)
+            packet_model(args.model, args.rows * args.cols, args.pipeline, trace_kind(args.vcd), args.threads)
         except PacketError as e:
             raise UsageError(str(e)) from None
-        if args.threads > 1 and kind != "tiled":
-            raise UsageError(f"--threads needs the tiled model (this run uses the {kind} model)")
     _check_vcd(args)
 
 

@@ -962,7 +962,7 @@ def whole_top_kind(nodes: int) -> str:
     return "flat" if model_kind("auto", nodes) == "flat" else "hierarchical"
 
 
-def packet_model(model: str, nodes: int, pipeline: int, trace: str | None) -> str:
+def packet_model(model: str, nodes: int, pipeline: int, trace: str | None, threads: int = 1) -> str:
     """The Verilator model kind of a packet run. ``tiled`` (:mod:`~equimesh.sim.tiled`: one compiled
     tile per distinct node, the links wired in C++) is ``auto``'s choice, except for a waveform (the
     tiles have no shared trace) and pipeline 0 (combinational paths between routers): then the whole
@@ -978,19 +978,22 @@ def packet_model(model: str, nodes: int, pipeline: int, trace: str | None) -> st
         The routers' pipeline depth.
     trace : str or None
         The waveform's kind, if one is written.
+    threads : int
+        The run's threads (more than one only on the tiled model).
 
     Returns
     -------
     str
         ``tiled``, ``flat`` or ``hierarchical``; a kind that cannot run this (``tiled`` with a waveform
-        or pipeline 0) raises :class:`~equimesh.rtl.packet.PacketError`.
+        or pipeline 0, threads on another kind) raises :class:`~equimesh.rtl.packet.PacketError`.
     """
     tiles = pipeline > 0 and trace is None
     if model == "tiled" and not tiles:
         raise PacketError("the tiled model needs pipeline 1 or 2 and writes no waveform: use --model flat")
-    if model != "auto":
-        return model
-    return "tiled" if tiles else whole_top_kind(nodes)
+    kind = model if model != "auto" else "tiled" if tiles else whole_top_kind(nodes)
+    if threads > 1 and kind != "tiled":
+        raise PacketError(f"--threads needs the tiled model (this run uses the {kind} model)")
+    return kind
 
 
 def phase_figures(fmt, copies: np.ndarray, start: int, warmup: int, measure: int) -> dict:
@@ -1101,9 +1104,7 @@ def run_compiled(
         )
 
     fmt, links = PacketFormat(table.topology.nodes, payload_flits, flit_bits), len(table.topology.links)
-    kind = packet_model(model, fmt.nodes, pipeline, trace_kind(vcd))
-    if threads > 1 and kind != "tiled":
-        raise PacketError(f"threads need the tiled model (this run uses the {kind} model)")
+    kind = packet_model(model, fmt.nodes, pipeline, trace_kind(vcd), threads)
     if kind == "tiled":
         model, widths = build_tiled(table, payload_flits, traffic.depth, pipeline, flit_bits, log)
     else:
