@@ -62,11 +62,12 @@ from .verilator import (
 __all__ = ["build_tiled", "tiled_declarations"]
 
 _BROADCAST = ("stop", "rate", "stall", "table_len")  # the top's inputs every tile takes as they are
-_TABLE = ("table_we", "table_group", "table_addr", "table_data", "table_limit")
+_TABLE_PORT = ("table_we", "table_addr", "table_data", "table_limit")  # a tile's generator table write port
+_TABLE = _TABLE_PORT + ("table_group",)  # the top's table inputs (the group selects the tiles)
 _PER_NODE = ("created", "sent", "count", "key_sum", "key_sq_sum")  # the top's ``<name>__<node>`` outputs
 _SUMS = ("ejected", "header_errors", "payload_errors")  # the top's sums over the nodes
 # The tile ports every class has, by name (the harness finds them through ``COMMON``).
-_COMMON = _BROADCAST + ("table_we", "table_addr", "table_data", "table_limit") + _PER_NODE + _SUMS + ("copy_done",)
+_COMMON = _BROADCAST + _TABLE_PORT + _PER_NODE + _SUMS + ("copy_done",)
 
 
 def _class_name(ports: list[str]) -> str:
