@@ -89,7 +89,7 @@ def run_backend(image, backend: str, design=None, vcd=None, label: str = "", mod
     label : str
         Shown beside the backend on the progress line.
     model : str
-        The Verilator model kind (``auto``, ``flat``, ``modules``, ``hierarchical``).
+        The Verilator model kind (:data:`equimesh.sim.backends.MODELS`).
 
     Returns
     -------
@@ -258,10 +258,11 @@ def add_backend_arg(p) -> None:
         "--model",
         choices=MODELS,
         default="auto",
-        help="Verilator model: flat (every router inlined: slow build, fast run), modules (every router "
-        "an instance of its module's class: faster build, somewhat slower run), hierarchical (each "
-        "distinct router compiled once: the build does not grow with the size, a much slower run); "
-        "auto: flat up to 64 nodes, modules above",
+        help="Verilator model: flat (every router inlined: slow build, fast run), tiled (each distinct "
+        "router compiled once, the links wired in C++: a build that does not grow with the size), "
+        "modules (every router an instance of its module's class), hierarchical (each distinct router "
+        "compiled once by Verilator: a much slower run); auto: flat up to 64 nodes, tiled above "
+        "(modules for a waveform or pipeline 0)",
     )
 
 

@@ -4,7 +4,7 @@
 holds per node, with everything that tells the nodes apart as inputs: the forwarding entries
 (``own``, ``reach``), the node number the generator writes into its headers, and the seeds of the
 generator's and the sinks' random sources. Nodes with the same ports are then one module, which the
-tiled compiled model (:mod:`equimesh.sim.tiled`) compiles once and instantiates per node, wiring the
+tiled compiled model (:mod:`equimesh.sim.tiled_traffic`) compiles once and instantiates per node, wiring the
 links between instances itself.
 
 Every signal that crosses from one tile to another is a register output: a link's ``valid`` and

@@ -21,14 +21,15 @@ from .program import Outcome, check, join, make_program, read_back
 __all__ = ["BACKENDS", "FLAT_NODES", "MODELS", "RunResult", "judge", "model_kind", "run_image", "trace_kind"]
 
 BACKENDS = ("verilator", "icarus", "amaranth")
-MODELS = ("auto", "flat", "modules", "hierarchical")
+MODELS = ("auto", "flat", "tiled", "modules", "hierarchical")
 FLAT_NODES = 64  # measured: docs/rtl.md, "Compiled model"
 
 
-def model_kind(model: str, nodes: int) -> str:
-    """The Verilator model kind ``auto`` stands for, for a network of ``nodes`` nodes: flat up to
-    :data:`FLAT_NODES` nodes, modules above (hierarchical only when asked for: its build does not
-    grow with the network, but it runs far slower: 32x32, 50 cycles/s under load against 835).
+def model_kind(model: str, nodes: int, pipeline: int = 2, trace: str | None = None) -> str:
+    """The Verilator model kind ``auto`` stands for: flat up to :data:`FLAT_NODES` nodes, tiled above
+    (:mod:`~equimesh.sim.tiled_network`), or modules where the tiled model cannot run (pipeline 0,
+    or a waveform). Hierarchical only when asked for: its build does not grow with the network, but
+    it runs far slower.
 
     Parameters
     ----------
@@ -36,15 +37,21 @@ def model_kind(model: str, nodes: int) -> str:
         One of :data:`MODELS`.
     nodes : int
         The network's node count.
+    pipeline : int
+        The design's pipeline depth.
+    trace : str or None
+        The waveform format, if any.
 
     Returns
     -------
     str
-        ``model`` itself unless it is ``"auto"``; then ``"flat"`` or ``"modules"``.
+        ``model`` itself unless it is ``"auto"``; then ``"flat"``, ``"tiled"`` or ``"modules"``.
     """
     if model != "auto":
         return model
-    return "flat" if nodes <= FLAT_NODES else "modules"
+    if nodes <= FLAT_NODES:
+        return "flat"
+    return "tiled" if pipeline > 0 and trace is None else "modules"
 
 
 @dataclass
@@ -137,7 +144,8 @@ def run_image(
 
     ``vcd``: write a waveform there (``.fst`` for FST with Verilator). ``log(line)`` reports build steps.
     ``model`` (Verilator): ``flat`` inlines every router into one model (slow to build, fast to run),
-    ``modules`` keeps every router an instance of its module's C++ class (faster to build, somewhat
+    ``tiled`` compiles each router module once and wires the nodes in C++ (:mod:`~equimesh.sim.tiled_network`;
+    pipeline 1 or 2, no waveform), ``modules`` keeps every router an instance of its module's C++ class (faster to build, somewhat
     slower to run), ``hierarchical`` compiles each distinct router once (its build does not grow with
     the node count, its run is much slower; docs/rtl.md); ``auto``: :func:`model_kind`.
 
@@ -180,6 +188,16 @@ def run_image(
         program = make_program(image, design, top_ports(net)[2])
         out = execute(net, program, vcd=vcd, progress=progress)[0]
         build_seconds, cached = 0.0, False
+    elif backend == "verilator" and model_kind(model, design.nodes, design.pipeline, trace_kind(vcd)) == "tiled":
+        from .tiled_network import build_tiled_network
+        from .verilator import VerilatorError, build_directory
+
+        if design.pipeline == 0 or vcd:
+            raise VerilatorError("the tiled model needs pipeline 1 or 2 and writes no waveform: use --model flat")
+        tiled, widths = build_tiled_network(design, log=log)
+        with build_directory(workdir, "equimesh-") as work:
+            out = tiled.run(make_program(image, design, widths), work)
+        build_seconds, cached = tiled.build_seconds, tiled.cached
     else:
         import time
 
@@ -196,7 +214,7 @@ def run_image(
             if backend == "verilator":
                 from .verilator import build_model
 
-                kind = model_kind(model, design.nodes)
+                kind = model_kind(model, design.nodes, design.pipeline, trace_kind(vcd))
                 model = build_model(
                     text,
                     ins,

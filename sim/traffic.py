@@ -963,7 +963,7 @@ def whole_top_kind(nodes: int) -> str:
 
 
 def packet_model(model: str, nodes: int, pipeline: int, trace: str | None, threads: int = 1) -> str:
-    """The Verilator model kind of a packet run. ``tiled`` (:mod:`~equimesh.sim.tiled`: one compiled
+    """The Verilator model kind of a packet run. ``tiled`` (:mod:`~equimesh.sim.tiled_traffic`: one compiled
     tile per distinct node, the links wired in C++) is ``auto``'s choice, except for a waveform (the
     tiles have no shared trace) and pipeline 0 (combinational paths between routers): then the whole
     top's (:func:`whole_top_kind`).
@@ -1093,7 +1093,7 @@ def run_compiled(
     from ..rtl.packet_network import PacketNetwork, TrafficTop
     from .backends import trace_kind
     from .program import Capture, Program
-    from .tiled import build_tiled
+    from .tiled_traffic import build_tiled
     from .verilator import build_top
 
     def make_top():

@@ -54,6 +54,7 @@ __all__ = [
     "harness_cpp",
     "port_member",
     "power_on_top",
+    "publish_model",
     "read_result",
     "rtl_digest",
     "write_program",
@@ -106,7 +107,7 @@ def power_on_top(ins: list[str], outs: list[str], widths: dict[str, int], held: 
     widths : dict of str to int
         Every port's width in bits.
     held : tuple of str
-        Inputs set once before the first clock edge (a tile's node constants, :mod:`~equimesh.sim.tiled`):
+        Inputs set once before the first clock edge (a tile's node constants, :mod:`~equimesh.sim.tiled_traffic`):
         each reaches the top through a register loaded on the power-on reset's edge, so the logic they
         feed is evaluated with the clocked logic, once per cycle, not with the input logic.
 
@@ -286,7 +287,7 @@ def harness_cpp(
         ``vcd`` or ``fst`` to write a waveform, else None.
     net : list of str, optional
         The C++ of a class ``Net`` that stands in for the Verilated top, with its ``set_in``, ``get_out``,
-        ``IN_WORDS`` and ``OUT_WORDS`` (the tiled model, :mod:`~equimesh.sim.tiled`); no waveform then.
+        ``IN_WORDS`` and ``OUT_WORDS`` (the tiled model, :mod:`~equimesh.sim.tiled_traffic`); no waveform then.
 
     Returns
     -------
@@ -554,7 +555,7 @@ class Model:
 
     def run(self, program: Program, workdir: Path, trace: str | None = None, threads: int = 1) -> dict:
         """Execute ``program`` (files in ``workdir``); ``trace``: a waveform file; ``threads``: the tiled
-        model's threads (:mod:`~equimesh.sim.tiled`; a whole-top model runs on one). Returns
+        model's threads (:mod:`~equimesh.sim.tiled_traffic`; a whole-top model runs on one). Returns
         :func:`read_result`'s records; a failed or timed-out run raises :class:`VerilatorError`."""
         workdir.mkdir(parents=True, exist_ok=True)
         prog, res = workdir / "program.bin", workdir / "result.bin"
@@ -695,15 +696,40 @@ def build_model(
             raise VerilatorError(f"Verilator failed to build the model (exit {proc.returncode}); log: {keep}")
         shutil.move(str(tmp / "obj" / "model"), tmp / "model")
         shutil.rmtree(tmp / "obj")
-        seal(tmp, key, verilator=version, flags=flags)
-        try:
-            publish(tmp, entry, key)
-        except CacheError as e:
-            raise VerilatorError(str(e)) from None
-        return Model(entry, ins, outs, time.perf_counter() - t0, False)
+        return publish_model(tmp, entry, key, (version, flags), (ins, outs), t0)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def publish_model(tmp: Path, entry: Path, key: str, tool: tuple, ports: tuple, started: float) -> Model:
+    """Seal a finished build (``tmp/model``) and publish it as the cache entry ``entry``.
+
+    Parameters
+    ----------
+    tmp : Path
+        The build directory, holding the executable ``model``.
+    entry : Path
+        The cache entry (:func:`~equimesh.rtl.flow.cache.publish`).
+    key : str
+        The entry's key.
+    tool : tuple
+        Verilator's version and the flags the model was built with (recorded in the entry).
+    ports : tuple
+        The model's ``(ins, outs)``.
+    started : float
+        ``time.perf_counter()`` when the build began.
+
+    Returns
+    -------
+    Model
+    """
+    seal(tmp, key, verilator=tool[0], flags=tool[1])
+    try:
+        publish(tmp, entry, key)
+    except CacheError as e:
+        raise VerilatorError(str(e)) from None
+    return Model(entry, *ports, time.perf_counter() - started, False)
 
 
 def rtl_digest() -> str:

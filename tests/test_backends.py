@@ -65,17 +65,36 @@ def test_verilator_builds_once_per_design_and_agrees_with_the_reference(cache, t
 
 
 def test_every_verilator_model_kind_agrees_with_the_reference(tmp_path, monkeypatch, two_by_three):
-    """``modules`` (no router inlined) and ``hierarchical`` (each router compiled once) are other
-    builds of the same Verilog: the same cycles and busy counts as the reference, memories bit-exact.
+    """``tiled`` (each router module compiled once, the links wired in C++), ``modules`` (no router
+    inlined) and ``hierarchical`` (each router compiled once by Verilator) are other builds of the same
+    routers: the same cycles and busy counts as the reference, memories bit-exact.
     (A cache of its own: the module's cache holds the flat model alone.)"""
     monkeypatch.setenv("EQUIMESH_CACHE", str(tmp_path))
     design, images = two_by_three
     image = images[1]  # AllReduce: the adders too
     reference = run_image(image, "amaranth", design)
-    for kind in ("modules", "hierarchical"):
+    for kind in ("tiled", "modules", "hierarchical"):
         r = run_image(image, "verilator", design, model=kind)
         assert not r.cached  # a model of its own
         _same(reference, r)
+
+
+def test_the_tiled_model_wires_groups_split_buses_and_router_modules_as_the_top_does(tmp_path, monkeypatch):
+    """A 2x3 torus has two router modules; with the load buses cut to two nodes per group and every
+    top port to 64 bits, the tiled model's harness must route each group's write enables, every bus
+    field and every split port as :class:`~equimesh.rtl.network.Network` does. The Amaranth simulator
+    runs the same (patched) top as the reference."""
+    from equimesh.rtl import network
+
+    monkeypatch.setenv("EQUIMESH_CACHE", str(tmp_path))  # not the module's cache, which holds one model
+    monkeypatch.setattr(network, "LOAD_BITS", 512)
+    monkeypatch.setattr(network, "PORT_BITS", 64)
+    t = build("torus", 2, 3)
+    design = Design(t, 4, slots=8, depth=12, reduce=True)
+    assert network.load_group(design) == 2 and len(network.buses(design)["host_data"].ports()) > 1
+    for collective in ("allgather", "allreduce"):
+        image = compile_schedule(synthesize(t, 2, collective), 4, t)
+        _same(run_image(image, "amaranth", design), run_image(image, "verilator", design, model="tiled"))
 
 
 def test_a_damaged_cache_entry_is_rebuilt_not_used(cache, two_by_three):

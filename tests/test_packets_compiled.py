@@ -329,10 +329,10 @@ def test_traffic_waveform_on_the_compiled_model(tmp_path, capsys):
 def test_a_verilator_without_the_edge_record_is_named_in_one_line(tmp_path, monkeypatch):
     """The harness clears Verilator's record of the clock's last value; a Verilator that keeps it under
     another name stops the build with the way out, before any C++ is compiled."""
-    from equimesh.sim import tiled
+    from equimesh.sim import tiled_traffic, tiles
     from equimesh.sim.verilator import VerilatorError
 
     monkeypatch.setenv("EQUIMESH_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(tiled, "EDGE_RECORD", "__Vno_such_record")
+    monkeypatch.setattr(tiles, "EDGE_RECORD", "__Vno_such_record")
     with pytest.raises(VerilatorError, match="keep no __Vno_such_record.*use --model flat"):
-        tiled.build_tiled(forwarding_table(build("equimesh", 2, 2)), 2, 4, 2, 64)
+        tiled_traffic.build_tiled(forwarding_table(build("equimesh", 2, 2)), 2, 4, 2, 64)

@@ -1,13 +1,7 @@
-"""The tiled compiled model of a packet traffic top: one Verilator model per distinct node tile, one
-C++ object per node, the links wired by the harness.
-
-A flat Verilator model writes every router's logic out once per instance: at 8x8 the code no longer
-fits the instruction cache, and at 16x16 and 32x32 its compile takes tens of minutes and gigabytes
-(docs/packets.md, "Speed of the compiled packet run"). Here each distinct
-:class:`~equimesh.rtl.packet_tile.PacketTile` (a node's router, endpoints and counters; one per port
-set: one for an EquiMesh or a torus, nine for a mesh) is Verilated once, with its own ``--prefix``,
-and the network is ``nodes`` objects of those classes sharing their code. Each node's forwarding
-entries, node number and seeds are inputs, set once when the network is made.
+"""The tiled compiled model of a packet traffic top (:mod:`~equimesh.sim.tiles`): one Verilated
+:class:`~equimesh.rtl.packet_tile.PacketTile` (a node's router, endpoints and counters) per port set (one
+for an EquiMesh or a torus, nine for a mesh), one C++ object per node. Each node's forwarding entries,
+node number and seeds are inputs, held from the power-on edge.
 
 The harness (:func:`~equimesh.sim.verilator.harness_cpp`, the same program interpreter as the flat
 model's) sees a class ``Net`` with the flat :class:`~equimesh.rtl.packet_network.TrafficTop`'s ports:
@@ -30,34 +24,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
-import subprocess
-import tempfile
 import time
-from pathlib import Path
 
 from amaranth.back import verilog
 
-from ..rtl.flow.cache import CacheError, cache_root, json_record, publish, seal, valid_entry
+from ..rtl.flow.cache import cache_root, json_record
 from ..rtl.packet_network import PacketNetwork, PacketSetup, TrafficLoad, TrafficTop
 from ..rtl.packet_tile import NODE_INPUTS, PacketTile, tile_inputs
 from ..rtl.verilog import TOP, flat_ports, without_zero_init
 from ..schedules.routing import ForwardingTable
 from .program import words_of
-from .verilator import (
-    CXX_OPT,
-    CXX_OPT_SLOW,
-    SIM_TOP,
-    VERILATOR_FLAGS,
-    Model,
-    VerilatorError,
-    find_verilator,
-    harness_cpp,
-    port_member,
-    power_on_top,
-    rtl_digest,
-)
+from .tiles import PRELUDE, c_array, compile_tiles, tile_classes
+from .verilator import Model, harness_cpp, power_on_top, rtl_digest
 
 __all__ = ["build_tiled", "tiled_declarations"]
 
@@ -72,66 +50,6 @@ _COMMON = _BROADCAST + _TABLE_PORT + _PER_NODE + _SUMS + ("copy_done",)
 
 def _class_name(ports: list[str]) -> str:
     return f"Vtile_{''.join(ports)}"
-
-
-def _bytes(width: int) -> int:
-    """Bytes of a Verilator port member of ``width`` bits (CData, SData, IData, QData or VlWide)."""
-    return 1 if width <= 8 else 2 if width <= 16 else 4 if width <= 32 else 8 if width <= 64 else 4 * words_of(width)
-
-
-_PRELUDE = [
-    '#include "verilated.h"',
-    "#include <chrono>",
-    "#include <cstdint>",
-    "#include <cstdio>",
-    "#include <cstdlib>",
-    "#include <cstring>",
-    "#include <vector>",
-    "#include <atomic>",
-    "#include <thread>",
-    "static void wr(void* p, int bytes, const uint32_t* w) {",
-    "    if (bytes == 1) *(uint8_t*)p = uint8_t(w[0]); else if (bytes == 2) *(uint16_t*)p = uint16_t(w[0]);",
-    "    else if (bytes == 4) *(uint32_t*)p = w[0]; else if (bytes == 8) *(uint64_t*)p = w[0] | uint64_t(w[1]) << 32;",
-    "    else std::memcpy(p, w, bytes); }",
-    "static void rd(const void* p, int bytes, uint32_t* w) {",
-    "    if (bytes == 1) w[0] = *(const uint8_t*)p; else if (bytes == 2) w[0] = *(const uint16_t*)p;",
-    "    else if (bytes == 4) w[0] = *(const uint32_t*)p;",
-    "    else if (bytes == 8) { uint64_t x = *(const uint64_t*)p; w[0] = uint32_t(x); w[1] = uint32_t(x >> 32); }",
-    "    else std::memcpy(w, p, bytes); }",
-    "struct Tile { void* m; void (*edge)(void*); void (*fin)(void*); std::vector<void*> p; std::vector<int> b; };",
-]
-
-# Verilator's record of the clock's value at the last evaluation (its edge detector): a tile's evaluation at
-# the falling edge would only record the 0 and evaluate the input logic once more, so the harness clears
-# the record instead and evaluates each tile once per cycle, at the rising edge.
-EDGE_RECORD = "__Vtrigprevexpr___TOP__clk__0"
-
-
-def _tile_classes(classes: dict) -> list[str]:
-    """The C++ that makes a :class:`Tile` of each Verilated tile class: its model, its rising edge, and a
-    pointer and a size per port (in the class's ``ins + outs`` order)."""
-    lines = []
-    for c, (_, ins, outs, w) in classes.items():
-        ptrs = ", ".join(f"(void*)&m->{port_member(n)}" for n in ins + outs)
-        sizes = ", ".join(str(_bytes(w[n])) for n in ins + outs)
-        lines += [
-            f'#include "{c}.h"',
-            f'#include "{c}___024root.h"',
-            f"static Tile make_{c}(VerilatedContext* ctx) {{",
-            f"    auto* m = new {c}{{ctx}}; m->clk = 0; m->eval(); Tile t; t.m = m;",
-            f"    t.edge = [](void* x) {{ auto* y = ({c}*)x; y->rootp->{EDGE_RECORD} = 0; y->clk = 1; y->eval(); }};",
-            f"    t.fin = [](void* x) {{ auto* y = ({c}*)x; y->final(); delete y; }};",
-            f"    t.p = {{{ptrs}}}; t.b = {{{sizes}}}; return t; }}",
-        ]
-    return lines
-
-
-def _array(name: str, rows: list, ctype: str = "int") -> str:
-    """A C++ static array of ``rows`` (ints, or tuples of ints: a two-dimensional array)."""
-    if rows and isinstance(rows[0], tuple):
-        body = ", ".join("{" + ", ".join(map(str, r)) + "}" for r in rows)
-        return f"static const {ctype} {name}[][{len(rows[0])}] = {{{body}}};"
-    return f"static const {ctype} {name}[] = {{{', '.join(map(str, rows))}}};"
 
 
 def _wiring(classes: dict, nodes: list, links: list, lanes: list, top: tuple) -> list[str]:
@@ -173,14 +91,14 @@ def _wiring(classes: dict, nodes: list, links: list, lanes: list, top: tuple) ->
         else:
             raise ValueError(f"the tiled model has no rule for the top's output {n}")
     return [
-        _array("CLASS", [names.index(c) for c, _ in nodes]),
-        _array("COMMON", [tuple(index[c][n] for n in _COMMON) for c in names]),
-        _array("COPIES", copies),
-        _array("INIT", init, "uint32_t"),
-        _array("OUT_RULE", rules),
-        _array("LANES", [len(classes[c][0]) for c in names]),
-        _array("IN_WORDS", [words_of(top[2][n]) for n in top[0]]),
-        _array("OUT_WORDS", [words_of(top[2][n]) for n in top[1]]),
+        c_array("CLASS", [names.index(c) for c, _ in nodes]),
+        c_array("COMMON", [tuple(index[c][n] for n in _COMMON) for c in names]),
+        c_array("COPIES", copies),
+        c_array("INIT", init, "uint32_t"),
+        c_array("OUT_RULE", rules),
+        c_array("LANES", [len(classes[c][0]) for c in names]),
+        c_array("IN_WORDS", [words_of(top[2][n]) for n in top[0]]),
+        c_array("OUT_WORDS", [words_of(top[2][n]) for n in top[1]]),
     ]
 
 
@@ -211,14 +129,13 @@ def tiled_declarations(
     """
     slot = {n: top[0].index(n) for n in _BROADCAST + _TABLE}
     at = {n: _COMMON.index(n) for n in _COMMON}
-    lines = _PRELUDE + _tile_classes(classes) + _wiring(classes, nodes, links, lanes, top)
+    lines = PRELUDE + tile_classes({c: k[1:] for c, k in classes.items()}) + _wiring(classes, nodes, links, lanes, top)
     lines.append(f"static const int NODES = {len(nodes)}, GROUP = {load.group}, FIELD_WORDS = {load.field_bits // 32};")
     lines += [
         "struct Net {",
         "    uint8_t clk = 0, last = 0; bool dirty = true; std::vector<Tile> t;",
         "    std::vector<std::vector<uint32_t>> in;",
-        "    struct Copy { void* d; const void* s; int b; };  // COPIES and copy_done, as pointers",
-        "    std::vector<Copy> bytes, words, other, done;",
+        "    Copies links; std::vector<Copy> done;  // COPIES and copy_done, as pointers",
         "    std::vector<int> lo;  // share k is nodes lo[k] .. lo[k + 1] - 1",
         "    // Threads (EQUIMESH_THREADS, default 1): thread k clocks the nodes of share k, each share's",
         "    // models with a context of their own; the threads meet once per cycle.",
@@ -234,8 +151,7 @@ def tiled_declarations(
         "        for (size_t i = 0; i < sizeof(INIT) / 4;) { Tile& x = t[INIT[i]]; int p = INIT[i + 1], n = INIT[i + 2];",
         "            wr(x.p[p], x.b[p], &INIT[i + 3]); i += 3 + n; }",
         "        for (int w : IN_WORDS) in.emplace_back(w, 0u);",
-        "        for (auto& c : COPIES) { Copy x{t[c[0]].p[c[1]], t[c[2]].p[c[3]], t[c[0]].b[c[1]]};",
-        "            (x.b == 1 ? bytes : x.b % 4 == 0 ? words : other).push_back(x); }",
+        "        for (auto& c : COPIES) links.add(t[c[0]].p[c[1]], t[c[2]].p[c[3]], t[c[0]].b[c[1]]);",
         f"        for (int v = 0; v < NODES; v++) {{ int p = COMMON[CLASS[v]][{at['copy_done']}];",
         "            done.push_back({nullptr, t[v].p[p], t[v].b[p]}); }",
         "        for (int k = 0; k <= threads; k++) { int v = 0; while (v < NODES && share(v) < k) v++; lo.push_back(v); }",
@@ -273,9 +189,7 @@ def tiled_declarations(
         "    void eval() {  // the tiles' outputs are registers: only a rising edge changes them",
         "        if (dirty) apply();",
         "        if (clk && !last) {",
-        "            for (auto& c : bytes) *(uint8_t*)c.d = *(const uint8_t*)c.s;",
-        "            for (auto& c : words) for (int i = 0; i < c.b / 4; i++) ((uint32_t*)c.d)[i] = ((const uint32_t*)c.s)[i];",
-        "            for (auto& c : other) std::memcpy(c.d, c.s, c.b);",
+        "            links.run();",
         "            if (threads == 1) { for (auto& x : t) x.edge(x.m); }",
         "            else {",
         "                finished.store(0, std::memory_order_relaxed); gen.fetch_add(1, std::memory_order_acq_rel);",
@@ -309,12 +223,6 @@ def tiled_declarations(
     return lines
 
 
-# Build flags of a tile (measured on the 8x8 EquiMesh run of docs/packets.md): a tile is small, so the flat
-# model's compile-time savings are not needed. Merging conditional assignments (without -fno-merge-cond):
-# 22,700 -> 29,300 cycles/s; the tiles' C++ at -O2: 32,600 (-O3: no faster).
-TILE_FLAGS = tuple(f for f in VERILATOR_FLAGS if f != "-fno-merge-cond")
-TILE_CXX_OPT = "-O2"
-
 TILE_RECORD = ("ports", "ins", "outs", "widths", "held", "verilog")  # a cached tile's Verilog record
 
 
@@ -331,22 +239,6 @@ def _tile_record(setup: PacketSetup, ports: list[str], depth: int, pipeline: int
         return {"ports": ports, "ins": ins, "outs": outs, "widths": widths, "held": held, "verilog": text}
 
     return json_record(cache_root() / "verilog" / f"tile-{key}.json", TILE_RECORD, export)
-
-
-def _run(cmd: list[str], cwd: Path, log, env: dict) -> None:
-    proc = subprocess.run(cmd, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, env=env)
-    if proc.returncode != 0:
-        raise subprocess.CalledProcessError(proc.returncode, cmd)
-
-
-def _verilate(cmd: list[str], c: str, cwd: Path, log, env: dict) -> None:
-    """Verilate tile class ``c`` and check that its model has the clock's edge record the harness
-    clears (:data:`EDGE_RECORD`, an internal of Verilator 5's scheduler)."""
-    _run(cmd, cwd, log, env)
-    if EDGE_RECORD not in (cwd / c / f"{c}___024root.h").read_text():
-        raise VerilatorError(
-            f"this Verilator's models keep no {EDGE_RECORD}, which the tiled model clears: use --model flat"
-        )
 
 
 def build_tiled(
@@ -404,70 +296,4 @@ def build_tiled(
         top.load,
     )
     cpp = harness_cpp(tins, touts, twidths, None, net=decls)
-    exe, version = find_verilator()
-    flags = list(TILE_FLAGS)
-    key = hashlib.sha256(
-        "\0".join(
-            [*(r["verilog"] for r in classes.values()), cpp, version, " ".join(flags), TILE_CXX_OPT, CXX_OPT_SLOW]
-        ).encode()
-    ).hexdigest()[:24]
-    root = cache_root() / "models"
-    entry = root / key
-    if valid_entry(entry, key):
-        return Model(entry, tins, touts, 0.0, True), twidths
-    if log:
-        log(f"building the tiled Verilator model ({len(classes)} tile modules; cache {entry})")
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f"build-{key}-", dir=root))
-    jobs = str(os.cpu_count() or 1)
-    make = f"OPT_FAST={TILE_CXX_OPT} OPT_SLOW={CXX_OPT_SLOW} OPT_GLOBAL={CXX_OPT} CFG_CXXFLAGS_PCH_I=-include"
-    if shutil.which("ccache"):
-        make += " OBJCACHE=ccache"
-    env = dict(os.environ, MAKEFLAGS=make)
-    try:
-        with open(tmp / "build.log", "w") as logf:
-            try:
-                (tmp / "harness.cpp").write_text(cpp)
-                names = list(classes)
-                for c in names[1:]:  # every tile but the first: a C++ archive of its own
-                    (tmp / f"{c}.v").write_text(classes[c]["verilog"])
-                    _verilate(
-                        [exe, "--cc", "--prefix", c, "--top-module", SIM_TOP, "--Mdir", c, *flags, f"{c}.v"],
-                        c,
-                        tmp,
-                        logf,
-                        env,
-                    )
-                    _run(["make", "-j", jobs, "-C", c, "-f", f"{c}.mk", f"{c}__ALL.a"], tmp, logf, env)
-                # The first tile with the harness and Verilator's runtime, linked with the others' archives.
-                first = names[0]
-                (tmp / f"{first}.v").write_text(classes[first]["verilog"])
-                _verilate(
-                    [exe, "--cc", "--exe", "--prefix", first, "--top-module", SIM_TOP, "--Mdir", first, "-o", "model"]
-                    + [*flags, f"{first}.v", "harness.cpp"]
-                    + ["-CFLAGS", " ".join(f"-I../{c}" for c in names[1:]) or "-I."]
-                    + ["-LDFLAGS", " ".join(f"../{c}/{c}__ALL.a" for c in names[1:]) or "-L."],
-                    first,
-                    tmp,
-                    logf,
-                    env,
-                )
-                _run(["make", "-j", jobs, "-C", first, "-f", f"{first}.mk", "model"], tmp, logf, env)
-            except subprocess.CalledProcessError as e:
-                keep = root / f"failed-{key}.log"
-                shutil.copy(tmp / "build.log", keep)
-                raise VerilatorError(
-                    f"Verilator failed to build the tiled model (exit {e.returncode}); log: {keep}"
-                ) from None
-        shutil.move(str(tmp / names[0] / "model"), tmp / "model")
-        for c in classes:
-            shutil.rmtree(tmp / c)
-        seal(tmp, key, verilator=version, flags=flags)
-        try:
-            publish(tmp, entry, key)
-        except CacheError as e:
-            raise VerilatorError(str(e)) from None
-        return Model(entry, tins, touts, time.perf_counter() - t0, False), twidths
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+    return compile_tiles({c: r["verilog"] for c, r in classes.items()}, cpp, tins, touts, t0, log), twidths

@@ -1,0 +1,250 @@
+"""The build of a tiled compiled model: each distinct node tile Verilated once, one C++ object per node.
+
+A flat Verilator model writes every router's logic out once per instance: at 8x8 the code no longer
+fits the instruction cache, and at 16x16 and 32x32 its compile takes tens of minutes and gigabytes
+(docs/packets.md, "Speed of the compiled packet run"). A tiled model Verilates each distinct tile
+module once, with its own ``--prefix``, and makes the network of ``nodes`` objects of those classes,
+which share their code. A C++ class ``Net`` (written by the model's module: the packet traffic top in
+:mod:`~equimesh.sim.tiled_traffic`, the schedule network in :mod:`~equimesh.sim.tiled_network`)
+stands in for the flat top under :func:`~equimesh.sim.verilator.harness_cpp`'s program interpreter.
+
+The contract a tile keeps (docs/architecture.md, "Tiled models"): every signal that crosses from one
+tile to another is a register output. A rising clock then copies each link's signals from the
+sender's outputs to the receiver's inputs and clocks every tile once: the tile samples, at the edge,
+its neighbours' outputs of the cycle before, as the flat top does. Only the rising edge evaluates a
+tile: the harness clears Verilator's record of the clock (:data:`EDGE_RECORD`) instead of evaluating
+the falling edge.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from ..rtl.flow.cache import cache_root, valid_entry
+from .program import words_of
+from .verilator import (
+    CXX_OPT,
+    CXX_OPT_SLOW,
+    SIM_TOP,
+    VERILATOR_FLAGS,
+    Model,
+    VerilatorError,
+    find_verilator,
+    port_member,
+    publish_model,
+)
+
+__all__ = ["EDGE_RECORD", "PRELUDE", "TILE_CXX_OPT", "TILE_FLAGS", "c_array", "compile_tiles", "tile_classes"]
+
+# Verilator's record of the clock's value at the last evaluation (its edge detector): a tile's evaluation at
+# the falling edge would only record the 0 and evaluate the input logic once more, so the harness clears
+# the record instead and evaluates each tile once per cycle, at the rising edge.
+EDGE_RECORD = "__Vtrigprevexpr___TOP__clk__0"
+
+# Build flags of a tile (measured on the 8x8 EquiMesh packet run of docs/packets.md): a tile is small, so
+# the flat model's compile-time savings are not needed. Merging conditional assignments (without
+# -fno-merge-cond): 22,700 -> 29,300 cycles/s; the tiles' C++ at -O2: 32,600 (-O3: no faster).
+TILE_FLAGS = tuple(f for f in VERILATOR_FLAGS if f != "-fno-merge-cond")
+TILE_CXX_OPT = "-O2"
+
+# The C++ every Net starts with: port access by size (``wr``, ``rd``), a bit-field copy between word
+# arrays (``bits``), a tile (model, rising edge, end, and a pointer and size per port) and a link copy.
+PRELUDE = [
+    '#include "verilated.h"',
+    "#include <algorithm>",
+    "#include <atomic>",
+    "#include <chrono>",
+    "#include <cstdint>",
+    "#include <cstdio>",
+    "#include <cstdlib>",
+    "#include <cstring>",
+    "#include <thread>",
+    "#include <vector>",
+    "static void wr(void* p, int bytes, const uint32_t* w) {",
+    "    if (bytes == 1) *(uint8_t*)p = uint8_t(w[0]); else if (bytes == 2) *(uint16_t*)p = uint16_t(w[0]);",
+    "    else if (bytes == 4) *(uint32_t*)p = w[0]; else if (bytes == 8) *(uint64_t*)p = w[0] | uint64_t(w[1]) << 32;",
+    "    else std::memcpy(p, w, bytes); }",
+    "static void rd(const void* p, int bytes, uint32_t* w) {",
+    "    if (bytes == 1) w[0] = *(const uint8_t*)p; else if (bytes == 2) w[0] = *(const uint16_t*)p;",
+    "    else if (bytes == 4) w[0] = *(const uint32_t*)p;",
+    "    else if (bytes == 8) { uint64_t x = *(const uint64_t*)p; w[0] = uint32_t(x); w[1] = uint32_t(x >> 32); }",
+    "    else std::memcpy(w, p, bytes); }",
+    "static void bits(uint32_t* d, int dlo, const uint32_t* s, int slo, int n) {  // d[dlo +: n] = s[slo +: n]",
+    "    for (int i = 0; i < n;) { int a = slo + i, b = dlo + i, k = std::min({32 - a % 32, 32 - b % 32, n - i});",
+    "        uint32_t m = k == 32 ? ~0u : (1u << k) - 1, x = s[a / 32] >> (a % 32) & m;",
+    "        d[b / 32] = (d[b / 32] & ~(m << (b % 32))) | x << (b % 32); i += k; } }",
+    "struct Tile { void* m; void (*edge)(void*); void (*fin)(void*); std::vector<void*> p; std::vector<int> b; };",
+    "struct Copy { void* d; const void* s; int b; };",
+    "struct Copies {  // a link's signals, copied from one tile's outputs to another's inputs",
+    "    std::vector<Copy> bytes, words, other;",
+    "    void add(void* d, const void* s, int b) { (b == 1 ? bytes : b % 4 == 0 ? words : other).push_back({d, s, b}); }",
+    "    void run() const {",
+    "        for (auto& c : bytes) *(uint8_t*)c.d = *(const uint8_t*)c.s;",
+    "        for (auto& c : words) for (int i = 0; i < c.b / 4; i++) ((uint32_t*)c.d)[i] = ((const uint32_t*)c.s)[i];",
+    "        for (auto& c : other) std::memcpy(c.d, c.s, c.b);",
+    "    }",
+    "};",
+]
+
+
+def _bytes(width: int) -> int:
+    """Bytes of a Verilator port member of ``width`` bits (CData, SData, IData, QData or VlWide)."""
+    return 1 if width <= 8 else 2 if width <= 16 else 4 if width <= 32 else 8 if width <= 64 else 4 * words_of(width)
+
+
+def tile_classes(classes: dict) -> list[str]:
+    """The C++ that makes a ``Tile`` of each Verilated tile class (a function ``make_<class>``): its
+    model, its rising edge, and a pointer and a size per port.
+
+    Parameters
+    ----------
+    classes : dict
+        Class name -> ``(ins, outs, widths)`` of its tile; the tile's ports are ``ins + outs`` in order.
+
+    Returns
+    -------
+    list of str
+        The lines.
+    """
+    lines = []
+    for c, (ins, outs, w) in classes.items():
+        ptrs = ", ".join(f"(void*)&m->{port_member(n)}" for n in ins + outs)
+        sizes = ", ".join(str(_bytes(w[n])) for n in ins + outs)
+        lines += [
+            f'#include "{c}.h"',
+            f'#include "{c}___024root.h"',
+            f"static Tile make_{c}(VerilatedContext* ctx) {{",
+            f"    auto* m = new {c}{{ctx}}; m->clk = 0; m->eval(); Tile t; t.m = m;",
+            f"    t.edge = [](void* x) {{ auto* y = ({c}*)x; y->rootp->{EDGE_RECORD} = 0; y->clk = 1; y->eval(); }};",
+            f"    t.fin = [](void* x) {{ auto* y = ({c}*)x; y->final(); delete y; }};",
+            f"    t.p = {{{ptrs}}}; t.b = {{{sizes}}}; return t; }}",
+        ]
+    return lines
+
+
+def c_array(name: str, rows: list, ctype: str = "int") -> str:
+    """A C++ static array of ``rows``: ints, or tuples of ints (a two-dimensional array).
+
+    Parameters
+    ----------
+    name : str
+    rows : list of int or list of tuple of int
+    ctype : str
+        The element type.
+
+    Returns
+    -------
+    str
+        One line of C++.
+    """
+    if rows and isinstance(rows[0], tuple):
+        body = ", ".join("{" + ", ".join(map(str, r)) + "}" for r in rows)
+        return f"static const {ctype} {name}[][{len(rows[0])}] = {{{body}}};"
+    return f"static const {ctype} {name}[] = {{{', '.join(map(str, rows))}}};"
+
+
+def _run(cmd: list[str], cwd: Path, log, env: dict) -> None:
+    proc = subprocess.run(cmd, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, env=env)
+    if proc.returncode != 0:
+        raise subprocess.CalledProcessError(proc.returncode, cmd)
+
+
+def _verilate(cmd: list[str], c: str, cwd: Path, log, env: dict) -> None:
+    """Verilate tile class ``c`` and check that its model has the clock's edge record the harness
+    clears (:data:`EDGE_RECORD`, an internal of Verilator 5's scheduler)."""
+    _run(cmd, cwd, log, env)
+    if EDGE_RECORD not in (cwd / c / f"{c}___024root.h").read_text():
+        raise VerilatorError(
+            f"this Verilator's models keep no {EDGE_RECORD}, which the tiled model clears: use --model flat"
+        )
+
+
+def compile_tiles(
+    verilogs: dict[str, str], cpp: str, ins: list[str], outs: list[str], started: float, log=None
+) -> Model:
+    """The cached executable of a tiled model, building it if needed: each class's Verilog (module
+    :data:`~equimesh.sim.verilator.SIM_TOP`) Verilated with ``--prefix <class>``, the first with the
+    harness and Verilator's runtime, linked with the others' archives.
+
+    Parameters
+    ----------
+    verilogs : dict of str to str
+        Class name -> the Verilog of its tile, power-on top included.
+    cpp : str
+        The harness (:func:`~equimesh.sim.verilator.harness_cpp` with a ``Net``).
+    ins, outs : list of str
+        The ports of the top the harness stands in for, in the program's order.
+    started : float
+        ``time.perf_counter()`` when the model's build began (its export included).
+    log : callable, optional
+        Takes a progress line (the build's start).
+
+    Returns
+    -------
+    Model
+        The model; a failed build raises :class:`~equimesh.sim.verilator.VerilatorError` naming its log.
+    """
+    exe, version = find_verilator()
+    flags = list(TILE_FLAGS)
+    key = hashlib.sha256(
+        "\0".join([*verilogs.values(), cpp, version, " ".join(flags), TILE_CXX_OPT, CXX_OPT_SLOW]).encode()
+    ).hexdigest()[:24]
+    root = cache_root() / "models"
+    entry = root / key
+    if valid_entry(entry, key):
+        return Model(entry, ins, outs, 0.0, True)
+    if log:
+        log(f"building the tiled Verilator model ({len(verilogs)} tile modules; cache {entry})")
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f"build-{key}-", dir=root))
+    jobs = str(os.cpu_count() or 1)
+    make = f"OPT_FAST={TILE_CXX_OPT} OPT_SLOW={CXX_OPT_SLOW} OPT_GLOBAL={CXX_OPT} CFG_CXXFLAGS_PCH_I=-include"
+    if shutil.which("ccache"):
+        make += " OBJCACHE=ccache"
+    env = dict(os.environ, MAKEFLAGS=make)
+    names = list(verilogs)
+    try:
+        with open(tmp / "build.log", "w") as logf:
+            try:
+                (tmp / "harness.cpp").write_text(cpp)
+                for c in names[1:]:  # every tile but the first: a C++ archive of its own
+                    (tmp / f"{c}.v").write_text(verilogs[c])
+                    _verilate(
+                        [exe, "--cc", "--prefix", c, "--top-module", SIM_TOP, "--Mdir", c, *flags, f"{c}.v"],
+                        c,
+                        tmp,
+                        logf,
+                        env,
+                    )
+                    _run(["make", "-j", jobs, "-C", c, "-f", f"{c}.mk", f"{c}__ALL.a"], tmp, logf, env)
+                first = names[0]
+                (tmp / f"{first}.v").write_text(verilogs[first])
+                _verilate(
+                    [exe, "--cc", "--exe", "--prefix", first, "--top-module", SIM_TOP, "--Mdir", first, "-o", "model"]
+                    + [*flags, f"{first}.v", "harness.cpp"]
+                    + ["-CFLAGS", " ".join(f"-I../{c}" for c in names[1:]) or "-I."]
+                    + ["-LDFLAGS", " ".join(f"../{c}/{c}__ALL.a" for c in names[1:]) or "-L."],
+                    first,
+                    tmp,
+                    logf,
+                    env,
+                )
+                _run(["make", "-j", jobs, "-C", first, "-f", f"{first}.mk", "model"], tmp, logf, env)
+            except subprocess.CalledProcessError as e:
+                keep = root / f"failed-{key}.log"
+                shutil.copy(tmp / "build.log", keep)
+                raise VerilatorError(
+                    f"Verilator failed to build the tiled model (exit {e.returncode}); log: {keep}"
+                ) from None
+        shutil.move(str(tmp / names[0] / "model"), tmp / "model")
+        for c in names:
+            shutil.rmtree(tmp / c)
+        return publish_model(tmp, entry, key, (version, flags), (ins, outs), started)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
