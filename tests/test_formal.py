@@ -5,6 +5,10 @@ runner and the CLI).
 
 The proofs at pipelines 0 and 1 and with two bitmap flits (8x8, 32-bit flits) are marked ``prove`` and run
 by ``make prove`` (which also runs ``equimesh prove`` at 4x4 and 8x8).
+
+A PASS is read back from the shared cache when the property's RTLIL, depths, runner and tools are
+unchanged (``rtl/formal/sby.py``); any change to the RTL proves again. ``tests/test_formal_checks.py``
+runs the solver on an empty cache.
 """
 
 from __future__ import annotations

@@ -18,6 +18,13 @@ from equimesh.rtl.formal import BLOCKS, Params, block, prove, sby
 from equimesh.rtl.formal.mutations import MUTATIONS
 
 
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path, monkeypatch):
+    """Every check here runs the solver: an empty cache of its own, so no cached PASS stands in for a run."""
+    monkeypatch.setenv("EQUIMESH_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
 def _prove(name, prop, params, tmp_path, timeout=300):
     return prove(name, prop, params, timeout, waveforms=tmp_path / "waveforms")
 
@@ -40,11 +47,11 @@ def test_mutations_name_real_properties():
     assert len(MUTATIONS) >= 5
 
 
-def _toy():
-    """A 3-bit counter wrapping at 5: ``below5`` holds, ``below4`` does not (it reaches 4 at step 4)."""
+def _toy(top=4):
+    """A 3-bit counter wrapping after ``top``: at 4 ``below5`` holds, ``below4`` does not (it reaches 4 at step 4)."""
     m = Module()
     c = Signal(3)
-    m.d.sync += c.eq(Mux(c == 4, 0, c + 1))
+    m.d.sync += c.eq(Mux(c == top, 0, c + 1))
     m.d.comb += [
         Assert(c < 5, "below5: c"),
         Assert(c < 4, "below4: c"),
@@ -59,6 +66,22 @@ def test_runner_keeps_only_the_property(tmp_path):
     assert (good.status, good.unbounded, good.covers) == ("PASS", True, (1, 1))
     bad = sby.run_property(_toy(), [], "toy", "below4", ("below4",), 6, 60, True, waveforms=tmp_path)
     assert bad.status == "FAIL" and bad.note == "below4: c at step 4", bad.note
+
+
+def test_only_a_pass_is_cached_and_only_for_the_same_inputs(tmp_path, own_cache):
+    def run(prop, depth):
+        return sby.run_property(_toy(), [], "toy", prop, (prop,), depth, 60, True, waveforms=tmp_path)
+
+    first, again = run("below5", 5), run("below5", 5)
+    assert (first.status, first.cached, again.status, again.cached) == ("PASS", False, "PASS", True)
+    assert (again.unbounded, again.k, again.covers) == (first.unbounded, first.k, first.covers)
+    assert (first.unbounded, first.covers) == (True, (1, 1))
+    assert again.describe() == first.describe() + " (cached)"
+    assert not run("below5", 6).cached  # another depth is another proof
+    other = sby.run_property(_toy(3), [], "toy", "below5", ("below5",), 5, 60, True, waveforms=tmp_path)
+    assert (other.status, other.cached) == ("PASS", False)  # other RTL: another proof
+    assert [run("below4", 6).status for _ in range(2)] == ["FAIL", "FAIL"]
+    assert len(list((own_cache / "formal").glob("*.json"))) == 3  # the three passes, no failure
 
 
 def test_bounded_is_not_unbounded(tmp_path):

@@ -222,10 +222,11 @@ def test_bad_packet_options_are_one_line(capsys):
     assert "--payload-flits: must be 1..4096 (got 0)" in err and err.count("\n") == 1
 
 
-def test_packet_routers_really_synthesize_place_and_route(capsys, monkeypatch, tmp_path):
+def test_packet_routers_synthesize_place_and_route(capsys):
     """End to end on the 2x2 mesh with --packets: the schedule router, the packet router and the router
-    for both, each placed and routed once, in one table."""
-    monkeypatch.setenv("EQUIMESH_CACHE", str(tmp_path / "cache"))
+    for both, each placed and routed once, in one table. (The shared cache: its keys hold the Verilog,
+    the flow's scripts and source and the tools' versions, so a change to any of them runs the tools;
+    the test above runs them on an empty cache.)"""
     assert main(SMALL + ["--packets", "--payload-flits", "1", "--json"]) == 0
     res = json.loads(capsys.readouterr().out)
     assert (res["routing"], res["payload_flits"]) == ("shortcut", 1)
@@ -237,7 +238,7 @@ def test_packet_routers_really_synthesize_place_and_route(capsys, monkeypatch, t
     assert res["routers"][4]["table_bits"] == 0
 
 
-def test_a_packet_router_with_two_bitmap_words_synthesizes(monkeypatch, tmp_path):
+def test_a_packet_router_with_two_bitmap_words_synthesizes():
     """The relay's bitmap buffer is a memory read combinationally once a bitmap takes two flits (6x6 with
     32-bit flits: 36 nodes). The flow set RD_COLLISION_X_MASK on every one-read one-write memory, which
     failed yosys's memory check (`port.clk_enable`) on it: the 16x16 packet router did not synthesize."""
@@ -248,7 +249,6 @@ def test_a_packet_router_with_two_bitmap_words_synthesizes(monkeypatch, tmp_path
     from equimesh.schedules.synth import synthesize
     from equimesh.schedules.topology import build
 
-    monkeypatch.setenv("EQUIMESH_CACHE", str(tmp_path / "cache"))
     topo = build("mesh", 6, 6)
     design = fit(compile_schedule(synthesize(topo, 1, "allgather"), 2, topo), flit_bits=32)
     packets = PacketSetup(forwarding_table(topo), 1, flit_bits=design.flit_bits)
@@ -259,7 +259,7 @@ def test_a_packet_router_with_two_bitmap_words_synthesizes(monkeypatch, tmp_path
     assert result["luts"] > 0
 
 
-def test_a_pipeline_0_router_synthesizes(monkeypatch, tmp_path):
+def test_a_pipeline_0_router_synthesizes():
     """At pipeline 0 the router reads its tables on transparent ports (a write is seen in the same cycle).
     The flow's RD_COLLISION_X_MASK hint contradicts transparency, and yosys's memory check failed on it
     (`!port.transparency_mask[j] || !port.collision_x_mask[j]`): no pipeline-0 router synthesized."""
@@ -268,7 +268,6 @@ def test_a_pipeline_0_router_synthesizes(monkeypatch, tmp_path):
     from equimesh.schedules.synth import synthesize
     from equimesh.schedules.topology import build
 
-    monkeypatch.setenv("EQUIMESH_CACHE", str(tmp_path / "cache"))
     topo = build("equimesh", 3, 3)
     design = fit(compile_schedule(synthesize(topo, 4, "allgather"), 16, topo), pipeline=0)
     router = fpga.distinct_routers(design)[0]

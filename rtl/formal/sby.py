@@ -15,10 +15,19 @@ that text (its enable tied to 0), so a FAIL always names the property; then ``yo
 
 A run that exceeds its timeout is UNKNOWN, never PASS. On a FAIL the counterexample VCD and a
 GTKWave save file listing the wrapper's signals are copied to ``waveforms/<block>_<property>.vcd``.
+
+A PASS is cached (``<cache>/formal/<key>.json``, :func:`~equimesh.rtl.flow.cache.cache_root`) under a
+hash of everything it depends on: the property's RTLIL text (the wrapper, the design and the kept
+checks), the mode and depths, this module's source and the yosys and solver versions. The same
+inputs give the same verdict, so a rerun reads it (``Verdict.cached``); any change to the RTL or the
+tools proves again. A FAIL or UNKNOWN is never cached.
 """
 
 from __future__ import annotations
 
+import hashlib
+import inspect
+import json
 import os
 import re
 import shutil
@@ -30,6 +39,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from amaranth.back import rtlil
+
+from ..flow.cache import cache_root
+from ..flow.ecp5 import tool_version
 
 __all__ = [
     "SBY_PACKAGE",
@@ -153,6 +165,8 @@ class Verdict:
         A FAIL's counterexample waveform and its GTKWave save file.
     note : str
         Why a property is UNKNOWN or failed (the failed assertion's message), else empty.
+    cached : bool
+        The PASS was read from the cache (see module docstring); ``seconds`` is then the proof's own.
     """
 
     status: str
@@ -164,10 +178,12 @@ class Verdict:
     vcd: Path | None = None
     gtkw: Path | None = None
     note: str = ""
+    cached: bool = False
 
     def describe(self) -> str:
         if self.status == "PASS":
             what = f"PASS unbounded (k-induction, k={self.k})" if self.unbounded else f"PASS up to depth {self.depth}"
+            what += " (cached)" if self.cached else ""
         elif self.status == "FAIL":
             what = "FAIL" + (f", counterexample {self.vcd}" if self.vcd else "")
         else:
@@ -319,6 +335,10 @@ def run_property(
     il, kept, names = select_checks(rtlil.convert(top, name="top", ports=ports), prefixes)
     if kept["assert"] == 0:
         raise ValueError(f"property {prop}: no assertion's message starts with {' or '.join(prefixes)}")
+    record = _record_path(il, unbounded, depth, cover_depth)
+    known = _cached_pass(record)
+    if known is not None:
+        return known
     own = workdir is None
     workdir = Path(tempfile.mkdtemp(prefix=f"formal-{block}-{prop}-")) if own else Path(workdir)
     try:
@@ -363,10 +383,40 @@ def run_property(
         )
         if covers[0] < covers[1]:
             verdict.status, verdict.note = "UNKNOWN", f"vacuous? only {covers[0]}/{covers[1]} covers reached"
+        if verdict.status == "PASS":
+            _keep_pass(record, verdict)
         return verdict
     finally:
         if own:
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+_PASS_FIELDS = ("unbounded", "depth", "k", "seconds", "covers", "note")
+
+
+def _record_path(il: str, unbounded: bool, depth: int, cover_depth: int | None) -> Path:
+    """Where a PASS of this property text, mode and depths is cached (module docstring)."""
+    parts = [il, str(unbounded), str(depth), str(cover_depth), inspect.getsource(sys.modules[__name__])]
+    parts += [tool_version(SBY_PACKAGE), tool_version(SOLVER_PACKAGE)]
+    key = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:24]
+    return cache_root() / "formal" / f"{key}.json"
+
+
+def _cached_pass(path: Path) -> Verdict | None:
+    """The cached PASS at ``path``, or None when there is none (or it is damaged)."""
+    try:
+        rec = json.loads(path.read_text())
+        return Verdict("PASS", **{f: rec[f] for f in _PASS_FIELDS} | {"covers": tuple(rec["covers"])}, cached=True)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _keep_pass(path: Path, verdict: Verdict) -> None:
+    """Cache a PASS at ``path`` (atomically: a reader sees the whole record or none)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({f: getattr(verdict, f) for f in _PASS_FIELDS}))
+    os.replace(tmp, path)
 
 
 def _failed(log: str, names: dict[str, str]) -> str:
