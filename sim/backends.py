@@ -201,7 +201,7 @@ def run_image(
     else:
         import time
 
-        from ..rtl.flow.cache import cache_root
+        from ..rtl.cache import cache_root
         from ..rtl.verilog import network_verilog
         from .verilator import build_directory
 

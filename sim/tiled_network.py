@@ -32,8 +32,8 @@ import time
 
 from amaranth.back import verilog
 
+from ..rtl.cache import cache_root, json_record
 from ..rtl.design import Design
-from ..rtl.flow.cache import cache_root, json_record
 from ..rtl.network import Network, buses, load_group, router_name
 from ..rtl.router_tile import RouterTile
 from ..rtl.verilog import TOP, flat_ports, without_zero_init

@@ -28,7 +28,7 @@ import time
 
 from amaranth.back import verilog
 
-from ..rtl.flow.cache import cache_root, json_record
+from ..rtl.cache import cache_root, json_record
 from ..rtl.packet_network import PacketNetwork, PacketSetup, TrafficLoad, TrafficTop
 from ..rtl.packet_tile import NODE_INPUTS, PacketTile, tile_inputs
 from ..rtl.verilog import TOP, flat_ports, without_zero_init

@@ -25,7 +25,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from ..rtl.flow.cache import cache_root, valid_entry
+from ..rtl.cache import cache_root, valid_entry
 from .program import words_of
 from .verilator import (
     CXX_OPT,

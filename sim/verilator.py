@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..rtl.flow.cache import CacheError, cache_root, json_record, publish, seal, valid_entry
+from ..rtl.cache import CacheError, cache_root, json_record, publish, seal, valid_entry
 from ..rtl.verilog import TOP, flat_ports, top_verilog, without_zero_init
 from .program import Capture, ClockTo, Program, Run, Set, Settle, Until, words_of
 
@@ -710,7 +710,7 @@ def publish_model(tmp: Path, entry: Path, key: str, tool: tuple, ports: tuple, s
     tmp : Path
         The build directory, holding the executable ``model``.
     entry : Path
-        The cache entry (:func:`~equimesh.rtl.flow.cache.publish`).
+        The cache entry (:func:`~equimesh.rtl.cache.publish`).
     key : str
         The entry's key.
     tool : tuple

@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..rtl.flow.cache import cache_root, json_record
+from ..rtl.cache import cache_root, json_record
 from .program import Program
 from .verilator import TOP, VerilatorError, find_verilator, read_result, rtl_digest, write_program
 

@@ -12,8 +12,8 @@ import shutil
 import numpy as np
 import pytest
 
+from equimesh.rtl import cache as artifacts
 from equimesh.rtl.design import Design
-from equimesh.rtl.flow import cache as artifacts
 from equimesh.rtl.rom import compile_schedule
 from equimesh.schedules.synth import synthesize
 from equimesh.schedules.topology import build

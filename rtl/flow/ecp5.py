@@ -52,18 +52,17 @@ import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 
 from amaranth.back import verilog
 
+from ..cache import CacheError, cache_root, publish, seal, tool_version, valid_entry
 from ..design import Design
 from ..network import make_router, router_name
 from ..packet_network import PacketSetup
 from ..packet_router import PacketRouter
 from ..rom import entry_layout
 from ..verilog import flat_ports, without_zero_init
-from .cache import CacheError, cache_root, publish, seal, valid_entry
 
 __all__ = [
     "EBRS",
@@ -88,7 +87,6 @@ __all__ = [
     "place_and_route",
     "synthesize",
     "tool_error",
-    "tool_version",
     "wrapper_verilog",
 ]
 
@@ -153,24 +151,6 @@ def find_tool(name: str) -> str:
     if not found:
         raise FpgaError(f"{name} is not installed: run '{Path(sys.executable).parent / 'pip'} install {name}'")
     return found
-
-
-def tool_version(name: str) -> str:
-    """The installed version of a Python package (the yowasp tools), for cache keys.
-
-    Parameters
-    ----------
-    name : str
-
-    Returns
-    -------
-    str
-        The version, or ``"unknown"`` if the package is not installed.
-    """
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return "unknown"
 
 
 def device_flag(part: str) -> str:

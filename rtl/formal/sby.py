@@ -16,11 +16,12 @@ that text (its enable tied to 0), so a FAIL always names the property; then ``yo
 A run that exceeds its timeout is UNKNOWN, never PASS. On a FAIL the counterexample VCD and a
 GTKWave save file listing the wrapper's signals are copied to ``waveforms/<block>_<property>.vcd``.
 
-A PASS is cached (``<cache>/formal/<key>.json``, :func:`~equimesh.rtl.flow.cache.cache_root`) under a
+A PASS is cached (``<cache>/formal/<key>.json``, :func:`~equimesh.rtl.cache.cache_root`) under a
 hash of everything it depends on: the property's RTLIL text (the wrapper, the design and the kept
-checks), the mode and depths, this module's source and the yosys and solver versions. The same
-inputs give the same verdict, so a rerun reads it (``Verdict.cached``); any change to the RTL or the
-tools proves again. A FAIL or UNKNOWN is never cached.
+checks; without its ``src`` attributes, which name the source files' paths), the mode and depths,
+this module's source and the yosys and solver versions. The same inputs give the same verdict, so a
+rerun reads it (``Verdict.cached``); any change to the RTL or the tools proves again. A FAIL or
+UNKNOWN is never cached.
 """
 
 from __future__ import annotations
@@ -40,8 +41,7 @@ from pathlib import Path
 
 from amaranth.back import rtlil
 
-from ..flow.cache import cache_root
-from ..flow.ecp5 import tool_version
+from ..cache import cache_root, tool_version
 
 __all__ = [
     "SBY_PACKAGE",
@@ -396,7 +396,8 @@ _PASS_FIELDS = ("unbounded", "depth", "k", "seconds", "covers", "note")
 
 def _record_path(il: str, unbounded: bool, depth: int, cover_depth: int | None) -> Path:
     """Where a PASS of this property text, mode and depths is cached (module docstring)."""
-    parts = [il, str(unbounded), str(depth), str(cover_depth), inspect.getsource(sys.modules[__name__])]
+    text = re.sub(r"^\s*attribute \\src .*\n", "", il, flags=re.M)  # source paths: not the design
+    parts = [text, str(unbounded), str(depth), str(cover_depth), inspect.getsource(sys.modules[__name__])]
     parts += [tool_version(SBY_PACKAGE), tool_version(SOLVER_PACKAGE)]
     key = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:24]
     return cache_root() / "formal" / f"{key}.json"

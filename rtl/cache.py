@@ -1,5 +1,5 @@
-"""The artifact cache shared by the flows: compiled Verilator models, Verilog records, Icarus builds and
-ECP5 place-and-route results.
+"""The artifact cache shared by the flows: compiled Verilator models, Verilog records, Icarus builds,
+ECP5 place-and-route results and formal verdicts.
 
 Entries live under ``EQUIMESH_CACHE`` (else ``$XDG_CACHE_HOME/equimesh``, else ``~/.cache/equimesh``),
 one directory per key. A build is made in a private directory, sealed with its key and the digest of its
@@ -14,9 +14,10 @@ import hashlib
 import json
 import os
 import shutil
+from importlib import metadata
 from pathlib import Path
 
-__all__ = ["CacheError", "cache_root", "json_record", "publish", "seal", "valid_entry"]
+__all__ = ["CacheError", "cache_root", "json_record", "publish", "seal", "tool_version", "valid_entry"]
 
 
 class CacheError(RuntimeError):
@@ -154,3 +155,21 @@ def publish(tmp: Path, entry: Path, key: str, payload: str = "model") -> None:
         shutil.rmtree(tmp, ignore_errors=True)
         if not valid_entry(entry, key, payload):
             raise CacheError(f"the cache entry {entry} is unusable; delete it and run again") from None
+
+
+def tool_version(name: str) -> str:
+    """The installed version of a Python package (the yowasp tools), for cache keys.
+
+    Parameters
+    ----------
+    name : str
+
+    Returns
+    -------
+    str
+        The version, or ``"unknown"`` if the package is not installed.
+    """
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "unknown"
