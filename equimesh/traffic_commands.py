@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import time
@@ -30,6 +31,7 @@ from .sim.traffic import (
     MAX_CYCLES,
     PACKET_MODELS,
     PATTERNS,
+    SOAK_BACKLOG,
     make_traffic,
     packet_model,
     read_traffic,
@@ -535,6 +537,7 @@ def cmd_soak(args) -> int:
         traffic = make_traffic(fmt, "multicast", fanout=args.fanout, rate=args.rate, seed=args.seed)
     except PacketError as e:
         raise UsageError(str(e)) from None
+    traffic = dataclasses.replace(traffic, backlog=SOAK_BACKLOG)
     t0 = time.perf_counter()
     r = _run(args, table, traffic, "soak")
     _report(args, topo, table, r, time.perf_counter() - t0)
@@ -989,7 +992,5 @@ def register(sub, bench) -> None:
     p = sub.add_parser(
         "soak", help="random multicast at saturation on a compiled simulator; checks no duplicate, loss or deadlock"
     )
-    # 10,000 injection cycles at rate 1 queue 160,000 packets on a 4x4, which drain in about 960,000
-    # cycles: much longer and the drain reaches DRAIN_LIMIT while still delivering (docs/relay.md).
     _add_run_args(p, 10_000, 1.0)
     p.set_defaults(func=cmd_soak)

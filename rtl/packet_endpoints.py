@@ -113,7 +113,8 @@ class Generator(wiring.Component):
     Each cycle a packet is created with probability ``rate / 2**16`` (a fresh xorshift32 sample per
     cycle, independent of the network) while ``stop`` is low, until ``limit`` packets were created.
     Created packets wait in the source queue, a count (a packet's contents follow from its ``seq``),
-    and are sent one after the other, header first. Packet ``seq`` uses table entry ``seq mod length``,
+    and are sent one after the other, header first. A ``backlog`` bounds the queue: no packet is
+    created while that many wait (the soak's saturation, which would otherwise queue without end). Packet ``seq`` uses table entry ``seq mod length``,
     so the Python scoreboard knows every bitmap sent from the ``sent`` count alone. The header's
     ``stamp`` is the cycle the router takes it (its injection): latency is the network's, the source
     queue's wait excluded (BookSim's network latency).
@@ -131,6 +132,7 @@ class Generator(wiring.Component):
     node : In(src_bits)   -- the node it injects at (the header's ``src``).
     seed : In(32)         -- its random stream's seed (non-zero, :func:`endpoint_seeds`).
     stop : In(1)          -- no packet is created while high (queued packets are still sent).
+    backlog : In(32)      -- no packet is created while this many wait unsent (0: no bound).
     rate : In(17)         -- a packet is created in a cycle with probability ``rate / 2**16`` (2**16: every cycle).
     length : In(range(depth + 1)) -- packet ``seq`` goes to table entry ``seq mod length``.
     we, addr, data : In   -- the host's table write port.
@@ -148,6 +150,7 @@ class Generator(wiring.Component):
                 "node": In(fmt.src_bits),
                 "seed": In(32),
                 "stop": In(1),
+                "backlog": In(COUNTER_BITS),
                 "rate": In(RATE_BITS + 1),
                 "length": In(range(depth + 1)),
                 "limit": In(COUNTER_BITS),
@@ -172,7 +175,8 @@ class Generator(wiring.Component):
             m.d.sync += limit.eq(self.limit)
 
         rng = Signal(32)
-        create = (_xorshift(m, rng, self.seed) < self.rate) & ~self.stop & (self.created < limit)
+        room = (self.backlog == 0) | (self.created - self.sent < self.backlog)
+        create = (_xorshift(m, rng, self.seed) < self.rate) & ~self.stop & (self.created < limit) & room
         with m.If(create):
             m.d.sync += self.created.eq(self.created + 1)
 

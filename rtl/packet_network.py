@@ -317,7 +317,7 @@ class TrafficTop(wiring.Component):
     with ``packets`` (then ``start``, ``done``, ``launch``, ``link_valid``, the host's load and read
     ports and the statistics block's counters pass through). The traffic is not part of the design:
     the host loads every generator's table of ``depth`` bitmaps (:class:`TrafficLoad`) and sets the
-    rate, the sinks' stall probability and the table length before a run
+    rate, the sources' backlog, the sinks' stall probability and the table length before a run
     (:func:`equimesh.sim.traffic.traffic_load`).
 
     Parameters
@@ -334,6 +334,7 @@ class TrafficTop(wiring.Component):
     stop : In(1)  -- generators create no new packet (from the next cycle on, as ``rate`` and ``stall``).
     rate, stall : In(17)  -- creation and backpressure probabilities (/ 2**16).
     table_len : In(range(depth + 1))  -- table entries in use.
+    backlog : In(32)  -- the most packets a source queue holds (0: no bound; :class:`Generator`).
     table_we, table_group, table_addr : In  -- write entry ``table_addr`` of group ``table_group``'s tables;
     table_data : In(group x field_bits), table_limit : In(group x 32)  -- the group's bitmaps and packet limits.
     created : Out(32).array(nodes)  -- packets created per node (the offered load).
@@ -362,6 +363,7 @@ class TrafficTop(wiring.Component):
             "rate": In(RATE_BITS + 1),
             "stall": In(RATE_BITS + 1),
             "table_len": In(range(depth + 1)),
+            "backlog": In(COUNTER_BITS),
             "table_we": In(1),
             "table_group": In(range(max(2, load.groups))),
             "table_addr": In(range(depth)),
@@ -436,6 +438,7 @@ class TrafficTop(wiring.Component):
                 gen.stop.eq(stop),
                 gen.rate.eq(rate),
                 gen.length.eq(self.table_len),
+                gen.backlog.eq(self.backlog),
                 gen.we.eq(self.table_we & (self.table_group == v // load.group)),
                 gen.addr.eq(self.table_addr),
                 gen.data.eq(self.table_data[field * load.field_bits :][:nodes]),

@@ -49,7 +49,8 @@ class PacketTile(wiring.Component):
     own, reach : the router's forwarding entries.
     node : In(src_bits)  -- the generator's ``src``.
     gen_seed : In(32), sink_seed : In(16).array(lanes)  -- the random sources' seeds (:func:`endpoint_seeds`).
-    stop, rate, stall, table_len : as :class:`~equimesh.rtl.packet_network.TrafficTop`'s, registered as there.
+    stop, rate, stall, table_len, backlog : as :class:`~equimesh.rtl.packet_network.TrafficTop`'s (the first
+        three registered as there).
     table_we, table_addr, table_data, table_limit : this generator's table write port.
     created, sent, count, key_sum, key_sq_sum, header_errors, payload_errors : Out(32)  -- this node's
         counters (:class:`TrafficTop`'s per node, or its summands).
@@ -74,6 +75,7 @@ class PacketTile(wiring.Component):
                 "rate": In(RATE_BITS + 1),
                 "stall": In(RATE_BITS + 1),
                 "table_len": In(range(depth + 1)),
+                "backlog": In(COUNTER_BITS),
                 "table_we": In(1),
                 "table_addr": In(range(depth)),
                 "table_data": In(fmt.nodes),
@@ -110,6 +112,7 @@ class PacketTile(wiring.Component):
             gen.stop.eq(stop),
             gen.rate.eq(rate),
             gen.length.eq(self.table_len),
+            gen.backlog.eq(self.backlog),
             gen.we.eq(self.table_we),
             gen.addr.eq(self.table_addr),
             gen.data.eq(self.table_data),

@@ -70,7 +70,7 @@ async def mixed(dut):
     cfg = json.loads(Path(os.environ["EQUIMESH_MIXED"]).read_text())
     image, design, load = pickle.loads(Path(cfg["image"]).read_bytes())
     fmt = PacketFormat(cfg["nodes"], cfg["payload_flits"], cfg["flit_bits"])
-    traffic = Traffic(cfg["pattern"], cfg["roms"], cfg["counts"], cfg["rate"], tuple(cfg["silent"]))
+    traffic = Traffic(cfg["pattern"], cfg["roms"], cfg["counts"], cfg["rate"], tuple(cfg["silent"]), cfg["backlog"])
     lanes = cfg["lanes"]
     run = MixedRun(image, design, fmt, traffic, lanes, start_at=cfg["start_at"], cycles=cfg["cycles"])
     n_inj = fmt.nodes
@@ -217,6 +217,7 @@ def run_mixed_verilog(
             "counts": traffic.counts,
             "rate": traffic.rate,
             "silent": list(traffic.silent),
+            "backlog": traffic.backlog,
             "start_at": start_at,
             "cycles": cycles,
             "links": len(image.topology.links),

@@ -10,7 +10,7 @@ model's) sees a class ``Net`` with the flat :class:`~equimesh.rtl.packet_network
   receiver's outputs (all register outputs: :mod:`~equimesh.rtl.packet_tile`) to the other side's
   inputs, then clocks every tile;
 * the top's inputs are kept and applied to the tiles before the next evaluation: ``stop``, ``rate``,
-  ``stall`` and ``table_len`` to every tile, the table's write port to the tiles of ``table_group``,
+  ``stall``, ``table_len`` and ``backlog`` to every tile, the table's write port to the tiles of ``table_group``,
   each its field of ``table_data`` and ``table_limit``;
 * the top's outputs are read from the tiles: a node's counters from its tile, ``link_flits__i`` from
   the sender's counter of link ``i``, ``ejected`` and the error counts as sums over the tiles,
@@ -39,7 +39,7 @@ from .verilator import Model, harness_cpp, power_on_top, rtl_digest
 
 __all__ = ["build_tiled", "tiled_declarations"]
 
-_BROADCAST = ("stop", "rate", "stall", "table_len")  # the top's inputs every tile takes as they are
+_BROADCAST = ("stop", "rate", "stall", "table_len", "backlog")  # the top's inputs every tile takes as they are
 _TABLE_PORT = ("table_we", "table_addr", "table_data", "table_limit")  # a tile's generator table write port
 _TABLE = _TABLE_PORT + ("table_group",)  # the top's table inputs (the group selects the tiles)
 _PER_NODE = ("created", "sent", "count", "key_sum", "key_sq_sum")  # the top's ``<name>__<node>`` outputs

@@ -34,6 +34,7 @@ from ..schedules.routing import ForwardingTable
 __all__ = [
     "BLOCK",
     "DRAIN_LIMIT",
+    "SOAK_BACKLOG",
     "HOTSPOT_SHARE",
     "LIMIT_MAX",
     "MAX_CYCLES",
@@ -80,6 +81,10 @@ ROM_DEPTH = 256  # random patterns loop over this many bitmaps per node
 WATCHDOG = 2000  # cycles without any flit taken, with packets in flight, that count as deadlock
 BLOCK = 10_000  # counters-only soaks: cycles between progress checks while injecting
 DRAIN_LIMIT = 1_000_000  # counters-only soaks: drain cycles after which the run counts as deadlocked
+# The soak's source queues: at rate 1 an unbounded queue grows by every packet the network refuses (a 4x4
+# queued 160,000 in 10,000 cycles, for a drain past DRAIN_LIMIT); four per source keep the network
+# saturated and the drain short.
+SOAK_BACKLOG = 4
 TABLE_MAX = 4096  # generator table entries per node: an AllGather pattern's packets x copies
 LIMIT_MAX = 2**32 - 2  # a generator's packet limit (the register's all-ones value means "until stopped")
 MAX_CYCLES = 2**31  # injection cycles: every program deadline, drain included, fits 32 bits
@@ -102,6 +107,8 @@ class Traffic:
         Probability that a node creates a packet in a cycle.
     silent : tuple of int
         Nodes that send nothing.
+    backlog : int
+        The most packets a source queue holds (0: no bound; the soak's saturation, :data:`SOAK_BACKLOG`).
     """
 
     pattern: str
@@ -109,6 +116,7 @@ class Traffic:
     counts: list[int] | None
     rate: float
     silent: tuple[int, ...] = ()
+    backlog: int = 0
 
     def bitmap(self, src: int, seq: int) -> int:
         rom = self.roms[src]
@@ -171,6 +179,7 @@ def traffic_load(fmt: PacketFormat, traffic: Traffic, stall: float):
             "rate": scalar(const * probability(traffic.rate), 17),
             "stall": scalar(const * probability(stall), 17),
             "table_len": scalar(const * length, 32),
+            "backlog": scalar(const * traffic.backlog, 32),
             "table_we": scalar(live, 1),
             "table_group": scalar(grp, 32),
             "table_addr": scalar(addr, 32),
@@ -1233,6 +1242,7 @@ def run_verilog(
             "counts": traffic.counts,
             "rate": traffic.rate,
             "silent": list(traffic.silent),
+            "backlog": traffic.backlog,
             "stall": stall,
             "cycles": cycles,
             "links": len(table.topology.links),

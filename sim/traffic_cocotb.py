@@ -75,7 +75,7 @@ async def traffic(dut):
     with open(os.environ["EQUIMESH_TRAFFIC"]) as f:
         cfg = json.load(f)
     fmt = PacketFormat(cfg["nodes"], cfg["payload_flits"], cfg["flit_bits"])
-    traffic = Traffic(cfg["pattern"], cfg["roms"], cfg["counts"], cfg["rate"], tuple(cfg["silent"]))
+    traffic = Traffic(cfg["pattern"], cfg["roms"], cfg["counts"], cfg["rate"], tuple(cfg["silent"]), cfg["backlog"])
     n_links, lanes = cfg["links"], cfg["lanes"]
     await _reset(dut)
     await drive_load(dut, traffic_load(fmt, traffic, cfg["stall"]))  # then cycle 0, as every backend counts

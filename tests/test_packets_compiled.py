@@ -216,6 +216,21 @@ def test_soak_command_on_the_compiled_model(capsys):
     _clean(r)
 
 
+def test_a_soak_past_the_old_queue_limit_drains(capsys):
+    """At rate 1 an unbounded source queue grew by every refused packet: 10,400 injection cycles on the
+    4x4 EquiMesh queued a drain longer than ``DRAIN_LIMIT`` and the soak called it a deadlock. With the
+    soak's backlog every source holds at most ``SOAK_BACKLOG`` packets when the injection stops: 16 x 4
+    packets, a few thousand flits, drain in a few thousand cycles."""
+    from equimesh.sim.traffic import SOAK_BACKLOG
+
+    argv = ["soak", "--kind", "equimesh", "--rows", "4", "--cols", "4", "--payload-flits", "2", "--cycles"]
+    assert main([*argv, "20000", "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    _clean(r)
+    assert 20000 < r["cycles"] < 20000 + 16 * SOAK_BACKLOG * 100
+    assert r["packets"] > 1000  # saturated: the sources were not starved
+
+
 def _verdict(sent, count, key_sum, key_sq_sum, payload_errors=0):
     """Node 0 sends packets 0, 1, 2 to nodes 1 and 3 (keys 0, 1, 2: sum 3, sum of squares 5)."""
     fmt = PacketFormat(6, 2)

@@ -161,3 +161,43 @@ def test_generator_tables_load_in_groups(monkeypatch):
     r = simulate(forwarding_table(topo), traffic, 2)
     assert r["errors"] == [] and not r["deadlock"]
     assert r["delivered"] == r["expected"] == topo.nodes * (topo.nodes - 1) * 2
+
+
+@pytest.mark.parametrize("backlog", [0, 1, 3])
+def test_a_source_queue_holds_at_most_its_backlog(backlog):
+    """A generator that creates a packet every cycle (rate 2**16) and is never taken from: with a
+    backlog it stops at that many queued packets; without one (0) it creates one packet per cycle."""
+    from amaranth.sim import Simulator
+
+    from equimesh.rtl.packet_endpoints import Generator
+
+    dut = Generator(PacketFormat(4, 1), 4)
+    seen = []
+
+    async def bench(ctx):
+        ctx.set(dut.seed, 1)
+        ctx.set(dut.rate, 2**16)
+        ctx.set(dut.limit, 2**32 - 1)
+        ctx.set(dut.length, 1)
+        ctx.set(dut.backlog, backlog)
+        ctx.set(dut.o.ready, 0)
+        ctx.set(dut.stop, 1)
+        ctx.set(dut.data, 0b0010)  # the limit is kept with a table write
+        ctx.set(dut.we, 1)
+        await ctx.tick()
+        ctx.set(dut.we, 0)
+        ctx.set(dut.stop, 0)
+        for _ in range(12):
+            await ctx.tick()
+            seen.append((ctx.get(dut.created), ctx.get(dut.sent)))
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    created = [c for c, _ in seen]
+    assert all(s == 0 for _, s in seen)  # nothing was taken
+    if backlog:
+        assert max(created) == created[-1] == backlog
+    else:
+        assert created[-1] >= 10 and created == sorted(created)
