@@ -235,6 +235,8 @@ def compile_tiles(
                     env,
                 )
                 _run(["make", "-j", jobs, "-C", first, "-f", f"{first}.mk", "model"], tmp, logf, env)
+                if not (tmp / first / "model").exists():
+                    raise subprocess.CalledProcessError(0, "make")
             except subprocess.CalledProcessError as e:
                 keep = root / f"failed-{key}.log"
                 shutil.copy(tmp / "build.log", keep)
