@@ -23,6 +23,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ..rtl.cache import cache_root, valid_entry
@@ -164,6 +165,16 @@ def _verilate(cmd: list[str], c: str, cwd: Path, log, env: dict) -> None:
         )
 
 
+def _archive(exe: str, flags: list[str], c: str, tmp: Path, env: dict) -> None:
+    """Verilate tile class ``c`` (``tmp/<c>.v``) into the C++ archive ``tmp/<c>/<c>__ALL.a``; its log
+    ``tmp/<c>.log``."""
+    with open(tmp / f"{c}.log", "w") as logf:
+        _verilate(
+            [exe, "--cc", "--prefix", c, "--top-module", SIM_TOP, "--Mdir", c, *flags, f"{c}.v"], c, tmp, logf, env
+        )
+        _run(["make", "-C", c, "-f", f"{c}.mk", f"{c}__ALL.a"], tmp, logf, env)
+
+
 def compile_tiles(
     verilogs: dict[str, str], cpp: str, ins: list[str], outs: list[str], started: float, log=None
 ) -> Model:
@@ -209,21 +220,16 @@ def compile_tiles(
     env = dict(os.environ, MAKEFLAGS=make)
     names = list(verilogs)
     try:
-        with open(tmp / "build.log", "w") as logf:
-            try:
-                (tmp / "harness.cpp").write_text(cpp)
-                for c in names[1:]:  # every tile but the first: a C++ archive of its own
-                    (tmp / f"{c}.v").write_text(verilogs[c])
-                    _verilate(
-                        [exe, "--cc", "--prefix", c, "--top-module", SIM_TOP, "--Mdir", c, *flags, f"{c}.v"],
-                        c,
-                        tmp,
-                        logf,
-                        env,
-                    )
-                    _run(["make", "-j", jobs, "-C", c, "-f", f"{c}.mk", f"{c}__ALL.a"], tmp, logf, env)
-                first = names[0]
-                (tmp / f"{first}.v").write_text(verilogs[first])
+        (tmp / "harness.cpp").write_text(cpp)
+        for c in names:
+            (tmp / f"{c}.v").write_text(verilogs[c])
+        try:
+            # Every tile but the first: a C++ archive of its own, the classes side by side (Verilator
+            # is single-threaded); then the first with the harness, linked with the others' archives.
+            with ThreadPoolExecutor(max_workers=int(jobs)) as pool:
+                list(pool.map(lambda c: _archive(exe, flags, c, tmp, env), names[1:]))
+            first = names[0]
+            with open(tmp / f"{first}.log", "w") as logf:
                 _verilate(
                     [exe, "--cc", "--exe", "--prefix", first, "--top-module", SIM_TOP, "--Mdir", first, "-o", "model"]
                     + [*flags, f"{first}.v", "harness.cpp"]
@@ -235,14 +241,14 @@ def compile_tiles(
                     env,
                 )
                 _run(["make", "-j", jobs, "-C", first, "-f", f"{first}.mk", "model"], tmp, logf, env)
-                if not (tmp / first / "model").exists():
-                    raise subprocess.CalledProcessError(0, "make")
-            except subprocess.CalledProcessError as e:
-                keep = root / f"failed-{key}.log"
-                shutil.copy(tmp / "build.log", keep)
-                raise VerilatorError(
-                    f"Verilator failed to build the tiled model (exit {e.returncode}); log: {keep}"
-                ) from None
+            if not (tmp / first / "model").exists():
+                raise subprocess.CalledProcessError(0, "make")
+        except subprocess.CalledProcessError as e:
+            keep = root / f"failed-{key}.log"
+            keep.write_text("".join(p.read_text() for p in sorted(tmp.glob("*.log"))))
+            raise VerilatorError(
+                f"Verilator failed to build the tiled model (exit {e.returncode}); log: {keep}"
+            ) from None
         shutil.move(str(tmp / names[0] / "model"), tmp / "model")
         for c in names:
             shutil.rmtree(tmp / c)
