@@ -144,10 +144,11 @@ def run_image(
 
     ``vcd``: write a waveform there (``.fst`` for FST with Verilator). ``log(line)`` reports build steps.
     ``model`` (Verilator): ``flat`` inlines every router into one model (slow to build, fast to run),
-    ``tiled`` compiles each router module once and wires the nodes in C++ (:mod:`~equimesh.sim.tiled_network`;
-    pipeline 1 or 2, no waveform), ``modules`` keeps every router an instance of its module's C++ class (faster to build, somewhat
-    slower to run), ``hierarchical`` compiles each distinct router once (its build does not grow with
-    the node count, its run is much slower; docs/rtl.md); ``auto``: :func:`model_kind`.
+    ``tiled`` compiles each router module once and wires the nodes in C++
+    (:mod:`~equimesh.sim.tiled_network`; pipeline 1 or 2, no waveform), ``modules`` keeps every
+    router an instance of its module's C++ class (faster to build, somewhat slower to run),
+    ``hierarchical`` compiles each distinct router once (its build does not grow with the node
+    count, its run is much slower; docs/rtl.md); ``auto``: :func:`model_kind`.
 
     Parameters
     ----------

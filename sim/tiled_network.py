@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections import Counter
 
 from amaranth.back import verilog
 
@@ -70,13 +71,12 @@ def _field(bus, i: int) -> tuple[str, int]:
 def _wiring(design: Design, classes: dict, names: list[str], top: tuple) -> list[str]:
     """The network as C++ tables.
 
-    ``CLASS``: each tile's class; ``START``, ``NET_DONE``: each tile's ``start`` and ``net_done``
-    ports. ``TARGET``: every tile input
-    the top drives (tile, port, words, gated by the group, first segment, segments) and ``IN_SEG`` its
-    segments (top input, bit in it, bit in the tile's port, width). ``OUT_SEG``: the top outputs read
-    from the tiles (top output, bit in it, tile, port, bit in the port, width; ``OUT_RANGE``: each top
-    output's first segment and count). ``LINK``: each link's
-    receiver and sender ports (``valid`` and ``flit``). ``DONE``: each router's ``done`` port."""
+    ``CLASS``: each tile's class. ``START``, ``NET_DONE``, ``DONE``: each tile's ``start``,
+    ``net_done`` and ``done`` ports. ``TARGET``: every tile input the top drives (tile, port, words,
+    gated by the group, first segment, segments), and ``IN_SEG`` their segments (top input, bit in it,
+    bit in the tile's port, width). ``OUT_SEG``: the top's outputs as segments of tile outputs (top
+    output, bit in it, tile, port, bit in the port, width), by output; ``OUT_RANGE``: each output's
+    first segment and count. ``LINK``: each link's receiver and sender ports (``valid``, ``flit``)."""
     t, ml, fb, size = design.topology, design.max_lanes, design.flit_bits, load_group(design)
     tins, touts, _ = top
     bus = buses(design)
@@ -115,10 +115,8 @@ def _wiring(design: Design, classes: dict, names: list[str], top: tuple) -> list
         out_seg.append((touts.index(name), lo, lk.src, src[busy], 0, 32))
     out_seg.append((touts.index("cycles"), 0, 0, port[0]["cycles"], 0, 32))
     out_seg.sort(key=lambda s: s[0])
-    first = {}
-    for k, s in enumerate(out_seg):
-        first.setdefault(s[0], k)
-    ranges = [(first.get(i, 0), sum(1 for s in out_seg if s[0] == i)) for i in range(len(touts))]
+    count = Counter(s[0] for s in out_seg)
+    ranges = [(sum(count[j] for j in range(i)), count[i]) for i in range(len(touts))]
     return [
         c_array("CLASS", [list(classes).index(c) for c in names]),
         c_array("TARGET", targets),
