@@ -79,18 +79,20 @@ def test_every_verilator_model_kind_agrees_with_the_reference(tmp_path, monkeypa
         _same(reference, r)
 
 
-def test_the_tiled_model_wires_groups_split_buses_and_router_modules_as_the_top_does(tmp_path, monkeypatch):
+@pytest.mark.parametrize("pipeline", [1, 2])
+def test_the_tiled_model_wires_groups_split_buses_and_router_modules_as_the_top_does(tmp_path, monkeypatch, pipeline):
     """A 2x3 torus has two router modules; with the load buses cut to two nodes per group and every
     top port to 64 bits, the tiled model's harness must route each group's write enables, every bus
-    field and every split port as :class:`~equimesh.rtl.network.Network` does. The Amaranth simulator
-    runs the same (patched) top as the reference."""
+    field and every split port as :class:`~equimesh.rtl.network.Network` does, at both pipelines the
+    tiles need (registered links and read-back). The Amaranth simulator runs the same (patched) top as
+    the reference."""
     from equimesh.rtl import network
 
     monkeypatch.setenv("EQUIMESH_CACHE", str(tmp_path))  # not the module's cache, which holds one model
     monkeypatch.setattr(network, "LOAD_BITS", 512)
     monkeypatch.setattr(network, "PORT_BITS", 64)
     t = build("torus", 2, 3)
-    design = Design(t, 4, slots=8, depth=12, reduce=True)
+    design = Design(t, 4, slots=8, depth=12, reduce=True, pipeline=pipeline)
     assert network.load_group(design) == 2 and len(network.buses(design)["host_data"].ports()) > 1
     for collective in ("allgather", "allreduce"):
         image = compile_schedule(synthesize(t, 2, collective), 4, t)
