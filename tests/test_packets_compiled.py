@@ -36,10 +36,10 @@ LATENCY = ("latency_mean", "latency_p99")  # per copy, injection to the last fli
 # builds the same design, so the compiled model is built once.
 SOAK = dict(fanout=3, rate=1.0, seed=5)
 # Injection cycles of the soak. The generators create packets at the rate asked for into their source
-# queues, and a run ends when the queues have drained: at rate 1.0 the 6 nodes create 360 packets in
-# 60 cycles, which the saturated network takes about 1,500 cycles to deliver (600 injection cycles
-# made it 3,600 packets and 14,300 cycles, on three simulators, for the same comparison).
-SOAK_CYCLES = 60
+# queues, and a run ends when the queues have drained: at rate 1.0 the 6 nodes create 240 packets in
+# 40 cycles, which the saturated network delivers in 1,014 cycles (60 injection cycles: 360 packets in
+# 1,497 cycles; 600: 3,600 packets in 14,300 cycles, on three simulators, for the same comparison).
+SOAK_CYCLES = 40
 
 
 def _soak_traffic():
