@@ -41,7 +41,7 @@ from pathlib import Path
 
 from amaranth.back import rtlil
 
-from ..cache import cache_root, tool_version
+from ..cache import cache_root, json_record, tool_version
 
 __all__ = [
     "SBY_PACKAGE",
@@ -414,10 +414,7 @@ def _cached_pass(path: Path) -> Verdict | None:
 
 def _keep_pass(path: Path, verdict: Verdict) -> None:
     """Cache a PASS at ``path`` (atomically: a reader sees the whole record or none)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({f: getattr(verdict, f) for f in _PASS_FIELDS}))
-    os.replace(tmp, path)
+    json_record(path, _PASS_FIELDS, lambda: {f: getattr(verdict, f) for f in _PASS_FIELDS})
 
 
 def _failed(log: str, names: dict[str, str]) -> str:
