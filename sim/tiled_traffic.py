@@ -241,6 +241,22 @@ def _tile_record(setup: PacketSetup, ports: list[str], depth: int, pipeline: int
     return json_record(cache_root() / "verilog" / f"tile-{key}.json", TILE_RECORD, export)
 
 
+def _top_ports(table: ForwardingTable, payload_flits: int, depth: int, pipeline: int, flit_bits: int, params: str):
+    """The ports of the :class:`~equimesh.rtl.packet_network.TrafficTop` the tiled model stands in for
+    (:func:`~equimesh.rtl.verilog.flat_ports`), cached: at 32x32 the top takes seconds to build."""
+    key = hashlib.sha256("\0".join([rtl_digest(), json.dumps(table.to_json()), params]).encode()).hexdigest()[:24]
+
+    def export() -> dict:
+        net = PacketNetwork(table, payload_flits, pipeline=pipeline, flit_bits=flit_bits)
+        top = TrafficTop(net, depth, check=True)
+        net._MustUse__silence = top._MustUse__silence = True  # only their ports are read
+        ins, outs, widths = flat_ports(top)
+        return {"ins": ins, "outs": outs, "widths": widths}
+
+    rec = json_record(cache_root() / "verilog" / f"traffic-ports-{key}.json", ("ins", "outs", "widths"), export)
+    return rec["ins"], rec["outs"], rec["widths"]
+
+
 def build_tiled(
     table: ForwardingTable, payload_flits: int, depth: int, pipeline: int, flit_bits: int, log=None
 ) -> tuple[Model, dict[str, int]]:
@@ -270,12 +286,9 @@ def build_tiled(
     """
     t0 = time.perf_counter()
     topo = table.topology
-    net = PacketNetwork(table, payload_flits, pipeline=pipeline, flit_bits=flit_bits)
-    top = TrafficTop(net, depth, check=True)
-    net._MustUse__silence = top._MustUse__silence = True  # only their ports are read
-    tins, touts, twidths = flat_ports(top)
-    setup = net.setup
+    setup = PacketSetup(table, payload_flits, flit_bits=flit_bits)  # as the PacketNetwork's
     params = json.dumps([setup.fmt.nodes, payload_flits, setup.depth, flit_bits, depth, pipeline])
+    tins, touts, twidths = _top_ports(table, payload_flits, depth, pipeline, flit_bits, params)
     classes, nodes = {}, []
     for v in range(topo.nodes):
         ports = topo.ports(v)
@@ -286,14 +299,14 @@ def build_tiled(
     for r in classes.values():  # under the power-on reset, the node's own inputs held from its edge on
         r["verilog"] += power_on_top(r["ins"], r["outs"], r["widths"], tuple(r["held"]))
     links = [(lk.src, lk.src_port, lk.dst, lk.dst_port) for lk in topo.links]
-    lanes = [(v, topo.ports(v).index(p)) for v, p in net.lanes]
+    lanes = [(v, k) for v in range(topo.nodes) for k in range(len(topo.ports(v)))]  # PacketNetwork.lanes
     decls = tiled_declarations(
         {c: (r["ports"], r["ins"], r["outs"], r["widths"]) for c, r in classes.items()},
         nodes,
         links,
         lanes,
         (tins, touts, twidths),
-        top.load,
+        TrafficLoad(topo.nodes),
     )
     cpp = harness_cpp(tins, touts, twidths, None, net=decls)
     return compile_tiles({c: r["verilog"] for c, r in classes.items()}, cpp, tins, touts, t0, log), twidths
