@@ -26,40 +26,21 @@ same records (a test compares them word for word).
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 from collections import Counter
+from functools import partial
 
-from amaranth.back import verilog
-
-from ..rtl.cache import cache_root, json_record
 from ..rtl.design import Design
 from ..rtl.network import Network, buses, load_group, router_name
 from ..rtl.router_tile import RouterTile
-from ..rtl.verilog import TOP, flat_ports, without_zero_init
+from ..rtl.verilog import flat_ports
 from .program import words_of
-from .tiles import PRELUDE, c_array, compile_tiles, tile_classes
-from .verilator import Model, harness_cpp, power_on_top, rtl_digest
+from .tiles import PRELUDE, c_array, compile_tiles, tile_classes, tile_record
+from .verilator import Model, harness_cpp
 
 __all__ = ["build_tiled_network", "network_declarations"]
 
-_RECORD = ("ins", "outs", "widths", "verilog")  # a cached tile's Verilog record
 _BROADCAST = ("steps", "tab_addr", "load_addr", "host_addr")  # the top's inputs every router takes as they are
-
-
-def _record(make, params: list) -> dict:
-    """The cached Verilog of one tile (module :data:`~equimesh.rtl.verilog.TOP` under the power-on top);
-    ``make()`` builds its component when the cache has no record."""
-    key = hashlib.sha256((rtl_digest() + "\0" + json.dumps(params)).encode()).hexdigest()[:24]
-
-    def export() -> dict:
-        component = make()
-        ins, outs, widths = flat_ports(component)
-        text = without_zero_init(verilog.convert(component, name=TOP, emit_src=False))
-        return {"ins": ins, "outs": outs, "widths": widths, "verilog": text + power_on_top(ins, outs, widths)}
-
-    return json_record(cache_root() / "verilog" / f"tile-{key}.json", _RECORD, export)
 
 
 def _field(bus, i: int) -> tuple[str, int]:
@@ -236,9 +217,9 @@ def build_tiled_network(design: Design, log=None) -> tuple[Model, dict[str, int]
     for v in range(design.nodes):
         c = f"Vtile_{router_name(design, v)}"
         if c not in classes:
-            d = design
-            params = [c, d.ports(v), d.lanes(v), d.slots, d.chunk_flits, d.depth, d.reduce, d.flit_bits, d.pipeline]
-            classes[c] = _record(lambda v=v: RouterTile(design, v), params)
+            params = [c, design.ports(v), design.lanes(v), design.slots, design.chunk_flits, design.depth]
+            params += [design.reduce, design.flit_bits, design.pipeline]
+            classes[c] = tile_record(partial(RouterTile, design, v), params)
         names.append(c)
     decls = network_declarations(design, classes, names, (tins, touts, twidths))
     cpp = harness_cpp(tins, touts, twidths, None, net=decls)

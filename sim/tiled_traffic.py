@@ -25,17 +25,16 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-
-from amaranth.back import verilog
+from functools import partial
 
 from ..rtl.cache import cache_root, json_record
 from ..rtl.packet_network import PacketNetwork, PacketSetup, TrafficLoad, TrafficTop
 from ..rtl.packet_tile import NODE_INPUTS, PacketTile, tile_inputs
-from ..rtl.verilog import TOP, flat_ports, without_zero_init
+from ..rtl.verilog import flat_ports
 from ..schedules.routing import ForwardingTable
 from .program import words_of
-from .tiles import PRELUDE, c_array, compile_tiles, tile_classes
-from .verilator import Model, harness_cpp, power_on_top, rtl_digest
+from .tiles import PRELUDE, c_array, compile_tiles, tile_classes, tile_record
+from .verilator import Model, harness_cpp, rtl_digest
 
 __all__ = ["build_tiled", "tiled_declarations"]
 
@@ -223,24 +222,6 @@ def tiled_declarations(
     return lines
 
 
-TILE_RECORD = ("ports", "ins", "outs", "widths", "held", "verilog")  # a cached tile's Verilog record
-
-
-def _tile_record(setup: PacketSetup, ports: list[str], depth: int, pipeline: int, params: str) -> dict:
-    """The cached Verilog of one :class:`PacketTile` (module :data:`~equimesh.rtl.verilog.TOP`) and its
-    ports; ``held``: the node's own inputs (:func:`tile_inputs`)."""
-    key = hashlib.sha256((rtl_digest() + "\0" + json.dumps([params, ports])).encode()).hexdigest()[:24]
-
-    def export() -> dict:
-        tile = PacketTile(setup, ports, depth, pipeline)
-        ins, outs, widths = flat_ports(tile)
-        text = without_zero_init(verilog.convert(tile, name=TOP, emit_src=False))
-        held = [n for n in ins if n.partition("__")[0] in NODE_INPUTS]
-        return {"ports": ports, "ins": ins, "outs": outs, "widths": widths, "held": held, "verilog": text}
-
-    return json_record(cache_root() / "verilog" / f"tile-{key}.json", TILE_RECORD, export)
-
-
 def _top_ports(table: ForwardingTable, payload_flits: int, depth: int, pipeline: int, flit_bits: int, params: str):
     """The ports of the :class:`~equimesh.rtl.packet_network.TrafficTop` the tiled model stands in for
     (:func:`~equimesh.rtl.verilog.flat_ports`), cached: at 32x32 the top takes seconds to build."""
@@ -289,19 +270,18 @@ def build_tiled(
     setup = PacketSetup(table, payload_flits, flit_bits=flit_bits)  # as the PacketNetwork's
     params = json.dumps([setup.fmt.nodes, payload_flits, setup.depth, flit_bits, depth, pipeline])
     tins, touts, twidths = _top_ports(table, payload_flits, depth, pipeline, flit_bits, params)
-    classes, nodes = {}, []
+    classes, class_ports, nodes = {}, {}, []
     for v in range(topo.nodes):
         ports = topo.ports(v)
         c = _class_name(ports)
-        if c not in classes:
-            classes[c] = _tile_record(setup, ports, depth, pipeline, params)
+        if c not in classes:  # the node's own inputs held from the power-on edge on
+            make = partial(PacketTile, setup, ports, depth, pipeline)
+            classes[c], class_ports[c] = tile_record(make, [params, ports], NODE_INPUTS), ports
         nodes.append((c, tile_inputs(setup, v, ports)))
-    for r in classes.values():  # under the power-on reset, the node's own inputs held from its edge on
-        r["verilog"] += power_on_top(r["ins"], r["outs"], r["widths"], tuple(r["held"]))
     links = [(lk.src, lk.src_port, lk.dst, lk.dst_port) for lk in topo.links]
     lanes = [(v, k) for v in range(topo.nodes) for k in range(len(topo.ports(v)))]  # PacketNetwork.lanes
     decls = tiled_declarations(
-        {c: (r["ports"], r["ins"], r["outs"], r["widths"]) for c, r in classes.items()},
+        {c: (class_ports[c], r["ins"], r["outs"], r["widths"]) for c, r in classes.items()},
         nodes,
         links,
         lanes,

@@ -19,6 +19,7 @@ the falling edge.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -26,7 +27,10 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ..rtl.cache import cache_root, valid_entry
+from amaranth.back import verilog
+
+from ..rtl.cache import cache_root, json_record, valid_entry
+from ..rtl.verilog import TOP, flat_ports, without_zero_init
 from .program import words_of
 from .verilator import (
     CXX_OPT,
@@ -37,10 +41,22 @@ from .verilator import (
     VerilatorError,
     find_verilator,
     port_member,
+    power_on_top,
     publish_model,
+    rtl_digest,
 )
 
-__all__ = ["EDGE_RECORD", "PRELUDE", "TILE_CXX_OPT", "TILE_FLAGS", "c_array", "compile_tiles", "tile_classes"]
+__all__ = [
+    "EDGE_RECORD",
+    "PRELUDE",
+    "TILE_CXX_OPT",
+    "TILE_FLAGS",
+    "TILE_RECORD",
+    "c_array",
+    "compile_tiles",
+    "tile_classes",
+    "tile_record",
+]
 
 # Verilator's record of the clock's value at the last evaluation (its edge detector): a tile's evaluation at
 # the falling edge would only record the 0 and evaluate the input logic once more, so the harness clears
@@ -91,6 +107,40 @@ PRELUDE = [
     "    }",
     "};",
 ]
+
+
+TILE_RECORD = ("ins", "outs", "widths", "verilog")  # a cached tile's Verilog record
+
+
+def tile_record(make, params: list, held: tuple[str, ...] = ()) -> dict:
+    """The cached Verilog of one tile: its component as module :data:`~equimesh.rtl.verilog.TOP` under
+    the power-on top (:func:`~equimesh.sim.verilator.power_on_top`), and its flattened ports.
+
+    Parameters
+    ----------
+    make : callable
+        Builds the tile's component; called only when the cache has no record.
+    params : list
+        Everything the tile's Verilog depends on besides the RTL's source (JSON-ready).
+    held : tuple of str
+        Inputs set once per node (the node's constants): each input whose name, before any ``__``,
+        is one of them reaches the tile through a register loaded at the power-on edge.
+
+    Returns
+    -------
+    dict
+        ``ins``, ``outs``, ``widths`` (:func:`~equimesh.rtl.verilog.flat_ports`) and ``verilog``.
+    """
+    key = hashlib.sha256((rtl_digest() + "\0" + json.dumps(["tile", params, list(held)])).encode()).hexdigest()[:24]
+
+    def export() -> dict:
+        component = make()
+        ins, outs, widths = flat_ports(component)
+        text = without_zero_init(verilog.convert(component, name=TOP, emit_src=False))
+        kept = tuple(n for n in ins if n.partition("__")[0] in held)
+        return {"ins": ins, "outs": outs, "widths": widths, "verilog": text + power_on_top(ins, outs, widths, kept)}
+
+    return json_record(cache_root() / "verilog" / f"tile-{key}.json", TILE_RECORD, export)
 
 
 def _bytes(width: int) -> int:
