@@ -182,6 +182,7 @@ def run_image(
     """
     design = design or fit(image)
     design.check(image)
+    kind = model_kind(model, design.nodes, design.pipeline, trace_kind(vcd))  # the Verilator model
     if backend == "amaranth":
         from .harness import execute
 
@@ -189,7 +190,7 @@ def run_image(
         program = make_program(image, design, top_ports(net)[2])
         out = execute(net, program, vcd=vcd, progress=progress)[0]
         build_seconds, cached = 0.0, False
-    elif backend == "verilator" and model_kind(model, design.nodes, design.pipeline, trace_kind(vcd)) == "tiled":
+    elif backend == "verilator" and kind == "tiled":
         from .tiled_network import build_tiled_network
         from .verilator import VerilatorError, build_directory
 
@@ -215,7 +216,6 @@ def run_image(
             if backend == "verilator":
                 from .verilator import build_model
 
-                kind = model_kind(model, design.nodes, design.pipeline, trace_kind(vcd))
                 model = build_model(
                     text,
                     ins,

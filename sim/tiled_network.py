@@ -133,10 +133,11 @@ def network_declarations(design: Design, classes: dict, names: list[str], top: t
         The lines.
     """
     tins, touts, _ = top
+    widest = max(words_of(w) for r in classes.values() for w in r["widths"].values())  # a tile port, in words
     lines = PRELUDE + tile_classes({c: (r["ins"], r["outs"], r["widths"]) for c, r in classes.items()})
     lines += _wiring(design, classes, names, top)
     lines += [
-        f"static const int NODES = {design.nodes}, GROUP = {load_group(design)};",
+        f"static const int NODES = {design.nodes}, GROUP = {load_group(design)}, BUF_WORDS = {widest};",
         f"static const int START_IN = {tins.index('start')}, GROUP_IN = {tins.index('group')},"
         f" DONE_OUT = {touts.index('done')};",
         "struct Net {",
@@ -150,7 +151,7 @@ def network_declarations(design: Design, classes: dict, names: list[str], top: t
         "        for (int w : IN_WORDS) in.emplace_back(w, 0u);",
         "        for (const auto& k : LINK) links.add(t[k[0]].p[k[1]], t[k[2]].p[k[3]], t[k[0]].b[k[1]]);",
         "        for (int v = 0; v < NODES; v++) dones.push_back((const uint8_t*)t[v].p[DONE[v]]);",
-        "        buf.resize(1 << 12);",
+        "        buf.resize(BUF_WORDS);",
         "    }",
         "    void put(int v, int p, const uint32_t* w) { wr(t[v].p[p], t[v].b[p], w); }",
         "    void apply() {  // the top's inputs, as Network wires them to each router",
