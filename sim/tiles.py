@@ -44,6 +44,7 @@ from .verilator import (
     power_on_top,
     publish_model,
     rtl_digest,
+    without_assertions,
 )
 
 __all__ = [
@@ -252,6 +253,7 @@ def compile_tiles(
     """
     exe, version = find_verilator()
     flags = list(TILE_FLAGS)
+    verilogs = {c: without_assertions(v) for c, v in verilogs.items()}
     key = hashlib.sha256(
         "\0".join([*verilogs.values(), cpp, version, " ".join(flags), TILE_CXX_OPT, CXX_OPT_SLOW]).encode()
     ).hexdigest()[:24]

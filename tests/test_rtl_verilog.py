@@ -191,3 +191,44 @@ def test_synthesis_text_drops_only_the_zero_memory_initialisers():
         "module m;\n  reg [63:0] mem [1:0];\n  reg [7:0] \\table  [1:0];\n  reg [7:0] rom [1:0];\n"
         "  initial begin\n    rom[0] = 8'h00;\n    rom[1] = 8'h5a;\n  end\nendmodule\n"
     )
+
+
+def test_compiled_text_drops_the_assertions_and_nothing_else():
+    """Hand-written yosys-style Verilog: both assertions (the message written on failure, then the
+    ``assert``) go; a ``$write`` that is not an assertion's, and every other line, stay."""
+    from equimesh.sim.verilator import without_assertions
+
+    keep_head = "module m(clk);\n  always @(posedge clk) begin\n    if (1'h1) begin\n"
+    text = (
+        keep_head
+        + '      if (!\\$12 )\n        $write("router: two inputs drive output N");\n      assert (\\$12 );\n'
+        + "    end\n    if (en) begin\n"
+        + '      if (!\\$7 )\n        $write("relay: grant without a waiting header");\n      assert (\\$7 );\n'
+        + '      if (!ok)\n        $write("not an assertion");\n'
+        + "    end\n  end\nendmodule\n"
+    )
+    assert without_assertions(text) == (
+        keep_head + "    end\n    if (en) begin\n"
+        '      if (!ok)\n        $write("not an assertion");\n'
+        "    end\n  end\nendmodule\n"
+    )
+
+
+def test_every_assertion_of_a_packet_tile_is_dropped():
+    """The real Verilog of a packet tile: every ``$write`` Amaranth wrote for an ``Assert`` goes with its
+    ``assert`` (as many of each as the text had), and the text still has its registers."""
+    from amaranth.back import verilog
+
+    from equimesh.rtl.packet_network import PacketSetup
+    from equimesh.rtl.packet_tile import PacketTile
+    from equimesh.schedules.routing import forwarding_table
+    from equimesh.schedules.topology import build
+    from equimesh.sim.verilator import without_assertions
+
+    setup = PacketSetup(forwarding_table(build("mesh", 2, 3), "xy"), payload_flits=2)
+    text = verilog.convert(PacketTile(setup, ["E", "S"], 4, 1), name="tile", emit_src=False)
+    asserts = text.count("assert (")
+    assert asserts > 20 and text.count("$write(") == asserts
+    out = without_assertions(text)
+    assert "$write(" not in out and "assert (" not in out
+    assert out.count("always @(posedge clk)") == text.count("always @(posedge clk)")
