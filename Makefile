@@ -55,6 +55,7 @@ bench: $(STAMP)
 	$(BIN)/equimesh bench schedules --lanes
 	$(BIN)/equimesh bench optimal
 	$(BIN)/equimesh bench rtl
+	$(BIN)/equimesh bench packets --threads 1,2
 	$(BIN)/equimesh bench eval
 	$(BIN)/equimesh bench relay
 	$(BIN)/equimesh bench modes

@@ -119,6 +119,7 @@ RESULTS = (
     ("Schedule methods per topology", ["bench", "schedules"]),
     ("XTree against the proven optimum", ["bench", "optimal"]),
     ("RTL simulation speed", ["bench", "rtl"]),
+    ("Packet simulation speed", ["bench", "packets", "--threads", "1,2"]),
     ("Alpha-beta evaluation at scale", ["bench", "eval"]),
     ("AllGather by MultiWrite packets, unicasts and schedules", ["bench", "relay"]),
     ("Cells per router: schedules, packets, both", ["bench", "modes"]),

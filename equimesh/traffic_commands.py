@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -349,15 +350,15 @@ def _format(args, nodes: int) -> PacketFormat:
         raise UsageError(str(e)) from None
 
 
-def _rates(text: str) -> list[float]:
+def _rates(text: str, option: str = "--sweep") -> list[float]:
     rates = []
-    for x in items(text, "--sweep"):
+    for x in items(text, option):
         try:
             rates.append(float(x))
         except ValueError:
-            raise UsageError(f"--sweep entries must be numbers (got {x!r})") from None
+            raise UsageError(f"{option} entries must be numbers (got {x!r})") from None
         if not 0.0 < rates[-1] <= 1.0:
-            raise UsageError(f"--sweep loads must be in (0, 1] flits per node per cycle (got {x})")
+            raise UsageError(f"{option} loads must be in (0, 1] flits per node per cycle (got {x})")
     return rates
 
 
@@ -836,6 +837,80 @@ def cmd_bench_relay(args) -> int:
     return 0
 
 
+def _cycles(x) -> str:
+    """A latency for a table: one decimal, or a dash when the run reports none."""
+    return "-" if x is None else f"{x:.1f}"
+
+
+def cmd_bench_packets(args) -> int:
+    """``equimesh bench packets``: the speed of the compiled packet network (the tiled model,
+    ``sim/tiled_traffic.py``) per size, injection load and thread count, every copy checked; one table.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``equimesh bench packets`` (:func:`register`).
+
+    Returns
+    -------
+    int
+        The exit status: 0 when every run delivered every copy once, else 1; bad input raises
+        :class:`UsageError` (one line).
+    """
+    import platform
+
+    from .schedules.topology import TopologyError, build
+
+    loads, threads = (
+        _rates(args.loads, "--loads"),
+        [_int(x, "--threads entry") for x in items(args.threads, "--threads")],
+    )
+    if min(threads) < 1:
+        raise UsageError(f"--threads entries must be at least 1 (got {min(threads)})")
+    if args.node_cycles < 1:
+        raise UsageError(f"--node-cycles must be at least 1 (got {args.node_cycles})")
+    if args.out:  # before the runs, not after them
+        with writing(args.out):
+            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for r, c in size_list(args.sizes):
+        try:
+            topo = build(args.kind, r, c)
+        except TopologyError as e:
+            raise UsageError(str(e)) from None
+        table, fmt = forwarding_table(topo), PacketFormat(topo.nodes, args.payload_flits)
+        cycles = max(1, args.node_cycles // topo.nodes)
+        for load in loads:
+            traffic = make_traffic(fmt, args.pattern, rate=load / fmt.packet_flits, grid=(r, c))
+            for n in threads:
+                res = packet_run(
+                    "verilator", table, traffic, args.payload_flits, None, "soak", threads=n, cycles=cycles
+                )
+                rows.append((topo, load, n, res, _ok(res)))
+                print(f"measured {topo.name} at {load} with {n} thread(s)", file=sys.stderr, flush=True)
+    lines = [
+        f"# equimesh bench packets ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.machine()}, "
+        f"{os.cpu_count()} cores): {args.kind}, {args.pattern}, packets of a header, the bitmap flits (one per 64 "
+        f"nodes) and {args.payload_flits} payload flits, {args.node_cycles:,} node-cycles of injection per run",
+        "",
+        "| network | load | threads | cycles | packets | latency mean / p99 | build s | cycles/s | every copy |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for topo, load, n, res, ok in rows:
+        lines.append(
+            f"| {topo.name} | {load} | {n} | {res['completion']} | {res['packets']} | {_cycles(res['latency_mean'])} / "
+            f"{_cycles(res['latency_p99'])} | {res['build_seconds']} | "
+            f"{res['completion'] / max(res['sim_seconds'], 1e-9):,.0f} | "
+            f"{'yes' if ok else 'NO'} |"
+        )
+    text = "\n".join(lines) + "\n"
+    print(text, end="")
+    if args.out:
+        with writing(args.out):
+            Path(args.out).write_text(text)
+    return 0 if all(row[4] for row in rows) else 1
+
+
 def _add_run_args(p, cycles, rate) -> None:
     add_topology_args(p)
     p.add_argument(
@@ -961,6 +1036,24 @@ def register(sub, bench) -> None:
     p.add_argument("--build-dir", help="where the Verilog backends build (default: temporary directories)")
     p.add_argument("--json", action="store_true", help="machine-readable rows")
     p.set_defaults(func=cmd_bench_relay)
+
+    p = bench.add_parser(
+        "packets", help="compiled packet-run speed per size, load and thread count (every copy checked)"
+    )
+    p.add_argument("--sizes", default="4x4,8x8,16x16", help="RxC list (default 4x4,8x8,16x16)")
+    p.add_argument("--kind", default="equimesh", help="topology kind (default equimesh)")
+    p.add_argument("--pattern", default="unicast", choices=PATTERNS, help="traffic pattern (default unicast)")
+    p.add_argument("--loads", default="0.05,0.1", help="injection loads, flits/node/cycle (default 0.05,0.1)")
+    p.add_argument("--threads", default="1", help="thread counts of the tiled model, e.g. 1,2 (default 1)")
+    p.add_argument(
+        "--node-cycles",
+        type=int,
+        default=3_200_000,
+        help="injection cycles per run times nodes (default 3,200,000: 50,000 cycles at 8x8)",
+    )
+    p.add_argument("--payload-flits", type=PAYLOAD_FLITS, default=7, help="payload flits per packet (default 7)")
+    p.add_argument("--out", default="bench/packets.md", help="save the table here (default bench/packets.md)")
+    p.set_defaults(func=cmd_bench_packets)
 
     p = bench.add_parser(
         "modes",

@@ -106,6 +106,7 @@ BASE = {
     ("prove",): ["--block", "crossbar"],
     ("sweep",): ["--command", "optree", "--nodes", "16", "--wavelengths", "1", "--store", "OUTDIR/s.db"],
     ("bench", "alltoall"): ["--sizes", "2x2", "--chunks", "1"],
+    ("bench", "packets"): ["--sizes", "2x2", "--node-cycles", "400", "--out", "OUTDIR/p.md"],
 }
 
 # One bad value per option name, from the ranges the help texts give.
@@ -206,6 +207,8 @@ BAD = {
     "--worker-memory": "bogus",
     "--workers": "0",
     "--threads": "0",
+    "--loads": "2",
+    "--node-cycles": "0",
     "--p-laser": "x",
     "--p-mod": "x",
     "--p-other": "x",

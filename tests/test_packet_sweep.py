@@ -154,3 +154,19 @@ def test_sweep_on_the_compiled_model(capsys):
     # sigma sqrt(12) packets = 0.0058 flits/node/cycle); the generators create at the offered load.
     assert abs(low["injected"] - 0.02) <= 4 * 12**0.5 * 4 / 2400
     assert abs(low["accepted"] - low["injected"]) < 0.01 and low["latency_mean"] > 8
+
+
+def test_bench_packets_on_the_compiled_model(capsys, tmp_path):
+    """``bench packets``: one row per thread count with the same run (threads share the nodes, not the
+    records), every copy checked, and as many packets as the offered load creates: 0.1 flits/node/cycle
+    of 4-flit packets on 6 nodes for 400 cycles is 60 packets expected (binomial, sigma under 8)."""
+    out = tmp_path / "packets.md"
+    argv = ["bench", "packets", "--sizes", "2x3", "--payload-flits", "2", "--loads", "0.1", "--threads", "1,2"]
+    assert main([*argv, "--node-cycles", "2400", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert out.read_text() == text
+    rows = [line.split("|")[1:-1] for line in text.splitlines() if line.startswith("| 2x3")]
+    assert [r[2].strip() for r in rows] == ["1", "2"]
+    assert rows[0][3:6] == rows[1][3:6]  # cycles, packets, latency
+    assert all(r[-1].strip() == "yes" for r in rows)
+    assert abs(int(rows[0][4]) - 60) <= 4 * 8
