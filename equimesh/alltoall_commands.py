@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from .errors import UsageError, writing
+from .errors import UsageError, print_and_save
 from .schedules import alltoall
 from .schedules.synth import synthesize
 from .schedules.topology import TopologyError, build, parse_sizes
@@ -110,11 +110,7 @@ def cmd_bench_alltoall(args) -> int:
     for row in _rows(sizes, args.chunks):
         lines.append("| " + " | ".join(str(x) for x in row) + " |")
     text = "\n".join(lines) + "\n"
-    print(text, end="")
-    if args.out:
-        with writing(args.out):
-            with open(args.out, "w") as f:
-                f.write(text)
+    print_and_save(text, args.out)
     return 0
 
 

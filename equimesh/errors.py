@@ -2,7 +2,7 @@
 
 from contextlib import contextmanager
 
-__all__ = ["InputError", "UsageError", "writing"]
+__all__ = ["InputError", "UsageError", "print_and_save", "writing"]
 
 
 class UsageError(Exception):
@@ -30,3 +30,23 @@ def writing(what):
         yield
     except OSError as e:
         raise InputError(f"cannot write {what}: {e.strerror}") from None
+
+
+def print_and_save(text: str, out) -> None:
+    """Print ``text`` (a command's table) and, when ``out`` is given, write it there too (its folder
+    made if needed; a failure is one :class:`InputError` line).
+
+    Parameters
+    ----------
+    text : str
+        The table, ending with a newline.
+    out : str or pathlib.Path or None
+        The file to save it in.
+    """
+    from pathlib import Path
+
+    print(text, end="")
+    if out:
+        with writing(out):
+            Path(out).parent.mkdir(parents=True, exist_ok=True)
+            Path(out).write_text(text)

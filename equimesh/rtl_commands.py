@@ -22,7 +22,7 @@ from .args import (
     load_image,
     table_from_args,
 )
-from .errors import InputError, UsageError, writing
+from .errors import InputError, UsageError, print_and_save, writing
 from .progress import Progress
 from .rtl.design import MAX_DEPTH, MAX_LANE_FLITS
 from .rtl.rom import RomError
@@ -590,11 +590,7 @@ def cmd_bench_rtl(args) -> int:
             f"{'yes' if ok else 'NO'} |"
         )
     text = "\n".join(lines) + "\n"
-    print(text, end="")
-    if args.out:
-        with writing(args.out):
-            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-            Path(args.out).write_text(text)
+    print_and_save(text, args.out)
     return 0 if all(r[5] for r in rows) else 1
 
 

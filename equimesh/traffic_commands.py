@@ -23,7 +23,7 @@ from .args import (
     table_from_args,
     topology_from_args,
 )
-from .errors import InputError, UsageError, writing
+from .errors import InputError, UsageError, print_and_save, writing
 from .rtl.packet import FLIT_BITS, PacketError, PacketFormat
 from .rtl.packet_endpoints import RATE_BITS, probability
 from .schedules.routing import ALGORITHMS, DeadlockError, check_deadlock_free, forwarding_table
@@ -904,10 +904,7 @@ def cmd_bench_packets(args) -> int:
             f"{'yes' if ok else 'NO'} |"
         )
     text = "\n".join(lines) + "\n"
-    print(text, end="")
-    if args.out:
-        with writing(args.out):
-            Path(args.out).write_text(text)
+    print_and_save(text, args.out)
     return 0 if all(row[4] for row in rows) else 1
 
 
