@@ -21,6 +21,7 @@ __all__ = [
     "COLLECTIVES",
     "PAYLOAD_FLITS",
     "SIDE",
+    "THREADS",
     "add_pipeline_arg",
     "add_run_args",
     "add_topology_args",
@@ -169,6 +170,23 @@ SIDE = count(2, MAX_SIDE)  # --rows, --cols: a topology side
 CHUNKS = count(1, schedfile.MAX_CHUNKS)  # --chunks: K, as in a schedule file
 CHUNK_FLITS = count(1, MAX_CHUNK_FLITS)  # --chunk-flits: F
 PAYLOAD_FLITS = count(1, MAX_PAYLOAD_FLITS)  # --payload-flits: a packet's payload
+_THREAD_COUNT = count(1, MAX_SIDE * MAX_SIDE)
+
+
+def THREADS(text: str) -> int | str:  # noqa: N802 (an argparse type, named as the others)
+    """An argparse ``type`` for ``--threads``: ``auto``, or a count of at least one (at most one per node).
+
+    Parameters
+    ----------
+    text : str
+        The option's value.
+
+    Returns
+    -------
+    int or str
+        The count, or ``"auto"``.
+    """
+    return "auto" if text == "auto" else _THREAD_COUNT(text)
 
 
 def add_topology_args(p) -> None:

@@ -14,6 +14,7 @@ from .args import (
     CHUNK_FLITS,
     CHUNKS,
     PAYLOAD_FLITS,
+    THREADS,
     add_pipeline_arg,
     add_run_args,
     add_topology_args,
@@ -33,6 +34,7 @@ from .sim.traffic import (
     PACKET_MODELS,
     PATTERNS,
     SOAK_BACKLOG,
+    auto_threads,
     make_traffic,
     packet_model,
     read_traffic,
@@ -265,16 +267,30 @@ def _check_common(args):
         raise UsageError(f"--stall must be in [0, 1) (got {args.stall})")
     if args.stall and probability(args.stall) == 0:
         raise UsageError(f"--stall {args.stall} is below the sinks' resolution of 2**-{RATE_BITS}")
-    if getattr(args, "model", "auto") != "auto" or getattr(args, "threads", 1) != 1:
-        if args.threads < 1:
-            raise UsageError(f"--threads must be at least 1 (got {args.threads})")
+    if getattr(args, "model", "auto") != "auto" or getattr(args, "threads", "auto") not in ("auto", 1):
         if args.backend != "verilator":
             raise UsageError("--model and --threads go with --backend verilator (the compiled model)")
         try:  # before --vcd's file is created
-            packet_model(args.model, args.rows * args.cols, args.pipeline, trace_kind(args.vcd), args.threads)
+            packet_model(args.model, args.rows * args.cols, args.pipeline, trace_kind(args.vcd), _given(args.threads))
         except PacketError as e:
             raise UsageError(str(e)) from None
     _check_vcd(args)
+
+
+def _given(threads) -> int:
+    """``--threads`` as given, ``auto`` counted as one (checked against the model before it is known)."""
+    return 1 if threads == "auto" else threads
+
+
+def _threads(args) -> int:
+    """The run's ``--threads``: the number given, else ``auto``'s (:func:`~equimesh.sim.traffic.auto_threads`)
+    for the model the run uses."""
+    if args.threads != "auto":
+        return args.threads
+    if args.backend != "verilator":
+        return 1
+    nodes = args.rows * args.cols
+    return auto_threads(packet_model(args.model, nodes, args.pipeline, trace_kind(args.vcd)), nodes)
 
 
 def _run(args, table, traffic, mode):
@@ -290,7 +306,7 @@ def _run(args, table, traffic, mode):
         mode,
         vcd=args.vcd,
         model=args.model,
-        threads=args.threads,
+        threads=_threads(args),
         cycles=args.cycles,
         stall=args.stall,
         pipeline=args.pipeline,
@@ -413,7 +429,7 @@ def cmd_sweep(args) -> int:
                     args.build_dir,
                     "soak",
                     model=args.model,
-                    threads=args.threads,
+                    threads=_threads(args),
                     cycles=args.warmup + args.cycles,
                     stall=args.stall,
                     pipeline=args.pipeline,
@@ -931,9 +947,10 @@ def _add_run_args(p, cycles, rate) -> None:
     )
     p.add_argument(
         "--threads",
-        type=int,
-        default=1,
-        help="threads of the tiled model, each clocking a share of the nodes (default 1; same results)",
+        type=THREADS,
+        default="auto",
+        help="threads of the tiled model, each clocking a share of the nodes (same results); auto (default): "
+        "one per 128 nodes up to the usable cores, so one up to 8x8",
     )
     _add_packet_args(p, cycles, rate)
 

@@ -233,7 +233,8 @@ class Until:
 
 @dataclass
 class Settle:
-    """Clock in windows of ``window`` edges until a window in which ``port`` did not change.
+    """Clock in windows of ``window`` edges until a whole window in which ``port`` did not change (a last
+    window cut short by the deadline does not count: a few quiet edges say nothing).
 
     Records the edge count, whether it settled, and the end of the last window that changed ``port``.
 

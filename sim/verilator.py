@@ -394,7 +394,7 @@ def harness_cpp(
         "                while (now < deadline) {",
         "                    uint32_t n = a < deadline - now ? a : deadline - now;",
         "                    for (uint32_t i = 0; i < n; i++) edge();",
-        "                    uint64_t x = watch(port); if (x == last) { hit = 1; break; } last = x; since = now;",
+        "                    uint64_t x = watch(port); if (x == last && n == a) { hit = 1; break; } last = x; since = now;",
         "                }",
         "            }",
         "            uint64_t ns = elapsed(t0);",

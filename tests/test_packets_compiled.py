@@ -19,6 +19,7 @@ from equimesh.sim import backends
 from equimesh.sim.mixed import run_mixed_compiled, simulate_mixed
 from equimesh.sim.traffic import (
     PACKET_MODELS,
+    auto_threads,
     make_traffic,
     packet_model,
     run_compiled,
@@ -28,7 +29,7 @@ from equimesh.sim.traffic import (
 )
 
 icarus = pytest.mark.skipif(shutil.which("iverilog") is None, reason="Icarus Verilog not installed")
-TIMING = ("simulator", "build_seconds", "sim_seconds", "cached")
+TIMING = ("simulator", "build_seconds", "sim_seconds", "cached", "threads")
 COPIES = ("packets", "expected", "delivered", "duplicates", "lost", "corrupted", "misdelivered", "flit_hops")
 EDGES = ("completion", "cycles")  # the edge that took the last flit; the run's length
 LATENCY = ("latency_mean", "latency_p99")  # per copy, injection to the last flit's delivery
@@ -68,6 +69,18 @@ def test_compiled_soak_equals_icarus_and_amaranth(tmp_path):
     _clean(ref)
     assert {k: got[k] for k in COPIES + EDGES + LATENCY} == {k: ref[k] for k in COPIES + EDGES + LATENCY}
     assert got["latency_copies"] == ref["delivered"]
+
+
+def test_an_injection_shorter_than_a_packet_trip_is_no_deadlock(tmp_path):
+    """Five injection cycles end before any copy can arrive (a hop alone takes more than 8 cycles,
+    test_traffic_cli): a quiet stretch that short is no evidence of a deadlock. The run delivers
+    every copy, as on the Amaranth simulator, and says so."""
+    topo, traffic = _soak_traffic()
+    table = forwarding_table(topo)
+    got = run_compiled(table, traffic, 2, tmp_path, cycles=5)
+    _clean(got)
+    ref = simulate(table, traffic, 2, cycles=5)
+    assert {k: got[k] for k in COPIES + EDGES} == {k: ref[k] for k in COPIES + EDGES}
 
 
 def test_other_traffic_on_the_same_network_reuses_the_compiled_model(tmp_path):
@@ -169,6 +182,18 @@ def test_auto_picks_the_tiled_model_unless_it_cannot_run_the_request():
         packet_model("tiled", 16, 0, None)
     with pytest.raises(PacketError, match="waveform"):
         packet_model("tiled", 16, 2, "fst")
+
+
+def test_auto_threads_one_per_128_nodes_up_to_the_usable_cores(monkeypatch):
+    """``--threads auto`` by its definition: one thread per 128 nodes of a tiled model, at least one,
+    at most the cores the process may run on; a whole-top model runs on one."""
+    import os
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)))
+    assert [auto_threads("tiled", n) for n in (16, 64, 127, 128, 256, 300, 1024, 4096)] == [1, 1, 1, 1, 2, 2, 8, 8]
+    assert auto_threads("flat", 1024) == auto_threads("hierarchical", 4096) == 1
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {3})
+    assert auto_threads("tiled", 1024) == 1
 
 
 def test_compiled_mixed_equals_amaranth(tmp_path):
