@@ -136,6 +136,16 @@ def test_checker_rejects_a_cyclic_table():
         check_deadlock_free(_clockwise_2x2())
 
 
+def test_a_table_changed_after_its_check_is_checked_again():
+    """A table that passed is not checked twice, but one whose ports changed since is: the clockwise
+    turns planted into the XY table that passed are found."""
+    t = xy_table(build("mesh", 2, 2))
+    check_deadlock_free(t)
+    t.ports[0][3], t.ports[1][2], t.ports[3][0], t.ports[2][1] = "E", "S", "W", "N"
+    with pytest.raises(DeadlockError, match="channel dependency cycle"):
+        check_deadlock_free(t)
+
+
 def test_wormhole_tree_multicast_is_cyclic_even_with_xy():
     """Replication adds dependencies between sibling branches when packets can stall mid-flight
     (wormhole): XY tree multicast on a mesh then deadlocks, which is why the router is cut-through."""
