@@ -1008,14 +1008,15 @@ def packet_model(model: str, nodes: int, pipeline: int, trace: str | None, threa
     return kind
 
 
-NODES_PER_THREAD = 128  # ``--threads auto``: a thread per this many nodes (docs/packets.md, "Threads")
+NODES_PER_THREAD = 32  # ``--threads auto``: a thread per this many nodes (docs/packets.md, "Threads")
 
 
 def auto_threads(kind: str, nodes: int) -> int:
     """The threads of ``--threads auto``: on the tiled model one per :data:`NODES_PER_THREAD` nodes, at
-    least one and at most the cores this process may use; one on a whole-top model. Two threads
-    gained 1.3-1.7x at 16x16 (128 nodes each) in every run measured, while at 8x8 (32 each) a thread
-    preempted at the barrier made the run slower than one thread.
+    least one and at most the cores this process may use; one on a whole-top model. With 32 nodes
+    each (8x8) two threads ran faster than one in every pair of alternating runs measured, on a
+    loaded machine too (37,100-59,100 against 33,500-46,300 cycles/s); with fewer nodes per thread the
+    barrier's share of a cycle grows.
 
     Parameters
     ----------
