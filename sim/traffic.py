@@ -1008,15 +1008,15 @@ def packet_model(model: str, nodes: int, pipeline: int, trace: str | None, threa
     return kind
 
 
-NODES_PER_THREAD = 32  # ``--threads auto``: a thread per this many nodes (docs/packets.md, "Threads")
+NODES_PER_THREAD = 128  # ``--threads auto``: a thread per this many nodes (docs/packets.md, "Threads")
 
 
 def auto_threads(kind: str, nodes: int) -> int:
     """The threads of ``--threads auto``: on the tiled model one per :data:`NODES_PER_THREAD` nodes, at
-    least one and at most the cores this process may use; one on a whole-top model. With 32 nodes
-    each (8x8) two threads ran faster than one in every pair of alternating runs measured, on a
-    loaded machine too (37,100-59,100 against 33,500-46,300 cycles/s); with fewer nodes per thread the
-    barrier's share of a cycle grows.
+    least one and at most the cores this process may use; one on a whole-top model. With 128 nodes
+    each (16x16) two threads gained 1.3-1.8x in every run measured; with 32 each (8x8) they won some
+    runs and lost others (49,600-85,600 cycles/s against 48,500-54,200 on one thread), as a thread
+    waiting at the barrier for a preempted one loses a larger share of a shorter cycle.
 
     Parameters
     ----------

@@ -184,13 +184,13 @@ def test_auto_picks_the_tiled_model_unless_it_cannot_run_the_request():
         packet_model("tiled", 16, 2, "fst")
 
 
-def test_auto_threads_one_per_32_nodes_up_to_the_usable_cores(monkeypatch):
-    """``--threads auto`` by its definition: one thread per 32 nodes of a tiled model, at least one,
+def test_auto_threads_one_per_128_nodes_up_to_the_usable_cores(monkeypatch):
+    """``--threads auto`` by its definition: one thread per 128 nodes of a tiled model, at least one,
     at most the cores the process may run on; a whole-top model runs on one."""
     import os
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)))
-    assert [auto_threads("tiled", n) for n in (16, 36, 63, 64, 100, 128, 256, 4096)] == [1, 1, 1, 2, 3, 4, 8, 8]
+    assert [auto_threads("tiled", n) for n in (16, 64, 127, 128, 256, 300, 1024, 4096)] == [1, 1, 1, 1, 2, 2, 8, 8]
     assert auto_threads("flat", 1024) == auto_threads("hierarchical", 4096) == 1
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {3})
     assert auto_threads("tiled", 1024) == 1
