@@ -16,6 +16,7 @@ from .args import (
     COLLECTIVES,
     PAYLOAD_FLITS,
     SIDE,
+    THREADS,
     add_pipeline_arg,
     add_run_args,
     count,
@@ -73,7 +74,7 @@ def _design(args, image):
         raise InputError(f"{getattr(args, 'schedule', None) or 'schedule'}: {e}") from None
 
 
-def run_backend(image, backend: str, design=None, vcd=None, label: str = "", model: str = "auto"):
+def run_backend(image, backend: str, design=None, vcd=None, label: str = "", model: str = "auto", threads="auto"):
     """Run a compiled image on ``backend``; missing or failing simulators become one-line errors.
 
     Parameters
@@ -90,22 +91,31 @@ def run_backend(image, backend: str, design=None, vcd=None, label: str = "", mod
         Shown beside the backend on the progress line.
     model : str
         The Verilator model kind (:data:`equimesh.sim.backends.MODELS`).
+    threads : int or str
+        The tiled model's threads, or ``auto`` (:func:`equimesh.sim.tiles.auto_threads`).
 
     Returns
     -------
     RunResult
         The run, checked bit for bit against the reference model (:func:`equimesh.sim.backends.run_image`).
     """
-    from .sim.backends import run_image
+    from .rtl.design import fit
+    from .sim.backends import model_kind, run_image, trace_kind
+    from .sim.tiles import auto_threads
     from .sim.verilator import VerilatorError
     from .sim.verilog_sim import SimulatorMissing
+
+    if threads == "auto":
+        d = design or fit(image)
+        kind = model_kind(model, d.nodes, d.pipeline, trace_kind(vcd)) if backend == "verilator" else backend
+        threads = auto_threads(kind, d.nodes)
 
     def log(line):
         print(f"equimesh: {line}", file=sys.stderr, flush=True)
 
     progress = Progress(f"{backend} {label}")
     try:
-        return run_image(image, backend, design, vcd=vcd, log=log, model=model, progress=progress)
+        return run_image(image, backend, design, vcd=vcd, log=log, model=model, progress=progress, threads=threads)
     except (VerilatorError, SimulatorMissing) as e:
         raise InputError(str(e)) from None
     except RuntimeError as e:  # a cocotb bench that wrote nothing, a network that never finished
@@ -144,7 +154,7 @@ def cmd_simulate(args) -> int:
             vcd.parent.mkdir(parents=True, exist_ok=True)
         if vcd.is_dir():
             raise UsageError(f"--vcd {vcd} is a directory; give a file name")
-    res = run_backend(image, args.backend, design, str(vcd) if vcd else None, topo.name, args.model)
+    res = run_backend(image, args.backend, design, str(vcd) if vcd else None, topo.name, args.model, args.threads)
     if gtkw:
         write_gtkw(gtkw, vcd, topo, args.backend)
     st, o = res.stats, res.outcome
@@ -180,6 +190,7 @@ def cmd_simulate(args) -> int:
         "router_cycles_per_second": round(res.cycles_per_second * topo.nodes, 1),
         "build_seconds": round(res.build_seconds, 2),
         "cached": res.cached,
+        "threads": res.threads,
     }
     if vcd:
         out["vcd"], out["gtkw"] = str(vcd), str(gtkw)
@@ -238,7 +249,7 @@ def add_design_args(p) -> None:
 
 
 def add_backend_arg(p) -> None:
-    """``--backend`` (verilator, icarus or amaranth) and ``--model`` (the Verilator model kind).
+    """``--backend`` (verilator, icarus or amaranth), ``--model`` (the Verilator model kind) and ``--threads``.
 
     Parameters
     ----------
@@ -263,6 +274,13 @@ def add_backend_arg(p) -> None:
         "modules (every router an instance of its module's class), hierarchical (each distinct router "
         "compiled once by Verilator: a much slower run); auto: flat up to 64 nodes, tiled above "
         "(modules for a waveform or pipeline 0)",
+    )
+    p.add_argument(
+        "--threads",
+        type=THREADS,
+        default="auto",
+        help="threads of the tiled model, each clocking a share of the routers (same results); auto (default): "
+        "one per 128 nodes up to the usable cores",
     )
 
 
@@ -323,7 +341,12 @@ def cmd_compare(args) -> int:
                 args.collective,
                 args.out,
                 lambda image, label: run_backend(
-                    image, args.backend, fit(image, pipeline=args.pipeline), label=label, model=args.model
+                    image,
+                    args.backend,
+                    fit(image, pipeline=args.pipeline),
+                    label=label,
+                    model=args.model,
+                    threads=args.threads,
                 ),
                 kinds,
             )

@@ -29,12 +29,12 @@ from .rtl.packet import FLIT_BITS, PacketError, PacketFormat
 from .rtl.packet_endpoints import RATE_BITS, probability
 from .schedules.routing import ALGORITHMS, DeadlockError, check_deadlock_free, forwarding_table
 from .sim.backends import trace_kind
+from .sim.tiles import auto_threads
 from .sim.traffic import (
     MAX_CYCLES,
     PACKET_MODELS,
     PATTERNS,
     SOAK_BACKLOG,
-    auto_threads,
     make_traffic,
     packet_model,
     read_traffic,

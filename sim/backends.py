@@ -74,6 +74,8 @@ class RunResult:
         Seconds of Verilog export and compile; 0 for a cached model.
     cached : bool
         The compiled model came from the cache.
+    threads : int
+        The threads that clocked the tiled model.
     bit_exact : bool
         Every node's final memory matched the collective, bit for bit.
     cycles : int
@@ -91,6 +93,7 @@ class RunResult:
     run_seconds: float  # the run phase (start to done) only
     build_seconds: float  # Verilog export and compile; 0 for a cached model
     cached: bool
+    threads: int = 1  # the tiled model's threads
 
     @property
     def bit_exact(self) -> bool:
@@ -139,6 +142,7 @@ def run_image(
     log=None,
     progress=None,
     model: str = "auto",
+    threads: int = 1,
 ) -> RunResult:
     """Run ``image`` on ``design`` (default: the fitted design) with ``backend`` and check it.
 
@@ -168,6 +172,9 @@ def run_image(
         Passed to the Amaranth simulator harness.
     model : str
         One of :data:`MODELS` (Verilator only).
+    threads : int
+        Threads of the tiled model, each clocking a share of the routers (the same records for any
+        count); more than one on another model kind raises :class:`~equimesh.sim.verilator.VerilatorError`.
 
     Returns
     -------
@@ -183,6 +190,10 @@ def run_image(
     design = design or fit(image)
     design.check(image)
     kind = model_kind(model, design.nodes, design.pipeline, trace_kind(vcd))  # the Verilator model
+    if threads > 1 and (backend != "verilator" or kind != "tiled"):
+        from .verilator import VerilatorError
+
+        raise VerilatorError(f"--threads needs the tiled model (this run uses the {backend} {kind} model)")
     if backend == "amaranth":
         from .harness import execute
 
@@ -198,7 +209,7 @@ def run_image(
             raise VerilatorError("the tiled model needs pipeline 1 or 2 and writes no waveform: use --model flat")
         tiled, widths = build_tiled_network(design, log=log)
         with build_directory(workdir, "equimesh-") as work:
-            out = tiled.run(make_program(image, design, widths), work)
+            out = tiled.run(make_program(image, design, widths), work, threads=threads)
         build_seconds, cached = tiled.build_seconds, tiled.cached
     else:
         import time
@@ -236,7 +247,7 @@ def run_image(
                 raise ValueError(f"unknown backend {backend!r}")
         build_seconds += 0.0 if cached else export_seconds
     outcome, stats = judge(image, design, out)
-    return RunResult(backend, design, outcome, stats, out["run_seconds"], build_seconds, cached)
+    return RunResult(backend, design, outcome, stats, out["run_seconds"], build_seconds, cached, threads)
 
 
 def judge(image: NetworkImage, design: Design, out: dict) -> tuple[Outcome, LinkStats]:

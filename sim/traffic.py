@@ -21,7 +21,6 @@ elsewhere, payload words as the source built them.
 from __future__ import annotations
 
 import json
-import os
 import random
 import time
 from dataclasses import dataclass
@@ -46,9 +45,7 @@ __all__ = [
     "Scoreboard",
     "TABLE_MAX",
     "Traffic",
-    "NODES_PER_THREAD",
     "WATCHDOG",
-    "auto_threads",
     "bit_matrix",
     "completion",
     "copy_latency",
@@ -1006,33 +1003,6 @@ def packet_model(model: str, nodes: int, pipeline: int, trace: str | None, threa
     if threads > 1 and kind != "tiled":
         raise PacketError(f"--threads needs the tiled model (this run uses the {kind} model)")
     return kind
-
-
-NODES_PER_THREAD = 128  # ``--threads auto``: a thread per this many nodes (docs/packets.md, "Threads")
-
-
-def auto_threads(kind: str, nodes: int) -> int:
-    """The threads of ``--threads auto``: on the tiled model one per :data:`NODES_PER_THREAD` nodes, at
-    least one and at most the cores this process may use; one on a whole-top model. With 128 nodes
-    each (16x16) two threads gained 1.3-1.8x in every run measured; with 32 each (8x8) they won some
-    runs and lost others (49,600-85,600 cycles/s against 48,500-54,200 on one thread), as a thread
-    waiting at the barrier for a preempted one loses a larger share of a shorter cycle.
-
-    Parameters
-    ----------
-    kind : str
-        The model kind (:func:`packet_model`).
-    nodes : int
-        Nodes of the network.
-
-    Returns
-    -------
-    int
-        The thread count.
-    """
-    if kind != "tiled":
-        return 1
-    return max(1, min(len(os.sched_getaffinity(0)), nodes // NODES_PER_THREAD))
 
 
 def phase_figures(fmt, copies: np.ndarray, start: int, warmup: int, measure: int) -> dict:

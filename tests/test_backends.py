@@ -88,7 +88,8 @@ def test_the_tiled_model_wires_groups_split_buses_and_router_modules_as_the_top_
     top port to 64 bits, the tiled model's harness must route each group's write enables, every bus
     field and every split port as :class:`~equimesh.rtl.network.Network` does, at both pipelines the
     tiles need (registered links and read-back). The Amaranth simulator runs the same (patched) top as
-    the reference."""
+    the reference. The AllReduce runs on three threads (three shares of two routers, links between
+    every pair of shares): the same records."""
     from equimesh.rtl import network
 
     # The shared cache, not the module's (which holds one model): the patched top changes the harness,
@@ -102,9 +103,20 @@ def test_the_tiled_model_wires_groups_split_buses_and_router_modules_as_the_top_
     t = build("torus", 2, 3)
     design = Design(t, 4, slots=8, depth=12, reduce=True, pipeline=pipeline)
     assert network.load_group(design) == 2 and len(network.buses(design)["host_data"].ports()) > 1
-    for collective in ("allgather", "allreduce"):
+    for collective, threads in (("allgather", 1), ("allreduce", 3)):
         image = compile_schedule(synthesize(t, 2, collective), 4, t)
-        _same(run_image(image, "amaranth", design), run_image(image, "verilator", design, model="tiled"))
+        tiled = run_image(image, "verilator", design, model="tiled", threads=threads)
+        assert tiled.threads == threads
+        _same(run_image(image, "amaranth", design), tiled)
+
+
+def test_threads_need_the_tiled_model(two_by_three):
+    from equimesh.sim.verilator import VerilatorError
+
+    design, images = two_by_three
+    for backend, model in (("verilator", "flat"), ("amaranth", "auto")):
+        with pytest.raises(VerilatorError, match="--threads needs the tiled model"):
+            run_image(images[0], backend, design, model=model, threads=2)
 
 
 def test_a_damaged_cache_entry_is_rebuilt_not_used(cache, two_by_three):

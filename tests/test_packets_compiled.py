@@ -17,9 +17,9 @@ from equimesh.schedules.synth import synthesize
 from equimesh.schedules.topology import build
 from equimesh.sim import backends
 from equimesh.sim.mixed import run_mixed_compiled, simulate_mixed
+from equimesh.sim.tiles import auto_threads
 from equimesh.sim.traffic import (
     PACKET_MODELS,
-    auto_threads,
     make_traffic,
     packet_model,
     run_compiled,
