@@ -601,13 +601,13 @@ def cmd_bench_rtl(args) -> int:
         f"{os.cpu_count()} cores, Python {platform.python_version()}): EquiMesh {args.collective}, "
         f"K={args.chunks}, {args.chunk_flits} flits/chunk, {'empty' if args.cold else 'warm'} model cache",
         "",
-        "| network | backend | model | cycles | run s | cycles/s | router-cycles/s | build s | cached | wall s "
-        "| bit-exact |",
-        "|---|---|---|---:|---:|---:|---:|---:|---|---:|---|",
+        "| network | backend | model | threads | cycles | run s | cycles/s | router-cycles/s | build s | cached "
+        "| wall s | bit-exact |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---|---:|---|",
     ]
     for topo, backend, model, res, wall, ok in rows:
         lines.append(
-            f"| {topo.name} | {backend} | {model} | {res.cycles} | {res.run_seconds:.4f} | "
+            f"| {topo.name} | {backend} | {model} | {res.threads} | {res.cycles} | {res.run_seconds:.4f} | "
             f"{res.cycles_per_second:,.0f} | {res.cycles_per_second * topo.nodes:,.0f} | "
             f"{res.build_seconds:.1f} | {'yes' if res.cached else 'no'} | {wall:.1f} | "
             f"{'yes' if ok else 'NO'} |"
