@@ -202,7 +202,7 @@ def test_bench_rtl_amaranth_2x3(tmp_path):
         ]
     )
     row = [c.strip() for c in text.splitlines()[-1].strip("|").split("|")]
-    assert code == 0 and row[:4] == ["2x3 equimesh", "amaranth", "-", str(3 * 5 + 6)] and row[10] == "yes"
+    assert code == 0 and row[:5] == ["2x3 equimesh", "amaranth", "-", "1", str(3 * 5 + 6)] and row[11] == "yes"
     assert out.read_text() == text
 
 
