@@ -340,12 +340,17 @@ def _report(args, topo, table, r, seconds) -> None:
     print(
         f"  flit-hops {r['flit_hops']}, link utilization {r['link_utilization']:.3f}"
         + (
-            f", latency mean {r['latency_mean']} p99 {r['latency_p99']} cycles"
+            f", latency mean {r['latency_mean']:.1f} p99 {r['latency_p99']:.1f} cycles"
             if r.get("latency_mean") is not None
             else ""
         )
         + f"; {seconds:.1f} s"
     )
+    if r.get("sim_seconds"):  # the compiled model's run, apart from building and loading it
+        print(
+            f"  the model ran {r['completion']} cycles in {r['sim_seconds']} s: "
+            f"{r['completion'] / r['sim_seconds']:,.0f} cycles/s on {r.get('threads', 1)} thread(s)"
+        )
     for e in r["errors"]:
         print(f"  error: {e}")
 

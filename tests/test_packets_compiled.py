@@ -239,6 +239,8 @@ def test_soak_command_on_the_compiled_model(capsys):
     r = json.loads(capsys.readouterr().out)
     assert r["backend"] == "verilator" and r["simulator"] == "verilator"
     _clean(r)
+    assert main(argv[:-1]) == 0  # the text report: the model's own cycles and rate
+    assert f"the model ran {r['completion']} cycles in " in capsys.readouterr().out
 
 
 def test_a_soak_past_the_old_queue_limit_drains(capsys):
