@@ -20,6 +20,7 @@ from .args import (
     add_topology_args,
     items,
     load_image,
+    routing_table,
     size_list,
     table_from_args,
     topology_from_args,
@@ -27,7 +28,7 @@ from .args import (
 from .errors import InputError, UsageError, print_and_save, writing
 from .rtl.packet import FLIT_BITS, PacketError, PacketFormat
 from .rtl.packet_endpoints import RATE_BITS, probability
-from .schedules.routing import ALGORITHMS, DeadlockError, check_deadlock_free, forwarding_table
+from .schedules.routing import ALGORITHMS, DeadlockError, check_deadlock_free
 from .sim.backends import trace_kind
 from .sim.tiles import auto_threads
 from .sim.traffic import (
@@ -765,7 +766,7 @@ def cmd_bench_modes(args) -> int:
             except TopologyError as e:
                 raise UsageError(str(e)) from None
             image = compile_schedule(synthesize(topo, args.chunks, "allgather"), args.chunk_flits, topo)
-            packets = PacketSetup(forwarding_table(topo), args.payload_flits)
+            packets = PacketSetup(routing_table(topo), args.payload_flits)
             try:
                 design = fit(image)
                 cells = mode_cells(design, packets, f"{args.out_dir}/{kind}-{r}x{c}")
@@ -813,7 +814,7 @@ def cmd_bench_relay(args) -> int:
                 topo = build(kind, r, c)
             except TopologyError as e:
                 raise UsageError(str(e)) from None
-            table = forwarding_table(topo)
+            table = routing_table(topo)
             fmt = PacketFormat(topo.nodes, args.payload_flits)
             row = {"topology": topo.name, "nodes": topo.nodes, "chunks": args.chunks, "chunk_flits": args.payload_flits}
             for pattern in ("allgather-multiwrite", "allgather-unicast"):
@@ -899,7 +900,7 @@ def cmd_bench_packets(args) -> int:
             topo = build(args.kind, r, c)
         except TopologyError as e:
             raise UsageError(str(e)) from None
-        table, fmt = forwarding_table(topo), PacketFormat(topo.nodes, args.payload_flits)
+        table, fmt = routing_table(topo), PacketFormat(topo.nodes, args.payload_flits)
         cycles = max(1, args.node_cycles // topo.nodes)
         for load in loads:
             traffic = make_traffic(fmt, args.pattern, rate=load / fmt.packet_flits, grid=(r, c))

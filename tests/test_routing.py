@@ -182,3 +182,25 @@ def test_channel_dependencies_are_the_consecutive_links_of_every_route(kind):
         n = t.topology.nodes
         want = {pair for s in range(n) for d in range(n) for pair in zip(t.route(s, d), t.route(s, d)[1:])}
         assert channel_dependencies(t) == want
+
+
+def test_a_cached_table_is_the_one_built_and_a_damaged_one_is_built_again(tmp_path, monkeypatch):
+    """``routing_table`` reads back exactly the table ``forwarding_table`` built (without building it
+    again), and a cached record that no longer passes the checks (router 0 keeping node 11's packets) is
+    built again, not used."""
+    from equimesh import args as cli_args
+
+    monkeypatch.setenv("EQUIMESH_CACHE", str(tmp_path))
+    topo = build("equimesh", 3, 4)
+    first = cli_args.routing_table(topo)
+    assert first.ports == forwarding_table(topo).ports and first.algorithm == "shortcut"
+    calls = []
+    monkeypatch.setattr(cli_args, "forwarding_table", lambda *a: calls.append(a) or forwarding_table(*a))
+    again = cli_args.routing_table(topo)
+    assert calls == [] and again.ports == first.ports and again.algorithm == first.algorithm
+    (path,) = (tmp_path / "routing").glob("*.json")
+    rec = json.loads(path.read_text())
+    rec["ports"][0][11] = "L"  # node 0 would keep packets for node 11
+    path.write_text(json.dumps(rec))
+    assert cli_args.routing_table(topo).ports == first.ports and len(calls) == 1
+    assert not path.exists()  # the damaged record is gone; the next run writes a good one
