@@ -321,8 +321,8 @@ def add_run_args(p, collective_default: str | None) -> None:
 def routing_table(topo, algorithm: str = "shortcut"):
     """:func:`~equimesh.schedules.routing.forwarding_table`, its ports cached (``EQUIMESH_CACHE/routing``,
     keyed by the topology, the algorithm and the source of the routing and topology modules): a 32x32
-    shortcut table takes 3 s to build and 0.2 s to read. A cached table is checked like a table file
-    (shape, loops, deadlock freedom); one that fails is built again.
+    shortcut table takes 4-5 s to build and 1.4 s to read and check. A cached table is checked like a
+    table file (shape, loops, deadlock freedom); one that fails is built again.
 
     Parameters
     ----------
