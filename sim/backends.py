@@ -193,7 +193,8 @@ def run_image(
     if threads > 1 and (backend != "verilator" or kind != "tiled"):
         from .verilator import VerilatorError
 
-        raise VerilatorError(f"--threads needs the tiled model (this run uses the {backend} {kind} model)")
+        runs_on = f"the {kind} model" if backend == "verilator" else f"the {backend} simulator"
+        raise VerilatorError(f"--threads needs the tiled model (this run uses {runs_on})")
     if backend == "amaranth":
         from .harness import execute
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from functools import partial
+from itertools import accumulate
 
 from ..rtl.design import Design
 from ..rtl.network import Network, buses, load_group, router_name
@@ -96,8 +97,9 @@ def _wiring(design: Design, classes: dict, names: list[str], top: tuple) -> list
         out_seg.append((touts.index(name), lo, lk.src, src[busy], 0, 32))
     out_seg.append((touts.index("cycles"), 0, 0, port[0]["cycles"], 0, 32))
     out_seg.sort(key=lambda s: s[0])
-    count = Counter(s[0] for s in out_seg)
-    ranges = [(sum(count[j] for j in range(i)), count[i]) for i in range(len(touts))]
+    per_output = Counter(s[0] for s in out_seg)
+    count = [per_output[i] for i in range(len(touts))]
+    ranges = list(zip(accumulate(count, initial=0), count))  # (first segment, segments) per output
     return [
         c_array("CLASS", [list(classes).index(c) for c in names]),
         c_array("TARGET", targets),

@@ -34,7 +34,6 @@ from ..schedules.routing import ForwardingTable
 __all__ = [
     "BLOCK",
     "DRAIN_LIMIT",
-    "SOAK_BACKLOG",
     "HOTSPOT_SHARE",
     "LIMIT_MAX",
     "MAX_CYCLES",
@@ -42,6 +41,7 @@ __all__ = [
     "PATTERNS",
     "ROM_DEPTH",
     "Run",
+    "SOAK_BACKLOG",
     "Scoreboard",
     "TABLE_MAX",
     "Traffic",
