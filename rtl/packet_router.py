@@ -63,11 +63,13 @@ __all__ = ["Allocator", "InputBuffer", "MatrixAllocator", "PacketConfig", "Packe
 class InputBuffer(wiring.Component):
     """A FIFO of ``depth`` >= packet length flits, ready for a header only when the whole packet fits.
 
-    Storage (as ``SyncFIFOBuffered``): a memory of ``depth - 1`` flits with a registered read port,
-    whose output register is the head (``o``). The fill level is a thermometer code (``level[i]``: more
-    than ``i`` flits buffered) that shifts up on a write and down on a read: the read, which is the
-    relay's release and so ends the router's longest decision, reaches the level, the memory's read
-    enable and its read pointer through one logic level, and "is there room for a packet" is one bit
+    Storage (as ``SyncFIFO``): a memory of ``depth`` flits read without a clock at the read pointer,
+    which is the head (``o``): a flit written in cycle ``t`` is the head in ``t + 1``. An FPGA maps it
+    to distributed RAM (ECP5 ``TRELLIS_DPR16X4``). The read, which is the relay's release and so ends
+    the router's longest decision, changes only the read pointer and the fill level, a few flip-flops:
+    no flit-wide register waits on it (a registered head would need the release at every one of its
+    flip-flops' enables). The fill level is a thermometer code (``level[i]``: more than ``i`` flits
+    buffered) that shifts up on a write and down on a read, and "is there room for a packet" is one bit
     of the code (no adder, no comparator).
 
     With ``registered`` (pipeline 1) ``i.ready`` is a register: computed a cycle ahead from the level
@@ -99,19 +101,17 @@ class InputBuffer(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        depth, stored = self.depth, self.depth - 1
-        m.submodules.mem = mem = Memory(shape=self.fmt.flit, depth=stored, init=[])
-        wr, rd = mem.write_port(), mem.read_port(domain="sync")
-        produce, consume = Signal(range(stored)), Signal(range(stored))
-        level = Signal(depth)  # thermometer: bit i = more than i flits in the buffer (memory and head)
-        head = Signal()  # the read port's output register holds the head flit
+        depth = self.depth
+        m.submodules.mem = mem = Memory(shape=self.fmt.flit, depth=depth, init=[])
+        wr, rd = mem.write_port(), mem.read_port(domain="comb")
+        produce, consume = Signal(range(depth)), Signal(range(depth))
+        level = Signal(depth)  # thermometer: bit i = more than i flits in the buffer
 
         def at_most(n):  # the buffer holds at most n flits
             return Const(int(n >= 0), 1) if not 0 <= n < depth else ~level[n]
 
         take = self.i.valid & self.i.ready
         pop = self.o.valid & self.o.ready
-        fetch = Mux(head, level[1], level[0]) & (~head | pop)  # a flit waits in the memory: read it to the head
         between = Signal(init=1)  # the next flit on the link is a header
         room = depth - self.fmt.packet_flits  # the most flits buffered that leave room for a packet
         if self.registered:
@@ -128,16 +128,14 @@ class InputBuffer(wiring.Component):
             wr.data.eq(self.i.payload),
             wr.en.eq(take),
             rd.addr.eq(consume),
-            rd.en.eq(fetch),
             self.o.payload.eq(rd.data),
-            self.o.valid.eq(head),
+            self.o.valid.eq(level[0]),
             self.empty.eq(~level[0]),
         ]
         with m.If(take):
-            m.d.sync += [produce.eq(Mux(produce == stored - 1, 0, produce + 1)), between.eq(self.i.payload.last)]
-        with m.If(fetch):
-            m.d.sync += consume.eq(Mux(consume == stored - 1, 0, consume + 1))
-        m.d.sync += head.eq(fetch | (head & ~pop))
+            m.d.sync += [produce.eq(Mux(produce == depth - 1, 0, produce + 1)), between.eq(self.i.payload.last)]
+        with m.If(pop):
+            m.d.sync += consume.eq(Mux(consume == depth - 1, 0, consume + 1))
         m.d.sync += [
             Assert(~take | (self.i.payload.first == between), "input buffer: packets interleaved on a link"),
             Assert(between | ~self.i.valid | at_most(depth - 1), "input buffer: a packet body waited for room"),

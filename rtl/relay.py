@@ -9,7 +9,10 @@ buffer (a memory of ``bitmap_flits`` words of ``flit_bits``; one word up to
 port's reach-mask word (``reach``, the router's forwarding entries, from the
 forwarding table, :mod:`equimesh.schedules.routing`) and with the node's own
 bit (``own``) and accumulates, per port, whether that part has any destination
-and whether it has several (:func:`several`, a log-depth tree per word). After the
+and whether it has several (:func:`several`, a log-depth tree per word). From
+pipeline 1 on a word is split a cycle after it is taken, from registers (``got``
+and its index ``at``, ``split`` marks it), so the tree starts at a flip-flop; the
+last word's split falls in stage Q (below), which waits a cycle anyway. After the
 last word the route is known: every non-empty part is a branch (one copy of
 the packet leaves on that port) and its opcode is known (rule 2 of Section
 4.3.3: a part with one destination becomes a plain WRITE). The relay then
@@ -42,13 +45,15 @@ is first presented; only the local delivery can lag.
 Pipeline (``cut``, the router's ``pipeline`` 1; FlooNoC's route computation
 ahead of allocation and its cut between allocation and switch traversal, and
 an output register). From the cycle ``h`` a header is the input buffer's head
-(a flit written into the buffer in cycle ``t`` is its head in ``t + 2``,
+(a flit written into the buffer in cycle ``t`` is its head in ``t + 1``,
 :class:`~equimesh.rtl.packet_router.InputBuffer`):
 
 * parse (cycles ``h`` .. ``h + bitmap_flits``): the header and the bitmap words
-  are taken, the route accumulated (``any_``, ``sev``);
-* stage Q (``p = h + bitmap_flits + 1``): the parsed header is presented; its
-  route (registers) waits for ``pend``, so the allocator sees only registers;
+  are taken, each word split in the next cycle and the route accumulated
+  (``any_``, ``sev``);
+* stage Q (``p = h + bitmap_flits + 1``): the parsed header is presented, the
+  last word split; the route (registers) waits for ``pend``, so the allocator
+  sees only registers;
 * stage A (``p + 1``): the router's allocator chooses and registers its grant
   (``grant``, ``granting`` and the arbiter's order in
   :class:`~equimesh.rtl.packet_router.MatrixAllocator`);
@@ -63,9 +68,9 @@ an output register). From the cycle ``h`` a header is the input buffer's head
   register (``a_*`` in the router), its opcode and bitmap words rewritten
   behind the register.
 
-So a header takes ``7 + bitmap_flits`` cycles per hop (buffer 2, parse
-``1 + bitmap_flits``, Q, A, G, L) and ``3 + bitmap_flits`` with pipeline 0
-(buffer 2, parse, then route, grant and departure in one cycle, outputs not
+So a header takes ``6 + bitmap_flits`` cycles per hop (buffer 1, parse
+``1 + bitmap_flits``, Q, A, G, L) and ``2 + bitmap_flits`` with pipeline 0
+(buffer 1, parse, then route, grant and departure in one cycle, outputs not
 registered); the flits behind it follow one a cycle. The receivers still have
 room: an output is granted only while no packet holds it, its link register is
 empty and its receiver has room for the whole packet; nothing else can fill
@@ -294,6 +299,17 @@ class Relay(wiring.Component):
         # ----- parse: the header and the bitmap words, one a cycle; the route accumulates -----
         parsing = Signal(init=1)  # taking the next packet's header and bitmap words from ``i``
         word = Signal(range(B + 2))  # parsing: the next flit's position; else the presented flit's
+        # Its decodes, registers updated with it (the presented flit's select needs no comparator):
+        at_header = Signal(init=1)  # word == 0
+        cur = Signal(range(B))  # word - 1, the bitmap word addressed, while 1 <= word <= B
+        passing = Signal()  # word == B + 1: the payload passes from the input
+
+        def step():  # word + 1
+            return [word.eq(word + 1), at_header.eq(0), cur.eq(word), passing.eq(word == B)]
+
+        def restart():  # word 0
+            return [word.eq(0), at_header.eq(1), passing.eq(0)]
+
         hdr = Signal(fmt.width)  # the parsed header's body
         any_ = Signal(outs + 1)  # per branch (network outputs, then local): a destination found
         sev = Signal(outs)  # per network output: several destinations found
@@ -301,36 +317,42 @@ class Relay(wiring.Component):
         m.submodules.bitmap = buf = Memory(shape=fmt.width, depth=B, init=[])
         wr, rd = buf.write_port(), buf.read_port(domain="comb")
         body = self.i.payload.body.payload
-        taking = parsing & self.i.valid & ((word != 0) | ~self.hold)  # ``hold``: no new header
-        m.d.comb += [wr.addr.eq(word - 1), wr.data.eq(body), wr.en.eq(taking & (word != 0)), rd.addr.eq(word - 1)]
-        own_hit = (body & mask_word(fmt, self.own, word - 1)) != 0
+        taking = parsing & self.i.valid & (~at_header | ~self.hold)  # ``hold``: no new header
+        m.d.comb += [wr.addr.eq(cur), wr.data.eq(body), wr.en.eq(taking & ~at_header), rd.addr.eq(cur)]
+        if self.cut:  # a bitmap word is split a cycle after it is taken, from registers
+            got, at, split = Signal(fmt.width, name="got"), Signal(range(B), name="at"), Signal(name="split")
+            m.d.sync += split.eq(taking & ~at_header)
+            with m.If(taking & ~at_header):
+                m.d.sync += [got.eq(body), at.eq(cur)]
+        else:
+            got, at, split = body, cur, taking & ~at_header
+        own_hit = (got & mask_word(fmt, self.own, at)) != 0
+        with m.If(split):
+            for k in range(outs):
+                part = Signal(fmt.width, name=f"part_{k}")
+                m.d.comb += part.eq(got & mask_word(fmt, self.reach[k], at))
+                w_any, w_sev = several(m, part, f"word_{k}")
+                m.d.sync += [any_[k].eq(any_[k] | w_any), sev[k].eq(sev[k] | w_sev | (any_[k] & w_any))]
+            m.d.sync += mine.eq(mine | own_hit)
+            if self.local:
+                m.d.sync += any_[outs].eq(any_[outs] | own_hit)
         with m.If(taking):
-            with m.If(word == 0):
-                m.d.sync += [hdr.eq(body), any_.eq(0), sev.eq(0), mine.eq(0), word.eq(1)]
+            with m.If(at_header):
+                m.d.sync += [hdr.eq(body), any_.eq(0), sev.eq(0), mine.eq(0), *step()]
+            with m.Elif(word == B):
+                m.d.sync += [parsing.eq(0), *restart()]
             with m.Else():
-                for k in range(outs):
-                    part = Signal(fmt.width, name=f"part_{k}")
-                    m.d.comb += part.eq(body & mask_word(fmt, self.reach[k], word - 1))
-                    w_any, w_sev = several(m, part, f"word_{k}")
-                    m.d.sync += [any_[k].eq(any_[k] | w_any), sev[k].eq(sev[k] | w_sev | (any_[k] & w_any))]
-                m.d.sync += mine.eq(mine | own_hit)
-                if self.local:
-                    m.d.sync += any_[outs].eq(any_[outs] | own_hit)
-                with m.If(word == B):
-                    m.d.sync += [parsing.eq(0), word.eq(0)]
-                with m.Else():
-                    m.d.sync += word.eq(word + 1)
+                m.d.sync += step()
 
         # ----- present: the header and bitmap words from the registers, then the input's payload -----
-        passing = word == B + 1
         h_valid = ~parsing & (~passing | self.i.valid)
         m.d.comb += [
-            self.o.first.eq(~parsing & (word == 0)),
+            self.o.first.eq(~parsing & at_header),
             self.o.last.eq(passing & self.i.payload.last),
-            self.o.body.payload.eq(Mux(word == 0, hdr, Mux(passing, body, rd.data))),
+            self.o.body.payload.eq(Mux(at_header, hdr, Mux(passing, body, rd.data))),
             self.index.eq(word),
             # the injection input's parsed header waits outside the network; its bitmap still coming does not
-            self.holding.eq((~parsing | (word != 0)) if self.local else (parsing & (word != 0))),
+            self.holding.eq((~parsing | ~at_header) if self.local else (parsing & ~at_header)),
         ]
 
         active = Signal()  # a granted packet is passing (set at grant, cleared after the tail)
@@ -354,16 +376,16 @@ class Relay(wiring.Component):
         done = Signal(outs + 1)
         m.d.comb += [self.valid.eq(Mux(go, ~now, 0)), done.eq(now | self.ready)]
         release = go & done.all()
-        m.d.comb += self.i.ready.eq(Mux(parsing, (word != 0) | ~self.hold, passing & release))
+        m.d.comb += self.i.ready.eq(Mux(parsing, ~at_header | ~self.hold, passing & release))
 
         with m.If(self.grant):
             m.d.sync += [active.eq(1), branches.eq(latched)]
         with m.If(release):  # the next flit goes to every branch again
             m.d.sync += settled.eq(~Mux(self.grant, latched, branches))
             with m.If(self.o.last):
-                m.d.sync += [active.eq(0), parsing.eq(1), word.eq(0)]
+                m.d.sync += [active.eq(0), parsing.eq(1), *restart()]
             with m.Elif(~passing):
-                m.d.sync += word.eq(word + 1)
+                m.d.sync += step()
         with m.Elif(go):
             m.d.sync += settled.eq(now | self.ready)
         with m.Elif(self.grant):
@@ -373,7 +395,7 @@ class Relay(wiring.Component):
         # waiting header; a header addresses somebody and never its own injector; network branches
         # take the header when it is first presented (the allocator checked room downstream).
         m.d.sync += [
-            Assert(~taking | (self.i.payload.first == (word == 0)), "relay: a packet without its header"),
+            Assert(~taking | (self.i.payload.first == at_header), "relay: a packet without its header"),
             Assert(~taking | ~self.i.payload.last, "relay: a packet ended inside its bitmap"),
             Assert(~self.grant | self.pending, "relay: grant without a waiting header"),
             Assert(~self.pending | (any_ != 0), "relay: header with an empty bitmap"),

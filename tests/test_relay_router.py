@@ -135,21 +135,21 @@ def test_input_released_only_when_every_branch_took_the_flit_pipelined():
     the input in 6 + i (link 7 + i).
     With virtual cut-through no network output refuses a flit of a granted packet, so only the local
     delivery can hold the input. A packet from node 6 arriving on E for nodes 1, 4, 5 and 9 (XY:
-    1 -> N, 4 -> W, 9 -> S, 5 local): written into E's buffer in cycles 0..4, its header is the head
-    in 2 and the bitmap word in 3 (parse), presented in 4, leaves in 7 (Q, A, G: 4, 5, 6), on N, W
-    and S in 8 and into lane E in 7; flit i leaves in 7 + i. Lane E refuses in cycles 9..11: N, W and
-    S take payload flit 1 in 9 (on the links in 10) and wait, the lane takes it in 12, and flits 2
-    and 3 follow in 13 and 14 (on the links in 14 and 15)."""
+    1 -> N, 4 -> W, 9 -> S, 5 local): written into E's buffer in cycles 0..4 (a flit written in t is
+    the head in t + 1), its header is the head in 1 and the bitmap word in 2 (parse), presented in 3,
+    leaves in 6 (Q, A, G: 3, 4, 5), on N, W and S in 7 and into lane E in 6; flit i leaves in 6 + i.
+    Lane E refuses in cycles 8..10: N, W and S take payload flit 1 in 8 (on the links in 9) and wait,
+    the lane takes it in 11, and flits 2 and 3 follow in 12 and 13 (on the links in 13 and 14)."""
     fmt, table, bitmap, got, released = _run(pipeline=1)
     assert released == [0, 1, 7, 8, 9] and all([c for c, _ in got[p]] == [6, 7, 8, 9, 10] for p in PORTS)
     arrival = dict(source="i_E", src=6, dests=(1, 4, 5, 9))
     fmt, table, bitmap, free, local = _run(pipeline=1, **arrival)
-    assert local == [7, 8, 9, 10, 11]
-    assert all([c for c, _ in free[p]] == [8, 9, 10, 11, 12] for p in ("N", "W", "S")) and free["E"] == []
-    fmt, table, bitmap, got, local = _run(pipeline=1, eject_stall=("E", 9, 12), **arrival)
-    assert local == [7, 8, 12, 13, 14]
+    assert local == [6, 7, 8, 9, 10]
+    assert all([c for c, _ in free[p]] == [7, 8, 9, 10, 11] for p in ("N", "W", "S")) and free["E"] == []
+    fmt, table, bitmap, got, local = _run(pipeline=1, eject_stall=("E", 8, 11), **arrival)
+    assert local == [6, 7, 11, 12, 13]
     for p in ("N", "W", "S"):
-        assert [c for c, _ in got[p]] == [8, 9, 10, 14, 15]
+        assert [c for c, _ in got[p]] == [7, 8, 9, 13, 14]
         assert [f.as_value().value for _, f in got[p]] == [f.as_value().value for _, f in free[p]]
 
 

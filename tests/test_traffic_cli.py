@@ -47,15 +47,15 @@ def test_pipeline_latency_model(capsys):
     flit. The packet is the header, one bitmap word (6 nodes) and 2 payload flits. Per relay, by hand:
     the relay takes the header and the bitmap word one a cycle (its parse stage) and presents the
     header in the cycle after the word (rtl/relay.py); at a network input the input buffer (a memory
-    with a registered read) presents a flit written in cycle t at t + 2. With pipeline 0 the header
+    read without a clock) presents a flit written in cycle t at t + 1. With pipeline 0 the header
     leaves in the cycle it is presented: the source's relay presents it in 2, and each hop adds
-    2 + 2 = 4 (buffer, parse), so node 5's lane takes the header in 2 + 3 x 4 = 14 and the last of the
-    3 flits behind it in 17. With pipeline 1 the header waits in stages Q, A and G (3 cycles) after
+    1 + 2 = 3 (buffer, parse), so node 5's lane takes the header in 2 + 3 x 3 = 11 and the last of the
+    3 flits behind it in 14. With pipeline 1 the header waits in stages Q, A and G (3 cycles) after
     it is presented and leaves through the output's link register (1): 2 + 3 + 1 = 6 to the link at
-    the source, 2 + 2 + 3 + 1 = 8 per hop at nodes 1 and 2, 2 + 2 + 3 = 7 at node 5 into its lane:
-    6 + 16 + 7 = 29, the last flit in 32. Pipeline 2 deepens only the schedule path: its packets take
-    pipeline 1's 32."""
-    for pipeline, latency in ((0, 17), (1, 32), (2, 32)):
+    the source, 1 + 2 + 3 + 1 = 7 per hop at nodes 1 and 2, 1 + 2 + 3 = 6 at node 5 into its lane:
+    6 + 14 + 6 = 26, the last flit in 29. Pipeline 2 deepens only the schedule path: its packets take
+    pipeline 1's 29."""
+    for pipeline, latency in ((0, 14), (1, 29), (2, 29)):
         argv = [
             "traffic",
             "--kind",

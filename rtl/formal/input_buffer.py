@@ -10,9 +10,9 @@ payload and how many flits are ahead of it, and checks that it leaves, unchanged
 have left. A flit lost, duplicated or overtaken would break that for some choice of the tracked flit.
 
 For k-induction the wrapper states where every flit is: the fill level's thermometer code is
-``count``, the memory holds ``count - head`` flits between its pointers, and the tracked flit is in
-the memory word ``ahead - head`` after the read pointer (read through a port the wrapper adds) or in
-the head register.
+``count``, the memory holds ``count`` flits between its pointers, the head is the word at the read
+pointer, and the tracked flit is in the memory word ``ahead`` after it (read through a port the
+wrapper adds).
 """
 
 from __future__ import annotations
@@ -74,7 +74,6 @@ def build(p: Params, prop: str):
     no_reset(m)
     regs = internals(body)
     mem = seen[Memory][0]
-    stored = depth - 1
 
     # ---- the sender's contract ----
     stream_contract(m, dut.i.valid, dut.i.ready, dut.i.payload, "link")
@@ -104,31 +103,24 @@ def build(p: Params, prop: str):
             m.d.sync += [tracking.eq(0), done.eq(1)]
 
     # ---- the strengthening invariant: where every flit is ----
-    level, head, between = (regs[k] for k in ("level", "head", "between"))
+    level, between = regs["level"], regs["between"]
     produce, consume = mem.write_ports[0].addr, mem.read_ports[0].addr  # the pointers address the ports
-    in_mem = Signal(range(depth + 1))
-    m.d.comb += in_mem.eq(count - head)
     look = mem.read_port(domain="comb")
-    offset = Signal(range(2 * stored))
-    m.d.comb += offset.eq(consume + ahead - head)
-    m.d.comb += look.addr.eq(Mux(offset >= stored, offset - stored, offset))
+    offset = Signal(range(2 * depth))
+    m.d.comb += offset.eq(consume + ahead)
+    m.d.comb += look.addr.eq(Mux(offset >= depth, offset - depth, offset))
     inv = [
         count <= depth,
         level == Cat(*[count > i for i in range(depth)]),
-        ~head | (count >= 1),
-        in_mem <= stored,
-        produce < stored,  # the pointers stay in the memory (its depth need not be a power of 2)
-        consume < stored,
-        Mux(produce >= consume, produce - consume, produce + stored - consume) == Mux(in_mem == stored, 0, in_mem),
+        produce < depth,  # the pointers stay in the memory (its depth need not be a power of 2)
+        consume < depth,
+        Mux(produce >= consume, produce - consume, produce + depth - consume) == Mux(count == depth, 0, count),
         between == (pos == 0),
         pos < fmt.packet_flits,
         ~tracking | (ahead < count),
-        ~tracking | (ahead < head) | (look.data.as_value() == data),
-        ~tracking | (ahead != 0) | ~head | (dut.o.payload.as_value() == data),
+        ~tracking | (look.data.as_value() == data),
         # Virtual cut-through: the rest of the packet being received fits.
         between | (count + fmt.packet_flits - pos <= depth),
-        # A flit waits in the memory only while the head register is full or is being filled.
-        head | (in_mem <= 1),
     ]
     if p.pipeline > 0:  # the registered ready promises no room that is not there
         inv.append(~regs["ready"] | ~between | (count <= depth - fmt.packet_flits))
@@ -138,10 +130,7 @@ def build(p: Params, prop: str):
     if prop == "buffer_order":
         m.d.comb += [
             Assert(~leaves | (dut.o.payload.as_value() == data), "buffer_order: the tracked flit leaves unchanged"),
-            Assert(
-                ~(tracking & (ahead == 0) & (count >= 1)) | head | (in_mem >= 1),
-                "buffer_order: the tracked flit is still inside",
-            ),
+            Assert(~(tracking & (ahead == 0)) | dut.o.valid, "buffer_order: the tracked flit is presented"),
             Cover(
                 leaves & (ahead == 0) & (count == depth), "buffer_order cover: the tracked flit leaves a full buffer"
             ),

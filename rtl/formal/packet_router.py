@@ -340,31 +340,25 @@ def _relay_invariant(fmt, relay, regs, rpos, waiting):
 def _buffer_invariant(m, fmt, blocks, j, rpos, in_pos):
     """Input buffer ``j``'s contents (rtl/packet_router.py, InputBuffer): its fill level, pointers and room
     (as in rtl/formal/input_buffer.py), and where each flit inside stands in its packet: the in-link's
-    framing counter is the relay's plus the flits inside, and each flit in the memory and the head register
-    has ``first`` and ``last`` where that count puts them."""
+    framing counter is the relay's plus the flits inside, and each flit in the memory has ``first`` and
+    ``last`` where that count puts them."""
     L = fmt.packet_flits
     buf, regs, mem = blocks["buffers"][j], blocks["buffer"][j], blocks["memories"][j]
-    depth, stored = buf.depth, buf.depth - 1
-    level, head, between = regs["level"], regs["head"], regs["between"]
+    depth = buf.depth
+    level, between = regs["level"], regs["between"]
     produce, consume = mem.write_ports[0].addr, mem.read_ports[0].addr
     count = Signal(range(depth + 2), name=f"buf_{j}_count")  # the flits inside: the level's code, as a number
     m.d.comb += count.eq(reduce(operator.add, [level[i].as_unsigned() for i in range(depth)]))
-    in_mem = Signal(range(depth + 1), name=f"buf_{j}_in_mem")
-    m.d.comb += in_mem.eq(count - head)
-    used = Mux(produce >= consume, produce - consume, produce + stored - consume)
+    used = Mux(produce >= consume, produce - consume, produce + depth - consume)
     head_flit = buf.o.payload
     inv = [
         # the level shifts up on a write and down on a read, from all zeros
         ("level is a thermometer code", level == Cat(*[count > i for i in range(depth)])),
-        ("head only with a flit", ~head | (count >= 1)),  # the head register is one of the flits counted
-        ("memory not overfull", in_mem <= stored),  # a write needs room (ready), a full head register waits
-        ("pointers in range", (produce < stored) & (consume < stored)),  # they wrap at the memory's depth
-        # a write advances the write pointer, a fetch into the head register the read pointer
-        ("pointers apart by the flits in memory", used == Mux(in_mem == stored, 0, in_mem)),
+        ("pointers in range", (produce < depth) & (consume < depth)),  # they wrap at the memory's depth
+        # a write advances the write pointer, a read the read pointer
+        ("pointers apart by the flits inside", used == Mux(count == depth, 0, count)),
         ("between packets at the link's header", between == (in_pos == 0)),  # set by the tail's ``last``
         ("the rest of the packet fits", between | (count + L - in_pos <= depth)),  # virtual cut-through
-        # a flit waits in the memory only while the head register is full or being filled
-        ("memory waits for the head", head | (in_mem <= 1)),
         # the buffer is a FIFO: the flits it took and has not passed on are the ones after the relay's count
         ("the flits inside complete the relay's count", _mod(m, rpos + count, L, f"buf_{j}_end") == in_pos),
         ("head framed", ~buf.o.valid | ((head_flit.first == (rpos == 0)) & (head_flit.last == (rpos == L - 1)))),
@@ -372,14 +366,14 @@ def _buffer_invariant(m, fmt, blocks, j, rpos, in_pos):
     if buf.registered:  # the registered ready promises no room that is not there, and is up within a packet
         inv += [("ready only with room", ~regs["ready"] | ~between | (count <= depth - L))]
         inv += [("ready within a packet", between | regs["ready"])]
-    for a in range(stored):
+    for a in range(depth):
         look = mem.read_port(domain="comb")
         m.d.comb += look.addr.eq(a)
-        d = Signal(range(stored), name=f"buf_{j}_dist_{a}")  # how far word a is behind the read pointer
-        m.d.comb += d.eq(Mux(consume <= a, a - consume, a + stored - consume))
-        at = _mod(m, rpos + head + d, L, f"buf_{j}_at_{a}")
+        d = Signal(range(depth), name=f"buf_{j}_dist_{a}")  # how far word a is behind the read pointer
+        m.d.comb += d.eq(Mux(consume <= a, a - consume, a + depth - consume))
+        at = _mod(m, rpos + d, L, f"buf_{j}_at_{a}")
         framed = (look.data.first == (at == 0)) & (look.data.last == (at == L - 1))
-        inv.append((f"memory word {a} framed", (d >= in_mem) | framed))
+        inv.append((f"memory word {a} framed", (d >= count) | framed))
     return inv
 
 

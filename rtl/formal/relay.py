@@ -97,7 +97,8 @@ def parse_invariant(regs, pos, fmt) -> list[tuple[str, object]]:
     Parameters
     ----------
     regs : dict
-        The relay's registers by name (:func:`~.probe.internals`): ``parsing``, ``word``, ``active``.
+        The relay's registers by name (:func:`~.probe.internals`): ``parsing``, ``word``, its decodes
+        ``at_header``, ``cur`` and ``passing``, and ``active``.
     pos : Value
         The wrapper's count of the flits the relay took in its current packet.
     fmt : PacketFormat
@@ -116,11 +117,18 @@ def parse_invariant(regs, pos, fmt) -> list[tuple[str, object]]:
         ("parses the header and bitmap", parsing == (pos <= B)),
         ("parses the next flit", ~parsing | (word == pos)),
         ("word in range", word <= B + 1),
+        # the decodes of ``word`` kept in registers beside it
+        ("at_header decodes word", regs["at_header"] == (word == 0)),
+        ("passing decodes word", regs["passing"] == (word == B + 1)),
         ("granted only once parsed", ~parsing | ~active),
         ("presents its header until granted", active | parsing | (word == 0)),
         # the payload waits at the input while the header and the bitmap words are presented
         ("payload waits at the input", parsing | (word == B + 1) | (pos == B + 1)),
-    ]
+    ] + (
+        [("cur addresses word's bitmap word", (word == 0) | (word == B + 1) | (regs["cur"] == word - 1))]
+        if B > 1  # one bitmap word: ``cur`` has no bits
+        else []
+    )
 
 
 def _union(values):
@@ -290,8 +298,11 @@ def _invariants(m, prop, dut, regs, mem, fmt, reach, own, in_pos, waiting, words
         look = mem.read_port(domain="comb")
         m.d.comb += look.addr.eq(j)
         looks.append(look.data)
-    partial = Signal(nodes)  # the bitmap words taken so far
-    m.d.comb += partial.eq(Cat(*[Mux(in_pos > j + 1, words[j], 0) for j in range(B)])[:nodes])
+    # the bitmap words split so far: those taken, but the one taken in the last cycle while it waits in ``got``
+    # to be split (pipeline >= 1: ``split``)
+    split = regs["split"] if cut else Const(0, 1)
+    partial = Signal(nodes)
+    m.d.comb += partial.eq(Cat(*[Mux(in_pos > j + 1 + split, words[j], 0) for j in range(B)])[:nodes])
     pres = Mux(word == B + 1, in_pos, word)  # the position of the flit the relay presents
     inv = [c for _, c in parse_invariant(regs, in_pos, fmt)]
     inv += [(in_pos == 0) | (hdr == hdr_in), (word != B + 1) | ~parsing]
@@ -311,6 +322,10 @@ def _invariants(m, prop, dut, regs, mem, fmt, reach, own, in_pos, waiting, words
     if cut:
         pend = regs["pend"]
         inv += [~pend | (parsed & ~active), ~pending_q | pend]
+        # the word waiting to be split is the one taken in the last cycle
+        got, at = regs["got"], regs["at"] if B > 1 else Const(0, 1)
+        inv += [~split | (in_pos == at + 2)]
+        inv += [~split | (at != j) | (got == words[j]) for j in range(B)]
     for i, c in enumerate(inv):
         m.d.comb += Assert(c, f"{prop}: invariant {i}")
 
