@@ -327,18 +327,21 @@ class Relay(wiring.Component):
         else:
             got, at, split = body, cur, taking & ~at_header
         own_hit = (got & mask_word(fmt, self.own, at)) != 0
+        # The first word's split starts the route afresh (nothing to clear when the header is taken).
+        fresh = at == 0
         with m.If(split):
             for k in range(outs):
                 part = Signal(fmt.width, name=f"part_{k}")
                 m.d.comb += part.eq(got & mask_word(fmt, self.reach[k], at))
                 w_any, w_sev = several(m, part, f"word_{k}")
-                m.d.sync += [any_[k].eq(any_[k] | w_any), sev[k].eq(sev[k] | w_sev | (any_[k] & w_any))]
-            m.d.sync += mine.eq(mine | own_hit)
+                was_any, was_sev = any_[k] & ~fresh, sev[k] & ~fresh
+                m.d.sync += [any_[k].eq(was_any | w_any), sev[k].eq(was_sev | w_sev | (was_any & w_any))]
+            m.d.sync += mine.eq((mine & ~fresh) | own_hit)
             if self.local:
-                m.d.sync += any_[outs].eq(any_[outs] | own_hit)
+                m.d.sync += any_[outs].eq((any_[outs] & ~fresh) | own_hit)
         with m.If(taking):
             with m.If(at_header):
-                m.d.sync += [hdr.eq(body), any_.eq(0), sev.eq(0), mine.eq(0), *step()]
+                m.d.sync += [hdr.eq(body), *step()]
             with m.Elif(word == B):
                 m.d.sync += [parsing.eq(0), *restart()]
             with m.Else():

@@ -17,8 +17,8 @@ of the flits each stream carried in its current packet:
 * each relay's parse and grant state (``parsing``, ``word``, ``pend``, ``active``, ``branches``,
   ``settled``) against the flits it took from its input, as in ``rtl/formal/relay.py``;
 * each input buffer's fill level, pointers and room, as in ``rtl/formal/input_buffer.py``, and where
-  every flit inside (memory words, read through ports the wrapper adds, and the head register) stands
-  in its packet: the in-link's count is the relay's plus the flits inside;
+  every flit inside (memory words, read through ports the wrapper adds; the head is the one at the read
+  pointer) stands in its packet: the in-link's count is the relay's plus the flits inside;
 * from pipeline 1 on, each output's busy bit, owner (stage G) and link register (stage L) against the
   relay that still owes it flits, and its out-link's count against that relay's branch; the matrix
   allocator's registered grant (stage A): shown as ``granting``, to disjoint free outputs, for waiting
@@ -149,11 +149,11 @@ def build(p: Params, prop: str):
             Cover(reduce(operator.or_, clash), "one_driver cover: two waiting headers want one output"),
         ]
     ports = [v for name, member in dut.signature.members.items() for v in _flat(getattr(dut, name))]
-    # A header crosses a pipelined router in 7 + bitmap_flits cycles (rtl/relay.py), the unpipelined one in
-    # 3 + bitmap_flits; its tail leaves packet_flits - 1 cycles later. The covers need two packets crossing
+    # A header crosses a pipelined router in 6 + bitmap_flits cycles (rtl/relay.py), the unpipelined one in
+    # 2 + bitmap_flits; its tail leaves packet_flits - 1 cycles later. The covers need two packets crossing
     # side by side. The proof is by k-induction (the invariant closes at k = 2), so its base case need only
     # reach the induction length.
-    cover_depth = (8 if p.pipeline else 4) + fmt.bitmap_flits + fmt.packet_flits
+    cover_depth = (7 if p.pipeline else 3) + fmt.bitmap_flits + fmt.packet_flits
     return Wrapper(m, ports, INDUCTION_DEPTH, cover_depth)
 
 

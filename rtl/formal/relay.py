@@ -20,10 +20,11 @@ environment:
   above all, is free (any backpressure). A network input is never held.
 
 The wrapper records the packet as it enters (header and bitmap words) and counts the flits each branch
-took. For k-induction it states that the relay's registers (the parse state ``parsing``/``word``, the
-header ``hdr``, the bitmap memory, the route ``any_``/``sev``/``mine``, the grant state ``active``/
-``branches``/``settled``) agree with that record; the bitmap memory is read through ports the wrapper
-adds to it.
+took. For k-induction it states that the relay's registers (the parse state ``parsing``/``word`` and
+its decodes, the header ``hdr``, the bitmap memory, the route ``any_``/``sev``/``mine`` over the words
+split so far, the word waiting to be split ``got``/``at``/``split`` from pipeline 1 on, the grant state
+``active``/``branches``/``settled``) agree with that record; the bitmap memory is read through ports
+the wrapper adds to it.
 """
 
 from __future__ import annotations
@@ -307,9 +308,10 @@ def _invariants(m, prop, dut, regs, mem, fmt, reach, own, in_pos, waiting, words
     inv = [c for _, c in parse_invariant(regs, in_pos, fmt)]
     inv += [(in_pos == 0) | (hdr == hdr_in), (word != B + 1) | ~parsing]
     inv += [(in_pos <= j + 1) | (looks[j] == words[j]) for j in range(B)]
-    route = [(in_pos == 0) | (any_[k] == ((partial & reach[k]) != 0)) for k in range(outs)]
-    route += [(in_pos == 0) | (sev[k] == _several(partial & reach[k])) for k in range(outs)]
-    route += [(in_pos == 0) | (any_[outs] == ((partial & own) != 0)), (in_pos == 0) | (mine == ((partial & own) != 0))]
+    started = in_pos > 1 + split  # a word of this packet was split: the route is this packet's
+    route = [~started | (any_[k] == ((partial & reach[k]) != 0)) for k in range(outs)]
+    route += [~started | (sev[k] == _several(partial & reach[k])) for k in range(outs)]
+    route += [~started | (any_[outs] == ((partial & own) != 0)), ~started | (mine == ((partial & own) != 0))]
     inv += route
     for k in range(outs + 1):
         inv += [
