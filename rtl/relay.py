@@ -81,7 +81,7 @@ router asserts it on every output).
 
 from __future__ import annotations
 
-from amaranth.hdl import Assert, Cat, Const, Module, Mux, Signal, Value
+from amaranth.hdl import Array, Assert, Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -169,7 +169,10 @@ def mask_word(fmt: PacketFormat, mask: Value, j: Value) -> Value:
     if fmt.bitmap_flits == 1:
         return mask
     padded = Cat(mask, Const(0, fmt.bitmap_flits * fmt.width - fmt.nodes))
-    return padded.word_select(Value.cast(j).as_unsigned(), fmt.width)
+    # A choice among the words, not a shift of the whole mask: a compiled simulator then moves one
+    # machine word instead of shifting a ``nodes``-bit vector every cycle (synthesis: the same muxes).
+    words = Array(padded[i * fmt.width : (i + 1) * fmt.width] for i in range(fmt.bitmap_flits))
+    return words[Value.cast(j).as_unsigned()]
 
 
 def position(m: Module, fmt: PacketFormat, flit, took: Value, name: str) -> Value:
