@@ -268,7 +268,8 @@ class Relay(wiring.Component):
     active : Out(1)  -- a granted packet is passing (with ``cut``: from the cycle after its grant
         to its tail).
     multi : Out(outputs)  -- per network output, the copy there keeps more than one destination (a
-        register, valid from the header's presentation until its tail leaves).
+        register, valid from the header's presentation, with ``cut`` from the cycle after it, until its
+        tail leaves).
     holding : Out(1)  -- a network input's relay holds flits of a packet (parsed, or being parsed); the
         injection input's, a header whose bitmap words are still coming.
     """
