@@ -151,10 +151,9 @@ NODES_PER_THREAD = 128  # ``--threads auto``: a thread per this many nodes (docs
 def auto_threads(kind: str, nodes: int) -> int:
     """The threads of ``--threads auto``: on the tiled model one per :data:`NODES_PER_THREAD` nodes, at
     least one and at most the cores this process may use; one on a whole-top model (packets and
-    schedules alike). With 128 nodes each (16x16) two threads gained 1.3-1.8x in every run measured;
-    with 32 each (8x8) they won some runs and lost others (49,600-85,600 cycles/s against
-    48,500-54,200 on one thread), as a thread waiting at the barrier for a preempted one loses a
-    larger share of a shorter cycle.
+    schedules alike). With 128 nodes each (16x16) two threads gained in every run measured; with 32
+    each (8x8) they have lost runs on a loaded machine (docs/packets.md, "Threads"), as a thread
+    waiting at the barrier for a preempted one loses a larger share of a shorter cycle.
 
     Parameters
     ----------
