@@ -333,11 +333,14 @@ class Relay(wiring.Component):
         own_hit = (got & mask_word(fmt, self.own, at)) != 0
         # The first word's split starts the route afresh (nothing to clear when the header is taken).
         fresh = at == 0
+        words = []  # outside ``If(split)``: a compiled model then does not mask every level of every tree
+        for k in range(outs):
+            part = Signal(fmt.width, name=f"part_{k}")
+            m.d.comb += part.eq(got & mask_word(fmt, self.reach[k], at))
+            words.append(several(m, part, f"word_{k}"))
         with m.If(split):
             for k in range(outs):
-                part = Signal(fmt.width, name=f"part_{k}")
-                m.d.comb += part.eq(got & mask_word(fmt, self.reach[k], at))
-                w_any, w_sev = several(m, part, f"word_{k}")
+                w_any, w_sev = words[k]
                 was_any, was_sev = any_[k] & ~fresh, sev[k] & ~fresh
                 m.d.sync += [any_[k].eq(was_any | w_any), sev[k].eq(was_sev | w_sev | (was_any & w_any))]
             m.d.sync += mine.eq((mine & ~fresh) | own_hit)
