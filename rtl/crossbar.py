@@ -1,21 +1,29 @@
 """The crossbar: ``inputs`` x ``outputs`` one-hot multiplexers (Constellation's ``Switch``).
 
-Each output selects one input or is idle. The select is checked in simulation.
+Each output's select is one-hot: bit ``i`` set, input ``i`` drives the output; no bit set, the output is
+idle (zero). Each output bit is then an AND-OR of the inputs' bits and the select bits, two LUT levels on
+an ECP5, with no decoder between a select register and the data multiplexers (a binary select puts one
+in front of the select's fan-out, the whole flit width: docs/fpga.md). Where a select starts binary
+(a schedule table's lane field) :func:`one_hot` decodes it, ahead of the register when there is one.
+More than one bit set is checked in simulation.
 """
 
 from __future__ import annotations
 
-from amaranth.hdl import Assert, Module, unsigned
+import operator
+from functools import reduce
+
+from amaranth.hdl import Assert, Cat, Module, Mux, Value, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from .flit import flit_layout
 
-__all__ = ["Crossbar", "select_layout"]
+__all__ = ["Crossbar", "one_hot", "select_layout"]
 
 
-def select_layout(inputs: int) -> data.StructLayout:
-    """One output's select: ``valid`` (1 bit) and ``input`` (max(1, ceil(log2 inputs)) bits).
+def select_layout(inputs: int) -> unsigned:
+    """One output's select: ``inputs`` bits, one-hot (bit ``i``: input ``i`` drives it), zero when idle.
 
     Parameters
     ----------
@@ -24,9 +32,29 @@ def select_layout(inputs: int) -> data.StructLayout:
 
     Returns
     -------
-    amaranth.lib.data.StructLayout
+    amaranth.hdl.Shape
     """
-    return data.StructLayout({"valid": 1, "input": unsigned(max(1, (inputs - 1).bit_length()))})
+    return unsigned(inputs)
+
+
+def one_hot(valid: Value, index: Value, inputs: int) -> Value:
+    """The one-hot select of a binary one: bit ``i`` is ``valid & (index == i)``.
+
+    Parameters
+    ----------
+    valid : Value
+        The output is driven.
+    index : Value
+        The input that drives it (binary).
+    inputs : int
+        The crossbar's inputs.
+
+    Returns
+    -------
+    Value
+        ``inputs`` bits.
+    """
+    return Cat(valid & (index == i) for i in range(inputs))
 
 
 class Crossbar(wiring.Component):
@@ -48,7 +76,7 @@ class Crossbar(wiring.Component):
     -----
     i : In(ArrayLayout(flit, inputs))
     sel : In(ArrayLayout(select, outputs))
-        ``sel[o].input`` names the input that drives output ``o`` when ``sel[o].valid``.
+        ``sel[o]``: one-hot, the input that drives output ``o``; zero: ``o`` is idle.
     o : Out(ArrayLayout(flit, outputs))
         Combinational; zero when idle.
     """
@@ -65,7 +93,7 @@ class Crossbar(wiring.Component):
         )
 
     def elaborate(self, platform):
-        """Build the hardware: one multiplexer per output, asserting a legal select.
+        """Build the hardware: one AND-OR multiplexer per output, asserting a one-hot select.
 
         Parameters
         ----------
@@ -79,15 +107,6 @@ class Crossbar(wiring.Component):
         m = Module()
         for o in range(self.outputs):
             sel = self.sel[o]
-            if 1 << len(sel.input) != self.inputs:  # some select codes name no input
-                m.d.sync += Assert(
-                    ~sel.valid | (sel.input < self.inputs), f"crossbar output {o} selects a missing input"
-                )
-            with m.If(sel.valid):
-                with m.Switch(sel.input):
-                    for i in range(self.inputs):
-                        with m.Case(i):
-                            m.d.comb += self.o[o].eq(self.i[i])
-                    with m.Default():  # an illegal select (asserted above) gives an idle output
-                        m.d.comb += self.o[o].eq(0)
+            m.d.sync += Assert((sel & (sel - 1)) == 0, f"crossbar output {o} selects two inputs")
+            m.d.comb += self.o[o].eq(reduce(operator.or_, [Mux(sel[i], self.i[i], 0) for i in range(self.inputs)]))
         return m

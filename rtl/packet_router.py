@@ -318,8 +318,8 @@ class PacketPath(wiring.Component):
     -----
     own, reach, i_<port>, o_<port>, inject, eject_<port> : as :class:`PacketRouter`.
     heads : Out(ArrayLayout(flit, inputs))  -- each input's head flit, to the crossbar inputs.
-    sel : Out(ArrayLayout(select, outputs))  -- the crossbar selects.
-    sel_next : Out(ArrayLayout(select, outputs))  -- with pipeline 1: the selects of the next cycle.
+    sel : Out(ArrayLayout(select, outputs))  -- the crossbar selects, one-hot (the outputs' owners).
+    sel_next : Out(ArrayLayout(select, outputs))  -- from pipeline 1 on: the selects of the next cycle.
     switched : In(ArrayLayout(flit, outputs))  -- the crossbar outputs; ``o_<port>`` carries them
         with the header rewritten.
     hold : In(1)  -- take no new packet from ``inject`` (a packet already granted completes).
@@ -398,15 +398,13 @@ class PacketPath(wiring.Component):
             drivers = [relay.valid[k] for relay in relays]
             switched = fmt.flit(self.switched[k].as_value()[: fmt.flit.size])
             if cut:
-                # Stage G: the output's owner, registered at its grant, is the crossbar select; the output
-                # is free again once its tail has left the link register.
-                owner = Signal(range(len(relays)), name=f"owner_{p}")
+                # Stage G: the output's owner, registered one-hot at its grant, is the crossbar select; the
+                # output is free again once its tail has left the link register.
+                owner = Signal(len(relays), name=f"owner_{p}")
                 nxt = self.sel_next[k]
                 # Expressions, not If blocks: an event simulator (Icarus) evaluates them at time 0.
-                won = [alloc.grant[j] & relay.req[k] for j, relay in enumerate(relays)]
-                granted = Cat(*won).any()
-                m.d.sync += [busy[k].eq(nxt.valid), owner.eq(nxt.input)]
-                m.d.comb += [self.sel[k].valid.eq(busy[k]), self.sel[k].input.eq(owner)]
+                won = Cat(alloc.grant[j] & relay.req[k] for j, relay in enumerate(relays))
+                granted = won.any()
                 # Stage L: the link register. Virtual cut-through: an output is granted only when its
                 # receiver has room for the whole packet, and only this link fills that receiver, so no flit
                 # of a granted packet is ever refused: the register takes the switched flit in every cycle
@@ -420,7 +418,7 @@ class PacketPath(wiring.Component):
                 m.d.sync += [
                     a_valid.eq(Cat(*drivers).any()),
                     a_flit.eq(switched),
-                    a_multi.eq(Cat(r.multi[k] for r in relays).bit_select(owner, 1)),
+                    a_multi.eq((Cat(r.multi[k] for r in relays) & owner).any()),
                 ]
                 m.d.sync += Assert(~a_valid | out.ready, f"router: output {p} refused a flit of a granted packet")
                 m.d.comb += [
@@ -429,25 +427,21 @@ class PacketPath(wiring.Component):
                     alloc.free[k].eq(~busy[k] & ~a_valid & out.ready),
                 ]
                 tail_left = a_valid & a_flit.last  # never with a grant: that needs an idle link
-                winner = reduce(operator.or_, [Mux(w, j, 0) for j, w in enumerate(won)])
-                m.d.comb += [nxt.valid.eq(granted | (busy[k] & ~tail_left)), nxt.input.eq(Mux(granted, winner, owner))]
+                m.d.comb += [nxt.eq(Mux(granted, won, Mux(tail_left, 0, owner))), self.sel[k].eq(owner)]
+                m.d.sync += [busy[k].eq(granted | (busy[k] & ~tail_left)), owner.eq(nxt)]
                 pos = position(m, fmt, a_flit, a_valid, f"a_pos_{p}")
                 rewrite(m, fmt, out.payload, a_flit, pos, self.reach[k], a_multi)  # behind it
                 m.d.sync += Assert(
-                    ~Cat(*drivers).any() | (busy[k] & Cat(*drivers).bit_select(owner, 1)),
-                    f"router: output {p} driven by an input that does not own it",
+                    (Cat(*drivers) & ~owner) == 0, f"router: output {p} driven by an input that does not own it"
                 )
             else:
                 take = out.ready
                 m.d.comb += [
                     alloc.free[k].eq(~busy[k] & out.ready),
                     out.valid.eq(Cat(*drivers).any()),
-                    self.sel[k].valid.eq(out.valid),
+                    self.sel[k].eq(Cat(*drivers)),  # one-hot: only an output's holder drives it
                 ]
-                for j, d in enumerate(drivers):
-                    with m.If(d):
-                        m.d.comb += self.sel[k].input.eq(j)
-                multi = Cat(r.multi[k] for r in relays).bit_select(self.sel[k].input, 1)
+                multi = (Cat(r.multi[k] for r in relays) & self.sel[k]).any()
                 pos = position(m, fmt, switched, out.valid & out.ready, f"pos_{p}")
                 rewrite(m, fmt, out.payload, switched, pos, self.reach[k], multi)
             for relay in relays:

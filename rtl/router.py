@@ -73,7 +73,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from .crossbar import Crossbar, select_layout
+from .crossbar import Crossbar, one_hot, select_layout
 from .flit import add_flits, flit_layout, link_signature
 from .lane import Lane
 from .packet_router import PacketConfig, PacketPath
@@ -348,8 +348,9 @@ class Router(wiring.Component):
         sched_valid = [Signal(name=f"sched_valid_{p}") for p in self.lanes]
         sched_flit = [Signal(flit_layout(self.link_bits), name=f"sched_flit_{p}") for p in self.lanes]
         for o in range(n):
-            m.d.comb += [sched_sel[o].valid.eq(b_live & b_ops.out[o].valid), sched_sel[o].input.eq(b_ops.out[o].lane)]
-            m.d.sync += [sched_valid[o].eq(sched_sel[o].valid), sched_flit[o].eq(xbar.o[o])]
+            valid = b_live & b_ops.out[o].valid
+            m.d.comb += sched_sel[o].eq(one_hot(valid, b_ops.out[o].lane, inputs))
+            m.d.sync += [sched_valid[o].eq(valid), sched_flit[o].eq(xbar.o[o])]
         if self.reduce and piped:
             acc_data = [Signal(flit_layout(self.flit_bits), name=f"acc_q_{p}", reset_less=True) for p in self.lanes]
             m.d.sync += [q.eq(lane.acc_data) for q, lane in zip(acc_data, lanes)]
@@ -474,11 +475,11 @@ class Router(wiring.Component):
                 r_live, r_ops = staged["r"]
                 x_sel = Signal(select_layout(inputs), name=f"x_sel_{port}")
                 m.d.sync += x_sel.eq(
-                    Mux(r_live, Cat(r_live & r_ops.out[o].valid, r_ops.out[o].lane), pkt.sel_next[o].as_value())
+                    Mux(r_live, one_hot(r_ops.out[o].valid, r_ops.out[o].lane, inputs), pkt.sel_next[o])
                 )
                 m.d.comb += xbar.sel[o].eq(x_sel)
                 m.d.sync += Assert(
-                    x_sel.as_value() == Mux(b_live, sched_sel[o].as_value(), pkt.sel[o].as_value()),
+                    x_sel == Mux(b_live, sched_sel[o], pkt.sel[o]),
                     f"port {port}: the registered crossbar select",
                 )
             else:

@@ -118,7 +118,7 @@ def build(p: Params, prop: str):
             m.d.comb += Assert(ok, message)
         # the precondition of an interleaving: a header waits for an out-link another input's packet is on
         contended = [
-            r.pending & r.req[k] & getattr(dut, f"o_{port}").valid & (dut.path.sel[k].input != j)
+            r.pending & r.req[k] & getattr(dut, f"o_{port}").valid & ~dut.path.sel[k][j]
             for j, r in enumerate(relays)
             for k, port in enumerate(p.lanes)
         ]
@@ -231,7 +231,7 @@ def _link_order(m, dut, fmt, p, env, blocks):
     for k, port in enumerate(p.lanes):
         out = getattr(dut, f"o_{port}")
         sw = fmt.flit(dut.path.switched[k].as_value()[: fmt.flit.size])
-        owned = dut.path.sel[k].valid
+        owned = dut.path.sel[k].any()
         if p.pipeline:
             sw_q, owned_q = Signal(fmt.flit, name=f"switched_q_{port}"), Signal(name=f"owned_q_{port}")
             m.d.sync += [sw_q.eq(sw), owned_q.eq(owned)]
@@ -407,11 +407,12 @@ def _output_invariant(fmt, blocks, p, env, owes):
         for j in range(len(relays)):
             owing = owes["owes"][j][k]
             # the relay that still owes the output a flit owns it (so no other input drives it)
-            inv.append((f"{what} owned by relay {j} while it owes a flit", ~owing | (busy[k] & (owner == j))))
+            inv.append((f"{what} owned by relay {j} while it owes a flit", ~owing | owner[j]))
             # the out-link took every flit the branch took but the one in the link register
             inv.append((f"{what} count is relay {j}'s", ~owing | (o_pos + a_valid == owes["taken"][j][k])))
         ready = env["ready_q"][port] & ~env["took_q"][port]
         inv += [
+            (f"{what} owner one-hot, busy exactly when owned", ((owner & (owner - 1)) == 0) & (busy[k] == owner.any())),
             (f"{what} busy while owed or with its tail in the link", ~busy[k] | anyone | tail_in_link),
             (f"{what} nothing owed behind the tail", ~tail_in_link | ~anyone),
             (f"{what} tail at the packet's end", ~tail_in_link | (o_pos == L - 1)),
