@@ -378,7 +378,10 @@ class Relay(wiring.Component):
         if self.cut:  # stage Q: ``pending`` waits a cycle for the registered route; the header leaves once active
             pend = Signal()
             m.d.sync += pend.eq(h_valid & ~self.hold & ~active & ~self.grant)
-            m.d.comb += [self.pending.eq(pend & h_valid & (~self.hold | self.grant)), self.req.eq(want[:outs])]
+            # A waiting header is parsed and not yet presenting the payload, so ``h_valid`` holds while
+            # ``pend`` does (asserted): ``pending`` does not wait on the input's ``valid``.
+            m.d.comb += [self.pending.eq(pend & (~self.hold | self.grant)), self.req.eq(want[:outs])]
+            m.d.sync += Assert(~pend | (~parsing & ~passing & ~active), "relay: a waiting header is not parsed")
             latched, now, go = want, settled, h_valid & active
         else:  # the header leaves in its grant cycle, to the branches of its route
             m.d.comb += [self.pending.eq(h_valid & ~self.hold & ~active), self.req.eq(want[:outs])]

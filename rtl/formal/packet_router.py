@@ -331,7 +331,7 @@ def _relay_invariant(fmt, relay, regs, rpos, waiting):
         ("a settled flit stays at the input", ~active | ~passing | (net == 0) | waiting),
     ]
     if relay.cut:  # stage Q: only a parsed header waits for its grant
-        inv.append(("only a parsed header waits for a grant", ~regs["pend"] | (~parsing & ~active)))
+        inv.append(("only a parsed header waits for a grant", ~regs["pend"] | (~parsing & ~active & ~passing)))
     if not relay.local:  # the injection relay has no local branch (a node never addresses itself)
         inv.append(("no local branch", ~regs["any_"][outs]))
     return inv

@@ -323,7 +323,7 @@ def _invariants(m, prop, dut, regs, mem, fmt, reach, own, in_pos, waiting, words
         ]
     if cut:
         pend = regs["pend"]
-        inv += [~pend | (parsed & ~active), ~pending_q | pend]
+        inv += [~pend | (parsed & ~active & (word != B + 1)), ~pending_q | pend]
         # the word waiting to be split is the one taken in the last cycle
         got, at = regs["got"], regs["at"] if B > 1 else Const(0, 1)
         inv += [~split | (in_pos == at + 2)]
