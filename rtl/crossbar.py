@@ -1,11 +1,18 @@
-"""The crossbar: ``inputs`` x ``outputs`` one-hot multiplexers (Constellation's ``Switch``).
+"""The crossbar: ``inputs`` x ``outputs`` multiplexers (Constellation's ``Switch``), each output
+selecting one input or idle (zero).
 
-Each output's select is one-hot: bit ``i`` set, input ``i`` drives the output; no bit set, the output is
-idle (zero). Each output bit is then an AND-OR of the inputs' bits and the select bits, two LUT levels on
-an ECP5, with no decoder between a select register and the data multiplexers (a binary select puts one
-in front of the select's fan-out, the whole flit width: docs/fpga.md). Where a select starts binary
-(a schedule table's lane field) :func:`one_hot` decodes it, ahead of the register when there is one.
-More than one bit set is checked in simulation.
+A select comes in one of two codes, chosen per crossbar by what drives it:
+
+* **binary** (``valid``, ``input``): the schedule router's, straight from a table entry's lane field.
+  Synthesis maps each output bit to one multiplexer of the inputs.
+* **one-hot** (bit ``i``: input ``i`` drives the output): the packet-carrying routers', whose selects
+  are registers (the packet owners, :mod:`~equimesh.rtl.packet_router`; the router for both registers
+  the schedule's select decoded by :func:`one_hot`). Each output bit is an AND-OR of the inputs' and
+  the select's bits, with no decoder between the select registers and their fan-out over the flit
+  width (docs/packets.md, "Packet router clock"). In the 5-port schedule router this code cost twice
+  the LUTs (its four inputs map to one wide LUT per bit), so that one stays binary.
+
+A select naming no input (binary) or two inputs (one-hot) is checked in simulation.
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ from __future__ import annotations
 import operator
 from functools import reduce
 
-from amaranth.hdl import Assert, Cat, Module, Mux, Value, unsigned
+from amaranth.hdl import Assert, Cat, Module, Mux, Shape, Value, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -22,23 +29,28 @@ from .flit import flit_layout
 __all__ = ["Crossbar", "one_hot", "select_layout"]
 
 
-def select_layout(inputs: int) -> unsigned:
-    """One output's select: ``inputs`` bits, one-hot (bit ``i``: input ``i`` drives it), zero when idle.
+def select_layout(inputs: int, hot: bool = False) -> data.StructLayout | Shape:
+    """One output's select.
 
     Parameters
     ----------
     inputs : int
         The crossbar's inputs.
+    hot : bool
+        One-hot: ``inputs`` bits, bit ``i`` set when input ``i`` drives the output, zero when idle.
+        Otherwise binary: ``valid`` (1 bit) and ``input`` (max(1, ceil(log2 inputs)) bits).
 
     Returns
     -------
-    amaranth.hdl.Shape
+    amaranth.lib.data.StructLayout or amaranth.hdl.Shape
     """
-    return unsigned(inputs)
+    if hot:
+        return unsigned(inputs)
+    return data.StructLayout({"valid": 1, "input": unsigned(max(1, (inputs - 1).bit_length()))})
 
 
 def one_hot(valid: Value, index: Value, inputs: int) -> Value:
-    """The one-hot select of a binary one: bit ``i`` is ``valid & (index == i)``.
+    """The one-hot code of a binary select: bit ``i`` is ``valid & (index == i)``.
 
     Parameters
     ----------
@@ -66,34 +78,38 @@ class Crossbar(wiring.Component):
         The number of inputs and outputs.
     flit_bits : int
         The flit width, a positive multiple of 32 (default 64).
+    hot : bool
+        One-hot selects (:func:`select_layout`); default binary.
 
     Attributes
     ----------
     inputs, outputs : int
+        As given.
+    hot : bool
         As given.
 
     Ports
     -----
     i : In(ArrayLayout(flit, inputs))
     sel : In(ArrayLayout(select, outputs))
-        ``sel[o]``: one-hot, the input that drives output ``o``; zero: ``o`` is idle.
+        ``sel[o]`` names the input that drives output ``o``, or none (:func:`select_layout`).
     o : Out(ArrayLayout(flit, outputs))
         Combinational; zero when idle.
     """
 
-    def __init__(self, inputs: int, outputs: int, flit_bits: int = 64):
-        self.inputs, self.outputs = inputs, outputs
+    def __init__(self, inputs: int, outputs: int, flit_bits: int = 64, hot: bool = False):
+        self.inputs, self.outputs, self.hot = inputs, outputs, hot
         flit = flit_layout(flit_bits)
         super().__init__(
             {
                 "i": In(data.ArrayLayout(flit, inputs)),
-                "sel": In(data.ArrayLayout(select_layout(inputs), outputs)),
+                "sel": In(data.ArrayLayout(select_layout(inputs, hot), outputs)),
                 "o": Out(data.ArrayLayout(flit, outputs)),
             }
         )
 
     def elaborate(self, platform):
-        """Build the hardware: one AND-OR multiplexer per output, asserting a one-hot select.
+        """Build the hardware: one multiplexer per output, asserting a legal select.
 
         Parameters
         ----------
@@ -107,6 +123,20 @@ class Crossbar(wiring.Component):
         m = Module()
         for o in range(self.outputs):
             sel = self.sel[o]
-            m.d.sync += Assert((sel & (sel - 1)) == 0, f"crossbar output {o} selects two inputs")
-            m.d.comb += self.o[o].eq(reduce(operator.or_, [Mux(sel[i], self.i[i], 0) for i in range(self.inputs)]))
+            if self.hot:
+                m.d.sync += Assert((sel & (sel - 1)) == 0, f"crossbar output {o} selects two inputs")
+                terms = [Mux(sel[i], self.i[i], 0) for i in range(self.inputs)]
+                m.d.comb += self.o[o].eq(reduce(operator.or_, terms))
+                continue
+            if 1 << len(sel.input) != self.inputs:  # some select codes name no input
+                m.d.sync += Assert(
+                    ~sel.valid | (sel.input < self.inputs), f"crossbar output {o} selects a missing input"
+                )
+            with m.If(sel.valid):
+                with m.Switch(sel.input):
+                    for i in range(self.inputs):
+                        with m.Case(i):
+                            m.d.comb += self.o[o].eq(self.i[i])
+                    with m.Default():  # an illegal select (asserted above) gives an idle output
+                        m.d.comb += self.o[o].eq(0)
         return m

@@ -338,8 +338,8 @@ class PacketPath(wiring.Component):
         members.update(
             {
                 "heads": Out(data.ArrayLayout(flit_layout(xbar_bits), inputs)),
-                "sel": Out(data.ArrayLayout(select_layout(inputs), outs)),
-                "sel_next": Out(data.ArrayLayout(select_layout(inputs), outs)),
+                "sel": Out(data.ArrayLayout(select_layout(inputs, hot=True), outs)),
+                "sel_next": Out(data.ArrayLayout(select_layout(inputs, hot=True), outs)),
                 "switched": In(data.ArrayLayout(flit_layout(xbar_bits), outs)),
                 "hold": In(1),
                 "idle": Out(1),
@@ -492,7 +492,7 @@ class PacketRouter(wiring.Component):
         m = Module()
         m.submodules.path = path = self.path
         outs = len(self.ports)
-        m.submodules.xbar = xbar = Crossbar(outs + 1, outs, len(path.heads[0].as_value()))
+        m.submodules.xbar = xbar = Crossbar(outs + 1, outs, len(path.heads[0].as_value()), hot=True)
         m.d.comb += [xbar.i.eq(path.heads), xbar.sel.eq(path.sel), path.switched.eq(xbar.o)]
         for name, member in self.signature.members.items():  # the path's packet ports are ours
             if member.is_port:  # the forwarding entries

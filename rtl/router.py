@@ -343,13 +343,14 @@ class Router(wiring.Component):
         n, piped, lanes, b_live, b_ops = s.n, s.piped, s.lanes, s.b_live, s.b_ops
         acc_data = None
         inputs = n if self.packets is None else n + 1  # with packets: the lanes or the packet inputs, and inject
-        m.submodules.xbar = xbar = Crossbar(inputs, n, self.link_bits)
-        sched_sel = [Signal(select_layout(inputs), name=f"sched_sel_{p}") for p in self.lanes]
+        hot = self.packets is not None  # the packet owners' one-hot selects (rtl/crossbar.py)
+        m.submodules.xbar = xbar = Crossbar(inputs, n, self.link_bits, hot)
+        sched_sel = [Signal(select_layout(inputs, hot), name=f"sched_sel_{p}") for p in self.lanes]
         sched_valid = [Signal(name=f"sched_valid_{p}") for p in self.lanes]
         sched_flit = [Signal(flit_layout(self.link_bits), name=f"sched_flit_{p}") for p in self.lanes]
         for o in range(n):
-            valid = b_live & b_ops.out[o].valid
-            m.d.comb += sched_sel[o].eq(one_hot(valid, b_ops.out[o].lane, inputs))
+            valid, lane = b_live & b_ops.out[o].valid, b_ops.out[o].lane
+            m.d.comb += sched_sel[o].eq(one_hot(valid, lane, inputs) if hot else Cat(valid, lane))
             m.d.sync += [sched_valid[o].eq(valid), sched_flit[o].eq(xbar.o[o])]
         if self.reduce and piped:
             acc_data = [Signal(flit_layout(self.flit_bits), name=f"acc_q_{p}", reset_less=True) for p in self.lanes]
@@ -473,7 +474,7 @@ class Router(wiring.Component):
         for o, port in enumerate(self.lanes):
             if piped:  # the crossbar select is a register: stage B's select, else the packet owner, a cycle ahead
                 r_live, r_ops = staged["r"]
-                x_sel = Signal(select_layout(inputs), name=f"x_sel_{port}")
+                x_sel = Signal(select_layout(inputs, hot=True), name=f"x_sel_{port}")
                 m.d.sync += x_sel.eq(
                     Mux(r_live, one_hot(r_ops.out[o].valid, r_ops.out[o].lane, inputs), pkt.sel_next[o])
                 )

@@ -106,9 +106,28 @@ def test_a_schedule_bigger_than_the_design_is_refused_in_one_line():
         fit(image, slots=1)
 
 
+def test_crossbar_asserts_on_a_select_naming_no_input():
+    dut = Crossbar(3, 2, 64)
+
+    async def bench(ctx):
+        ctx.set(dut.sel[1].valid, 1)
+        ctx.set(dut.sel[1].input, 2)
+        ctx.set(dut.i[2].words[1], 7)
+        await ctx.tick()
+        assert ctx.get(dut.o[1].words[1]) == 7 and ctx.get(dut.o[0].words[1]) == 0
+        ctx.set(dut.sel[1].input, 3)
+        await ctx.tick()
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    with pytest.raises(AssertionError, match="crossbar output 1 selects a missing input"):
+        sim.run()
+
+
 def test_crossbar_asserts_on_a_select_naming_two_inputs():
     """One-hot selects (rtl/crossbar.py): bit 2 alone routes input 2; bits 1 and 2 together are illegal."""
-    dut = Crossbar(3, 2, 64)
+    dut = Crossbar(3, 2, 64, hot=True)
 
     async def bench(ctx):
         ctx.set(dut.sel[1], 0b100)
