@@ -24,6 +24,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -49,6 +50,7 @@ from .verilator import (
 
 __all__ = [
     "EDGE_RECORD",
+    "IDLE_SAMPLE",
     "NODES_PER_THREAD",
     "PRELUDE",
     "TILE_CXX_OPT",
@@ -57,6 +59,7 @@ __all__ = [
     "auto_threads",
     "c_array",
     "compile_tiles",
+    "idle_cores",
     "tile_classes",
     "tile_record",
 ]
@@ -145,15 +148,42 @@ PRELUDE = [
 ]
 
 
-NODES_PER_THREAD = 128  # ``--threads auto``: a thread per this many nodes (docs/packets.md, "Threads")
+NODES_PER_THREAD = 32  # ``--threads auto``: a thread per this many nodes (docs/packets.md, "Threads")
+IDLE_SAMPLE = 0.1  # seconds over which ``--threads auto`` measures the idle cores
+
+
+def idle_cores() -> float:
+    """The cores left idle over :data:`IDLE_SAMPLE` seconds, from the kernel's CPU time counters
+    (``/proc/stat``: idle and I/O-wait time over all time); the cores this process may use where the
+    counters cannot be read.
+
+    Returns
+    -------
+    float
+        Idle cores, e.g. 1.0 on a 2-core machine with one busy core.
+    """
+
+    def times() -> tuple[int, int]:
+        with open("/proc/stat") as f:
+            ticks = [int(x) for x in f.readline().split()[1:9]]  # user .. steal (guest is inside user)
+        return sum(ticks), ticks[3] + ticks[4]
+
+    try:
+        total0, idle0 = times()
+        time.sleep(IDLE_SAMPLE)
+        total1, idle1 = times()
+    except (OSError, ValueError, IndexError):
+        return float(len(os.sched_getaffinity(0)))
+    return (os.cpu_count() or 1) * (idle1 - idle0) / max(1, total1 - total0)
 
 
 def auto_threads(kind: str, nodes: int) -> int:
     """The threads of ``--threads auto``: on the tiled model one per :data:`NODES_PER_THREAD` nodes, at
-    least one and at most the cores this process may use; one on a whole-top model (packets and
-    schedules alike). With 128 nodes each (16x16) two threads gained in every run measured; with 32
-    each (8x8) they have lost runs on a loaded machine (docs/packets.md, "Threads"), as a thread
-    waiting at the barrier for a preempted one loses a larger share of a shorter cycle.
+    least one and at most the cores this process may use that are idle now (:func:`idle_cores`,
+    rounded); one on a whole-top model (packets and schedules alike). A thread spins at the barrier
+    of every cycle, so a thread without a core of its own stalls them all: on the 2-core machine with
+    one core busy, two threads ran an 8x8 at a third of one thread's speed (docs/packets.md,
+    "Threads"); with both cores idle they gained 1.5-1.7x at 8x8 and 1.4-1.9x at 16x16.
 
     Parameters
     ----------
@@ -168,9 +198,10 @@ def auto_threads(kind: str, nodes: int) -> int:
     int
         The thread count.
     """
-    if kind != "tiled":
+    if kind != "tiled" or nodes < 2 * NODES_PER_THREAD:
         return 1
-    return max(1, min(len(os.sched_getaffinity(0)), nodes // NODES_PER_THREAD))
+    cores = min(len(os.sched_getaffinity(0)), int(idle_cores() + 0.5))
+    return max(1, min(cores, nodes // NODES_PER_THREAD))
 
 
 TILE_RECORD = ("ins", "outs", "widths", "verilog")  # a cached tile's Verilog record

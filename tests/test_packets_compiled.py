@@ -184,16 +184,45 @@ def test_auto_picks_the_tiled_model_unless_it_cannot_run_the_request():
         packet_model("tiled", 16, 2, "fst")
 
 
-def test_auto_threads_one_per_128_nodes_up_to_the_usable_cores(monkeypatch):
-    """``--threads auto`` by its definition: one thread per 128 nodes of a tiled model, at least one,
-    at most the cores the process may run on; a whole-top model runs on one."""
+def test_auto_threads_one_per_32_nodes_up_to_the_idle_usable_cores(monkeypatch):
+    """``--threads auto`` by its definition: one thread per 32 nodes of a tiled model, at least one, at
+    most the cores the process may run on that are idle (rounded); a whole-top model runs on one."""
     import os
 
+    from equimesh.sim import tiles
+
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)))
-    assert [auto_threads("tiled", n) for n in (16, 64, 127, 128, 256, 300, 1024, 4096)] == [1, 1, 1, 1, 2, 2, 8, 8]
+    monkeypatch.setattr(tiles, "idle_cores", lambda: 7.6)
+    assert [auto_threads("tiled", n) for n in (16, 63, 64, 95, 96, 256, 1024)] == [1, 1, 2, 2, 3, 8, 8]
     assert auto_threads("flat", 1024) == auto_threads("hierarchical", 4096) == 1
-    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {3})
+    monkeypatch.setattr(tiles, "idle_cores", lambda: 1.4)  # one core idle, one busy elsewhere
     assert auto_threads("tiled", 1024) == 1
+    monkeypatch.setattr(tiles, "idle_cores", lambda: 2.5)
+    assert auto_threads("tiled", 1024) == 3
+    monkeypatch.setattr(tiles, "idle_cores", lambda: 0.2)
+    assert auto_threads("tiled", 1024) == 1
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {3})
+    monkeypatch.setattr(tiles, "idle_cores", lambda: 7.6)
+    assert auto_threads("tiled", 1024) == 1
+
+
+def test_idle_cores_from_the_kernel_counters(monkeypatch):
+    """Idle cores = cores x (idle + iowait ticks) / all ticks between two reads of ``/proc/stat``'s
+    first line; here 2 cores, 100 ticks pass, 60 of them idle and 15 iowait: 2 x 75 / 100 = 1.5."""
+    import builtins
+    import io
+    import os
+
+    from equimesh.sim import tiles
+
+    lines = iter(["cpu 100 0 100 400 20 0 0 0 0 0\n", "cpu 115 5 105 460 35 0 0 0 0 0\n"])
+    real_open = builtins.open
+    monkeypatch.setattr(
+        builtins, "open", lambda f, *a, **k: io.StringIO(next(lines)) if f == "/proc/stat" else real_open(f, *a, **k)
+    )
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(tiles, "IDLE_SAMPLE", 0.0)
+    assert tiles.idle_cores() == 1.5
 
 
 def test_compiled_mixed_equals_amaranth(tmp_path):
