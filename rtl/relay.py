@@ -369,17 +369,12 @@ class Relay(wiring.Component):
         branches = Signal(outs + 1)  # its branches, latched at the grant
         settled = Signal(outs + 1)  # for the presented flit: not a branch, or a branch that already took it
         want = any_
-        m.d.comb += [
-            self.held.eq(Mux(active, branches[:outs], 0)),
-            self.active.eq(active),
-            self.multi.eq(sev),
-        ]
+        m.d.comb += [self.held.eq(Mux(active, branches[:outs], 0)), self.active.eq(active), self.multi.eq(sev)]
 
         if self.cut:  # stage Q: ``pending`` waits a cycle for the registered route; the header leaves once active
             pend = Signal()
             m.d.sync += pend.eq(h_valid & ~self.hold & ~active & ~self.grant)
-            # A waiting header is parsed and not yet presenting the payload, so ``h_valid`` holds while
-            # ``pend`` does (asserted): ``pending`` does not wait on the input's ``valid``.
+            # ``h_valid`` holds while ``pend`` does (parsed, not passing: asserted), so not ``i.valid``
             m.d.comb += [self.pending.eq(pend & (~self.hold | self.grant)), self.req.eq(want[:outs])]
             m.d.sync += Assert(~pend | (~parsing & ~passing & ~active), "relay: a waiting header is not parsed")
             latched, now, go = want, settled, h_valid & active
