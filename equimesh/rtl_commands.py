@@ -280,7 +280,7 @@ def add_backend_arg(p) -> None:
         type=THREADS,
         default="auto",
         help="threads of the tiled model, each clocking a share of the routers (same results); auto (default): "
-        "one per 128 nodes up to the usable cores",
+        "one per 32 nodes up to the idle usable cores",
     )
 
 

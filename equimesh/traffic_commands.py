@@ -956,7 +956,7 @@ def _add_run_args(p, cycles, rate) -> None:
         type=THREADS,
         default="auto",
         help="threads of the tiled model, each clocking a share of the nodes (same results); auto (default): "
-        "one per 128 nodes up to the usable cores, so one up to 8x8",
+        "one per 32 nodes up to the idle usable cores (one when another job holds a core)",
     )
     _add_packet_args(p, cycles, rate)
 
