@@ -183,7 +183,7 @@ def auto_threads(kind: str, nodes: int) -> int:
     rounded); one on a whole-top model (packets and schedules alike). A thread spins at the barrier
     of every cycle, so a thread without a core of its own stalls them all: on the 2-core machine with
     one core busy, two threads ran an 8x8 at a third of one thread's speed (docs/packets.md,
-    "Threads"); with both cores idle they gained 1.5-1.7x at 8x8 and 1.4-1.9x at 16x16.
+    "Threads"); with both cores idle they gained 1.3-1.8x at 8x8 and 1.4-1.9x at 16x16.
 
     Parameters
     ----------
