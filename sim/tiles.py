@@ -154,8 +154,8 @@ IDLE_SAMPLE = 0.1  # seconds over which ``--threads auto`` measures the idle cor
 
 def idle_cores() -> float:
     """The cores left idle over :data:`IDLE_SAMPLE` seconds, from the kernel's CPU time counters
-    (``/proc/stat``: idle and I/O-wait time over all time); the cores this process may use where the
-    counters cannot be read.
+    (``/proc/stat``: the cores times the idle and I/O-wait ticks over all ticks); the cores this
+    process may use where the counters cannot be read.
 
     Returns
     -------

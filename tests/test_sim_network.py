@@ -106,42 +106,31 @@ def test_a_schedule_bigger_than_the_design_is_refused_in_one_line():
         fit(image, slots=1)
 
 
-def test_crossbar_asserts_on_a_select_naming_no_input():
-    dut = Crossbar(3, 2, 64)
+@pytest.mark.parametrize(
+    "hot, legal, illegal, message",
+    [
+        # binary: input 2 of 3; code 3 names no input
+        (False, {"valid": 1, "input": 2}, {"valid": 1, "input": 3}, "crossbar output 1 selects a missing input"),
+        # one-hot (rtl/crossbar.py): bit 2 alone routes input 2; bits 1 and 2 together are illegal
+        (True, 0b100, 0b110, "crossbar output 1 selects two inputs"),
+    ],
+)
+def test_crossbar_routes_a_legal_select_and_asserts_on_an_illegal_one(hot, legal, illegal, message):
+    dut = Crossbar(3, 2, 64, hot)
 
     async def bench(ctx):
-        ctx.set(dut.sel[1].valid, 1)
-        ctx.set(dut.sel[1].input, 2)
-        ctx.set(dut.i[2].words[1], 7)
-        await ctx.tick()
-        assert ctx.get(dut.o[1].words[1]) == 7 and ctx.get(dut.o[0].words[1]) == 0
-        ctx.set(dut.sel[1].input, 3)
-        await ctx.tick()
-
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    with pytest.raises(AssertionError, match="crossbar output 1 selects a missing input"):
-        sim.run()
-
-
-def test_crossbar_asserts_on_a_select_naming_two_inputs():
-    """One-hot selects (rtl/crossbar.py): bit 2 alone routes input 2; bits 1 and 2 together are illegal."""
-    dut = Crossbar(3, 2, 64, hot=True)
-
-    async def bench(ctx):
-        ctx.set(dut.sel[1], 0b100)
+        ctx.set(dut.sel[1], legal)
         ctx.set(dut.i[2].words[1], 7)
         ctx.set(dut.i[1].words[1], 5)
         await ctx.tick()
         assert ctx.get(dut.o[1].words[1]) == 7 and ctx.get(dut.o[0].words[1]) == 0
-        ctx.set(dut.sel[1], 0b110)
+        ctx.set(dut.sel[1], illegal)
         await ctx.tick()
 
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     sim.add_testbench(bench)
-    with pytest.raises(AssertionError, match="crossbar output 1 selects two inputs"):
+    with pytest.raises(AssertionError, match=message):
         sim.run()
 
 
