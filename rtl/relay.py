@@ -58,8 +58,8 @@ an output register). From the cycle ``h`` a header is the input buffer's head
   (``grant``, ``granting`` and the arbiter's order in
   :class:`~equimesh.rtl.packet_router.MatrixAllocator`);
 * stage G (``p + 2``): the grant sets ``active`` and latches ``branches``, and
-  the router registers each granted output's owner, its crossbar select
-  (``owner_<port>``, ``busy``);
+  the router registers each granted output's owner, one-hot, its crossbar
+  select (``owner_<port>``, ``busy``);
 * switch (``p + 3``): the header leaves the relay; every branch ``valid`` comes
   from registers (``active``, ``settled``). A network branch's ``ready`` is 1:
   with virtual cut-through its receiver refuses no flit of the packet (below),
