@@ -50,6 +50,7 @@ from .verilator import (
 
 __all__ = [
     "EDGE_RECORD",
+    "IDLE_MARGIN",
     "IDLE_SAMPLE",
     "NODES_PER_THREAD",
     "PRELUDE",
@@ -150,6 +151,7 @@ PRELUDE = [
 
 NODES_PER_THREAD = 32  # ``--threads auto``: a thread per this many nodes (docs/packets.md, "Threads")
 IDLE_SAMPLE = 0.1  # seconds over which ``--threads auto`` measures the idle cores
+IDLE_MARGIN = 0.25  # a core counts as idle from 75 % idle on (a thread without a core stalls every cycle)
 
 
 def idle_cores() -> float:
@@ -179,11 +181,12 @@ def idle_cores() -> float:
 
 def auto_threads(kind: str, nodes: int) -> int:
     """The threads of ``--threads auto``: on the tiled model one per :data:`NODES_PER_THREAD` nodes, at
-    least one and at most the cores this process may use that are idle now (:func:`idle_cores`,
-    rounded); one on a whole-top model (packets and schedules alike). A thread spins at the barrier
-    of every cycle, so a thread without a core of its own stalls them all: on the 2-core machine with
-    one core busy, two threads ran an 8x8 at a third of one thread's speed (docs/packets.md,
-    "Threads"); with both cores idle they gained 1.3-1.8x at 8x8 and 1.4-1.9x at 16x16.
+    least one and at most the cores this process may use that are idle now (:func:`idle_cores`, each
+    counted from :data:`IDLE_MARGIN` short of a whole core); one on a whole-top model (packets and
+    schedules alike). A thread spins at the barrier of every cycle, so a thread without a core of its
+    own stalls them all: on the 2-core machine with one core busy, two threads ran an 8x8 at a third
+    of one thread's speed (docs/packets.md, "Threads"); with both cores idle they gained 1.3-1.8x at
+    8x8 and 1.4-1.9x at 16x16.
 
     Parameters
     ----------
@@ -200,7 +203,7 @@ def auto_threads(kind: str, nodes: int) -> int:
     """
     if kind != "tiled" or nodes < 2 * NODES_PER_THREAD:
         return 1
-    cores = min(len(os.sched_getaffinity(0)), int(idle_cores() + 0.5))
+    cores = min(len(os.sched_getaffinity(0)), int(idle_cores() + IDLE_MARGIN))
     return max(1, min(cores, nodes // NODES_PER_THREAD))
 
 

@@ -186,23 +186,26 @@ def test_auto_picks_the_tiled_model_unless_it_cannot_run_the_request():
 
 def test_auto_threads_one_per_32_nodes_up_to_the_idle_usable_cores(monkeypatch):
     """``--threads auto`` by its definition: one thread per 32 nodes of a tiled model, at least one, at
-    most the cores the process may run on that are idle (rounded); a whole-top model runs on one."""
+    most the cores the process may run on that are idle (a core from 0.75 idle on); a whole-top model
+    runs on one."""
     import os
 
     from equimesh.sim import tiles
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)))
-    monkeypatch.setattr(tiles, "idle_cores", lambda: 7.6)
+    monkeypatch.setattr(tiles, "idle_cores", lambda: 7.8)
     assert [auto_threads("tiled", n) for n in (16, 63, 64, 95, 96, 256, 1024)] == [1, 1, 2, 2, 3, 8, 8]
+    monkeypatch.setattr(tiles, "idle_cores", lambda: 7.7)  # the eighth core 70 % idle: not counted
+    assert auto_threads("tiled", 1024) == 7
     assert auto_threads("flat", 1024) == auto_threads("hierarchical", 4096) == 1
-    monkeypatch.setattr(tiles, "idle_cores", lambda: 1.4)  # one core idle, one busy elsewhere
+    monkeypatch.setattr(tiles, "idle_cores", lambda: 1.6)  # one core idle, one busy elsewhere
     assert auto_threads("tiled", 1024) == 1
-    monkeypatch.setattr(tiles, "idle_cores", lambda: 2.5)
+    monkeypatch.setattr(tiles, "idle_cores", lambda: 2.75)
     assert auto_threads("tiled", 1024) == 3
     monkeypatch.setattr(tiles, "idle_cores", lambda: 0.2)
     assert auto_threads("tiled", 1024) == 1
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {3})
-    monkeypatch.setattr(tiles, "idle_cores", lambda: 7.6)
+    monkeypatch.setattr(tiles, "idle_cores", lambda: 7.8)
     assert auto_threads("tiled", 1024) == 1
 
 
