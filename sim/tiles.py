@@ -49,6 +49,7 @@ from .verilator import (
 )
 
 __all__ = [
+    "CPU_QUOTA",
     "EDGE_RECORD",
     "IDLE_MARGIN",
     "IDLE_SAMPLE",
@@ -154,16 +155,27 @@ IDLE_SAMPLE = 0.1  # seconds over which ``--threads auto`` measures the idle cor
 IDLE_MARGIN = 0.25  # a core counts as idle from 75 % idle on (a thread without a core stalls every cycle)
 
 
+CPU_QUOTA = "/sys/fs/cgroup/cpu.max"  # a cgroup v2 CPU quota: "<quota> <period>" in microseconds, or "max ..."
+
+
 def idle_cores() -> float:
     """The cores left idle over :data:`IDLE_SAMPLE` seconds, from the kernel's CPU time counters
-    (``/proc/stat``: the cores times the idle and I/O-wait ticks over all ticks); the cores this
-    process may use where the counters cannot be read.
+    (``/proc/stat``: the cores times the idle and I/O-wait ticks over all ticks; the cores this
+    process may use where the counters cannot be read), at most the cores of the process's cgroup
+    CPU quota (:data:`CPU_QUOTA`, e.g. a container started with ``--cpus``), which the counters of the
+    whole machine do not show.
 
     Returns
     -------
     float
         Idle cores, e.g. 1.0 on a 2-core machine with one busy core.
     """
+    try:
+        with open(CPU_QUOTA) as f:
+            quota, period = f.read().split()[:2]
+        limit = float("inf") if quota == "max" else int(quota) / int(period)
+    except (OSError, ValueError):
+        limit = float("inf")
 
     def times() -> tuple[int, int]:
         with open("/proc/stat") as f:
@@ -175,8 +187,8 @@ def idle_cores() -> float:
         time.sleep(IDLE_SAMPLE)
         total1, idle1 = times()
     except (OSError, ValueError, IndexError):
-        return float(len(os.sched_getaffinity(0)))
-    return (os.cpu_count() or 1) * (idle1 - idle0) / max(1, total1 - total0)
+        return min(float(len(os.sched_getaffinity(0))), limit)
+    return min((os.cpu_count() or 1) * (idle1 - idle0) / max(1, total1 - total0), limit)
 
 
 def auto_threads(kind: str, nodes: int) -> int:

@@ -209,9 +209,10 @@ def test_auto_threads_one_per_32_nodes_up_to_the_idle_usable_cores(monkeypatch):
     assert auto_threads("tiled", 1024) == 1
 
 
-def test_idle_cores_from_the_kernel_counters(monkeypatch):
-    """Idle cores = cores x (idle + iowait ticks) / all ticks between two reads of ``/proc/stat``'s
-    first line; here 2 cores, 100 ticks pass, 60 of them idle and 15 iowait: 2 x 75 / 100 = 1.5."""
+@pytest.fixture
+def two_reads_of_proc_stat(monkeypatch):
+    """Two cores and two reads of ``/proc/stat``'s first line 100 ticks apart, 60 of them idle and 15
+    I/O wait: 2 x 75 / 100 = 1.5 idle cores by the counters."""
     import builtins
     import io
     import os
@@ -225,7 +226,25 @@ def test_idle_cores_from_the_kernel_counters(monkeypatch):
     )
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     monkeypatch.setattr(tiles, "IDLE_SAMPLE", 0.0)
+    return tiles
+
+
+def test_idle_cores_from_the_kernel_counters(monkeypatch, two_reads_of_proc_stat):
+    """Idle cores = cores x (idle + iowait ticks) / all ticks between the two reads: 1.5."""
+    tiles = two_reads_of_proc_stat
+    monkeypatch.setattr(tiles, "CPU_QUOTA", "/nonexistent/cpu.max")  # no quota: the counters alone
     assert tiles.idle_cores() == 1.5
+
+
+@pytest.mark.parametrize("cpu_max, idle", [("120000 100000\n", 1.2), ("max 100000\n", 1.5), ("400000 100000\n", 1.5)])
+def test_idle_cores_at_most_the_cgroup_quota(monkeypatch, tmp_path, two_reads_of_proc_stat, cpu_max, idle):
+    """A cgroup v2 quota of 120,000 us per 100,000 us is 1.2 cores: the counters' 1.5 idle cores are
+    capped at 1.2; no quota ("max") or a larger one (4 cores) leaves 1.5."""
+    tiles = two_reads_of_proc_stat
+    quota = tmp_path / "cpu.max"
+    quota.write_text(cpu_max)
+    monkeypatch.setattr(tiles, "CPU_QUOTA", str(quota))
+    assert tiles.idle_cores() == idle
 
 
 def test_compiled_mixed_equals_amaranth(tmp_path):
