@@ -428,6 +428,8 @@ class PacketPath(wiring.Component):
                 ]
                 tail_left = a_valid & a_flit.last  # never with a grant: that needs an idle link
                 m.d.comb += [nxt.eq(Mux(granted, won, Mux(tail_left, 0, owner))), self.sel[k].eq(owner)]
+                # ``busy`` is ``owner.any()`` (an invariant of the formal wrapper), kept as a flip-flop of its own:
+                # the allocator's ``free`` then reads one bit, not an OR over the inputs.
                 m.d.sync += [busy[k].eq(granted | (busy[k] & ~tail_left)), owner.eq(nxt)]
                 pos = position(m, fmt, a_flit, a_valid, f"a_pos_{p}")
                 rewrite(m, fmt, out.payload, a_flit, pos, self.reach[k], a_multi)  # behind it

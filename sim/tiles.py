@@ -153,8 +153,6 @@ PRELUDE = [
 NODES_PER_THREAD = 32  # ``--threads auto``: a thread per this many nodes (docs/packets.md, "Threads")
 IDLE_SAMPLE = 0.1  # seconds over which ``--threads auto`` measures the idle cores
 IDLE_MARGIN = 0.25  # a core counts as idle from 75 % idle on (a thread without a core stalls every cycle)
-
-
 CPU_QUOTA = "/sys/fs/cgroup/cpu.max"  # a cgroup v2 CPU quota: "<quota> <period>" in microseconds, or "max ..."
 
 
