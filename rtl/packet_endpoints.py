@@ -22,6 +22,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from .packet import SEQ_BITS, Opcode, PacketFormat
+from .relay import mask_word
 
 __all__ = ["COUNTER_BITS", "Checker", "Generator", "RATE_BITS", "Sink", "endpoint_seeds", "payload_word", "probability"]
 
@@ -187,7 +188,7 @@ class Generator(wiring.Component):
         idx8, word = payload_word(fmt, self.node, seq)
         opcode = Mux((bitmap & (bitmap - 1)) != 0, Opcode.MULTIWRITE, Opcode.WRITE)
         header = Cat(opcode, self.node, seq, self.now[: fmt.stamp_bits])  # fmt.header's order
-        bits = Cat(bitmap, Const(0, B * fmt.width - fmt.nodes)).word_select((idx - 1).as_unsigned(), fmt.width)
+        bits = mask_word(fmt, bitmap, idx - 1)  # a choice among the words (no shift of the whole bitmap)
         # One expression for the whole flit: Icarus never evaluates a constant-driven `always @*`.
         m.d.comb += [
             idx8.eq(idx - B),
@@ -306,7 +307,6 @@ class Checker(wiring.Component):
         m = Module()
         fmt = self.fmt
         B = fmt.bitmap_flits
-        own = Cat(self.own, Const(0, B * fmt.width - fmt.nodes))  # the bitmap words of a copy for this node alone
         heads, keys, squares, bad_hdr, bad_payload = [], [], [], [], []
         for k in range(self.lanes):
             lane = self.i[k]
@@ -337,7 +337,7 @@ class Checker(wiring.Component):
             in_bitmap = take & ~flit.first & (idx <= B)
             bad_hdr.append(
                 (head & ((hdr.opcode != Opcode.WRITE) | flit.last))
-                | (in_bitmap & ((flit.body.payload != own.word_select((idx - 1).as_unsigned(), fmt.width)) | flit.last))
+                | (in_bitmap & ((flit.body.payload != mask_word(fmt, self.own, idx - 1)) | flit.last))
             )
             bad_payload.append(
                 take

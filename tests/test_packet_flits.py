@@ -104,3 +104,47 @@ def test_a_stamp_too_narrow_for_the_run_reports_no_latency():
     assert copy_latency(narrow, np.array([[0, 9]]), 8) == {"latency_mean": 1.0, "latency_p99": 1.0, "latency_copies": 1}
     wide = PacketFormat(36, 2)
     assert copy_latency(wide, np.array([[1, 10]]), 0) == {"latency_mean": 9.0, "latency_p99": 9.0, "latency_copies": 1}
+
+
+@pytest.mark.parametrize(
+    "words,errors",
+    [
+        ((0, 1 << 1), 0),  # node 33 alone: bit 1 of word 1 (nodes 32..35)
+        ((0, 0), 1),  # word 1 lost the node's bit
+        ((0, 1 << 1 | 1), 1),  # word 1 also names node 32
+        ((1 << 1, 0), 2),  # the bit in word 0 (node 1) instead: both words wrong
+    ],
+)
+def test_the_checker_compares_each_bitmap_word_with_the_nodes_own(words, errors):
+    """The compiled soak's hardware checker (``rtl/packet_endpoints.py``, ``Checker``) at a node whose bit
+    lies in the second of two bitmap words (36 nodes, 32-bit flits; node 33). By seed 004 Section 4.1 a
+    copy delivered to a node carries that node alone, so the words must be 0 and ``1 << 1`` (node 33 =
+    32 + 1); each wrong word of the copy is one header error. The flits come from ``PacketFormat.packet``."""
+    from amaranth.sim import Simulator
+
+    from equimesh.rtl.packet import Opcode
+    from equimesh.rtl.packet_endpoints import Checker
+
+    fmt = PacketFormat(36, 2, flit_bits=32)
+    flits = fmt.packet(Opcode.WRITE, 5, 1, 1 << 33)
+    flits[1:3] = [(0, 0, w) for w in words]
+    dut = Checker(fmt, 1)
+    got = {}
+
+    async def bench(ctx):
+        ctx.set(dut.own, 1 << 33)
+        lane = dut.i[0]
+        for first, last, body in flits:
+            ctx.set(lane.payload.as_value(), first | last << 1 | body << 2)
+            ctx.set(lane.valid, 1)
+            ctx.set(lane.ready, 1)
+            await ctx.tick()
+        ctx.set(lane.valid, 0)
+        await ctx.tick()
+        got.update(count=ctx.get(dut.count), header=ctx.get(dut.header_errors), payload=ctx.get(dut.payload_errors))
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    assert got == {"count": 1, "header": errors, "payload": 0}
