@@ -50,6 +50,7 @@ from .verilator import (
 
 __all__ = [
     "CPU_QUOTA",
+    "CPU_QUOTA_V1",
     "EDGE_RECORD",
     "IDLE_MARGIN",
     "IDLE_SAMPLE",
@@ -62,6 +63,7 @@ __all__ = [
     "c_array",
     "compile_tiles",
     "idle_cores",
+    "quota_cores",
     "tile_classes",
     "tile_record",
 ]
@@ -154,26 +156,46 @@ NODES_PER_THREAD = 32  # ``--threads auto``: a thread per this many nodes (docs/
 IDLE_SAMPLE = 0.1  # seconds over which ``--threads auto`` measures the idle cores
 IDLE_MARGIN = 0.25  # a core counts as idle from 75 % idle on (a thread without a core stalls every cycle)
 CPU_QUOTA = "/sys/fs/cgroup/cpu.max"  # a cgroup v2 CPU quota: "<quota> <period>" in microseconds, or "max ..."
+CPU_QUOTA_V1 = "/sys/fs/cgroup/cpu"  # cgroup v1: cpu.cfs_quota_us (-1: none) over cpu.cfs_period_us, here
+
+
+def quota_cores() -> float:
+    """The cores of this process's cgroup CPU quota: v2's :data:`CPU_QUOTA` (``"<quota> <period>"`` in
+    microseconds, ``"max"`` for none), else v1's :data:`CPU_QUOTA_V1` (``cpu.cfs_quota_us``, ``-1`` for
+    none, over ``cpu.cfs_period_us``); infinite without a quota or where neither can be read.
+
+    Returns
+    -------
+    float
+        Quota over period, e.g. 1.5 for a container started with ``--cpus 1.5``.
+    """
+    try:
+        with open(CPU_QUOTA) as f:
+            quota, period = f.read().split()[:2]
+        return float("inf") if quota == "max" else int(quota) / int(period)
+    except (OSError, ValueError):
+        pass
+    try:
+        quota = int(Path(CPU_QUOTA_V1, "cpu.cfs_quota_us").read_text())
+        period = int(Path(CPU_QUOTA_V1, "cpu.cfs_period_us").read_text())
+    except (OSError, ValueError):
+        return float("inf")
+    return quota / period if quota > 0 and period > 0 else float("inf")
 
 
 def idle_cores() -> float:
     """The cores left idle over :data:`IDLE_SAMPLE` seconds, from the kernel's CPU time counters
     (``/proc/stat``: the cores times the idle and I/O-wait ticks over all ticks; the cores this
     process may use where the counters cannot be read), at most the cores of the process's cgroup
-    CPU quota (:data:`CPU_QUOTA`, e.g. a container started with ``--cpus``), which the counters of the
-    whole machine do not show.
+    CPU quota (:func:`quota_cores`, e.g. a container started with ``--cpus``), which the counters of
+    the whole machine do not show.
 
     Returns
     -------
     float
         Idle cores, e.g. 1.0 on a 2-core machine with one busy core.
     """
-    try:
-        with open(CPU_QUOTA) as f:
-            quota, period = f.read().split()[:2]
-        limit = float("inf") if quota == "max" else int(quota) / int(period)
-    except (OSError, ValueError):
-        limit = float("inf")
+    limit = quota_cores()
 
     def times() -> tuple[int, int]:
         with open("/proc/stat") as f:

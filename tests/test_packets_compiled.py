@@ -233,6 +233,7 @@ def test_idle_cores_from_the_kernel_counters(monkeypatch, two_reads_of_proc_stat
     """Idle cores = cores x (idle + iowait ticks) / all ticks between the two reads: 1.5."""
     tiles = two_reads_of_proc_stat
     monkeypatch.setattr(tiles, "CPU_QUOTA", "/nonexistent/cpu.max")  # no quota: the counters alone
+    monkeypatch.setattr(tiles, "CPU_QUOTA_V1", "/nonexistent")
     assert tiles.idle_cores() == 1.5
 
 
@@ -244,6 +245,18 @@ def test_idle_cores_at_most_the_cgroup_quota(monkeypatch, tmp_path, two_reads_of
     quota = tmp_path / "cpu.max"
     quota.write_text(cpu_max)
     monkeypatch.setattr(tiles, "CPU_QUOTA", str(quota))
+    assert tiles.idle_cores() == idle
+
+
+@pytest.mark.parametrize("cfs_quota, idle", [("120000\n", 1.2), ("-1\n", 1.5), ("300000\n", 1.5)])
+def test_idle_cores_at_most_the_cgroup_v1_quota(monkeypatch, tmp_path, two_reads_of_proc_stat, cfs_quota, idle):
+    """Without a v2 ``cpu.max``, the v1 quota: cfs_quota_us 120,000 over cfs_period_us 100,000 is 1.2
+    cores, capping the counters' 1.5; -1 (no quota) or 3 cores leave 1.5."""
+    tiles = two_reads_of_proc_stat
+    (tmp_path / "cpu.cfs_quota_us").write_text(cfs_quota)
+    (tmp_path / "cpu.cfs_period_us").write_text("100000\n")
+    monkeypatch.setattr(tiles, "CPU_QUOTA", str(tmp_path / "no-cpu.max"))
+    monkeypatch.setattr(tiles, "CPU_QUOTA_V1", str(tmp_path))
     assert tiles.idle_cores() == idle
 
 
