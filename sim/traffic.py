@@ -1149,6 +1149,7 @@ def run_compiled(
             "cached": model.cached,
             "sim_seconds": round(sum(m.seconds for m in marks.values()), 3),
             "threads": threads,
+            "solo_cycles": rec.get("solo_cycles", 0),
         }
     )
     return r

@@ -29,7 +29,7 @@ from equimesh.sim.traffic import (
 )
 
 icarus = pytest.mark.skipif(shutil.which("iverilog") is None, reason="Icarus Verilog not installed")
-TIMING = ("simulator", "build_seconds", "sim_seconds", "cached", "threads")
+TIMING = ("simulator", "build_seconds", "sim_seconds", "cached", "threads", "solo_cycles")
 COPIES = ("packets", "expected", "delivered", "duplicates", "lost", "corrupted", "misdelivered", "flit_hops")
 EDGES = ("completion", "cycles")  # the edge that took the last flit; the run's length
 LATENCY = ("latency_mean", "latency_p99")  # per copy, injection to the last flit's delivery
@@ -152,6 +152,23 @@ def test_every_packet_model_kind_gives_the_same_records(tmp_path, monkeypatch):
     assert flat["packets"] > 100
     for m in ("tiled", "hierarchical", "two threads"):
         assert {k: v for k, v in runs[m].items() if k not in TIMING} == flat, m
+
+
+def test_two_threads_through_a_solo_window_give_one_threads_records(tmp_path):
+    """The tiled model's threads time windows of max(64, 16384 // nodes) cycles (``Shares`` in
+    sim/tiles.py): the first warms up, the second runs on the threads and the third, a probe, on the
+    caller alone, every share in turn. A 2x3 mesh (windows of 2,730 cycles) run for more than three
+    windows on two threads so passes through a solo window and back, and its records are one
+    thread's, word for word."""
+    topo = build("mesh", 2, 3)
+    table = forwarding_table(topo)
+    traffic = make_traffic(PacketFormat(topo.nodes, 2), "multicast", fanout=3, rate=0.05, seed=3)
+    one = run_compiled(table, traffic, 2, tmp_path / "one", cycles=12000, threads=1)
+    two = run_compiled(table, traffic, 2, tmp_path / "two", cycles=12000, threads=2)
+    _clean(one)
+    assert one["completion"] > 3 * 2730 and one["solo_cycles"] == 0
+    assert two["solo_cycles"] >= 2730
+    assert {k: v for k, v in two.items() if k not in TIMING} == {k: v for k, v in one.items() if k not in TIMING}
 
 
 def test_the_tiled_model_at_pipeline_1_gives_the_flat_models_records(tmp_path):
