@@ -191,6 +191,7 @@ def cmd_simulate(args) -> int:
         "build_seconds": round(res.build_seconds, 2),
         "cached": res.cached,
         "threads": res.threads,
+        "solo_cycles": res.solo_cycles,
     }
     if vcd:
         out["vcd"], out["gtkw"] = str(vcd), str(gtkw)

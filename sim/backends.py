@@ -76,6 +76,9 @@ class RunResult:
         The compiled model came from the cache.
     threads : int
         The threads that clocked the tiled model.
+    solo_cycles : int
+        Cycles its caller clocked alone, every share in turn, because that was faster
+        (:data:`~equimesh.sim.tiles.PRELUDE`, ``Shares``).
     bit_exact : bool
         Every node's final memory matched the collective, bit for bit.
     cycles : int
@@ -94,6 +97,7 @@ class RunResult:
     build_seconds: float  # Verilog export and compile; 0 for a cached model
     cached: bool
     threads: int = 1  # the tiled model's threads
+    solo_cycles: int = 0  # cycles the tiled model's caller clocked alone
 
     @property
     def bit_exact(self) -> bool:
@@ -248,7 +252,8 @@ def run_image(
                 raise ValueError(f"unknown backend {backend!r}")
         build_seconds += 0.0 if cached else export_seconds
     outcome, stats = judge(image, design, out)
-    return RunResult(backend, design, outcome, stats, out["run_seconds"], build_seconds, cached, threads)
+    solo = out.get("solo_cycles", 0)
+    return RunResult(backend, design, outcome, stats, out["run_seconds"], build_seconds, cached, threads, solo)
 
 
 def judge(image: NetworkImage, design: Design, out: dict) -> tuple[Outcome, LinkStats]:

@@ -110,6 +110,21 @@ def test_the_tiled_model_wires_groups_split_buses_and_router_modules_as_the_top_
         _same(run_image(image, "amaranth", design), tiled)
 
 
+def test_two_threads_through_a_solo_window_stay_bit_exact():
+    """The tiled model's threads time windows of max(64, 16384 // nodes) cycles (``Shares`` in
+    sim/tiles.py); the third window, a probe, runs on the caller alone, every share in turn. An 8x8
+    AllGather (windows of 256 cycles; K = 4, F = 16: 1,014 cycles) on two threads so passes through a
+    solo window, and stays bit-exact against the schedule."""
+    from equimesh.rtl.design import fit
+
+    t = build("equimesh", 8, 8)
+    image = compile_schedule(synthesize(t, 4, "allgather"), 16, t)
+    r = run_image(image, "verilator", fit(image), model="tiled", threads=2)
+    assert r.bit_exact, r.outcome.first_mismatch
+    assert r.stats.busy_matches_schedule and r.counters_agree and r.cycles == 1014
+    assert r.threads == 2 and r.solo_cycles >= 256
+
+
 def test_threads_need_the_tiled_model(two_by_three):
     from equimesh.sim.verilator import VerilatorError
 
