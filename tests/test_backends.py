@@ -110,13 +110,18 @@ def test_the_tiled_model_wires_groups_split_buses_and_router_modules_as_the_top_
         _same(run_image(image, "amaranth", design), tiled)
 
 
-def test_two_threads_through_a_solo_window_stay_bit_exact():
+def test_two_threads_through_a_solo_window_stay_bit_exact(monkeypatch):
     """The tiled model's threads time windows of max(64, 16384 // nodes) cycles (``Shares`` in
     sim/tiles.py); the third window, a probe, runs on the caller alone, every share in turn. An 8x8
     AllGather (windows of 256 cycles; K = 4, F = 16: 1,014 cycles) on two threads so passes through a
     solo window, and stays bit-exact against the schedule."""
     from equimesh.rtl.design import fit
 
+    # The shared cache, not the module's (which holds one model).
+    if SHARED_CACHE is None:
+        monkeypatch.delenv("EQUIMESH_CACHE", raising=False)
+    else:
+        monkeypatch.setenv("EQUIMESH_CACHE", SHARED_CACHE)
     t = build("equimesh", 8, 8)
     image = compile_schedule(synthesize(t, 4, "allgather"), 16, t)
     r = run_image(image, "verilator", fit(image), model="tiled", threads=2)
