@@ -252,7 +252,7 @@ def run_image(
                 raise ValueError(f"unknown backend {backend!r}")
         build_seconds += 0.0 if cached else export_seconds
     outcome, stats = judge(image, design, out)
-    solo = out.get("solo_cycles", 0)
+    solo = out.get("solo_cycles", 0)  # the compiled models' record (Model.run); the simulators have none
     return RunResult(backend, design, outcome, stats, out["run_seconds"], build_seconds, cached, threads, solo)
 
 

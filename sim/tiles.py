@@ -246,10 +246,9 @@ def auto_threads(kind: str, nodes: int) -> int:
     least one and at most the cores this process may use that are idle now (:func:`idle_cores`, each
     counted from :data:`IDLE_MARGIN` short of a whole core); one on a whole-top model (packets and
     schedules alike). A thread spins at the barrier of every cycle, so a thread without a core of its
-    own stalls them all: on the 2-core machine with one core busy, two threads ran an 8x8 at a third
-    of one thread's speed before the model learnt to fall back to solo windows (``Shares`` in
-    :data:`PRELUDE`; docs/packets.md, "Threads"), which it finds only by timing them; with both cores
-    idle two threads gained 1.3-1.8x at 8x8 and 1.4-1.9x at 16x16.
+    own stalls them all until the model's timed solo windows (``Shares`` in :data:`PRELUDE`;
+    docs/packets.md, "Threads") find one thread faster; with both cores idle two threads gained
+    1.3-1.8x at 8x8 and 1.4-1.9x at 16x16.
 
     Parameters
     ----------

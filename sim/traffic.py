@@ -1149,7 +1149,7 @@ def run_compiled(
             "cached": model.cached,
             "sim_seconds": round(sum(m.seconds for m in marks.values()), 3),
             "threads": threads,
-            "solo_cycles": rec.get("solo_cycles", 0),
+            "solo_cycles": rec["solo_cycles"],
         }
     )
     return r

@@ -596,9 +596,9 @@ class Model:
             msg = (proc.stderr or proc.stdout).strip().splitlines()
             raise VerilatorError(f"the compiled model failed (exit {proc.returncode}): {msg[-1] if msg else ''}")
         out = read_result(program, res)
-        solo = re.search(r"^solo_cycles (\d+)$", proc.stderr, re.M)  # the tiled model's threads (sim/tiles.py)
-        if solo:
-            out["solo_cycles"] = int(solo.group(1))
+        # the cycles the tiled model's caller clocked alone (``Shares``, sim/tiles.py); 0 for any other model
+        solo = re.search(r"^solo_cycles (\d+)$", proc.stderr, re.M)
+        out["solo_cycles"] = int(solo.group(1)) if solo else 0
         if out.get("timeout"):
             raise VerilatorError("the network was not done within the cycle limit")
         return out
