@@ -63,14 +63,26 @@ __all__ = ["Allocator", "InputBuffer", "MatrixAllocator", "PacketConfig", "Packe
 class InputBuffer(wiring.Component):
     """A FIFO of ``depth`` >= packet length flits, ready for a header only when the whole packet fits.
 
-    Storage (as ``SyncFIFO``): a memory of ``depth`` flits read without a clock at the read pointer,
-    which is the head (``o``): a flit written in cycle ``t`` is the head in ``t + 1``. An FPGA maps it
-    to distributed RAM (ECP5 ``TRELLIS_DPR16X4``). The read, which is the relay's release and so ends
-    the router's longest decision, changes only the read pointer and the fill level, a few flip-flops:
-    no flit-wide register waits on it (a registered head would need the release at every one of its
-    flip-flops' enables). The fill level is a thermometer code (``level[i]``: more than ``i`` flits
-    buffered) that shifts up on a write and down on a read, and "is there room for a packet" is one bit
-    of the code (no adder, no comparator).
+    Storage (as ``SyncFIFO``): a memory read without a clock at the read pointer, which is the head
+    (``o``): a flit written in cycle ``t`` is the head in ``t + 1``. An FPGA maps it to distributed RAM
+    (ECP5 ``TRELLIS_DPR16X4``). The read, which is the relay's release and so ends the router's longest
+    decision, changes only the read pointer and the fill level, a few flip-flops: no flit-wide register
+    waits on it (a registered head would need the release at every one of its flip-flops' enables). The
+    fill level is a thermometer code (``level[i]``: more than ``i`` flits buffered) that shifts up on a
+    write and down on a read, and "is there room for a packet" is one bit of the code (no adder, no
+    comparator).
+
+    Presentation (``shown``, ``advance``; seed 004, Section 6.4: the bitmap words follow the header).
+    The relay pops a packet's header and bitmap words to parse them before the packet is granted
+    (:mod:`~equimesh.rtl.relay`), and presents them afterwards. The memory has ``kept = 1 +
+    bitmap_flits`` entries more than ``depth``, so the popped header and bitmap words stay in it,
+    untouched by later writes, until they are presented; the fill level counts only the flits not yet
+    popped, so room and ``ready`` are those of a ``depth``-flit FIFO. A second read port at the
+    presentation pointer ``show`` (one step per ``advance``) is the flit the relay presents: the
+    header, the bitmap words, then the payload, when ``show`` has caught up with the read pointer and
+    the two move together. So the crossbar takes every flit of a packet from the memory, one
+    flip-flop (``show``) and a memory read away: no multiplexer between the relay's registers and the
+    input's head.
 
     With ``registered`` (pipeline 1) ``i.ready`` is a register: computed a cycle ahead from the level
     after this cycle's write, counting no read (so it never promises room a read has not made yet);
@@ -89,7 +101,10 @@ class InputBuffer(wiring.Component):
     -----
     i : In(stream)  -- the link. ``i.ready`` depends only on registers (the fill level and
         whether a packet is half received), never on ``i.valid`` or the payload.
-    o : Out(stream)  -- the head flit, for the relay.
+    o : Out(stream)  -- the head flit, for the relay to parse and pop.
+    shown : Out(flit)  -- the flit at the presentation pointer.
+    advance : In(1)  -- the shown flit was presented; the consumer advances ``show`` only past flits it
+        popped or pops in the same cycle, and pops at most ``kept`` flits ahead of ``show``.
     empty : Out(1)  -- no flit buffered.
     """
 
@@ -97,14 +112,20 @@ class InputBuffer(wiring.Component):
         if depth < max(2, fmt.packet_flits):
             raise ValueError(f"input buffer depth {depth} is smaller than a packet ({fmt.packet_flits} flits)")
         self.fmt, self.depth, self.registered = fmt, depth, registered
-        super().__init__({"i": In(stream.Signature(fmt.flit)), "o": Out(stream.Signature(fmt.flit)), "empty": Out(1)})
+        self.kept = 1 + fmt.bitmap_flits
+        flit = stream.Signature(fmt.flit)
+        super().__init__({"i": In(flit), "o": Out(flit), "shown": Out(fmt.flit), "advance": In(1), "empty": Out(1)})
 
     def elaborate(self, platform):
         m = Module()
-        depth = self.depth
-        m.submodules.mem = mem = Memory(shape=self.fmt.flit, depth=depth, init=[])
-        wr, rd = mem.write_port(), mem.read_port(domain="comb")
-        produce, consume = Signal(range(depth)), Signal(range(depth))
+        depth, size = self.depth, self.depth + self.kept
+        m.submodules.mem = mem = Memory(shape=self.fmt.flit, depth=size, init=[])
+        wr, rd, present = mem.write_port(), mem.read_port(domain="comb"), mem.read_port(domain="comb")
+        produce, consume, show = Signal(range(size)), Signal(range(size)), Signal(range(size))
+
+        def step(ptr):  # the next entry
+            return ptr.eq(Mux(ptr == size - 1, 0, ptr + 1))
+
         level = Signal(depth)  # thermometer: bit i = more than i flits in the buffer
 
         def at_most(n):  # the buffer holds at most n flits
@@ -129,18 +150,25 @@ class InputBuffer(wiring.Component):
             wr.en.eq(take),
             rd.addr.eq(consume),
             self.o.payload.eq(rd.data),
+            present.addr.eq(show),
+            self.shown.eq(present.data),
             self.o.valid.eq(level[0]),
             self.empty.eq(~level[0]),
         ]
         with m.If(take):
-            m.d.sync += [produce.eq(Mux(produce == depth - 1, 0, produce + 1)), between.eq(self.i.payload.last)]
+            m.d.sync += [step(produce), between.eq(self.i.payload.last)]
         with m.If(pop):
-            m.d.sync += consume.eq(Mux(consume == depth - 1, 0, consume + 1))
+            m.d.sync += step(consume)
+        with m.If(self.advance):
+            m.d.sync += step(show)
         m.d.sync += [
             Assert(~take | (self.i.payload.first == between), "input buffer: packets interleaved on a link"),
             Assert(between | ~self.i.valid | at_most(depth - 1), "input buffer: a packet body waited for room"),
             Assert(~take | at_most(depth - 1), "input buffer: a flit written into a full buffer"),
+            Assert(~self.advance | pop | (show != consume), "input buffer: a flit presented before it was popped"),
         ]
+        popped = Mux(consume >= show, consume - show, consume + size - show)  # popped and not yet presented
+        m.d.sync += Assert(~pop | self.advance | (popped < self.kept), "input buffer: a popped flit overwritten")
         return m
 
 
@@ -362,7 +390,8 @@ class PacketPath(wiring.Component):
             wiring.connect(m, wiring.flipped(getattr(self, f"i_{p}")), buf.i)
             sources.append(buf.o)
             empty.append(buf.empty)
-            relays.append(Relay(fmt, outs, local=True, cut=cut))
+            relays.append(relay := Relay(fmt, outs, local=True, cut=cut))
+            m.d.comb += [relay.shown.eq(buf.shown), buf.advance.eq(relay.advance)]
         sources.append(self.inject)
         relays.append(Relay(fmt, outs, local=False, cut=cut))
         for j, (src, relay) in enumerate(zip(sources, relays)):

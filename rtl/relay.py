@@ -2,10 +2,14 @@
 
 Parse stage (the bitmap buffer). A packet's destination bitmap follows its
 header in ``bitmap_flits`` words (:mod:`equimesh.rtl.packet`). The relay takes
-the header and the bitmap words from its input one a cycle, before the packet
-asks for any output: the header into a register, each bitmap word into a small
-buffer (a memory of ``bitmap_flits`` words of ``flit_bits``; one word up to
-``flit_bits`` nodes), and for each word it ANDs the word with every egress
+(pops) the header and the bitmap words from its input one a cycle, before the
+packet asks for any output. They are kept until the packet is presented: at a
+network input in the input buffer itself, which has ``1 + bitmap_flits``
+entries for them and shows the presented flit at a pointer the relay advances
+(``shown``, ``advance``; :class:`~equimesh.rtl.packet_router.InputBuffer`);
+at the injection input, whose generator shows a flit only once, the header in
+a register and each bitmap word in a small buffer (a memory of
+``bitmap_flits`` words of ``flit_bits``). For each word it ANDs the word with every egress
 port's reach-mask word (``reach``, the router's forwarding entries, from the
 forwarding table, :mod:`equimesh.schedules.routing`) and with the node's own
 bit (``own``) and accumulates, per port, whether that part has any destination
@@ -16,8 +20,11 @@ last word's split falls in stage Q (below), which waits a cycle anyway. After th
 last word the route is known: every non-empty part is a branch (one copy of
 the packet leaves on that port) and its opcode is known (rule 2 of Section
 4.3.3: a part with one destination becomes a plain WRITE). The relay then
-presents the packet again, header and bitmap words from its registers, then
-the payload straight from the input. Each copy's bitmap words are rewritten
+presents the packet again, header and bitmap words from where they are kept,
+then the payload straight from the input. At a network input every flit of
+the packet reaches the crossbar from the input buffer's memory, one
+flip-flop (its presentation pointer) and a memory read away, with no
+multiplexer in between. Each copy's bitmap words are rewritten
 behind the crossbar, word by word, to ``word & reach-mask word`` of its port
 (:func:`rewrite`): the metadata update that keeps downstream relays from
 delivering twice or looping. Both ``own`` and ``reach`` are inputs the
@@ -30,7 +37,7 @@ outputs at once, and a copy's opcode, WRITE or MULTIWRITE, is in the header),
 and both depend on every bitmap word; a relay that forwarded the header first
 would have to send copies to ports that turn out empty. The buffer costs
 ``1 + bitmap_flits`` cycles per hop (the header and each bitmap word taken one
-a cycle) and ``bitmap_flits * flit_bits`` bits per input.
+a cycle) and ``1 + bitmap_flits`` flits of memory per input.
 
 Flow control (FlooNoC's multicast contract): a flit is released from the input
 only when every branch has accepted it. The branches are asynchronous within
@@ -242,8 +249,9 @@ class Relay(wiring.Component):
     ----------
     fmt : PacketFormat.
     outs : the router's network outputs.
-    local : whether this input can deliver locally (False for the injection input:
-        a node never addresses itself).
+    local : a network input: it can deliver locally, and its input buffer keeps the header and the
+        bitmap words and shows the presented flit (False for the injection input: a node never
+        addresses itself, and its generator shows a flit once).
     cut : stages Q and G (see above): the header leaves three cycles after it is presented.
 
     Ports
@@ -254,7 +262,9 @@ class Relay(wiring.Component):
     i : In(stream of flits)  -- the input buffer's head (or the generator): taken a flit a cycle while
         the relay parses a header and its bitmap words; then the payload, as the branches take it.
     o : Out(flit)  -- the flit presented to the branches (the crossbar input): the parsed header, its
-        bitmap words, then the input's payload flits.
+        bitmap words, then the input's payload flits (at a network input: ``shown``).
+    shown : In(flit), advance : Out(1)  -- a network input's (``local``) only: the flit its input
+        buffer shows, and the release of the presented flit, which moves the buffer to the next one.
     index : Out(range(bitmap_flits + 2))  -- where ``o`` stands in its packet (:func:`position`).
     valid : Out(outputs + 1), ready : In(outputs + 1)  -- one handshake per branch: bit ``k`` is
         network output ``k``, the last bit the local lane. ``valid[k]`` asks that branch to take ``o``.
@@ -293,6 +303,7 @@ class Relay(wiring.Component):
                 "active": Out(1),
                 "multi": Out(outs),
                 "holding": Out(1),
+                **({"shown": In(fmt.flit), "advance": Out(1)} if local else {}),
             }
         )
 
@@ -314,15 +325,11 @@ class Relay(wiring.Component):
         def restart():  # word 0
             return [word.eq(0), at_header.eq(1), passing.eq(0)]
 
-        hdr = Signal(fmt.width)  # the parsed header's body
         any_ = Signal(outs + 1)  # per branch (network outputs, then local): a destination found
         sev = Signal(outs)  # per network output: several destinations found
         mine = Signal()  # the node's own bit was set
-        m.submodules.bitmap = buf = Memory(shape=fmt.width, depth=B, init=[])
-        wr, rd = buf.write_port(), buf.read_port(domain="comb")
         body = self.i.payload.body.payload
         taking = parsing & self.i.valid & (~at_header | ~self.hold)  # ``hold``: no new header
-        m.d.comb += [wr.addr.eq(cur), wr.data.eq(body), wr.en.eq(taking & ~at_header), rd.addr.eq(cur)]
         if self.cut:  # a bitmap word is split a cycle after it is taken, from registers
             got, at, split = Signal(fmt.width, name="got"), Signal(range(B), name="at"), Signal(name="split")
             m.d.sync += split.eq(taking & ~at_header)
@@ -348,18 +355,30 @@ class Relay(wiring.Component):
                 m.d.sync += any_[outs].eq((any_[outs] & ~fresh) | own_hit)
         with m.If(taking):
             with m.If(at_header):
-                m.d.sync += [hdr.eq(body), *step()]
+                m.d.sync += step()
             with m.Elif(word == B):
                 m.d.sync += [parsing.eq(0), *restart()]
             with m.Else():
                 m.d.sync += step()
 
-        # ----- present: the header and bitmap words from the registers, then the input's payload -----
+        # ----- present: the header, the bitmap words, then the input's payload -----
         h_valid = ~parsing & (~passing | self.i.valid)
+        tail = passing & self.i.payload.last
+        if self.local:  # from the input buffer, which keeps the popped header and bitmap words
+            m.d.comb += self.o.eq(self.shown)
+        else:  # the generator shows a flit once: the header from a register, the bitmap words from a buffer
+            hdr = Signal(fmt.width)
+            m.submodules.bitmap = buf = Memory(shape=fmt.width, depth=B, init=[])
+            wr, rd = buf.write_port(), buf.read_port(domain="comb")
+            m.d.comb += [wr.addr.eq(cur), wr.data.eq(body), wr.en.eq(taking & ~at_header), rd.addr.eq(cur)]
+            with m.If(taking & at_header):
+                m.d.sync += hdr.eq(body)
+            m.d.comb += [
+                self.o.first.eq(~parsing & at_header),
+                self.o.last.eq(tail),
+                self.o.body.payload.eq(Mux(at_header, hdr, Mux(passing, body, rd.data))),
+            ]
         m.d.comb += [
-            self.o.first.eq(~parsing & at_header),
-            self.o.last.eq(passing & self.i.payload.last),
-            self.o.body.payload.eq(Mux(at_header, hdr, Mux(passing, body, rd.data))),
             self.index.eq(word),
             # the injection input's parsed header waits outside the network; its bitmap still coming does not
             self.holding.eq((~parsing | ~at_header) if self.local else (parsing & ~at_header)),
@@ -384,13 +403,15 @@ class Relay(wiring.Component):
         done = Signal(outs + 1)
         m.d.comb += [self.valid.eq(Mux(go, ~now, 0)), done.eq(now | self.ready)]
         release = go & done.all()
+        if self.local:
+            m.d.comb += self.advance.eq(release)
         m.d.comb += self.i.ready.eq(Mux(parsing, ~at_header | ~self.hold, passing & release))
 
         with m.If(self.grant):
             m.d.sync += [active.eq(1), branches.eq(latched)]
         with m.If(release):  # the next flit goes to every branch again
             m.d.sync += settled.eq(~Mux(self.grant, latched, branches))
-            with m.If(self.o.last):
+            with m.If(tail):
                 m.d.sync += [active.eq(0), parsing.eq(1), *restart()]
             with m.Elif(~passing):
                 m.d.sync += step()

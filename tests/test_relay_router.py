@@ -274,8 +274,11 @@ def test_input_buffer_by_hand(registered, b_taken):
             if ctx.get(dut.i.valid) and ctx.get(dut.i.ready):
                 taken.append(cycle)
                 pending.pop(0)
-            if ctx.get(dut.o.valid) and ctx.get(dut.o.ready):
+            pop = ctx.get(dut.o.valid) and ctx.get(dut.o.ready)
+            ctx.set(dut.advance, pop)  # a consumer that presents each flit as it pops it
+            if pop:
                 popped.append((cycle, ctx.get(dut.o.payload).as_value().value))
+                assert ctx.get(dut.shown).as_value().value == popped[-1][1]
             empty.append(ctx.get(dut.empty))
             await ctx.tick()
 

@@ -4,15 +4,19 @@ cut-through: ready for a header only when the whole packet fits).
 The link side is any sender that keeps the stream contract (valid holds until ready, payload stable)
 and sends whole packets (a header, ``bitmap_flits`` bitmap words, then ``payload_flits`` flits, the last
 marked ``last``; :mod:`~equimesh.rtl.packet`); the head
-side (the relay) takes or refuses the head in any cycle. The wrapper counts the flits inside
-(``count``) and follows one flit the solver picks (``pick``, any one, at any time): it records its
-payload and how many flits are ahead of it, and checks that it leaves, unchanged, exactly when those
-have left. A flit lost, duplicated or overtaken would break that for some choice of the tracked flit.
+side (the relay) takes or refuses the head in any cycle, and advances the presentation pointer only
+past flits it popped (or pops in that cycle), keeping at most ``kept`` popped flits not yet presented
+(``rtl/formal/relay.py`` proves the relay keeps that contract). The wrapper counts the flits inside
+(``count``) and those popped and not yet presented (``behind``), and follows one flit the solver picks
+(``pick``, any one, at any time): it records its payload and how many flits are ahead of it at the head
+and at the presentation pointer, and checks that it leaves the head, and is shown, unchanged, exactly
+when those have gone. A flit lost, duplicated, overtaken or overwritten while kept would break that for
+some choice of the tracked flit.
 
 For k-induction the wrapper states where every flit is: the fill level's thermometer code is
-``count``, the memory holds ``count`` flits between its pointers, the head is the word at the read
-pointer, and the tracked flit is in the memory word ``ahead`` after it (read through a port the
-wrapper adds).
+``count``, the memory holds ``count`` flits between its write and read pointers and ``behind`` between
+the presentation and read pointers, and the tracked flit is in the memory word ``ahead_shown`` after
+the presentation pointer (read through a port the wrapper adds).
 """
 
 from __future__ import annotations
@@ -36,7 +40,8 @@ PROPERTIES = {
     "buffer_order": Prop(
         "buffer_order",
         "every flit taken from the link leaves the head unchanged, after exactly the flits taken before "
-        "it: none lost, duplicated or reordered",
+        "it, and is shown unchanged at the presentation pointer after exactly those were presented: none "
+        "lost, duplicated, reordered or overwritten while kept",
         _SENDER,
     ),
     "buffer_room": Prop(
@@ -87,38 +92,70 @@ def build(p: Params, prop: str):
         ~dut.i.valid | ((dut.i.payload.first == (pos == 0)) & (dut.i.payload.last == (pos == fmt.packet_flits - 1)))
     )
 
+    # ---- the relay's side of the presentation: it shows only popped flits, at most ``kept`` behind ----
+    kept, size = dut.kept, depth + dut.kept
+    behind = Signal(range(kept + 1))  # flits popped and not yet presented
+    m.d.sync += behind.eq(behind + pop - dut.advance)
+    m.d.comb += [Assume(~dut.advance | (behind != 0) | pop), Assume(behind + pop - dut.advance <= kept)]
+
     # ---- the wrapper's count and the tracked flit ----
     count = Signal(range(depth + 2))
     m.d.sync += count.eq(count + take - pop)
     pick = Signal()  # free input: track the flit taken in this cycle
     tracking, ahead = Signal(), Signal(range(depth + 1))
+    showing, ahead_shown = Signal(), Signal(range(size + 1))  # until it is presented, and flits before it there
     data = Signal(fmt.flit.size)
     done = Signal()  # the tracked flit has left (one flit per trace is followed)
     leaves = tracking & pop & (ahead == 0)
-    with m.If(~tracking & ~done & pick & take):
-        m.d.sync += [tracking.eq(1), data.eq(dut.i.payload.as_value()), ahead.eq(count - pop)]
-    with m.Elif(tracking & pop):
-        m.d.sync += ahead.eq(ahead - 1)
-        with m.If(ahead == 0):
-            m.d.sync += [tracking.eq(0), done.eq(1)]
+    shown_now = showing & (ahead_shown == 0)
+    with m.If(~tracking & ~showing & ~done & pick & take):
+        m.d.sync += [
+            tracking.eq(1),
+            showing.eq(1),
+            data.eq(dut.i.payload.as_value()),
+            ahead.eq(count - pop),
+            ahead_shown.eq(count + behind - dut.advance),
+        ]
+    with m.Else():
+        with m.If(tracking & pop):
+            m.d.sync += ahead.eq(ahead - 1)
+            with m.If(ahead == 0):
+                m.d.sync += tracking.eq(0)
+        with m.If(showing & dut.advance):
+            m.d.sync += ahead_shown.eq(ahead_shown - 1)
+            with m.If(ahead_shown == 0):
+                m.d.sync += [showing.eq(0), done.eq(1)]
 
     # ---- the strengthening invariant: where every flit is ----
     level, between = regs["level"], regs["between"]
-    produce, consume = mem.write_ports[0].addr, mem.read_ports[0].addr  # the pointers address the ports
+    # the pointers address the ports
+    produce, consume, show = mem.write_ports[0].addr, mem.read_ports[0].addr, mem.read_ports[1].addr
+
+    def plus(ptr, n):  # the memory word ``n`` after pointer ``ptr``
+        offset = Signal(range(2 * size), name=f"{ptr.name}_plus")
+        m.d.comb += offset.eq(ptr + n)
+        return Mux(offset >= size, offset - size, offset)
+
+    def apart(a, b):  # how far ``b`` is ahead of ``a``
+        return Mux(b >= a, b - a, b + size - a)
+
     look = mem.read_port(domain="comb")
-    offset = Signal(range(2 * depth))
-    m.d.comb += offset.eq(consume + ahead)
-    m.d.comb += look.addr.eq(Mux(offset >= depth, offset - depth, offset))
+    m.d.comb += look.addr.eq(plus(show, ahead_shown))
     inv = [
         count <= depth,
         level == Cat(*[count > i for i in range(depth)]),
-        produce < depth,  # the pointers stay in the memory (its depth need not be a power of 2)
-        consume < depth,
-        Mux(produce >= consume, produce - consume, produce + depth - consume) == Mux(count == depth, 0, count),
+        produce < size,  # the pointers stay in the memory (its depth need not be a power of 2)
+        consume < size,
+        show < size,
+        apart(consume, produce) == count,
+        apart(show, consume) == behind,
         between == (pos == 0),
         pos < fmt.packet_flits,
         ~tracking | (ahead < count),
-        ~tracking | (look.data.as_value() == data),
+        tracking == (showing & (ahead_shown >= behind)),  # not popped yet
+        ~tracking | (ahead_shown == ahead + behind),
+        ~showing | (ahead_shown < count + behind),
+        ~showing | (look.data.as_value() == data),
         # Virtual cut-through: the rest of the packet being received fits.
         between | (count + fmt.packet_flits - pos <= depth),
     ]
@@ -131,10 +168,12 @@ def build(p: Params, prop: str):
         m.d.comb += [
             Assert(~leaves | (dut.o.payload.as_value() == data), "buffer_order: the tracked flit leaves unchanged"),
             Assert(~(tracking & (ahead == 0)) | dut.o.valid, "buffer_order: the tracked flit is presented"),
+            Assert(~shown_now | (dut.shown.as_value() == data), "buffer_order: the tracked flit is shown unchanged"),
             Cover(
                 leaves & (ahead == 0) & (count == depth), "buffer_order cover: the tracked flit leaves a full buffer"
             ),
             Cover(done & (count == 0), "buffer_order cover: a flit went through and the buffer drained"),
+            Cover(shown_now & (behind == kept), "buffer_order cover: the tracked flit shown, kept flits behind it"),
         ]
     else:
         m.d.comb += [
@@ -157,6 +196,8 @@ def build(p: Params, prop: str):
         dut.o.valid,
         dut.o.ready,
         dut.o.payload.as_value(),
+        dut.shown.as_value(),
+        dut.advance,
         dut.empty,
         pick,
     ]

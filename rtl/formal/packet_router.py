@@ -342,21 +342,30 @@ def _buffer_invariant(m, fmt, blocks, j, rpos, in_pos):
     (as in rtl/formal/input_buffer.py), and where each flit inside stands in its packet: the in-link's
     framing counter is the relay's plus the flits inside, and each flit in the memory has ``first`` and
     ``last`` where that count puts them."""
-    L = fmt.packet_flits
+    B, L = fmt.bitmap_flits, fmt.packet_flits
     buf, regs, mem = blocks["buffers"][j], blocks["buffer"][j], blocks["memories"][j]
-    depth = buf.depth
+    relay = blocks["relay"][j]
+    depth, size = buf.depth, buf.depth + buf.kept
     level, between = regs["level"], regs["between"]
-    produce, consume = mem.write_ports[0].addr, mem.read_ports[0].addr
+    produce, consume, show = mem.write_ports[0].addr, mem.read_ports[0].addr, mem.read_ports[1].addr
     count = Signal(range(depth + 2), name=f"buf_{j}_count")  # the flits inside: the level's code, as a number
     m.d.comb += count.eq(reduce(operator.add, [level[i].as_unsigned() for i in range(depth)]))
-    used = Mux(produce >= consume, produce - consume, produce + depth - consume)
+
+    def behind(ptr, a):  # how far memory word ``a`` is behind pointer ``ptr``
+        return Mux(ptr <= a, a - ptr, a + size - ptr)
+
+    # the position in its packet of the flit the relay presents: its header while it parses, then as it goes
+    shown_at = Mux(relay["parsing"], 0, Mux(relay["word"] == B + 1, rpos, relay["word"]))
     head_flit = buf.o.payload
     inv = [
         # the level shifts up on a write and down on a read, from all zeros
         ("level is a thermometer code", level == Cat(*[count > i for i in range(depth)])),
-        ("pointers in range", (produce < depth) & (consume < depth)),  # they wrap at the memory's depth
+        # they wrap at the memory's depth
+        ("pointers in range", (produce < size) & (consume < size) & (show < size)),
         # a write advances the write pointer, a read the read pointer
-        ("pointers apart by the flits inside", used == Mux(count == depth, 0, count)),
+        ("pointers apart by the flits inside", behind(consume, produce) == count),
+        # the relay popped its packet's flits up to its count and presented them up to the shown one
+        ("presentation behind the head by the flits popped", behind(show, consume) == rpos - shown_at),
         ("between packets at the link's header", between == (in_pos == 0)),  # set by the tail's ``last``
         ("the rest of the packet fits", between | (count + L - in_pos <= depth)),  # virtual cut-through
         # the buffer is a FIFO: the flits it took and has not passed on are the ones after the relay's count
@@ -366,14 +375,19 @@ def _buffer_invariant(m, fmt, blocks, j, rpos, in_pos):
     if buf.registered:  # the registered ready promises no room that is not there, and is up within a packet
         inv += [("ready only with room", ~regs["ready"] | ~between | (count <= depth - L))]
         inv += [("ready within a packet", between | regs["ready"])]
-    for a in range(depth):
+    for a in range(size):
         look = mem.read_port(domain="comb")
         m.d.comb += look.addr.eq(a)
-        d = Signal(range(depth), name=f"buf_{j}_dist_{a}")  # how far word a is behind the read pointer
-        m.d.comb += d.eq(Mux(consume <= a, a - consume, a + depth - consume))
+        d = Signal(range(size), name=f"buf_{j}_dist_{a}")  # how far word a is behind the read pointer
+        m.d.comb += d.eq(behind(consume, a))
         at = _mod(m, rpos + d, L, f"buf_{j}_at_{a}")
         framed = (look.data.first == (at == 0)) & (look.data.last == (at == L - 1))
         inv.append((f"memory word {a} framed", (d >= count) | framed))
+        # a popped flit not yet presented: the header or a bitmap word of the relay's packet
+        kept = Signal(range(size), name=f"buf_{j}_kept_{a}")  # how far word a is behind the shown one
+        m.d.comb += kept.eq(behind(show, a))
+        ahead = (kept < rpos - shown_at) & ~((look.data.first == (shown_at + kept == 0)) & ~look.data.last)
+        inv.append((f"memory word {a} framed while kept", ~ahead))
     return inv
 
 

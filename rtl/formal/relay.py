@@ -21,10 +21,17 @@ environment:
 
 The wrapper records the packet as it enters (header and bitmap words) and counts the flits each branch
 took. For k-induction it states that the relay's registers (the parse state ``parsing``/``word`` and
-its decodes, the header ``hdr``, the bitmap memory, the route ``any_``/``sev``/``mine`` over the words
-split so far, the word waiting to be split ``got``/``at``/``split`` from pipeline 1 on, the grant state
-``active``/``branches``/``settled``) agree with that record; the bitmap memory is read through ports
-the wrapper adds to it.
+its decodes, the route ``any_``/``sev``/``mine`` over the words split so far, the word waiting to be
+split ``got``/``at``/``split`` from pipeline 1 on, the grant state ``active``/``branches``/``settled``)
+agree with that record.
+
+The input buffer keeps the header and the bitmap words the relay popped and shows the flit the relay
+presents (:class:`~equimesh.rtl.packet_router.InputBuffer`, ``shown`` and ``advance``). The wrapper is
+that buffer, ideal: it counts the relay's ``advance`` pulses and shows that flit of the packet, the
+recorded header or bitmap word, or the head once the count reached the flits popped. ``branch_once``
+also checks the buffer's side of the contract: the relay presents only flits it popped, keeps at most
+the header and the bitmap words popped ahead of the presented one, and pops the payload as it presents
+it (``buffer_order`` proves the real buffer shows what this ideal one does).
 """
 
 from __future__ import annotations
@@ -33,13 +40,12 @@ import operator
 from functools import reduce
 
 from amaranth.hdl import Assert, Assume, Cat, Const, Cover, Module, Mux, Signal
-from amaranth.lib.memory import Memory
 
 from .. import relay as relay_module
 from ..packet import Opcode
 from ..relay import Relay
 from . import Params, Prop, Wrapper
-from .probe import anyconst, internals, made, no_reset, stream_contract
+from .probe import anyconst, internals, no_reset, stream_contract
 
 __all__ = ["PROPERTIES", "build", "parse_invariant"]
 
@@ -77,7 +83,8 @@ PROPERTIES = {
     "branch_once": Prop(
         "branch_once",
         "each branch takes each flit of its packet exactly once and in order (header, bitmap words, payload) "
-        "and unchanged; nothing is offered before the bitmap is parsed, nor to a branch the packet does not need",
+        "and unchanged; nothing is offered before the bitmap is parsed, nor to a branch the packet does not need; "
+        "the input buffer is asked to show only flits popped, at most the header and the bitmap words ahead",
         _ENV,
     ),
     "relay_latency": Prop(
@@ -192,12 +199,10 @@ def build(p: Params, prop: str):
     dut = Relay(fmt, outs, local=True, cut=cut)
     dut._MustUse__silence = True  # elaborated below, by hand
     m = Module()
-    with made(Memory) as seen:
-        body = dut.elaborate(None)
+    body = dut.elaborate(None)
     m.submodules.dut = body
     no_reset(m)
     regs = internals(body)
-    mem = seen[Memory][0]
     own, reach, in_pos, waiting = _environment(m, dut, fmt, outs)
     head, o = dut.i.payload, dut.o
     take = dut.i.valid & dut.i.ready
@@ -271,7 +276,26 @@ def build(p: Params, prop: str):
         word = words[0] if B == 1 else Cat(*words).word_select((q - 1).as_unsigned()[: max(1, (B - 1).bit_length())], W)
         return Mux(q == 0, hdr_in, Mux(q <= B, word, head.body.payload))
 
-    _invariants(m, prop, dut, regs, mem, fmt, reach, own, in_pos, waiting, words, hdr_in, need, bpos, pending_q, cut)
+    # ---- the input buffer's presentation: it keeps the popped header and bitmap words (rtl/packet_router.py) ----
+    adv = Signal(range(L))  # flits of the packet the relay presented (``advance``) so far
+    with m.If(dut.advance):
+        m.d.sync += adv.eq(Mux(adv == L - 1, 0, adv + 1))
+    shown = dut.shown
+    m.d.comb += [  # the flit ``adv``: the head once the presentation caught up with it, else a kept flit
+        shown.first.eq(Mux(adv == in_pos, head.first, adv == 0)),
+        shown.last.eq(Mux(adv == in_pos, head.last, 0)),
+        shown.body.payload.eq(Mux(adv == in_pos, head.body.payload, expected(adv))),
+    ]
+    kept = [  # the buffer's contract: only popped flits are presented, at most 1 + bitmap_flits of them kept
+        (adv <= in_pos, "presents no flit it has not popped"),
+        (~dut.advance | (adv < in_pos) | take, "advances only past a popped flit"),
+        (in_pos - adv <= B + 1, "keeps at most the header and the bitmap words"),
+        ((adv <= B) | (adv == in_pos), "presents the payload as it pops it"),
+    ]
+    if prop == "branch_once":
+        m.d.comb += [Assert(c, f"branch_once: the input buffer's presentation {what}") for c, what in kept]
+
+    _invariants(m, prop, dut, regs, fmt, reach, own, in_pos, waiting, words, hdr_in, need, bpos, pending_q, cut, adv)
 
     ctx = dict(
         m=m, dut=dut, fmt=fmt, n=n, outs=outs, reach=reach, own=own, in_pos=in_pos, parsed=parsed, bitmap=bitmap,
@@ -287,18 +311,13 @@ def build(p: Params, prop: str):
     return Wrapper(m, ports, depth, depth + 2)
 
 
-def _invariants(m, prop, dut, regs, mem, fmt, reach, own, in_pos, waiting, words, hdr_in, need, bpos, pending_q, cut):
+def _invariants(m, prop, dut, regs, fmt, reach, own, in_pos, waiting, words, hdr_in, need, bpos, pending_q, cut, adv):
     """The strengthening invariant: the relay's registers agree with the wrapper's record of the packet."""
     outs, nodes, B = len(reach), fmt.nodes, fmt.bitmap_flits
-    parsing, word, hdr = regs["parsing"], regs["word"], regs["hdr"]
+    parsing, word = regs["parsing"], regs["word"]
     any_, sev, mine = regs["any_"], regs["sev"], regs["mine"]
     active, branches, settled = regs["active"], regs["branches"], regs["settled"]
     parsed = in_pos >= B + 1
-    looks = []
-    for j in range(B):
-        look = mem.read_port(domain="comb")
-        m.d.comb += look.addr.eq(j)
-        looks.append(look.data)
     # the bitmap words split so far: those taken, but the one taken in the last cycle while it waits in ``got``
     # to be split (pipeline >= 1: ``split``)
     split = regs["split"] if cut else Const(0, 1)
@@ -306,8 +325,8 @@ def _invariants(m, prop, dut, regs, mem, fmt, reach, own, in_pos, waiting, words
     m.d.comb += partial.eq(Cat(*[Mux(in_pos > j + 1 + split, words[j], 0) for j in range(B)])[:nodes])
     pres = Mux(word == B + 1, in_pos, word)  # the position of the flit the relay presents
     inv = [c for _, c in parse_invariant(regs, in_pos, fmt)]
-    inv += [(in_pos == 0) | (hdr == hdr_in), (word != B + 1) | ~parsing]
-    inv += [(in_pos <= j + 1) | (looks[j] == words[j]) for j in range(B)]
+    inv += [(word != B + 1) | ~parsing]
+    inv += [adv == Mux(parsing, 0, pres)]  # the input buffer shows the flit the relay presents
     started = in_pos > 1 + split  # a word of this packet was split: the route is this packet's
     route = [~started | (any_[k] == ((partial & reach[k]) != 0)) for k in range(outs)]
     route += [~started | (sev[k] == _several(partial & reach[k])) for k in range(outs)]
