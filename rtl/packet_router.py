@@ -26,7 +26,9 @@ ahead of allocation (stage Q), the
 allocator is :class:`MatrixAllocator` with its grant registered (stage A), each
 output's owner is registered at the grant and is the crossbar select (stage
 G), and every output has a link register (stage L) with the header rewrite
-behind it; the input buffers' ``ready`` is a register. The link register needs
+behind it; the input buffers' ``ready`` is a register, and so is whether an
+output is free for the allocator (no owner, link register empty), ANDed with
+its receiver's ``ready``. The link register needs
 no second entry and the relays no per-flit ``ready`` from the network outputs:
 with virtual cut-through (below) a receiver refuses no flit of a granted packet
 (an assertion checks it on every output), so only the local delivery can hold an
@@ -444,22 +446,26 @@ class PacketPath(wiring.Component):
                     Signal(name=f"a_multi_{p}"),
                 )
                 take = Const(1, 1)
+                driven = Cat(*drivers).any()
                 m.d.sync += [
-                    a_valid.eq(Cat(*drivers).any()),
+                    a_valid.eq(driven),
                     a_flit.eq(switched),
                     a_multi.eq((Cat(r.multi[k] for r in relays) & owner).any()),
                 ]
                 m.d.sync += Assert(~a_valid | out.ready, f"router: output {p} refused a flit of a granted packet")
+                free = Signal(init=1, name=f"free_{p}")  # ``~busy & ~a_valid`` (below)
                 m.d.comb += [
                     linked[k].eq(a_valid),
                     out.valid.eq(a_valid),
-                    alloc.free[k].eq(~busy[k] & ~a_valid & out.ready),
+                    alloc.free[k].eq(free & out.ready),
                 ]
                 tail_left = a_valid & a_flit.last  # never with a grant: that needs an idle link
                 m.d.comb += [nxt.eq(Mux(granted, won, Mux(tail_left, 0, owner))), self.sel[k].eq(owner)]
-                # ``busy`` is ``owner.any()`` (an invariant of the formal wrapper), kept as a flip-flop of its own:
-                # the allocator's ``free`` then reads one bit, not an OR over the inputs.
-                m.d.sync += [busy[k].eq(granted | (busy[k] & ~tail_left)), owner.eq(nxt)]
+                # ``busy`` is ``owner.any()`` (an invariant of the formal wrapper), kept as a flip-flop of its own, and
+                # ``free`` is ``~busy & ~a_valid``, a flip-flop of their next values: the allocator's ``free`` then
+                # reads one register and the receiver's ``ready`` (a register in the neighbour).
+                busy_next = granted | (busy[k] & ~tail_left)
+                m.d.sync += [busy[k].eq(busy_next), free.eq(~busy_next & ~driven), owner.eq(nxt)]
                 pos = position(m, fmt, a_flit, a_valid, f"a_pos_{p}")
                 rewrite(m, fmt, out.payload, a_flit, pos, self.reach[k], a_multi)  # behind it
                 m.d.sync += Assert(

@@ -16,15 +16,21 @@ bit (``own``) and accumulates, per port, whether that part has any destination
 and whether it has several (:func:`several`, a log-depth tree per word). From
 pipeline 1 on a word is split a cycle after it is taken, from registers (``got``
 and its index ``at``, ``split`` marks it), so the tree starts at a flip-flop; the
-last word's split falls in stage Q (below), which waits a cycle anyway. After the
-last word the route is known: every non-empty part is a branch (one copy of
-the packet leaves on that port) and its opcode is known (rule 2 of Section
-4.3.3: a part with one destination becomes a plain WRITE). The relay then
-presents the packet again, header and bitmap words from where they are kept,
-then the payload straight from the input. At a network input every flit of
-the packet reaches the crossbar from the input buffer's memory, one
-flip-flop (its presentation pointer) and a memory read away, with no
-multiplexer in between. Each copy's bitmap words are rewritten
+last word's split falls in stage Q (below), which waits a cycle anyway. Only the
+"any" half of a split is summed in its cycle (``any_``, the route the allocator
+reads in stage A); the word's "any" and "several" bits wait a cycle more in
+registers of their own (``tally_any``, ``tally_sev``, with ``tally_was``, the
+route before the word; ``tally`` marks them) before ``sev`` sums them, so no
+path runs from the tree through the sum. ``sev`` decides only the copies'
+opcodes (``multi``), which the router takes when the header is switched, two
+cycles after the last word's sum. After the last word the route is known: every
+non-empty part is a branch (one copy of the packet leaves on that port) and its
+opcode is known (rule 2 of Section 4.3.3: a part with one destination becomes a
+plain WRITE). The relay then presents the packet again, header and bitmap
+words from where they are kept, then the payload straight from the input. At a
+network input every flit of the packet reaches the crossbar from the input
+buffer's memory, one flip-flop (its presentation pointer) and a memory read
+away, with no multiplexer in between. Each copy's bitmap words are rewritten
 behind the crossbar, word by word, to ``word & reach-mask word`` of its port
 (:func:`rewrite`): the metadata update that keeps downstream relays from
 delivering twice or looping. Both ``own`` and ``reach`` are inputs the
@@ -57,17 +63,21 @@ an output register). From the cycle ``h`` a header is the input buffer's head
 
 * parse (cycles ``h`` .. ``h + bitmap_flits``): the header and the bitmap words
   are taken, each word split in the next cycle and the route accumulated
-  (``any_``, ``sev``);
+  (``any_``), each word's several bits summed into ``sev`` a cycle after its
+  split;
 * stage Q (``p = h + bitmap_flits + 1``): the parsed header is presented, the
   last word split; the route (registers) waits for ``pend``, so the allocator
   sees only registers;
 * stage A (``p + 1``): the router's allocator chooses and registers its grant
   (``grant``, ``granting`` and the arbiter's order in
-  :class:`~equimesh.rtl.packet_router.MatrixAllocator`);
+  :class:`~equimesh.rtl.packet_router.MatrixAllocator`); the last word's
+  several bits are summed into ``sev``, which holds the copies' opcodes
+  (``multi``) from stage G on;
 * stage G (``p + 2``): the grant sets ``active`` and latches ``branches``, and
   the router registers each granted output's owner, one-hot, its crossbar
   select (``owner_<port>``, ``busy``);
-* switch (``p + 3``): the header leaves the relay; every branch ``valid`` comes
+* switch (``p + 3``): the header leaves the relay, and the router registers
+  its copies' opcodes (``multi``); every branch ``valid`` comes
   from registers (``active``, ``settled``). A network branch's ``ready`` is 1:
   with virtual cut-through its receiver refuses no flit of the packet (below),
   so the release waits only for the local delivery;
@@ -278,8 +288,8 @@ class Relay(wiring.Component):
     active : Out(1)  -- a granted packet is passing (with ``cut``: from the cycle after its grant
         to its tail).
     multi : Out(outputs)  -- per network output, the copy there keeps more than one destination (a
-        register, valid from the header's presentation, with ``cut`` from the cycle after it, until its
-        tail leaves).
+        register, valid from the header's presentation, with ``cut`` from two cycles after it (stage
+        G), until its tail leaves).
     holding : Out(1)  -- a network input's relay holds flits of a packet (parsed, or being parsed); the
         injection input's, a header whose bitmap words are still coming.
     """
@@ -345,14 +355,24 @@ class Relay(wiring.Component):
             part = Signal(fmt.width, name=f"part_{k}")
             m.d.comb += part.eq(got & mask_word(fmt, self.reach[k], at))
             words.append(several(m, part, f"word_{k}"))
+        w_any, w_sev = Cat(a for a, _ in words), Cat(s for _, s in words)
+        was_any = Mux(fresh, 0, any_[:outs])  # the words split before this one
         with m.If(split):
-            for k in range(outs):
-                w_any, w_sev = words[k]
-                was_any, was_sev = any_[k] & ~fresh, sev[k] & ~fresh
-                m.d.sync += [any_[k].eq(was_any | w_any), sev[k].eq(was_sev | w_sev | (was_any & w_any))]
-            m.d.sync += mine.eq((mine & ~fresh) | own_hit)
+            m.d.sync += [any_[:outs].eq(was_any | w_any), mine.eq((mine & ~fresh) | own_hit)]
             if self.local:
                 m.d.sync += any_[outs].eq((any_[outs] & ~fresh) | own_hit)
+        if self.cut:  # the word's (any, several) wait a cycle in registers of their own before ``sev`` sums them
+            tally = Signal(name="tally")
+            tally_any, tally_sev = Signal(outs, name="tally_any"), Signal(outs, name="tally_sev")
+            tally_was = Signal(outs, name="tally_was")  # ``any_`` before the word: the words already in ``sev``
+            m.d.sync += [tally.eq(split), tally_any.eq(w_any), tally_sev.eq(w_sev), tally_was.eq(was_any)]
+            with m.If(tally):
+                m.d.sync += sev.eq(sev | tally_sev | (tally_was & tally_any))
+            with m.Elif(split & fresh):  # never with a tally: the header is taken between two packets' words
+                m.d.sync += sev.eq(0)
+        else:
+            with m.If(split):
+                m.d.sync += sev.eq(Mux(fresh, 0, sev) | w_sev | (was_any & w_any))
         with m.If(taking):
             with m.If(at_header):
                 m.d.sync += step()

@@ -190,7 +190,7 @@ class Router(wiring.Component):
         return m
 
     def _timestep(self, m: Module, s: SimpleNamespace) -> None:
-        """The step counter and ``done``; sets ``s.run, over, fill, step, flit, last, boundary``."""
+        """The step counter and ``done``; sets ``s.run, over, fill, step, flit, last, boundary, drained``."""
         P, piped = s.P, s.piped
         # Timestep counter: `flit` counts the cycles of a step, `step` the table address.
         # From pipeline 1 on, `start` first takes one fill cycle, which reads table entry 0.
@@ -222,6 +222,7 @@ class Router(wiring.Component):
             drained = nxt_drain
         m.d.sync += self.done.eq(drained & ~self.start)
         s.run, s.over, s.fill, s.step, s.flit, s.last, s.boundary = run, over, fill, step, flit, last, boundary
+        s.drained = drained
 
     def _table(self, m: Module, s: SimpleNamespace) -> None:
         """The schedule table; sets ``s.entry`` (the current step's entry) and ``s.tab_q``."""
@@ -432,12 +433,13 @@ class Router(wiring.Component):
 
     def _packets(self, m: Module, s: SimpleNamespace) -> None:
         """The packet path on the same crossbar and links, whenever no schedule uses them."""
-        n, piped, run, fill, over, xbar, b_live, lane_out = (
+        n, piped, run, fill, over, drained, xbar, b_live, lane_out = (
             s.n,
             s.piped,
             s.run,
             s.fill,
             s.over,
+            s.drained,
             s.xbar,
             s.b_live,
             s.lane_out,
@@ -450,9 +452,14 @@ class Router(wiring.Component):
             s.sched_flit,
         )
         # Packets share the crossbar in every cycle but a schedule's stage B, and the links while
-        # no schedule runs (from ``start`` to ``done``).
-        schedule, arriving = Signal(), Signal()
-        m.d.comb += schedule.eq(run | fill | (over & ~self.done))
+        # no schedule runs (from ``start`` to ``done``). ``schedule`` is ``run | fill | (over & ~done)``, kept
+        # as a register of its own (it holds the packet path): set when ``start`` is taken (``_timestep``: not
+        # while running or filling), cleared when ``done`` rises (its next value is ``drained & ~start``).
+        schedule, arriving = Signal(name="schedule"), Signal()
+        m.d.sync += [
+            schedule.eq((self.start & ~run & ~fill) | (schedule & ~(drained & ~self.start))),
+            Assert(schedule == (run | fill | (over & ~self.done)), "the registered schedule flag"),
+        ]
         # A scheduled flit reaches an in-link only in a cycle after one of ``schedule`` (it leaves a
         # neighbour's stage-B register, and every router runs the same steps from the same start),
         # and no packet is on a link then (the network starts a schedule with every router idle, and

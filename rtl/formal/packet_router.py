@@ -19,7 +19,7 @@ of the flits each stream carried in its current packet:
 * each input buffer's fill level, pointers and room, as in ``rtl/formal/input_buffer.py``, and where
   every flit inside (memory words, read through ports the wrapper adds; the head is the one at the read
   pointer) stands in its packet: the in-link's count is the relay's plus the flits inside;
-* from pipeline 1 on, each output's busy bit, owner (stage G) and link register (stage L) against the
+* from pipeline 1 on, each output's busy bit, free bit, owner (stage G) and link register (stage L) against the
   relay that still owes it flits, and its out-link's count against that relay's branch; the matrix
   allocator's registered grant (stage A): shown as ``granting``, to disjoint free outputs, for waiting
   headers, its arbiter's order a total order. Pipeline 0 (combinational allocator, selects and
@@ -427,6 +427,7 @@ def _output_invariant(fmt, blocks, p, env, owes):
         ready = env["ready_q"][port] & ~env["took_q"][port]
         inv += [
             (f"{what} owner one-hot, busy exactly when owned", ((owner & (owner - 1)) == 0) & (busy[k] == owner.any())),
+            (f"{what} free exactly when neither busy nor in the link", path[f"free_{port}"] == (~busy[k] & ~a_valid)),
             (f"{what} busy while owed or with its tail in the link", ~busy[k] | anyone | tail_in_link),
             (f"{what} nothing owed behind the tail", ~tail_in_link | ~anyone),
             (f"{what} tail at the packet's end", ~tail_in_link | (o_pos == L - 1)),

@@ -21,9 +21,10 @@ environment:
 
 The wrapper records the packet as it enters (header and bitmap words) and counts the flits each branch
 took. For k-induction it states that the relay's registers (the parse state ``parsing``/``word`` and
-its decodes, the route ``any_``/``sev``/``mine`` over the words split so far, the word waiting to be
-split ``got``/``at``/``split`` from pipeline 1 on, the grant state ``active``/``branches``/``settled``)
-agree with that record.
+its decodes, the route ``any_``/``mine`` over the words split so far and ``sev`` over the words summed
+so far, from pipeline 1 on the word waiting to be split ``got``/``at``/``split`` and the split bits
+waiting to be summed ``tally``/``tally_any``/``tally_sev``/``tally_was``, the grant state
+``active``/``branches``/``settled``) agree with that record.
 
 The input buffer keeps the header and the bitmap words the relay popped and shows the flit the relay
 presents (:class:`~equimesh.rtl.packet_router.InputBuffer`, ``shown`` and ``advance``). The wrapper is
@@ -323,13 +324,18 @@ def _invariants(m, prop, dut, regs, fmt, reach, own, in_pos, waiting, words, hdr
     split = regs["split"] if cut else Const(0, 1)
     partial = Signal(nodes)
     m.d.comb += partial.eq(Cat(*[Mux(in_pos > j + 1 + split, words[j], 0) for j in range(B)])[:nodes])
+    # the words summed into ``sev``: those split, but the one split in the last cycle while its (any, several)
+    # bits wait to be summed (pipeline >= 1: ``tally``)
+    tally = regs["tally"] if cut else Const(0, 1)
+    summed = Signal(nodes)
+    m.d.comb += summed.eq(Cat(*[Mux(in_pos > j + 1 + split + tally, words[j], 0) for j in range(B)])[:nodes])
     pres = Mux(word == B + 1, in_pos, word)  # the position of the flit the relay presents
     inv = [c for _, c in parse_invariant(regs, in_pos, fmt)]
     inv += [(word != B + 1) | ~parsing]
     inv += [adv == Mux(parsing, 0, pres)]  # the input buffer shows the flit the relay presents
     started = in_pos > 1 + split  # a word of this packet was split: the route is this packet's
     route = [~started | (any_[k] == ((partial & reach[k]) != 0)) for k in range(outs)]
-    route += [~started | (sev[k] == _several(partial & reach[k])) for k in range(outs)]
+    route += [~started | (sev[k] == _several(summed & reach[k])) for k in range(outs)]
     route += [~started | (any_[outs] == ((partial & own) != 0)), ~started | (mine == ((partial & own) != 0))]
     inv += route
     for k in range(outs + 1):
@@ -347,6 +353,14 @@ def _invariants(m, prop, dut, regs, fmt, reach, own, in_pos, waiting, words, hdr
         got, at = regs["got"], regs["at"] if B > 1 else Const(0, 1)
         inv += [~split | (in_pos == at + 2)]
         inv += [~split | (at != j) | (got == words[j]) for j in range(B)]
+        # the bits waiting to be summed are those of the word split in the last cycle (the words split but not
+        # summed), and ``tally_was`` the route of the words before it (those summed)
+        t_any, t_sev, t_was = regs["tally_any"], regs["tally_sev"], regs["tally_was"]
+        inv += [~tally | ((in_pos >= 2 + split) & (in_pos <= B + 1 + split))]
+        for k in range(outs):
+            part = partial & ~summed & reach[k]
+            inv += [~tally | ((t_any[k] == (part != 0)) & (t_sev[k] == _several(part)))]
+            inv += [~tally | (t_was[k] == ((summed & reach[k]) != 0))]
     for i, c in enumerate(inv):
         m.d.comb += Assert(c, f"{prop}: invariant {i}")
 
