@@ -339,14 +339,18 @@ class Relay(wiring.Component):
         sev = Signal(outs)  # per network output: several destinations found
         mine = Signal()  # the node's own bit was set
         body = self.i.payload.body.payload
-        taking = parsing & self.i.valid & (~at_header | ~self.hold)  # ``hold``: no new header
+        # ``hold``: no new header. Apart from the rest of the parse, so that ``hold`` reaches only the registers
+        # a header changes (``passing`` and ``parsing`` change at the last bitmap word).
+        taking_header = parsing & at_header & self.i.valid & ~self.hold
+        taking_word = parsing & ~at_header & self.i.valid
+        taking = taking_header | taking_word
         if self.cut:  # a bitmap word is split a cycle after it is taken, from registers
             got, at, split = Signal(fmt.width, name="got"), Signal(range(B), name="at"), Signal(name="split")
-            m.d.sync += split.eq(taking & ~at_header)
-            with m.If(taking & ~at_header):
+            m.d.sync += split.eq(taking_word)
+            with m.If(taking_word):
                 m.d.sync += [got.eq(body), at.eq(cur)]
         else:
-            got, at, split = body, cur, taking & ~at_header
+            got, at, split = body, cur, taking_word
         own_hit = (got & mask_word(fmt, self.own, at)) != 0
         # The first word's split starts the route afresh (nothing to clear when the header is taken).
         fresh = at == 0
@@ -373,10 +377,10 @@ class Relay(wiring.Component):
         else:
             with m.If(split):
                 m.d.sync += sev.eq(Mux(fresh, 0, sev) | w_sev | (was_any & w_any))
-        with m.If(taking):
-            with m.If(at_header):
-                m.d.sync += step()
-            with m.Elif(word == B):
+        with m.If(taking_header):  # ``passing`` stays 0: the header is not the last bitmap word
+            m.d.sync += [word.eq(1), at_header.eq(0), cur.eq(0)]
+        with m.Elif(taking_word):
+            with m.If(word == B):
                 m.d.sync += [parsing.eq(0), *restart()]
             with m.Else():
                 m.d.sync += step()
@@ -390,8 +394,8 @@ class Relay(wiring.Component):
             hdr = Signal(fmt.width)
             m.submodules.bitmap = buf = Memory(shape=fmt.width, depth=B, init=[])
             wr, rd = buf.write_port(), buf.read_port(domain="comb")
-            m.d.comb += [wr.addr.eq(cur), wr.data.eq(body), wr.en.eq(taking & ~at_header), rd.addr.eq(cur)]
-            with m.If(taking & at_header):
+            m.d.comb += [wr.addr.eq(cur), wr.data.eq(body), wr.en.eq(taking_word), rd.addr.eq(cur)]
+            with m.If(taking_header):
                 m.d.sync += hdr.eq(body)
             m.d.comb += [
                 self.o.first.eq(~parsing & at_header),
