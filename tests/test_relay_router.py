@@ -108,6 +108,43 @@ def test_mask_split_and_header_rewrite(pipeline):
         assert flits[-1].last
 
 
+@pytest.mark.parametrize("pipeline", [0, 1])
+@pytest.mark.parametrize("source", ["inject", "i_W"])
+def test_each_packet_gets_its_own_opcode(pipeline, source):
+    """Two packets back to back through one input: the first has two destinations east of node 5 (6 and
+    15, XY: columns first), so its east copy is a MULTIWRITE; the second has only node 6 there, so its
+    east copy is a plain WRITE (seed 004, Section 4.3.3, rule 2). The second packet's opcode must come
+    from its own bitmap, not from what the first one left in the relay."""
+    fmt, _, dut = _router(pipeline)
+    packets = [_flits(fmt, 0, 1, fmt.bitmap([6, 15], src=0)), _flits(fmt, 0, 2, fmt.bitmap([6], src=0))]
+    flits = [f for packet in packets for f in packet]
+    headers = []
+    inp = getattr(dut, source)
+
+    async def bench(ctx):
+        for p in PORTS:
+            ctx.set(getattr(dut, f"o_{p}").ready, 1)
+            ctx.set(getattr(dut, f"eject_{p}").ready, 1)
+        for _ in range(80):
+            ctx.set(inp.valid, int(bool(flits)))
+            if flits:
+                ctx.set(inp.payload, flits[0])
+            await ctx.delay(1e-7)
+            if flits and ctx.get(inp.ready):
+                flits.pop(0)
+            east = dut.o_E
+            if ctx.get(east.valid) and ctx.get(east.payload.first):
+                h = ctx.get(east.payload.body.header)
+                headers.append((h.seq, h.opcode))
+            await ctx.tick()
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    assert headers == [(1, Opcode.MULTIWRITE), (2, Opcode.WRITE)]
+
+
 def test_input_released_only_when_every_branch_took_the_flit():
     """Pipeline 0: the relay takes the header and the bitmap word in cycles 0 and 1 (its parse stage) and
     presents the header in 2, where it leaves to every branch at once; the bitmap word follows in 3 and
