@@ -455,17 +455,16 @@ class Router(wiring.Component):
         # no schedule runs (from ``start`` to ``done``). ``schedule`` is ``run | fill | (over & ~done)``, kept
         # as a register of its own (it holds the packet path): set when ``start`` is taken (``_timestep``: not
         # while running or filling), cleared when ``done`` rises (its next value is ``drained & ~start``).
-        schedule, arriving = Signal(name="schedule"), Signal()
+        schedule = Signal(name="schedule")
         m.d.sync += [
             schedule.eq((self.start & ~run & ~fill) | (schedule & ~(drained & ~self.start))),
             Assert(schedule == (run | fill | (over & ~self.done)), "the registered schedule flag"),
         ]
-        # A scheduled flit reaches an in-link only in a cycle after one of ``schedule`` (it leaves a
-        # neighbour's stage-B register, and every router runs the same steps from the same start),
-        # and no packet is on a link then (the network starts a schedule with every router idle, and
-        # a packet takes cycles to leave after ``done``): this register keeps scheduled flits out of
-        # the packet inputs, off the input buffers' timing paths.
-        m.d.sync += arriving.eq(schedule)
+        # A scheduled flit is on a link only while ``schedule`` is up (it leaves a neighbour's stage-B
+        # register, a cycle or more after ``start``, and ``done`` waits for the last one; every router runs
+        # the same steps from the same start), and a packet only while it is down (the network starts a
+        # schedule with every router idle, and ``schedule`` holds the packet path): so ``schedule``, a
+        # register, keeps scheduled flits out of the packet inputs, off the input buffers' timing paths.
         cfg = self.packets
         m.submodules.packets = pkt = PacketPath(cfg.fmt, self.lanes, cfg.depth, self.link_bits, self.pipeline)
         m.d.comb += [
@@ -501,13 +500,16 @@ class Router(wiring.Component):
                 link.flit.eq(Mux(sched_valid[o], sched_flit[o].as_value(), out.payload.as_value())),
                 out.ready.eq(link.ready),
             ]
-            m.d.sync += Assert(~(sched_valid[o] & out.valid), f"port {port}: a packet on a link the schedule drives")
+            m.d.sync += [
+                Assert(~(sched_valid[o] & out.valid), f"port {port}: a packet on a link the schedule drives"),
+                Assert(~sched_valid[o] | schedule, f"port {port}: a scheduled flit outside the schedule"),
+            ]
         for port in self.lanes:
             link, inp = getattr(self, f"i_{port}"), getattr(pkt, f"i_{port}")
             m.d.comb += [
-                inp.valid.eq(link.valid & ~arriving),
+                inp.valid.eq(link.valid & ~schedule),
                 inp.payload.eq(link.flit.as_value()[:fmt_bits]),
-                link.ready.eq(inp.ready | arriving),  # scheduled flits never wait
+                link.ready.eq(inp.ready | schedule),  # scheduled flits never wait
             ]
             wiring.connect(m, getattr(pkt, f"eject_{port}"), wiring.flipped(getattr(self, f"eject_{port}")))
         m.d.sync += Assert(~run | pkt.idle, "a packet in the router while the schedule runs")

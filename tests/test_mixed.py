@@ -68,6 +68,21 @@ def test_pipeline_2_both_paths_on_one_router():
     _clean(p)
 
 
+def test_pipeline_0_packets_resume_in_the_cycle_the_schedule_ends():
+    """Pipeline 0: the packet path's outputs are combinational, so a packet header can be on a link in the
+    very cycle ``done`` rises. The receivers must take it there (the schedule window that masks their
+    inputs is down in that cycle): every copy arrives, none is cut. Steps x max(F, 2) + 3 cycles
+    (docs/architecture.md, Timing model)."""
+    image, r = _run("equimesh", 2, 3, "allreduce", pipeline=0)
+    s, p = r["schedule"], r["packets"]
+    assert s["in_flight_at_request"] > 0 and s["drain_cycles"] > 0 and s["done"]
+    assert s["bit_exact"], s.get("first_mismatch")
+    assert s["link_busy_matches_schedule"] and s["packet_flits_during_schedule"] == 0
+    assert s["cycles"] == image.steps * 4 + 3  # F = 4
+    assert p["injected_after"] > 0
+    _clean(p)
+
+
 def test_same_timing_as_the_schedule_only_network():
     """No packet in flight at the request: the schedule launches at once and matches the network built
     without packets cycle for cycle and link for link."""
