@@ -55,8 +55,8 @@ from amaranth.lib.wiring import In, Out
 
 from .crossbar import Crossbar, select_layout
 from .flit import WORD_BITS, flit_layout
-from .packet import PacketFormat
-from .relay import Relay, forwarding_ports, position, rewrite
+from .packet import Opcode, PacketFormat
+from .relay import Relay, forwarding_ports, mask_word, position, rewrite
 from .timing import DEFAULT_PIPELINE
 
 __all__ = ["Allocator", "InputBuffer", "MatrixAllocator", "PacketConfig", "PacketPath", "PacketRouter", "packet_ports"]
@@ -492,7 +492,19 @@ class PacketPath(wiring.Component):
             lane = getattr(self, f"eject_{p}")
             relay = relays[j]
             m.d.comb += [lane.valid.eq(relay.valid[outs]), relay.ready[outs].eq(lane.ready)]
-            rewrite(m, fmt, lane.payload, relay.o, relay.index, self.own, Const(0, 1))  # one bit: a WRITE
+            # The local copy (rtl/relay.py, ``rewrite`` with the own bit): a WRITE, and since a relay delivers
+            # locally only when the bitmap has the own bit, each bitmap word is the own bit's word, with no
+            # path from the buffer's memory
+            m.d.comb += lane.payload.eq(relay.o)
+            with m.If(relay.o.first):
+                m.d.comb += lane.payload.body.header.opcode.eq(Opcode.WRITE)
+            with m.Elif((relay.index != 0) & (relay.index <= fmt.bitmap_flits)):
+                own_word = mask_word(fmt, self.own, relay.index - 1)
+                m.d.comb += lane.payload.body.payload.eq(own_word)
+                m.d.sync += Assert(
+                    ~lane.valid | ((relay.o.body.payload & own_word) == own_word),
+                    f"router: a local copy on lane {p} of a packet without the own bit",
+                )
         m.d.comb += relays[-1].ready[outs].eq(1)  # the injection relay never delivers locally
         return m
 
