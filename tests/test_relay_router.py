@@ -34,6 +34,13 @@ def _flits(fmt, src, seq, bitmap):
     return out
 
 
+def _all_ready(ctx, dut):
+    """Every output link and local lane of ``dut`` takes what it is offered."""
+    for p in PORTS:
+        ctx.set(getattr(dut, f"o_{p}").ready, 1)
+        ctx.set(getattr(dut, f"eject_{p}").ready, 1)
+
+
 def _run(stall=None, pipeline=1, source="inject", src=5, dests=(1, 4, 6, 9, 13, 15), eject_stall=None):
     """Send one MultiWrite from node ``src`` for ``dests`` into router 5 of the 4x4 mesh (XY), through
     ``source`` (``inject``, or the network input ``i_<port>``); ``stall = (port, first, end)``: that
@@ -47,9 +54,7 @@ def _run(stall=None, pipeline=1, source="inject", src=5, dests=(1, 4, 6, 9, 13, 
     inp = getattr(dut, source)
 
     async def bench(ctx):
-        for p in PORTS:
-            ctx.set(getattr(dut, f"o_{p}").ready, 1)
-            ctx.set(getattr(dut, f"eject_{p}").ready, 1)
+        _all_ready(ctx, dut)
         flits = _flits(fmt, src, 7, bitmap)
         cycle = 0
         while flits or cycle < 16:
@@ -122,9 +127,7 @@ def test_each_packet_gets_its_own_opcode(pipeline, source):
     inp = getattr(dut, source)
 
     async def bench(ctx):
-        for p in PORTS:
-            ctx.set(getattr(dut, f"o_{p}").ready, 1)
-            ctx.set(getattr(dut, f"eject_{p}").ready, 1)
+        _all_ready(ctx, dut)
         for _ in range(80):
             ctx.set(inp.valid, int(bool(flits)))
             if flits:
