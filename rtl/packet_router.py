@@ -488,7 +488,15 @@ class PacketPath(wiring.Component):
             m.d.comb += onehot.eq(Cat(*drivers))
             m.d.sync += Assert((onehot & (onehot - 1)) == 0, f"router: two inputs drive output {p}")
 
-        for j, p in enumerate(ports):  # local delivery: the lane of the arrival port
+        self._local_lanes(m, relays)
+        m.d.comb += relays[-1].ready[outs].eq(1)  # the injection relay never delivers locally
+        return m
+
+    def _local_lanes(self, m: Module, relays: list) -> None:
+        """Local delivery (seed 004, Section 4.3.3): network input ``j``'s relay delivers on the lane of
+        its arrival port, ``eject_<port>``, its copy rewritten to the own bit."""
+        fmt, outs = self.fmt, len(self.ports)
+        for j, p in enumerate(self.ports):  # local delivery: the lane of the arrival port
             lane = getattr(self, f"eject_{p}")
             relay = relays[j]
             m.d.comb += [lane.valid.eq(relay.valid[outs]), relay.ready[outs].eq(lane.ready)]
@@ -505,8 +513,6 @@ class PacketPath(wiring.Component):
                     ~lane.valid | ((relay.o.body.payload & own_word) == own_word),
                     f"router: a local copy on lane {p} of a packet without the own bit",
                 )
-        m.d.comb += relays[-1].ready[outs].eq(1)  # the injection relay never delivers locally
-        return m
 
 
 class PacketRouter(wiring.Component):

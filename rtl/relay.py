@@ -317,42 +317,17 @@ class Relay(wiring.Component):
             }
         )
 
-    def elaborate(self, platform):
-        m = Module()
-        fmt, outs, B = self.fmt, self.outs, self.fmt.bitmap_flits
-
-        # ----- parse: the header and the bitmap words, one a cycle; the route accumulates -----
-        parsing = Signal(init=1)  # taking the next packet's header and bitmap words from ``i``
-        word = Signal(range(B + 2))  # parsing: the next flit's position; else the presented flit's
-        # Its decodes, registers updated with it (the presented flit's select needs no comparator):
-        at_header = Signal(init=1)  # word == 0
-        cur = Signal(range(B))  # word - 1, the bitmap word addressed, while 1 <= word <= B
-        passing = Signal()  # word == B + 1: the payload passes from the input
-
-        def step():  # word + 1
-            return [word.eq(word + 1), at_header.eq(0), cur.eq(word), passing.eq(word == B)]
-
-        def restart():  # word 0
-            return [word.eq(0), at_header.eq(1), passing.eq(0)]
-
+    def _route(self, m: Module, got: Value, at: Value, split: Value) -> tuple[Signal, Signal, Signal]:
+        """The route of the words split so far (seed 004, Section 4.3.3): per branch whether a
+        destination was found (``any_``, the network outputs then the local lane), per network
+        output whether several were (``sev``, the copy's opcode), and whether the own bit was set
+        (``mine``). ``got`` is the word split in this cycle (``split``), ``at`` its index; the
+        first word starts the route afresh."""
+        fmt, outs = self.fmt, self.outs
         any_ = Signal(outs + 1)  # per branch (network outputs, then local): a destination found
         sev = Signal(outs)  # per network output: several destinations found
         mine = Signal()  # the node's own bit was set
-        body = self.i.payload.body.payload
-        # ``hold``: no new header. Apart from the rest of the parse, so that ``hold`` reaches only the registers
-        # a header changes (``passing`` and ``parsing`` change at the last bitmap word).
-        taking_header = parsing & at_header & self.i.valid & ~self.hold
-        taking_word = parsing & ~at_header & self.i.valid
-        taking = taking_header | taking_word
-        if self.cut:  # a bitmap word is split a cycle after it is taken, from registers
-            got, at, split = Signal(fmt.width, name="got"), Signal(range(B), name="at"), Signal(name="split")
-            m.d.sync += split.eq(taking_word)
-            with m.If(taking_word):
-                m.d.sync += [got.eq(body), at.eq(cur)]
-        else:
-            got, at, split = body, cur, taking_word
         own_hit = (got & mask_word(fmt, self.own, at)) != 0
-        # The first word's split starts the route afresh (nothing to clear when the header is taken).
         fresh = at == 0
         words = []  # outside ``If(split)``: a compiled model then does not mask every level of every tree
         for k in range(outs):
@@ -377,6 +352,40 @@ class Relay(wiring.Component):
         else:
             with m.If(split):
                 m.d.sync += sev.eq(Mux(fresh, 0, sev) | w_sev | (was_any & w_any))
+        return any_, sev, mine
+
+    def elaborate(self, platform):
+        m = Module()
+        fmt, outs, B = self.fmt, self.outs, self.fmt.bitmap_flits
+
+        # ----- parse: the header and the bitmap words, one a cycle; the route accumulates -----
+        parsing = Signal(init=1)  # taking the next packet's header and bitmap words from ``i``
+        word = Signal(range(B + 2))  # parsing: the next flit's position; else the presented flit's
+        # Its decodes, registers updated with it (the presented flit's select needs no comparator):
+        at_header = Signal(init=1)  # word == 0
+        cur = Signal(range(B))  # word - 1, the bitmap word addressed, while 1 <= word <= B
+        passing = Signal()  # word == B + 1: the payload passes from the input
+
+        def step():  # word + 1
+            return [word.eq(word + 1), at_header.eq(0), cur.eq(word), passing.eq(word == B)]
+
+        def restart():  # word 0
+            return [word.eq(0), at_header.eq(1), passing.eq(0)]
+
+        body = self.i.payload.body.payload
+        # ``hold``: no new header. Apart from the rest of the parse, so that ``hold`` reaches only the registers
+        # a header changes (``passing`` and ``parsing`` change at the last bitmap word).
+        taking_header = parsing & at_header & self.i.valid & ~self.hold
+        taking_word = parsing & ~at_header & self.i.valid
+        taking = taking_header | taking_word
+        if self.cut:  # a bitmap word is split a cycle after it is taken, from registers
+            got, at, split = Signal(fmt.width, name="got"), Signal(range(B), name="at"), Signal(name="split")
+            m.d.sync += split.eq(taking_word)
+            with m.If(taking_word):
+                m.d.sync += [got.eq(body), at.eq(cur)]
+        else:
+            got, at, split = body, cur, taking_word
+        any_, sev, mine = self._route(m, got, at, split)
         with m.If(taking_header):  # ``passing`` stays 0: the header is not the last bitmap word
             m.d.sync += [word.eq(1), at_header.eq(0), cur.eq(0)]
         with m.Elif(taking_word):

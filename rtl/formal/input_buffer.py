@@ -99,32 +99,11 @@ def build(p: Params, prop: str):
     m.d.comb += [Assume(~dut.advance | (behind != 0) | pop), Assume(behind + pop - dut.advance <= kept)]
 
     # ---- the wrapper's count and the tracked flit ----
-    count = Signal(range(depth + 2))
-    m.d.sync += count.eq(count + take - pop)
-    pick = Signal()  # free input: track the flit taken in this cycle
-    tracking, ahead = Signal(), Signal(range(depth + 1))
-    showing, ahead_shown = Signal(), Signal(range(size + 1))  # until it is presented, and flits before it there
-    data = Signal(fmt.flit.size)
-    done = Signal()  # the tracked flit has left (one flit per trace is followed)
-    leaves = tracking & pop & (ahead == 0)
-    shown_now = showing & (ahead_shown == 0)
-    with m.If(~tracking & ~showing & ~done & pick & take):
-        m.d.sync += [
-            tracking.eq(1),
-            showing.eq(1),
-            data.eq(dut.i.payload.as_value()),
-            ahead.eq(count - pop),
-            ahead_shown.eq(count + behind - dut.advance),
-        ]
-    with m.Else():
-        with m.If(tracking & pop):
-            m.d.sync += ahead.eq(ahead - 1)
-            with m.If(ahead == 0):
-                m.d.sync += tracking.eq(0)
-        with m.If(showing & dut.advance):
-            m.d.sync += ahead_shown.eq(ahead_shown - 1)
-            with m.If(ahead_shown == 0):
-                m.d.sync += [showing.eq(0), done.eq(1)]
+    t = _track(m, dut, depth, take, pop, behind)
+    count, pick, tracking, ahead, showing, ahead_shown = (
+        t[k] for k in ("count", "pick", "tracking", "ahead", "showing", "ahead_shown")
+    )
+    data, done, leaves, shown_now = (t[k] for k in ("data", "done", "leaves", "shown_now"))
 
     # ---- the strengthening invariant: where every flit is ----
     level, between = regs["level"], regs["between"]
@@ -202,3 +181,40 @@ def build(p: Params, prop: str):
         pick,
     ]
     return Wrapper(m, ports, 2 * depth + 4, 3 * depth + 6)
+
+
+def _track(m, dut, depth, take, pop, behind):
+    """The wrapper's count of the flits inside and the flit it follows (``pick``): until it leaves the
+    head (``tracking``, ``ahead`` flits before it there) and until it is presented (``showing``,
+    ``ahead_shown`` flits before it at the presentation pointer). Returns the signals by name."""
+    fmt, size = dut.fmt, depth + dut.kept
+    count = Signal(range(depth + 2))
+    m.d.sync += count.eq(count + take - pop)
+    pick = Signal()  # free input: track the flit taken in this cycle
+    tracking, ahead = Signal(), Signal(range(depth + 1))
+    showing, ahead_shown = Signal(), Signal(range(size + 1))  # until it is presented, and flits before it there
+    data = Signal(fmt.flit.size)
+    done = Signal()  # the tracked flit has left (one flit per trace is followed)
+    leaves = tracking & pop & (ahead == 0)
+    shown_now = showing & (ahead_shown == 0)
+    with m.If(~tracking & ~showing & ~done & pick & take):
+        m.d.sync += [
+            tracking.eq(1),
+            showing.eq(1),
+            data.eq(dut.i.payload.as_value()),
+            ahead.eq(count - pop),
+            ahead_shown.eq(count + behind - dut.advance),
+        ]
+    with m.Else():
+        with m.If(tracking & pop):
+            m.d.sync += ahead.eq(ahead - 1)
+            with m.If(ahead == 0):
+                m.d.sync += tracking.eq(0)
+        with m.If(showing & dut.advance):
+            m.d.sync += ahead_shown.eq(ahead_shown - 1)
+            with m.If(ahead_shown == 0):
+                m.d.sync += [showing.eq(0), done.eq(1)]
+    return dict(
+        count=count, pick=pick, tracking=tracking, ahead=ahead, showing=showing, ahead_shown=ahead_shown,
+        data=data, done=done, leaves=leaves, shown_now=shown_now,
+    )  # fmt: skip
