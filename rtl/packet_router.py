@@ -59,7 +59,35 @@ from .packet import Opcode, PacketFormat
 from .relay import Relay, forwarding_ports, mask_word, position, rewrite
 from .timing import DEFAULT_PIPELINE
 
-__all__ = ["Allocator", "InputBuffer", "MatrixAllocator", "PacketConfig", "PacketPath", "PacketRouter", "packet_ports"]
+__all__ = [
+    "Allocator",
+    "InputBuffer",
+    "MatrixAllocator",
+    "PacketConfig",
+    "PacketPath",
+    "PacketRouter",
+    "packet_ports",
+    "ring_distance",
+]
+
+
+def ring_distance(a, b, size: int):
+    """How many memory words pointer ``b`` is ahead of pointer ``a``, both wrapping at ``size``
+    (:class:`InputBuffer`'s pointers, and the formal wrappers' view of them).
+
+    Parameters
+    ----------
+    a, b : Value
+        Pointers, ``0 .. size - 1``.
+    size : int
+        The memory's depth.
+
+    Returns
+    -------
+    Value
+        ``(b - a) mod size``.
+    """
+    return Mux(b >= a, b - a, b + size - a)
 
 
 class InputBuffer(wiring.Component):
@@ -169,7 +197,7 @@ class InputBuffer(wiring.Component):
             Assert(~take | at_most(depth - 1), "input buffer: a flit written into a full buffer"),
             Assert(~self.advance | pop | (show != consume), "input buffer: a flit presented before it was popped"),
         ]
-        popped = Mux(consume >= show, consume - show, consume + size - show)  # popped and not yet presented
+        popped = ring_distance(show, consume, size)  # popped and not yet presented
         m.d.sync += Assert(~pop | self.advance | (popped < self.kept), "input buffer: a popped flit overwritten")
         return m
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 from amaranth.hdl import Assert, Assume, Cat, Cover, Module, Mux, Signal
 from amaranth.lib.memory import Memory
 
-from ..packet_router import InputBuffer
+from ..packet_router import InputBuffer, ring_distance
 from . import Params, Prop, Wrapper
 from .probe import internals, made, no_reset, stream_contract
 
@@ -115,9 +115,6 @@ def build(p: Params, prop: str):
         m.d.comb += offset.eq(ptr + n)
         return Mux(offset >= size, offset - size, offset)
 
-    def apart(a, b):  # how far ``b`` is ahead of ``a``
-        return Mux(b >= a, b - a, b + size - a)
-
     look = mem.read_port(domain="comb")
     m.d.comb += look.addr.eq(plus(show, ahead_shown))
     inv = [
@@ -126,8 +123,8 @@ def build(p: Params, prop: str):
         produce < size,  # the pointers stay in the memory (its depth need not be a power of 2)
         consume < size,
         show < size,
-        apart(consume, produce) == count,
-        apart(show, consume) == behind,
+        ring_distance(consume, produce, size) == count,
+        ring_distance(show, consume, size) == behind,
         between == (pos == 0),
         pos < fmt.packet_flits,
         ~tracking | (ahead < count),

@@ -35,7 +35,7 @@ from functools import reduce
 from amaranth.hdl import Assert, Assume, Cat, Cover, Module, Mux, Signal, Value
 from amaranth.lib.memory import Memory
 
-from ..packet_router import Allocator, InputBuffer, MatrixAllocator, PacketConfig, PacketRouter
+from ..packet_router import Allocator, InputBuffer, MatrixAllocator, PacketConfig, PacketRouter, ring_distance
 from ..relay import Relay, mask_word
 from . import Params, Prop, Wrapper
 from .probe import anyconst, internals, made, no_reset, stream_contract
@@ -351,9 +351,6 @@ def _buffer_invariant(m, fmt, blocks, j, rpos, in_pos):
     count = Signal(range(depth + 2), name=f"buf_{j}_count")  # the flits inside: the level's code, as a number
     m.d.comb += count.eq(reduce(operator.add, [level[i].as_unsigned() for i in range(depth)]))
 
-    def behind(ptr, a):  # how far memory word ``a`` is behind pointer ``ptr``
-        return Mux(ptr <= a, a - ptr, a + size - ptr)
-
     # the position in its packet of the flit the relay presents: its header while it parses, then as it goes
     shown_at = Mux(relay["parsing"], 0, Mux(relay["word"] == B + 1, rpos, relay["word"]))
     head_flit = buf.o.payload
@@ -363,9 +360,9 @@ def _buffer_invariant(m, fmt, blocks, j, rpos, in_pos):
         # they wrap at the memory's depth
         ("pointers in range", (produce < size) & (consume < size) & (show < size)),
         # a write advances the write pointer, a read the read pointer
-        ("pointers apart by the flits inside", behind(consume, produce) == count),
+        ("pointers apart by the flits inside", ring_distance(consume, produce, size) == count),
         # the relay popped its packet's flits up to its count and presented them up to the shown one
-        ("presentation behind the head by the flits popped", behind(show, consume) == rpos - shown_at),
+        ("presentation behind the head by the flits popped", ring_distance(show, consume, size) == rpos - shown_at),
         ("between packets at the link's header", between == (in_pos == 0)),  # set by the tail's ``last``
         ("the rest of the packet fits", between | (count + L - in_pos <= depth)),  # virtual cut-through
         # the buffer is a FIFO: the flits it took and has not passed on are the ones after the relay's count
@@ -379,13 +376,13 @@ def _buffer_invariant(m, fmt, blocks, j, rpos, in_pos):
         look = mem.read_port(domain="comb")
         m.d.comb += look.addr.eq(a)
         d = Signal(range(size), name=f"buf_{j}_dist_{a}")  # how far word a is behind the read pointer
-        m.d.comb += d.eq(behind(consume, a))
+        m.d.comb += d.eq(ring_distance(consume, a, size))
         at = _mod(m, rpos + d, L, f"buf_{j}_at_{a}")
         framed = (look.data.first == (at == 0)) & (look.data.last == (at == L - 1))
         inv.append((f"memory word {a} framed", (d >= count) | framed))
         # a popped flit not yet presented: the header or a bitmap word of the relay's packet
         kept = Signal(range(size), name=f"buf_{j}_kept_{a}")  # how far word a is behind the shown one
-        m.d.comb += kept.eq(behind(show, a))
+        m.d.comb += kept.eq(ring_distance(show, a, size))
         ahead = (kept < rpos - shown_at) & ~((look.data.first == (shown_at + kept == 0)) & ~look.data.last)
         inv.append((f"memory word {a} framed while kept", ~ahead))
     return inv
