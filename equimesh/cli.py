@@ -185,7 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     Returns
     -------
     int
-        The exit status: the command's, 2 for a usage error, 1 for bad input, 130 when interrupted.
+        The exit status: the command's, 2 for a usage error, 1 for bad input, 3 when the RTL broke one of
+        its assertions on the Amaranth simulator, 130 when interrupted.
     """
     try:
         args = make_parser().parse_args(argv)
@@ -193,6 +194,13 @@ def main(argv: list[str] | None = None) -> int:
     except (UsageError, InputError) as e:
         print(f"equimesh: {e}", file=sys.stderr)
         return e.exit_code
+    except RuntimeError as e:
+        from .sim.harness import RtlAssertionFailed  # imported only here: it loads the simulator
+
+        if not isinstance(e, RtlAssertionFailed):
+            raise
+        print(f"equimesh: {e}", file=sys.stderr)  # a bug in the hardware, found by its own assertion
+        return 3
     except KeyboardInterrupt:
         print("equimesh: interrupted", file=sys.stderr)
         return 130

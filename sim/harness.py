@@ -16,7 +16,50 @@ from amaranth.sim import Simulator
 from ..rtl.network import Network
 from .program import Drive, Program, Run, words_of
 
-__all__ = ["drive", "execute"]
+__all__ = ["RtlAssertionFailed", "drive", "execute", "run_to_end"]
+
+
+class RtlAssertionFailed(RuntimeError):
+    """The RTL broke one of its own assertions (an ``Assert`` in ``rtl/``) on the Amaranth simulator: a
+    bug in the hardware, not in the user's input."""
+
+
+def run_to_end(sim: Simulator, period: float, vcd=None, traces=()) -> None:
+    """Run ``sim`` to the end of its testbenches, writing the waveform ``vcd`` if given (with ``traces``).
+
+    Parameters
+    ----------
+    sim : Simulator
+        The simulator, its clock (``period`` seconds) and testbenches added.
+    period : float
+        The clock's period in seconds.
+    vcd : str or pathlib.Path, optional
+        The waveform file; on a failed assertion it holds the run up to that cycle.
+    traces : sequence of Signal
+        Signals the waveform shows first.
+
+    Raises
+    ------
+    RtlAssertionFailed
+        An RTL assertion failed: the message is the assertion's and the cycle is counted from 0, the
+        first clock edge.
+    """
+    try:
+        if vcd is None:
+            sim.run()
+        else:
+            with sim.write_vcd(vcd, traces=traces):
+                sim.run()
+    except AssertionError as e:
+        what = str(e)
+        if not what.startswith("Assertion violated"):
+            raise
+        # Amaranth 0.5 keeps the simulated time (femtoseconds) in its engine only; the first edge is at half
+        # a period, so edge k is at (k + 1/2) periods.
+        cycle = int(sim._engine.now * 1e-15 / period)
+        kept = f" (waveform up to it: {vcd})" if vcd is not None else ""
+        what = what.removeprefix("Assertion violated").removeprefix(": ")
+        raise RtlAssertionFailed(f"an RTL assertion failed in cycle {cycle}: {what}{kept}") from None
 
 
 def _int(words: np.ndarray) -> int:
@@ -120,11 +163,7 @@ def execute(net: Network, *programs: Program, vcd: str | None = None, progress=N
         sim = Simulator(net)
         sim.add_clock(1e-8)
         sim.add_testbench(bench)
-        if vcd:
-            with sim.write_vcd(vcd, traces=[net.start, net.done, net.link_valid]):
-                sim.run()
-        else:
-            sim.run()
+        run_to_end(sim, 1e-8, vcd or None, traces=[net.start, net.done, net.link_valid])
     finally:
         sys.set_int_max_str_digits(limit)
     return outs

@@ -31,7 +31,7 @@ from ..rtl.packet_network import PacketSetup, TrafficTop
 from ..rtl.rom import NetworkImage
 from ..rtl.timing import DEFAULT_PIPELINE
 from ..schedules.routing import ForwardingTable
-from .harness import drive
+from .harness import drive, run_to_end
 from .metrics import link_stats
 from .program import Program, check, final_reads, join, make_program, merged, read_back, scalar
 from .traffic import Run, Traffic, traffic_load
@@ -343,11 +343,7 @@ def simulate_mixed(
     sim.add_clock(1e-8)
     sim.add_testbench(bench)
     t0 = time.perf_counter()
-    if vcd:
-        with sim.write_vcd(vcd):
-            sim.run()
-    else:
-        sim.run()
+    run_to_end(sim, 1e-8, vcd or None)
     out["sim_seconds"] = round(time.perf_counter() - t0, 3)
     return out
 

@@ -607,7 +607,7 @@ def simulate(
     from amaranth.sim import Simulator
 
     from ..rtl.packet_network import PacketNetwork, TrafficTop
-    from .harness import drive
+    from .harness import drive, run_to_end
 
     top = TrafficTop(
         PacketNetwork(table, payload_flits, pipeline=pipeline, flit_bits=flit_bits), traffic.depth, check=False
@@ -635,11 +635,7 @@ def simulate(
     sim = Simulator(top)
     sim.add_clock(1e-6)
     sim.add_testbench(bench)
-    if vcd:
-        with sim.write_vcd(vcd):
-            sim.run()
-    else:
-        sim.run()
+    run_to_end(sim, 1e-6, vcd or None)
     return out
 
 
