@@ -67,56 +67,40 @@ __all__ = [
     "PacketPath",
     "PacketRouter",
     "packet_ports",
-    "ring_distance",
 ]
-
-
-def ring_distance(a, b, size: int):
-    """How many memory words pointer ``b`` is ahead of pointer ``a``, both wrapping at ``size``
-    (:class:`InputBuffer`'s pointers, and the formal wrappers' view of them).
-
-    Parameters
-    ----------
-    a, b : Value
-        Pointers, ``0 .. size - 1``.
-    size : int
-        The memory's depth.
-
-    Returns
-    -------
-    Value
-        ``(b - a) mod size``.
-    """
-    return Mux(b >= a, b - a, b + size - a)
 
 
 class InputBuffer(wiring.Component):
     """A FIFO of ``depth`` >= packet length flits, ready for a header only when the whole packet fits.
 
-    Storage (as ``SyncFIFO``): a memory read without a clock at the read pointer, which is the head
-    (``o``): a flit written in cycle ``t`` is the head in ``t + 1``. An FPGA maps it to distributed RAM
-    (ECP5 ``TRELLIS_DPR16X4``). The read, which is the relay's release and so ends the router's longest
-    decision, changes only the read pointer and the fill level, a few flip-flops: no flit-wide register
-    waits on it (a registered head would need the release at every one of its flip-flops' enables). The
-    fill level is a thermometer code (``level[i]``: more than ``i`` flits buffered) that shifts up on a
-    write and down on a read, and "is there room for a packet" is one bit of the code (no adder, no
-    comparator).
+    Storage (as ``SyncFIFO``): a memory of ``depth`` entries read without a clock at the read pointer,
+    which is the head (``o``): a flit written in cycle ``t`` is the head in ``t + 1``. An FPGA maps it
+    to distributed RAM (ECP5 ``TRELLIS_DPR16X4``, 16 entries each). The read, which is the relay's
+    release and so ends the router's longest decision, changes only pointers and fill levels, a few
+    flip-flops: no flit-wide register waits on it (a registered head would need the release at every
+    one of its flip-flops' enables). Each fill level is a thermometer code (bit ``i``: more than ``i``
+    flits) that shifts up on a write and down on a read, and "is there room for a packet" is one bit
+    of a code (no adder, no comparator).
 
     Presentation (``shown``, ``advance``; seed 004, Section 6.4: the bitmap words follow the header).
     The relay pops a packet's header and bitmap words to parse them before the packet is granted
-    (:mod:`~equimesh.rtl.relay`), and presents them afterwards. The memory has ``kept = 1 +
-    bitmap_flits`` entries more than ``depth``, so the popped header and bitmap words stay in it,
-    untouched by later writes, until they are presented; the fill level counts only the flits not yet
-    popped, so room and ``ready`` are those of a ``depth``-flit FIFO. A second read port at the
-    presentation pointer ``show`` (one step per ``advance``) is the flit the relay presents: the
-    header, the bitmap words, then the payload, when ``show`` has caught up with the read pointer and
-    the two move together. So the crossbar takes every flit of a packet from the memory, one
-    flip-flop (``show``) and a memory read away: no multiplexer between the relay's registers and the
-    input's head.
+    (:mod:`~equimesh.rtl.relay`), and presents them afterwards. They stay in the memory until
+    presented: a second read port at the presentation pointer ``show`` (one step per ``advance``) is
+    the flit the relay presents, the header, the bitmap words, then the payload, when ``show`` has
+    caught up with the read pointer and the two move together. So the crossbar takes every flit of
+    a packet from the memory, one flip-flop (``show``) and a memory read away: no multiplexer between
+    the relay's registers and the input's head. Two levels: ``level`` counts the flits not yet popped
+    (the head is valid when it is not zero), ``fill`` those not yet presented, the popped header and
+    bitmap words included; room, and so ``i.ready``, is counted on ``fill``, so a write never
+    overwrites a flit waiting to be presented and the memory needs no entries beyond ``depth``.
+    Counting the kept words changes no cycle for a packet of more than ``depth - packet_flits``
+    payload flits (the default ``depth`` is ``packet_flits + 2``): a header is ready to be taken only
+    when at most that many flits are inside, and while the previous packet still has words to present
+    none of its payload has been popped.
 
-    With ``registered`` (pipeline 1) ``i.ready`` is a register: computed a cycle ahead from the level
-    after this cycle's write, counting no read (so it never promises room a read has not made yet);
-    within a packet it stays up, the room for the whole packet was there when its header came.
+    With ``registered`` (pipeline 1) ``i.ready`` is a register: computed a cycle ahead from the fill
+    after this cycle's write, counting no presentation (so it never promises room that is not there
+    yet); within a packet it stays up, the room for the whole packet was there when its header came.
 
     Parameters
     ----------
@@ -134,7 +118,7 @@ class InputBuffer(wiring.Component):
     o : Out(stream)  -- the head flit, for the relay to parse and pop.
     shown : Out(flit)  -- the flit at the presentation pointer.
     advance : In(1)  -- the shown flit was presented; the consumer advances ``show`` only past flits it
-        popped or pops in the same cycle, and pops at most ``kept`` flits ahead of ``show``.
+        popped or pops in the same cycle.
     empty : Out(1)  -- no flit buffered.
     """
 
@@ -142,29 +126,33 @@ class InputBuffer(wiring.Component):
         if depth < max(2, fmt.packet_flits):
             raise ValueError(f"input buffer depth {depth} is smaller than a packet ({fmt.packet_flits} flits)")
         self.fmt, self.depth, self.registered = fmt, depth, registered
-        self.kept = 1 + fmt.bitmap_flits
         flit = stream.Signature(fmt.flit)
         super().__init__({"i": In(flit), "o": Out(flit), "shown": Out(fmt.flit), "advance": In(1), "empty": Out(1)})
 
     def elaborate(self, platform):
         m = Module()
-        depth, size = self.depth, self.depth + self.kept
-        m.submodules.mem = mem = Memory(shape=self.fmt.flit, depth=size, init=[])
+        depth = self.depth
+        m.submodules.mem = mem = Memory(shape=self.fmt.flit, depth=depth, init=[])
         wr, rd, present = mem.write_port(), mem.read_port(domain="comb"), mem.read_port(domain="comb")
-        produce, consume, show = Signal(range(size)), Signal(range(size)), Signal(range(size))
+        produce, consume, show = Signal(range(depth)), Signal(range(depth)), Signal(range(depth))
 
         def step(ptr):  # the next entry
-            return ptr.eq(Mux(ptr == size - 1, 0, ptr + 1))
+            return ptr.eq(Mux(ptr == depth - 1, 0, ptr + 1))
 
-        level = Signal(depth)  # thermometer: bit i = more than i flits in the buffer
+        level = Signal(depth)  # thermometer: bit i = more than i flits not yet popped
+        fill = Signal(depth)  # thermometer: bit i = more than i flits not yet presented
 
-        def at_most(n):  # the buffer holds at most n flits
-            return Const(int(n >= 0), 1) if not 0 <= n < depth else ~level[n]
+        def at_most(n):  # the memory holds at most n flits not yet presented
+            return Const(int(n >= 0), 1) if not 0 <= n < depth else ~fill[n]
+
+        def count(code, up, down):  # a thermometer code's next value
+            inc, dec = Cat(Const(1, 1), code[:-1]), Cat(code[1:], Const(0, 1))
+            return Mux(up, Mux(down, code, inc), Mux(down, dec, code))
 
         take = self.i.valid & self.i.ready
         pop = self.o.valid & self.o.ready
         between = Signal(init=1)  # the next flit on the link is a header
-        room = depth - self.fmt.packet_flits  # the most flits buffered that leave room for a packet
+        room = depth - self.fmt.packet_flits  # the most flits inside that leave room for a packet
         if self.registered:
             ready = Signal(init=1)
             nxt_between = Mux(take, self.i.payload.last, between)
@@ -172,8 +160,7 @@ class InputBuffer(wiring.Component):
             m.d.comb += self.i.ready.eq(ready)
         else:
             m.d.comb += self.i.ready.eq(at_most(depth - 1) & (~between | at_most(room)))
-        up, down = Cat(Const(1, 1), level[:-1]), Cat(level[1:], Const(0, 1))
-        m.d.sync += level.eq(Mux(take, Mux(pop, level, up), Mux(pop, down, level)))
+        m.d.sync += [level.eq(count(level, take, pop)), fill.eq(count(fill, take, self.advance))]
         m.d.comb += [
             wr.addr.eq(produce),
             wr.data.eq(self.i.payload),
@@ -197,8 +184,6 @@ class InputBuffer(wiring.Component):
             Assert(~take | at_most(depth - 1), "input buffer: a flit written into a full buffer"),
             Assert(~self.advance | pop | (show != consume), "input buffer: a flit presented before it was popped"),
         ]
-        popped = ring_distance(show, consume, size)  # popped and not yet presented
-        m.d.sync += Assert(~pop | self.advance | (popped < self.kept), "input buffer: a popped flit overwritten")
         return m
 
 

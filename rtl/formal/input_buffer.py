@@ -5,16 +5,16 @@ The link side is any sender that keeps the stream contract (valid holds until re
 and sends whole packets (a header, ``bitmap_flits`` bitmap words, then ``payload_flits`` flits, the last
 marked ``last``; :mod:`~equimesh.rtl.packet`); the head
 side (the relay) takes or refuses the head in any cycle, and advances the presentation pointer only
-past flits it popped (or pops in that cycle), keeping at most ``kept`` popped flits not yet presented
-(``rtl/formal/relay.py`` proves the relay keeps that contract). The wrapper counts the flits inside
+past flits it popped (or pops in that cycle; ``rtl/formal/relay.py`` proves the relay keeps that
+contract), as many as it likes. The wrapper counts the flits inside
 (``count``) and those popped and not yet presented (``behind``), and follows one flit the solver picks
 (``pick``, any one, at any time): it records its payload and how many flits are ahead of it at the head
 and at the presentation pointer, and checks that it leaves the head, and is shown, unchanged, exactly
 when those have gone. A flit lost, duplicated, overtaken or overwritten while kept would break that for
 some choice of the tracked flit.
 
-For k-induction the wrapper states where every flit is: the fill level's thermometer code is
-``count``, the memory holds ``count`` flits between its write and read pointers and ``behind`` between
+For k-induction the wrapper states where every flit is: the thermometer codes are ``count`` (not
+popped) and ``count + behind`` (not presented), the memory holds ``count`` flits between its write and read pointers and ``behind`` between
 the presentation and read pointers, and the tracked flit is in the memory word ``ahead_shown`` after
 the presentation pointer (read through a port the wrapper adds).
 """
@@ -24,9 +24,9 @@ from __future__ import annotations
 from amaranth.hdl import Assert, Assume, Cat, Cover, Module, Mux, Signal
 from amaranth.lib.memory import Memory
 
-from ..packet_router import InputBuffer, ring_distance
+from ..packet_router import InputBuffer
 from . import Params, Prop, Wrapper
-from .probe import internals, made, no_reset, stream_contract
+from .probe import apart, internals, made, no_reset, stream_contract
 
 __all__ = ["PROPERTIES", "build"]
 
@@ -92,11 +92,11 @@ def build(p: Params, prop: str):
         ~dut.i.valid | ((dut.i.payload.first == (pos == 0)) & (dut.i.payload.last == (pos == fmt.packet_flits - 1)))
     )
 
-    # ---- the relay's side of the presentation: it shows only popped flits, at most ``kept`` behind ----
-    kept, size = dut.kept, depth + dut.kept
-    behind = Signal(range(kept + 1))  # flits popped and not yet presented
+    # ---- the relay's side of the presentation: it shows only popped flits ----
+    size, L = depth, fmt.packet_flits
+    behind = Signal(range(depth + 1))  # flits popped and not yet presented
     m.d.sync += behind.eq(behind + pop - dut.advance)
-    m.d.comb += [Assume(~dut.advance | (behind != 0) | pop), Assume(behind + pop - dut.advance <= kept)]
+    m.d.comb += Assume(~dut.advance | (behind != 0) | pop)
 
     # ---- the wrapper's count and the tracked flit ----
     t = _track(m, dut, depth, take, pop, behind)
@@ -106,7 +106,7 @@ def build(p: Params, prop: str):
     data, done, leaves, shown_now = (t[k] for k in ("data", "done", "leaves", "shown_now"))
 
     # ---- the strengthening invariant: where every flit is ----
-    level, between = regs["level"], regs["between"]
+    level, fill, between = regs["level"], regs["fill"], regs["between"]
     # the pointers address the ports
     produce, consume, show = mem.write_ports[0].addr, mem.read_ports[0].addr, mem.read_ports[1].addr
 
@@ -118,13 +118,14 @@ def build(p: Params, prop: str):
     look = mem.read_port(domain="comb")
     m.d.comb += look.addr.eq(plus(show, ahead_shown))
     inv = [
-        count <= depth,
+        count + behind <= depth,
         level == Cat(*[count > i for i in range(depth)]),
+        fill == Cat(*[count + behind > i for i in range(depth)]),
         produce < size,  # the pointers stay in the memory (its depth need not be a power of 2)
         consume < size,
         show < size,
-        ring_distance(consume, produce, size) == count,
-        ring_distance(show, consume, size) == behind,
+        apart(consume, produce, count, size),
+        apart(show, consume, behind, size),
         between == (pos == 0),
         pos < fmt.packet_flits,
         ~tracking | (ahead < count),
@@ -133,10 +134,10 @@ def build(p: Params, prop: str):
         ~showing | (ahead_shown < count + behind),
         ~showing | (look.data.as_value() == data),
         # Virtual cut-through: the rest of the packet being received fits.
-        between | (count + fmt.packet_flits - pos <= depth),
+        between | (count + behind + L - pos <= depth),
     ]
     if p.pipeline > 0:  # the registered ready promises no room that is not there
-        inv.append(~regs["ready"] | ~between | (count <= depth - fmt.packet_flits))
+        inv.append(~regs["ready"] | ~between | (count + behind <= depth - L))
     for i, c in enumerate(inv):
         m.d.comb += Assert(c, f"{prop}: invariant {i}")
 
@@ -149,20 +150,23 @@ def build(p: Params, prop: str):
                 leaves & (ahead == 0) & (count == depth), "buffer_order cover: the tracked flit leaves a full buffer"
             ),
             Cover(done & (count == 0), "buffer_order cover: a flit went through and the buffer drained"),
-            Cover(shown_now & (behind == kept), "buffer_order cover: the tracked flit shown, kept flits behind it"),
+            Cover(
+                shown_now & (behind == 1 + fmt.bitmap_flits),
+                "buffer_order cover: the tracked flit shown, a header and its bitmap words popped behind it",
+            ),
         ]
     else:
         m.d.comb += [
-            Assert(~take | (count < depth), "buffer_room: no write into a full buffer"),
+            Assert(~take | (count + behind < depth), "buffer_room: no write into a full buffer"),
             Assert(~dut.o.valid | (count >= 1), "buffer_room: the head is valid only when a flit is inside"),
             Assert(
-                ~(take & dut.i.payload.first) | (count <= depth - fmt.packet_flits),
+                ~(take & dut.i.payload.first) | (count + behind <= depth - L),
                 "buffer_room: a header is taken only when its packet fits",
             ),
             Assert(~dut.i.valid | dut.i.payload.first | dut.i.ready, "buffer_room: a body flit never waits for room"),
             Cover(
-                take & dut.i.payload.first & (count == depth - fmt.packet_flits),
-                "buffer_room cover: a header fills the buffer to the last packet's room",
+                take & dut.i.payload.first & (count + behind == depth - L) & (behind != 0),
+                "buffer_room cover: a header fills the buffer to the last packet's room, popped flits kept",
             ),
         ]
     ports = [
@@ -184,7 +188,7 @@ def _track(m, dut, depth, take, pop, behind):
     """The wrapper's count of the flits inside and the flit it follows (``pick``): until it leaves the
     head (``tracking``, ``ahead`` flits before it there) and until it is presented (``showing``,
     ``ahead_shown`` flits before it at the presentation pointer). Returns the signals by name."""
-    fmt, size = dut.fmt, depth + dut.kept
+    fmt, size = dut.fmt, depth
     count = Signal(range(depth + 2))
     m.d.sync += count.eq(count + take - pop)
     pick = Signal()  # free input: track the flit taken in this cycle

@@ -35,10 +35,10 @@ from functools import reduce
 from amaranth.hdl import Assert, Assume, Cat, Cover, Module, Mux, Signal, Value
 from amaranth.lib.memory import Memory
 
-from ..packet_router import Allocator, InputBuffer, MatrixAllocator, PacketConfig, PacketRouter, ring_distance
+from ..packet_router import Allocator, InputBuffer, MatrixAllocator, PacketConfig, PacketRouter
 from ..relay import Relay, mask_word
 from . import Params, Prop, Wrapper
-from .probe import anyconst, internals, made, no_reset, stream_contract
+from .probe import anyconst, apart, internals, made, no_reset, ring_distance, stream_contract
 from .relay import parse_invariant
 
 __all__ = ["DESIGN", "INDUCTION_DEPTH", "PROPERTIES", "build"]
@@ -345,8 +345,8 @@ def _buffer_invariant(m, fmt, blocks, j, rpos, in_pos):
     B, L = fmt.bitmap_flits, fmt.packet_flits
     buf, regs, mem = blocks["buffers"][j], blocks["buffer"][j], blocks["memories"][j]
     relay = blocks["relay"][j]
-    depth, size = buf.depth, buf.depth + buf.kept
-    level, between = regs["level"], regs["between"]
+    depth = size = buf.depth
+    level, fill, between = regs["level"], regs["fill"], regs["between"]
     produce, consume, show = mem.write_ports[0].addr, mem.read_ports[0].addr, mem.read_ports[1].addr
     count = Signal(range(depth + 2), name=f"buf_{j}_count")  # the flits inside: the level's code, as a number
     m.d.comb += count.eq(reduce(operator.add, [level[i].as_unsigned() for i in range(depth)]))
@@ -357,20 +357,23 @@ def _buffer_invariant(m, fmt, blocks, j, rpos, in_pos):
     inv = [
         # the level shifts up on a write and down on a read, from all zeros
         ("level is a thermometer code", level == Cat(*[count > i for i in range(depth)])),
+        # the fill counts the popped flits not yet presented too
+        ("fill is a thermometer code", fill == Cat(*[count + rpos - shown_at > i for i in range(depth)])),
         # they wrap at the memory's depth
         ("pointers in range", (produce < size) & (consume < size) & (show < size)),
         # a write advances the write pointer, a read the read pointer
-        ("pointers apart by the flits inside", ring_distance(consume, produce, size) == count),
+        ("pointers apart by the flits inside", apart(consume, produce, count, size)),
         # the relay popped its packet's flits up to its count and presented them up to the shown one
-        ("presentation behind the head by the flits popped", ring_distance(show, consume, size) == rpos - shown_at),
+        ("presentation behind the head by the flits popped", apart(show, consume, rpos - shown_at, size)),
         ("between packets at the link's header", between == (in_pos == 0)),  # set by the tail's ``last``
-        ("the rest of the packet fits", between | (count + L - in_pos <= depth)),  # virtual cut-through
+        # virtual cut-through
+        ("the rest of the packet fits", between | (count + rpos - shown_at + L - in_pos <= depth)),
         # the buffer is a FIFO: the flits it took and has not passed on are the ones after the relay's count
         ("the flits inside complete the relay's count", _mod(m, rpos + count, L, f"buf_{j}_end") == in_pos),
         ("head framed", ~buf.o.valid | ((head_flit.first == (rpos == 0)) & (head_flit.last == (rpos == L - 1)))),
     ]
     if buf.registered:  # the registered ready promises no room that is not there, and is up within a packet
-        inv += [("ready only with room", ~regs["ready"] | ~between | (count <= depth - L))]
+        inv += [("ready only with room", ~regs["ready"] | ~between | (count + rpos - shown_at <= depth - L))]
         inv += [("ready within a packet", between | regs["ready"])]
     for a in range(size):
         look = mem.read_port(domain="comb")

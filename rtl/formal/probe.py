@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from amaranth.hdl import Assume, Module, ResetSignal, Signal, Value
+from amaranth.hdl import Assume, Module, Mux, ResetSignal, Signal, Value
 from amaranth.hdl._ast import AnyConst  # public in amaranth.hdl from 0.6 on; the RTLIL backend writes $anyconst
 
-__all__ = ["anyconst", "internals", "made", "no_reset", "stream_contract"]
+__all__ = ["anyconst", "apart", "internals", "made", "no_reset", "ring_distance", "stream_contract"]
 
 
 def anyconst(m: Module, shape, name: str):
@@ -138,3 +138,43 @@ def no_reset(m: Module) -> None:
         The wrapper's module.
     """
     m.d.comb += Assume(~ResetSignal())
+
+
+def ring_distance(a, b, size: int):
+    """How many memory words pointer ``b`` is ahead of pointer ``a``, both wrapping at ``size`` (the
+    input buffer's pointers, :class:`~equimesh.rtl.packet_router.InputBuffer`).
+
+    Parameters
+    ----------
+    a, b : Value
+        Pointers, ``0 .. size - 1``.
+    size : int
+        The memory's depth.
+
+    Returns
+    -------
+    Value
+        ``(b - a) mod size``.
+    """
+    return Mux(b >= a, b - a, b + size - a)
+
+
+def apart(a, b, n, size: int):
+    """Pointer ``b`` is ``n`` words (``0 .. size``) after pointer ``a`` in a memory of ``size`` words:
+    with ``n == size`` (every word between them) the two are equal.
+
+    Parameters
+    ----------
+    a, b : Value
+        Pointers, ``0 .. size - 1``.
+    n : Value
+        The words from ``a`` up to ``b``.
+    size : int
+        The memory's depth.
+
+    Returns
+    -------
+    Value
+        One bit: they are that far apart.
+    """
+    return Mux(n == size, a == b, ring_distance(a, b, size) == n)

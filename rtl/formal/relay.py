@@ -287,7 +287,7 @@ def build(p: Params, prop: str):
         shown.last.eq(Mux(adv == in_pos, head.last, 0)),
         shown.body.payload.eq(Mux(adv == in_pos, head.body.payload, expected(adv))),
     ]
-    kept = [  # the buffer's contract: only popped flits are presented, at most 1 + bitmap_flits of them kept
+    kept = [  # the buffer's contract (only popped flits are presented); the rest: at most 1 + bitmap_flits kept
         (adv <= in_pos, "presents no flit it has not popped"),
         (~dut.advance | (adv < in_pos) | take, "advances only past a popped flit"),
         (in_pos - adv <= B + 1, "keeps at most the header and the bitmap words"),
