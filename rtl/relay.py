@@ -14,8 +14,10 @@ port's reach-mask word (``reach``, the router's forwarding entries, from the
 forwarding table, :mod:`equimesh.schedules.routing`) and with the node's own
 bit (``own``) and accumulates, per port, whether that part has any destination
 and whether it has several (:func:`several`, a log-depth tree per word). From
-pipeline 1 on a word is split a cycle after it is taken, from registers (``got``
-and its index ``at``, ``split`` marks it), so the tree starts at a flip-flop; the
+pipeline 1 on a word is split a cycle after it is taken, from registers: its
+parts, the word ANDed with each mask word (``got_<k>``, the own bit's last), and
+its index ``at`` (``split`` marks it), so each tree starts at flip-flops of its
+own, each feeding one tree only; the
 last word's split falls in stage Q (below), which waits a cycle anyway. Only the
 "any" half of a split is summed in its cycle (``any_``, the route the allocator
 reads in stage A); the word's "any" and "several" bits wait a cycle more in
@@ -317,23 +319,27 @@ class Relay(wiring.Component):
             }
         )
 
-    def _route(self, m: Module, got: Value, at: Value, split: Value) -> tuple[Signal, Signal, Signal]:
+    def _parts(self, word: Value, at: Value) -> list[Value]:
+        """Bitmap word ``word`` (index ``at``) ANDed with each network output's reach-mask word, then with
+        the own bit's word: the parts the split counts."""
+        masks = [*self.reach[: self.outs], self.own]
+        return [word & mask_word(self.fmt, mask, at) for mask in masks]
+
+    def _route(self, m: Module, got: list, at: Value, split: Value) -> tuple[Signal, Signal, Signal]:
         """The route of the words split so far (seed 004, Section 4.3.3): per branch whether a
         destination was found (``any_``, the network outputs then the local lane), per network
         output whether several were (``sev``, the copy's opcode), and whether the own bit was set
-        (``mine``). ``got`` is the word split in this cycle (``split``), ``at`` its index; the
-        first word starts the route afresh."""
-        fmt, outs = self.fmt, self.outs
+        (``mine``). ``got`` is the word split in this cycle (``split``) as its parts (:meth:`_parts`),
+        ``at`` its index; the first word starts the route afresh."""
+        outs = self.outs
         any_ = Signal(outs + 1)  # per branch (network outputs, then local): a destination found
         sev = Signal(outs)  # per network output: several destinations found
         mine = Signal()  # the node's own bit was set
-        own_hit = (got & mask_word(fmt, self.own, at)) != 0
+        own_hit = got[outs] != 0
         fresh = at == 0
         words = []  # outside ``If(split)``: a compiled model then does not mask every level of every tree
         for k in range(outs):
-            part = Signal(fmt.width, name=f"part_{k}")
-            m.d.comb += part.eq(got & mask_word(fmt, self.reach[k], at))
-            words.append(several(m, part, f"word_{k}"))
+            words.append(several(m, got[k], f"word_{k}"))
         w_any, w_sev = Cat(a for a, _ in words), Cat(s for _, s in words)
         was_any = Mux(fresh, 0, any_[:outs])  # the words split before this one
         with m.If(split):
@@ -378,13 +384,14 @@ class Relay(wiring.Component):
         taking_header = parsing & at_header & self.i.valid & ~self.hold
         taking_word = parsing & ~at_header & self.i.valid
         taking = taking_header | taking_word
-        if self.cut:  # a bitmap word is split a cycle after it is taken, from registers
-            got, at, split = Signal(fmt.width, name="got"), Signal(range(B), name="at"), Signal(name="split")
+        if self.cut:  # a bitmap word's parts are registered when it is taken and split a cycle later
+            at, split = Signal(range(B), name="at"), Signal(name="split")
+            got = [Signal(fmt.width, name=f"got_{k}") for k in range(outs + 1)]  # the last: the own bit's part
             m.d.sync += split.eq(taking_word)
             with m.If(taking_word):
-                m.d.sync += [got.eq(body), at.eq(cur)]
+                m.d.sync += [*(g.eq(p) for g, p in zip(got, self._parts(body, cur))), at.eq(cur)]
         else:
-            got, at, split = body, cur, taking_word
+            got, at, split = self._parts(body, cur), cur, taking_word
         any_, sev, mine = self._route(m, got, at, split)
         with m.If(taking_header):  # ``passing`` stays 0: the header is not the last bitmap word
             m.d.sync += [word.eq(1), at_header.eq(0), cur.eq(0)]

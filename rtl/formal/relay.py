@@ -319,7 +319,7 @@ def _invariants(m, prop, dut, regs, fmt, reach, own, in_pos, waiting, words, hdr
     any_, sev, mine = regs["any_"], regs["sev"], regs["mine"]
     active, branches, settled = regs["active"], regs["branches"], regs["settled"]
     parsed = in_pos >= B + 1
-    # the bitmap words split so far: those taken, but the one taken in the last cycle while it waits in ``got``
+    # the bitmap words split so far: those taken, but the one taken in the last cycle while its parts wait in ``got_*``
     # to be split (pipeline >= 1: ``split``)
     split = regs["split"] if cut else Const(0, 1)
     partial = Signal(nodes)
@@ -350,9 +350,11 @@ def _invariants(m, prop, dut, regs, fmt, reach, own, in_pos, waiting, words, hdr
         pend = regs["pend"]
         inv += [~pend | (parsed & ~active & (word != B + 1)), ~pending_q | pend]
         # the word waiting to be split is the one taken in the last cycle
-        got, at = regs["got"], regs["at"] if B > 1 else Const(0, 1)
+        at = regs["at"] if B > 1 else Const(0, 1)
         inv += [~split | (in_pos == at + 2)]
-        inv += [~split | (at != j) | (got == words[j]) for j in range(B)]
+        for k, mask in enumerate([*reach, own]):  # its parts: the word ANDed with each mask word, own last
+            got = regs[f"got_{k}"]
+            inv += [~split | (at != j) | (got == (words[j] & relay_module.mask_word(fmt, mask, j))) for j in range(B)]
         # the bits waiting to be summed are those of the word split in the last cycle (the words split but not
         # summed), and ``tally_was`` the route of the words before it (those summed)
         t_any, t_sev, t_was = regs["tally_any"], regs["tally_sev"], regs["tally_was"]
