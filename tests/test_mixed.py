@@ -19,6 +19,7 @@ from equimesh.schedules.routing import forwarding_table
 from equimesh.schedules.synth import synthesize
 from equimesh.schedules.topology import build
 from equimesh.sim.backends import run_image
+from equimesh.sim.harness import RtlAssertionFailed
 from equimesh.sim.mixed import simulate_mixed
 from equimesh.sim.traffic import make_traffic
 
@@ -113,7 +114,7 @@ def test_launch_without_drain_is_caught(monkeypatch):
         return Signal()
 
     monkeypatch.setattr(network.Network, "_launch", launch_at_once)
-    with pytest.raises(AssertionError, match="while the schedule runs|a packet on a link the schedule drives"):
+    with pytest.raises(RtlAssertionFailed, match="while the schedule runs|a packet on a link the schedule drives"):
         _run("equimesh", 2, 3, "allgather")
 
 
