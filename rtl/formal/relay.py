@@ -22,7 +22,7 @@ environment:
 The wrapper records the packet as it enters (header and bitmap words) and counts the flits each branch
 took. For k-induction it states that the relay's registers (the parse state ``parsing``/``word`` and
 its decodes, the route ``any_``/``mine`` over the words split so far and ``sev`` over the words summed
-so far, from pipeline 1 on the word waiting to be split ``got``/``at``/``split`` and the split bits
+so far, from pipeline 1 on the parts of the word waiting to be split ``got_<k>``/``at``/``split`` and the split bits
 waiting to be summed ``tally``/``tally_any``/``tally_sev``/``tally_was``, the grant state
 ``active``/``branches``/``settled``) agree with that record.
 
