@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     except (UsageError, InputError) as e:
         print(f"equimesh: {e}", file=sys.stderr)
         return e.exit_code
-    except RuntimeError as e:
+    except AssertionError as e:
         from .sim.harness import RtlAssertionFailed  # imported only here: it loads the simulator
 
         if not isinstance(e, RtlAssertionFailed):

@@ -101,7 +101,6 @@ def run_backend(image, backend: str, design=None, vcd=None, label: str = "", mod
     """
     from .rtl.design import fit
     from .sim.backends import model_kind, run_image, trace_kind
-    from .sim.harness import RtlAssertionFailed
     from .sim.tiles import auto_threads
     from .sim.verilator import VerilatorError
     from .sim.verilog_sim import SimulatorMissing
@@ -119,8 +118,6 @@ def run_backend(image, backend: str, design=None, vcd=None, label: str = "", mod
         return run_image(image, backend, design, vcd=vcd, log=log, model=model, progress=progress, threads=threads)
     except (VerilatorError, SimulatorMissing) as e:
         raise InputError(str(e)) from None
-    except RtlAssertionFailed:  # a bug in the hardware, not bad input: equimesh/cli.py
-        raise
     except RuntimeError as e:  # a cocotb bench that wrote nothing, a network that never finished
         raise InputError(f"{backend}: {e}") from None
     finally:

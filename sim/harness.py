@@ -19,9 +19,10 @@ from .program import Drive, Program, Run, words_of
 __all__ = ["RtlAssertionFailed", "drive", "execute", "run_to_end"]
 
 
-class RtlAssertionFailed(RuntimeError):
+class RtlAssertionFailed(AssertionError):
     """The RTL broke one of its own assertions (an ``Assert`` in ``rtl/``) on the Amaranth simulator: a
-    bug in the hardware, not in the user's input."""
+    bug in the hardware, not in the user's input (so no ``RuntimeError`` handler takes it for a failed
+    run)."""
 
 
 def run_to_end(sim: Simulator, period: float, vcd=None, traces=()) -> None:

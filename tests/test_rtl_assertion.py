@@ -48,8 +48,9 @@ def test_a_testbench_assert_is_not_taken_for_the_rtl():
         assert False, "the bench's own check"
 
     sim.add_testbench(bench)
-    with pytest.raises(AssertionError, match="the bench's own check"):
+    with pytest.raises(AssertionError, match="the bench's own check") as e:
         run_to_end(sim, 1e-8)
+    assert type(e.value) is AssertionError
 
 
 @pytest.mark.parametrize(
@@ -61,9 +62,17 @@ def test_a_testbench_assert_is_not_taken_for_the_rtl():
     ],
 )
 def test_cli_one_line_and_status_3(monkeypatch, capsys, argv):
-    # A planted failure inside the simulator's run: what Amaranth raises when an Assert fails.
+    # A planted failure inside the simulator's run, after its first clock edge: what Amaranth raises when
+    # an Assert fails.
+    run = amaranth.sim.Simulator.run
+
     def broken(self):
-        raise AssertionError("Assertion violated: input buffer: a planted failure")
+        async def fail(ctx):
+            await ctx.tick()
+            raise AssertionError("Assertion violated: input buffer: a planted failure")
+
+        self.add_testbench(fail)
+        run(self)
 
     monkeypatch.setattr(amaranth.sim.Simulator, "run", broken)
     assert main(argv.split() + ["--backend", "amaranth"]) == 3

@@ -14,9 +14,10 @@ when those have gone. A flit lost, duplicated, overtaken or overwritten while ke
 some choice of the tracked flit.
 
 For k-induction the wrapper states where every flit is: the thermometer codes are ``count`` (not
-popped) and ``count + behind`` (not presented), the memory holds ``count`` flits between its write and read pointers and ``behind`` between
-the presentation and read pointers, and the tracked flit is in the memory word ``ahead_shown`` after
-the presentation pointer (read through a port the wrapper adds).
+popped) and ``count + behind`` (not presented), the memory holds ``count`` flits between its write
+and read pointers and ``behind`` between the presentation and read pointers, and the tracked flit is
+in the memory word ``ahead_shown`` after the presentation pointer (read through a port the wrapper
+adds).
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ def build(p: Params, prop: str):
     )
 
     # ---- the relay's side of the presentation: it shows only popped flits ----
-    size, L = depth, fmt.packet_flits
+    L = fmt.packet_flits
     behind = Signal(range(depth + 1))  # flits popped and not yet presented
     m.d.sync += behind.eq(behind + pop - dut.advance)
     m.d.comb += Assume(~dut.advance | (behind != 0) | pop)
@@ -111,9 +112,9 @@ def build(p: Params, prop: str):
     produce, consume, show = mem.write_ports[0].addr, mem.read_ports[0].addr, mem.read_ports[1].addr
 
     def plus(ptr, n):  # the memory word ``n`` after pointer ``ptr``
-        offset = Signal(range(2 * size), name=f"{ptr.name}_plus")
+        offset = Signal(range(2 * depth), name=f"{ptr.name}_plus")
         m.d.comb += offset.eq(ptr + n)
-        return Mux(offset >= size, offset - size, offset)
+        return Mux(offset >= depth, offset - depth, offset)
 
     look = mem.read_port(domain="comb")
     m.d.comb += look.addr.eq(plus(show, ahead_shown))
@@ -121,11 +122,11 @@ def build(p: Params, prop: str):
         count + behind <= depth,
         level == Cat(*[count > i for i in range(depth)]),
         fill == Cat(*[count + behind > i for i in range(depth)]),
-        produce < size,  # the pointers stay in the memory (its depth need not be a power of 2)
-        consume < size,
-        show < size,
-        apart(consume, produce, count, size),
-        apart(show, consume, behind, size),
+        produce < depth,  # the pointers stay in the memory (its depth need not be a power of 2)
+        consume < depth,
+        show < depth,
+        apart(consume, produce, count, depth),
+        apart(show, consume, behind, depth),
         between == (pos == 0),
         pos < fmt.packet_flits,
         ~tracking | (ahead < count),
@@ -188,12 +189,12 @@ def _track(m, dut, depth, take, pop, behind):
     """The wrapper's count of the flits inside and the flit it follows (``pick``): until it leaves the
     head (``tracking``, ``ahead`` flits before it there) and until it is presented (``showing``,
     ``ahead_shown`` flits before it at the presentation pointer). Returns the signals by name."""
-    fmt, size = dut.fmt, depth
+    fmt = dut.fmt
     count = Signal(range(depth + 2))
     m.d.sync += count.eq(count + take - pop)
     pick = Signal()  # free input: track the flit taken in this cycle
     tracking, ahead = Signal(), Signal(range(depth + 1))
-    showing, ahead_shown = Signal(), Signal(range(size + 1))  # until it is presented, and flits before it there
+    showing, ahead_shown = Signal(), Signal(range(depth + 1))  # until it is presented, and flits before it there
     data = Signal(fmt.flit.size)
     done = Signal()  # the tracked flit has left (one flit per trace is followed)
     leaves = tracking & pop & (ahead == 0)
