@@ -20,10 +20,12 @@ its index ``at`` (``split`` marks it), so each tree starts at flip-flops of its
 own, each feeding one tree only; the
 last word's split falls in stage Q (below), which waits a cycle anyway. Only the
 "any" half of a split is summed in its cycle (``any_``, the route the allocator
-reads in stage A); the word's "any" and "several" bits wait a cycle more in
-registers of their own (``tally_any``, ``tally_sev``, with ``tally_was``, the
-route before the word; ``tally`` marks them) before ``sev`` sums them, so no
-path runs from the tree through the sum. ``sev`` decides only the copies'
+reads in stage A); the "any" and "several" bits of the word's groups of
+:data:`GROUP_BITS` bits wait a cycle more in registers of their own
+(``tally_any_<k>``, ``tally_sev_<k>``, with ``tally_was``, the route before
+the word; ``tally`` marks them) before ``sev`` sums them (:func:`summaries`:
+several groups, or one group with several), so the tree is split between two
+cycles and no path runs from it through the sum. ``sev`` decides only the copies'
 opcodes (``multi``), which the router takes when the header is switched, two
 cycles after the last word's sum. After the last word the route is known: every
 non-empty part is a branch (one copy of the packet leaves on that port) and its
@@ -107,7 +109,13 @@ from amaranth.lib.wiring import In, Out
 
 from .packet import Opcode, PacketFormat
 
-__all__ = ["Relay", "forwarding_ports", "mask_word", "position", "rewrite", "several"]
+__all__ = ["GROUP_BITS", "Relay", "forwarding_ports", "mask_word", "position", "rewrite", "several", "summaries"]
+
+# From pipeline 1 on a split word's "several" half is counted in groups of GROUP_BITS bits, each group's
+# (any, several) registered (``tally_any_<k>``, ``tally_sev_<k>``) and the groups summed a cycle later:
+# a 16-bit group is two LUT4 levels of the tree, the groups of a 64-bit word two more in the sum.
+GROUP_BITS = 16
+GROUP_LEVEL = GROUP_BITS.bit_length() - 1  # the level of summaries() whose bits summarise GROUP_BITS bits
 
 
 def forwarding_ports(fmt: PacketFormat, outs: int) -> dict:
@@ -131,16 +139,18 @@ def forwarding_ports(fmt: PacketFormat, outs: int) -> dict:
     return {"own": In(fmt.nodes), "reach": In(data.ArrayLayout(fmt.nodes, outs))}
 
 
-def several(m: Module, x: Value, name: str) -> tuple[Value, Value]:
-    """Whether ``x`` has any bit set and whether it has at least two (rule 2 of seed 004, Section
-    4.3.3: a copy with one destination becomes a plain WRITE).
+def summaries(m: Module, x: Value, name: str) -> list[tuple[Value, Value]]:
+    """Whether each group of bits of ``x`` has any bit set and whether it has at least two, for groups
+    of 1, 2, 4, ... bits (rule 2 of seed 004, Section 4.3.3: a copy with one destination becomes a plain
+    WRITE).
 
-    A balanced tree of (any, several) pairs, built in place on whole vectors: after level ``l``,
-    bit ``p`` summarises bits ``p .. p + 2**l - 1`` of ``x`` (any: ``a[p] | a[p + s]``; several:
-    ``s[p] | s[p + s] | (a[p] & a[p + s])`` with ``s = 2**(l - 1)``), so bit 0 of the last level
-    summarises the whole word. Each level is a shift and a few bitwise operations on the whole vector
-    (a 64-bit word: 6 levels), which a compiled simulator evaluates as a handful of word operations;
-    synthesis keeps only the cone of bit 0, the same log-depth tree of LUTs as one built bit by bit.
+    A balanced tree of (any, several) pairs, built in place on whole vectors: in level ``l`` bit ``p``
+    summarises bits ``p .. p + 2**l - 1`` of ``x`` (any: ``a[p] | a[p + s]``; several:
+    ``s[p] | s[p + s] | (a[p] & a[p + s])`` with ``s = 2**(l - 1)``), so the groups of ``2**l`` bits
+    are the bits at multiples of ``2**l`` and bit 0 of the last level summarises the whole of ``x``.
+    Each level is a shift and a few bitwise operations on the whole vector (a 64-bit word: 6 levels),
+    which a compiled simulator evaluates as a handful of word operations; synthesis keeps only the
+    cones of the bits read, the same log-depth trees of LUTs as ones built bit by bit.
 
     Parameters
     ----------
@@ -153,17 +163,41 @@ def several(m: Module, x: Value, name: str) -> tuple[Value, Value]:
 
     Returns
     -------
-    tuple of Value
-        ``(any, several)``, one bit each.
+    list of tuple of Value
+        Per level ``l`` (from 0, ``x`` itself), the vectors ``(any, several)``.
     """
     x = Value.cast(x)
     width = 1 << max(len(x) - 1, 0).bit_length()
     a, s = x.as_unsigned(), Const(0, width)
-    level, step = 0, 1
+    levels, step = [(a, s)], 1
     while step < width:
+        level = len(levels) - 1
         a_next, s_next = Signal(width, name=f"{name}_any{level}"), Signal(width, name=f"{name}_sev{level}")
         m.d.comb += [a_next.eq(a | (a >> step)), s_next.eq(s | (s >> step) | (a & (a >> step)))]
-        a, s, level, step = a_next, s_next, level + 1, step * 2
+        a, s, step = a_next, s_next, step * 2
+        levels.append((a, s))
+    return levels
+
+
+def several(m: Module, x: Value, name: str) -> tuple[Value, Value]:
+    """Whether ``x`` has any bit set and whether it has at least two: bit 0 of the last level of
+    :func:`summaries`.
+
+    Parameters
+    ----------
+    m : Module
+        The module the levels are added to (combinational).
+    x : Value
+        The bit group.
+    name : str
+        Prefix of the level signals' names.
+
+    Returns
+    -------
+    tuple of Value
+        ``(any, several)``, one bit each.
+    """
+    a, s = summaries(m, x, name)[-1]
     return a[0], s[0]
 
 
@@ -337,25 +371,34 @@ class Relay(wiring.Component):
         mine = Signal()  # the node's own bit was set
         own_hit = got[outs] != 0
         fresh = at == 0
-        words = []  # outside ``If(split)``: a compiled model then does not mask every level of every tree
-        for k in range(outs):
-            words.append(several(m, got[k], f"word_{k}"))
-        w_any, w_sev = Cat(a for a, _ in words), Cat(s for _, s in words)
+        # outside ``If(split)``: a compiled model then does not mask every level of every tree
+        trees = [summaries(m, got[k], f"word_{k}") for k in range(outs)]
+        w_any = Cat(t[-1][0][0] for t in trees)
         was_any = Mux(fresh, 0, any_[:outs])  # the words split before this one
         with m.If(split):
             m.d.sync += [any_[:outs].eq(was_any | w_any), mine.eq((mine & ~fresh) | own_hit)]
             if self.local:
                 m.d.sync += any_[outs].eq((any_[outs] & ~fresh) | own_hit)
-        if self.cut:  # the word's (any, several) wait a cycle in registers of their own before ``sev`` sums them
-            tally = Signal(name="tally")
-            tally_any, tally_sev = Signal(outs, name="tally_any"), Signal(outs, name="tally_sev")
+        if self.cut:  # the word's groups' (any, several) wait a cycle in registers of their own before ``sev``
+            tally = Signal(name="tally")  # sums them
             tally_was = Signal(outs, name="tally_was")  # ``any_`` before the word: the words already in ``sev``
-            m.d.sync += [tally.eq(split), tally_any.eq(w_any), tally_sev.eq(w_sev), tally_was.eq(was_any)]
+            m.d.sync += [tally.eq(split), tally_was.eq(was_any)]
+            word_sev = []
+            for k, levels in enumerate(trees):
+                group_any, group_sev = (
+                    Cat(v[g] for g in range(0, len(got[k]), GROUP_BITS)) for v in levels[GROUP_LEVEL]
+                )
+                tally_any = Signal(len(group_any), name=f"tally_any_{k}")
+                tally_sev = Signal(len(group_sev), name=f"tally_sev_{k}")
+                m.d.sync += [tally_any.eq(group_any), tally_sev.eq(group_sev)]
+                t_any, t_sev = several(m, tally_any, f"groups_{k}")  # several groups, or a group with several
+                word_sev.append(tally_sev.any() | t_sev | (tally_was[k] & t_any))
             with m.If(tally):
-                m.d.sync += sev.eq(sev | tally_sev | (tally_was & tally_any))
+                m.d.sync += sev.eq(sev | Cat(word_sev))
             with m.Elif(split & fresh):  # never with a tally: the header is taken between two packets' words
                 m.d.sync += sev.eq(0)
         else:
+            w_sev = Cat(t[-1][1][0] for t in trees)
             with m.If(split):
                 m.d.sync += sev.eq(Mux(fresh, 0, sev) | w_sev | (was_any & w_any))
         return any_, sev, mine

@@ -22,9 +22,9 @@ environment:
 The wrapper records the packet as it enters (header and bitmap words) and counts the flits each branch
 took. For k-induction it states that the relay's registers (the parse state ``parsing``/``word`` and
 its decodes, the route ``any_``/``mine`` over the words split so far and ``sev`` over the words summed
-so far, from pipeline 1 on the parts of the word waiting to be split ``got_<k>``/``at``/``split`` and the split bits
-waiting to be summed ``tally``/``tally_any``/``tally_sev``/``tally_was``, the grant state
-``active``/``branches``/``settled``) agree with that record.
+so far, from pipeline 1 on the parts of the word waiting to be split ``got_<k>``/``at``/``split`` and the
+split bits waiting to be summed ``tally``/``tally_any_<k>``/``tally_sev_<k>`` (per group of the word's bits)
+/``tally_was``, the grant state ``active``/``branches``/``settled``) agree with that record.
 
 The input buffer keeps the header and the bitmap words the relay popped and shows the flit the relay
 presents (:class:`~equimesh.rtl.packet_router.InputBuffer`, ``shown`` and ``advance``). The wrapper is
@@ -357,11 +357,15 @@ def _invariants(m, prop, dut, regs, fmt, reach, own, in_pos, waiting, words, hdr
             inv += [~split | (at != j) | (got == (words[j] & relay_module.mask_word(fmt, mask, j))) for j in range(B)]
         # the bits waiting to be summed are those of the word split in the last cycle (the words split but not
         # summed), and ``tally_was`` the route of the words before it (those summed)
-        t_any, t_sev, t_was = regs["tally_any"], regs["tally_sev"], regs["tally_was"]
+        # in groups of GROUP_BITS bits of the word (group g: the nodes n with n mod width in g's range)
+        t_was, G = regs["tally_was"], relay_module.GROUP_BITS
+        groups = [sum(1 << n for n in range(nodes) if (n % fmt.width) // G == g) for g in range(-(-fmt.width // G))]
         inv += [~tally | ((in_pos >= 2 + split) & (in_pos <= B + 1 + split))]
         for k in range(outs):
             part = partial & ~summed & reach[k]
-            inv += [~tally | ((t_any[k] == (part != 0)) & (t_sev[k] == _several(part)))]
+            t_any, t_sev = regs[f"tally_any_{k}"], regs[f"tally_sev_{k}"]
+            for g, group in enumerate(groups):
+                inv += [~tally | ((t_any[g] == ((part & group) != 0)) & (t_sev[g] == _several(part & group)))]
             inv += [~tally | (t_was[k] == ((summed & reach[k]) != 0))]
     for i, c in enumerate(inv):
         m.d.comb += Assert(c, f"{prop}: invariant {i}")
