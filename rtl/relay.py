@@ -112,8 +112,8 @@ from .packet import Opcode, PacketFormat
 __all__ = ["GROUP_BITS", "Relay", "forwarding_ports", "mask_word", "position", "rewrite", "several", "summaries"]
 
 # From pipeline 1 on a split word's "several" half is counted in groups of GROUP_BITS bits, each group's
-# (any, several) registered (``tally_any_<k>``, ``tally_sev_<k>``) and the groups summed a cycle later:
-# a 16-bit group is two LUT4 levels of the tree, the groups of a 64-bit word two more in the sum.
+# (any, several) registered (``tally_any_<k>``, ``tally_sev_<k>``) and the groups summed a cycle later, so
+# the tree of a 64-bit word is cut after its fourth level (8x8 packet router: 152.7 -> 161.3 MHz, journal).
 GROUP_BITS = 16
 GROUP_LEVEL = GROUP_BITS.bit_length() - 1  # the level of summaries() whose bits summarise GROUP_BITS bits
 
@@ -379,8 +379,8 @@ class Relay(wiring.Component):
             m.d.sync += [any_[:outs].eq(was_any | w_any), mine.eq((mine & ~fresh) | own_hit)]
             if self.local:
                 m.d.sync += any_[outs].eq((any_[outs] & ~fresh) | own_hit)
-        if self.cut:  # the word's groups' (any, several) wait a cycle in registers of their own before ``sev``
-            tally = Signal(name="tally")  # sums them
+        if self.cut:  # each group's (any, several) waits a cycle in registers of its own before ``sev`` sums them
+            tally = Signal(name="tally")
             tally_was = Signal(outs, name="tally_was")  # ``any_`` before the word: the words already in ``sev``
             m.d.sync += [tally.eq(split), tally_was.eq(was_any)]
             word_sev = []

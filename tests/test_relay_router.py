@@ -353,3 +353,34 @@ def test_several_is_two_or_more_bits_set(width):
 
     sim.add_testbench(bench)
     sim.run()
+
+
+@pytest.mark.parametrize("width", [7, 8, 12])
+def test_summaries_count_every_group(width):
+    """Every level of :func:`~equimesh.rtl.relay.summaries` (the groups the relay registers, ``GROUP_BITS``
+    at a time) against bit counts of each group of ``2**l`` bits, every value: the bit at a multiple of
+    ``2**l`` is any (one bit or more) and several (two or more) of that group."""
+    from amaranth.hdl import Module, Signal
+
+    from equimesh.rtl.relay import summaries
+
+    x = Signal(width)
+    m = Module()
+    levels = summaries(m, x, "word")
+    shown = []
+    for level, (a, s) in enumerate(levels):
+        for p in range(0, width, 1 << level):
+            y, z = Signal(name=f"any_{level}_{p}"), Signal(name=f"sev_{level}_{p}")
+            m.d.comb += [y.eq(a[p]), z.eq(s[p])]
+            shown.append((level, p, y, z))
+    sim = Simulator(m)
+
+    async def bench(ctx):
+        for v in range(1 << width):
+            ctx.set(x, v)
+            for level, p, y, z in shown:
+                ones = bin((v >> p) & ((1 << (1 << level)) - 1)).count("1")
+                assert (ctx.get(y), ctx.get(z)) == (ones >= 1, ones >= 2), (v, level, p)
+
+    sim.add_testbench(bench)
+    sim.run()
