@@ -5,9 +5,9 @@ A select comes in one of two codes, chosen per crossbar by what drives it:
 
 * **binary** (``valid``, ``input``): the schedule router's, straight from a table entry's lane field.
   Synthesis maps each output bit to one multiplexer of the inputs.
-* **one-hot** (bit ``i``: input ``i`` drives the output): the packet-carrying routers', whose selects
-  are registers (the packet owners, :mod:`~equimesh.rtl.packet_router`; the router for both registers
-  the schedule's select decoded by :func:`one_hot`). Each output bit is an AND-OR of the inputs' and
+* **one-hot** (bit ``i``: input ``i`` drives the output): the packet crossbars', whose selects are
+  registers (the packet owners, :mod:`~equimesh.rtl.packet_router`; :func:`one_hot` decodes a binary
+  select, for the proof that both codes switch alike). Each output bit is an AND-OR of the inputs' and
   the select's bits, with no decoder between the select registers and their fan-out over the flit
   width (docs/packets.md, "Packet router clock"). In the 5-port schedule router this code cost twice
   the LUTs (its four inputs map to one wide LUT per bit), so that one stays binary.

@@ -50,10 +50,12 @@ any lane (``host_*``) through the lanes' send read ports (and ``rd_q``) while th
 router is not running.
 
 Packets (``packets=``, seed 004 Section 4; ``docs/relay.md``): the same router
-also carries MultiWrite packets, over the same crossbar and links. The
-crossbar gets one more input (``inject``) and its inputs and selects come from
-the packet path (:class:`~equimesh.rtl.packet_router.PacketPath`) in every
-cycle that is not a schedule's stage B; links gain ``ready``. Packets flow only
+also carries MultiWrite packets, over the same links. The packet path
+(:class:`~equimesh.rtl.packet_router.PacketPath`) switches its flits on a
+crossbar of its own, as the packet router does (the network inputs' heads and
+``inject``, one-hot selects), so neither mode's flits pass a multiplexer of the
+other's before their crossbar; the links take the schedule's link registers or
+the packet path's, whichever is valid, and gain ``ready``. Packets flow only
 while no schedule runs: ``hold`` stops new packets from ``inject``, and the
 network starts the schedule once every router is ``idle`` (no packet held
 anywhere, :class:`~equimesh.rtl.network.Network`). From the cycle after ``start`` to the one after ``done``
@@ -73,7 +75,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from .crossbar import Crossbar, one_hot, select_layout
+from .crossbar import Crossbar, select_layout
 from .flit import add_flits, flit_layout, link_signature
 from .lane import Lane
 from .packet_router import PacketConfig, PacketPath
@@ -175,16 +177,13 @@ class Router(wiring.Component):
         self._stages_r_b(m, s)
         self._crossbar(m, s)
         self._stage_c(m, s)
+        for i, out in enumerate(s.lane_out):
+            m.d.comb += s.xbar.i[i].eq(out)
+        m.d.comb += [s.xbar.sel[o].eq(s.sched_sel[o]) for o in range(n)]
         if self.packets is None:
-            for i, out in enumerate(s.lane_out):
-                m.d.comb += s.xbar.i[i].eq(out)
             for o, port in enumerate(self.lanes):
                 link = getattr(self, f"o_{port}")
-                m.d.comb += [
-                    s.xbar.sel[o].eq(s.sched_sel[o]),
-                    link.valid.eq(s.sched_valid[o]),
-                    link.flit.eq(s.sched_flit[o]),
-                ]
+                m.d.comb += [link.valid.eq(s.sched_valid[o]), link.flit.eq(s.sched_flit[o])]
             return m
         self._packets(m, s)
         return m
@@ -343,22 +342,20 @@ class Router(wiring.Component):
         """Stage B: the crossbar onto the link registers; sets ``s.xbar`` and the schedule's selects and flits."""
         n, piped, lanes, b_live, b_ops = s.n, s.piped, s.lanes, s.b_live, s.b_ops
         acc_data = None
-        inputs = n if self.packets is None else n + 1  # with packets: the lanes or the packet inputs, and inject
-        hot = self.packets is not None  # the packet owners' one-hot selects (rtl/crossbar.py)
-        m.submodules.xbar = xbar = Crossbar(inputs, n, self.link_bits, hot)
-        sched_sel = [Signal(select_layout(inputs, hot), name=f"sched_sel_{p}") for p in self.lanes]
+        m.submodules.xbar = xbar = Crossbar(n, n, self.link_bits)
+        sched_sel = [Signal(select_layout(n), name=f"sched_sel_{p}") for p in self.lanes]
         sched_valid = [Signal(name=f"sched_valid_{p}") for p in self.lanes]
         sched_flit = [Signal(flit_layout(self.link_bits), name=f"sched_flit_{p}") for p in self.lanes]
         for o in range(n):
             valid, lane = b_live & b_ops.out[o].valid, b_ops.out[o].lane
-            m.d.comb += sched_sel[o].eq(one_hot(valid, lane, inputs) if hot else Cat(valid, lane))
+            m.d.comb += sched_sel[o].eq(Cat(valid, lane))
             m.d.sync += [sched_valid[o].eq(valid), sched_flit[o].eq(xbar.o[o])]
         if self.reduce and piped:
             acc_data = [Signal(flit_layout(self.flit_bits), name=f"acc_q_{p}", reset_less=True) for p in self.lanes]
             m.d.sync += [q.eq(lane.acc_data) for q, lane in zip(acc_data, lanes)]
         elif self.reduce:
             acc_data = [lane.acc_data for lane in lanes]
-        s.inputs, s.xbar, s.acc_data = inputs, xbar, acc_data
+        s.xbar, s.acc_data = xbar, acc_data
         s.sched_sel, s.sched_valid, s.sched_flit = sched_sel, sched_valid, sched_flit
 
     def _stage_c(self, m: Module, s: SimpleNamespace) -> None:
@@ -432,27 +429,18 @@ class Router(wiring.Component):
                 )
 
     def _packets(self, m: Module, s: SimpleNamespace) -> None:
-        """The packet path on the same crossbar and links, whenever no schedule uses them."""
-        n, piped, run, fill, over, drained, xbar, b_live, lane_out = (
+        """The packet path, with a crossbar of its own, on the same links whenever no schedule uses them."""
+        n, run, fill, over, drained, sched_valid, sched_flit = (
             s.n,
-            s.piped,
             s.run,
             s.fill,
             s.over,
             s.drained,
-            s.xbar,
-            s.b_live,
-            s.lane_out,
-        )
-        inputs, staged, sched_sel, sched_valid, sched_flit = (
-            s.inputs,
-            s.staged,
-            s.sched_sel,
             s.sched_valid,
             s.sched_flit,
         )
-        # Packets share the crossbar in every cycle but a schedule's stage B, and the links while
-        # no schedule runs (from ``start`` to ``done``). ``schedule`` is ``run | fill | (over & ~done)``, kept
+        # Packets share the links while no schedule runs (from ``start`` to ``done``), each mode switching
+        # its flits onto its own output registers. ``schedule`` is ``run | fill | (over & ~done)``, kept
         # as a register of its own (it holds the packet path): set when ``start`` is taken (``_timestep``: not
         # while running or filling), cleared when ``done`` rises (its next value is ``drained & ~start``).
         schedule = Signal(name="schedule")
@@ -470,28 +458,13 @@ class Router(wiring.Component):
         m.d.comb += [
             pkt.hold.eq(self.hold | schedule),
             self.idle.eq(pkt.idle),
-            xbar.i[n].eq(pkt.heads[n]),
             pkt.own.eq(self.own),
             pkt.reach.eq(self.reach),
         ]
         wiring.connect(m, wiring.flipped(self.inject), pkt.inject)
-        for i, out in enumerate(lane_out):
-            m.d.comb += xbar.i[i].eq(Mux(b_live, out.as_value(), pkt.heads[i].as_value()))
-        for o, port in enumerate(self.lanes):
-            if piped:  # the crossbar select is a register: stage B's select, else the packet owner, a cycle ahead
-                r_live, r_ops = staged["r"]
-                x_sel = Signal(select_layout(inputs, hot=True), name=f"x_sel_{port}")
-                m.d.sync += x_sel.eq(
-                    Mux(r_live, one_hot(r_ops.out[o].valid, r_ops.out[o].lane, inputs), pkt.sel_next[o])
-                )
-                m.d.comb += xbar.sel[o].eq(x_sel)
-                m.d.sync += Assert(
-                    x_sel == Mux(b_live, sched_sel[o], pkt.sel[o]),
-                    f"port {port}: the registered crossbar select",
-                )
-            else:
-                m.d.comb += xbar.sel[o].eq(Mux(b_live, sched_sel[o], pkt.sel[o]))
-        m.d.comb += pkt.switched.eq(xbar.o)
+        # the packets' crossbar, as the packet router's: the network inputs' heads and ``inject``, one-hot selects
+        m.submodules.packet_xbar = pxbar = Crossbar(n + 1, n, len(pkt.heads[0].as_value()), hot=True)
+        m.d.comb += [pxbar.i.eq(pkt.heads), pxbar.sel.eq(pkt.sel), pkt.switched.eq(pxbar.o)]
         fmt_bits = cfg.fmt.flit.size
         for o, port in enumerate(self.lanes):
             link, out = getattr(self, f"o_{port}"), getattr(pkt, f"o_{port}")
