@@ -362,7 +362,6 @@ class PacketPath(wiring.Component):
     own, reach, i_<port>, o_<port>, inject, eject_<port> : as :class:`PacketRouter`.
     heads : Out(ArrayLayout(flit, inputs))  -- each input's head flit, to the crossbar inputs.
     sel : Out(ArrayLayout(select, outputs))  -- the crossbar selects, one-hot (the outputs' owners).
-    sel_next : Out(ArrayLayout(select, outputs))  -- from pipeline 1 on: the selects of the next cycle.
     switched : In(ArrayLayout(flit, outputs))  -- the crossbar outputs; ``o_<port>`` carries them
         with the header rewritten.
     hold : In(1)  -- take no new packet from ``inject`` (a packet already granted completes).
@@ -382,7 +381,6 @@ class PacketPath(wiring.Component):
             {
                 "heads": Out(data.ArrayLayout(flit_layout(xbar_bits), inputs)),
                 "sel": Out(data.ArrayLayout(select_layout(inputs, hot=True), outs)),
-                "sel_next": Out(data.ArrayLayout(select_layout(inputs, hot=True), outs)),
                 "switched": In(data.ArrayLayout(flit_layout(xbar_bits), outs)),
                 "hold": In(1),
                 "idle": Out(1),
@@ -445,7 +443,7 @@ class PacketPath(wiring.Component):
                 # Stage G: the output's owner, registered one-hot at its grant, is the crossbar select; the
                 # output is free again once its tail has left the link register.
                 owner = Signal(len(relays), name=f"owner_{p}")
-                nxt = self.sel_next[k]
+                nxt = Signal(len(relays), name=f"owner_next_{p}")  # its next value
                 # Expressions, not If blocks: an event simulator (Icarus) evaluates them at time 0.
                 won = Cat(alloc.grant[j] & relay.req[k] for j, relay in enumerate(relays))
                 granted = won.any()
