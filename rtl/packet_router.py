@@ -388,6 +388,27 @@ class PacketPath(wiring.Component):
         )
         super().__init__(members)
 
+    def switch(self, m: Module, name: str) -> Crossbar:
+        """Add the path's crossbar to ``m`` (submodule ``name``): the heads in, one-hot owners as selects, the
+        outputs back as ``switched``. The packet router's, and the router for both's packet crossbar.
+
+        Parameters
+        ----------
+        m : Module
+            The router's module.
+        name : str
+            The crossbar's submodule name.
+
+        Returns
+        -------
+        Crossbar
+        """
+        outs = len(self.ports)
+        xbar = Crossbar(outs + 1, outs, len(self.heads[0].as_value()), hot=True)
+        m.submodules[name] = xbar
+        m.d.comb += [xbar.i.eq(self.heads), xbar.sel.eq(self.sel), self.switched.eq(xbar.o)]
+        return xbar
+
     def elaborate(self, platform):
         m = Module()
         fmt, ports = self.fmt, self.ports
@@ -557,9 +578,7 @@ class PacketRouter(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.path = path = self.path
-        outs = len(self.ports)
-        m.submodules.xbar = xbar = Crossbar(outs + 1, outs, len(path.heads[0].as_value()), hot=True)
-        m.d.comb += [xbar.i.eq(path.heads), xbar.sel.eq(path.sel), path.switched.eq(xbar.o)]
+        path.switch(m, "xbar")
         for name, member in self.signature.members.items():  # the path's packet ports are ours
             if member.is_port:  # the forwarding entries
                 m.d.comb += getattr(path, name).eq(getattr(self, name))

@@ -430,8 +430,7 @@ class Router(wiring.Component):
 
     def _packets(self, m: Module, s: SimpleNamespace) -> None:
         """The packet path, with a crossbar of its own, on the same links whenever no schedule uses them."""
-        n, run, fill, over, drained, sched_valid, sched_flit = (
-            s.n,
+        run, fill, over, drained, sched_valid, sched_flit = (
             s.run,
             s.fill,
             s.over,
@@ -462,9 +461,7 @@ class Router(wiring.Component):
             pkt.reach.eq(self.reach),
         ]
         wiring.connect(m, wiring.flipped(self.inject), pkt.inject)
-        # the packets' crossbar, as the packet router's: the network inputs' heads and ``inject``, one-hot selects
-        m.submodules.packet_xbar = pxbar = Crossbar(n + 1, n, len(pkt.heads[0].as_value()), hot=True)
-        m.d.comb += [pxbar.i.eq(pkt.heads), pxbar.sel.eq(pkt.sel), pkt.switched.eq(pxbar.o)]
+        pkt.switch(m, "packet_xbar")  # the packets' crossbar, the packet router's
         fmt_bits = cfg.fmt.flit.size
         for o, port in enumerate(self.lanes):
             link, out = getattr(self, f"o_{port}"), getattr(pkt, f"o_{port}")
