@@ -366,6 +366,9 @@ class PacketPath(wiring.Component):
         with the header rewritten.
     hold : In(1)  -- take no new packet from ``inject`` (a packet already granted completes).
     idle : Out(1)  -- no flit buffered and no packet passing: the router holds no packet.
+    quiet : Out(1)  -- ``idle``, and no header waiting at ``inject`` either: every relay ``vacant``.
+        With no flit offered on a link or at ``inject``, a clock edge then moves no packet (the tiled
+        model skips the path's clock, docs/packets.md).
     """
 
     def __init__(
@@ -384,6 +387,7 @@ class PacketPath(wiring.Component):
                 "switched": In(data.ArrayLayout(flit_layout(xbar_bits), outs)),
                 "hold": In(1),
                 "idle": Out(1),
+                "quiet": Out(1),
             }
         )
         super().__init__(members)
@@ -445,6 +449,7 @@ class PacketPath(wiring.Component):
             & ~Cat(r.holding for r in relays).any()
             & ~linked.any()
         )
+        m.d.comb += self.quiet.eq(self.idle & Cat(r.vacant for r in relays).all())
         for j, relay in enumerate(relays):
             m.d.comb += [
                 alloc.pending[j].eq(relay.pending),

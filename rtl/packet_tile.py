@@ -12,11 +12,30 @@ Every signal that crosses from one tile to another is a register output: a link'
 (the packet router's pipeline 1 and 2; pipeline 0 has combinational outputs and no tiles). A tiled
 network therefore computes the same cycle as the flat top when every tile samples, at the clock edge,
 its neighbours' outputs of the cycle before.
+
+Two clock domains. ``sync`` clocks what runs every cycle whatever the traffic: the cycle count, the
+generator (its random source and source queue) and the sinks (their random stalls). ``net`` clocks the
+router, the checker and the link and ejection counters, which change only while a packet is in the
+router or offered to it. The flat top has one clock; the tiled model gives ``net`` a clock of its own
+(``net_clk``) and skips its edge while the tile rests:
+
+* a cycle is *quiet* when the router holds no packet and no header waits at its injection input
+  (:class:`~equimesh.rtl.packet_router.PacketPath`'s ``quiet``), the generator offers no flit and no link
+  into the tile is valid;
+* ``rested`` (a ``net`` register) records that the last ``net`` edge was taken in a quiet cycle: the
+  registers computed from others a cycle late have then taken their quiet values. An input buffer's
+  ``ready`` is one: it may still say "no room" in the first quiet cycle, and a tile asleep from then on
+  would refuse its neighbour's next packet for ever;
+* ``busy`` is ``~(quiet & rested)`` but for the links, and depends on registers only: the harness
+  clocks ``net`` in a cycle when ``busy`` or a link into the tile is valid.
+
+A rested tile's ``net`` edge would leave every register as it is, so skipping it changes no record; the
+tiled model's records equal the flat top's word for word (``tests/test_packets_compiled.py``).
 """
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Cat, DomainRenamer, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -24,9 +43,10 @@ from .packet_endpoints import COUNTER_BITS, RATE_BITS, Checker, Generator, Sink,
 from .packet_network import PacketSetup, tree_sum
 from .packet_router import PacketRouter
 
-__all__ = ["NODE_INPUTS", "PacketTile", "tile_inputs"]
+__all__ = ["GATED_DOMAIN", "NODE_INPUTS", "PacketTile", "tile_inputs"]
 
 NODE_INPUTS = ("own", "reach", "node", "gen_seed", "sink_seed")  # what tells the nodes' tiles apart
+GATED_DOMAIN = "net"  # the domain the tiled model clocks only while the tile is busy (module docstring)
 
 
 class PacketTile(wiring.Component):
@@ -57,6 +77,8 @@ class PacketTile(wiring.Component):
     ejected : Out(32)  -- flits this node's sinks took.
     link_flits : Out(32).array(ports)  -- flits sent on each output link.
     copy_done : Out(lanes), copy_stamp : Out(32).array(lanes)  -- this node's lanes, one per port.
+    busy : Out(1)  -- the ``net`` domain's edge is needed even if no link into the tile is valid (see the
+        module docstring); a function of registers only.
     """
 
     def __init__(self, setup: PacketSetup, ports: list[str], depth: int, pipeline: int):
@@ -85,6 +107,7 @@ class PacketTile(wiring.Component):
                 "link_flits": Out(COUNTER_BITS).array(lanes),
                 "copy_done": Out(lanes),
                 "copy_stamp": Out(COUNTER_BITS).array(lanes),
+                "busy": Out(1),
             }
         )
         super().__init__(members)
@@ -92,7 +115,7 @@ class PacketTile(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         fmt, router, lanes = self.setup.fmt, self.router, len(self.ports)
-        m.submodules.router = router
+        m.submodules.router = DomainRenamer(GATED_DOMAIN)(router)
         now = Signal(COUNTER_BITS)
         m.d.sync += now.eq(now + 1)
         stop, rate, stall = Signal(init=1), Signal.like(self.rate), Signal.like(self.stall)
@@ -103,7 +126,7 @@ class PacketTile(wiring.Component):
             wiring.connect(m, getattr(router, f"o_{p}"), wiring.flipped(getattr(self, f"o_{p}")))
             out = getattr(self, f"o_{p}")
             with m.If(out.valid & out.ready):
-                m.d.sync += self.link_flits[k].eq(self.link_flits[k] + 1)
+                m.d[GATED_DOMAIN] += self.link_flits[k].eq(self.link_flits[k] + 1)
         m.submodules.gen = gen = Generator(fmt, self.depth)
         wiring.connect(m, gen.o, router.inject)
         m.d.comb += [
@@ -122,7 +145,8 @@ class PacketTile(wiring.Component):
             self.sent.eq(gen.sent),
         ]
         m.submodules.sink = sink = Sink(fmt, lanes)
-        m.submodules.check = chk = Checker(fmt, lanes)
+        chk = Checker(fmt, lanes)
+        m.submodules.check = DomainRenamer(GATED_DOMAIN)(chk)
         m.d.comb += [sink.stall.eq(stall), chk.own.eq(self.own)]
         ejects = [getattr(router, f"eject_{p}") for p in self.ports]
         for k, e in enumerate(ejects):
@@ -139,7 +163,12 @@ class PacketTile(wiring.Component):
         m.d.comb += [getattr(self, n).eq(getattr(chk, n)) for n in _COUNTERS[2:]]
         took = Signal(range(lanes + 1))
         m.d.comb += took.eq(tree_sum([e.valid & e.ready for e in ejects]))
-        m.d.sync += self.ejected.eq(self.ejected + took)
+        m.d[GATED_DOMAIN] += self.ejected.eq(self.ejected + took)
+        resting = Signal()  # quiet but for the links
+        rested = Signal()  # the last ``net`` edge was taken in a quiet cycle
+        arriving = Cat(getattr(self, f"i_{p}").valid for p in self.ports).any()
+        m.d.comb += [resting.eq(router.path.quiet & ~gen.o.valid), self.busy.eq(~(resting & rested))]
+        m.d[GATED_DOMAIN] += rested.eq(resting & ~arriving)
         return m
 
 

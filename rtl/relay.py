@@ -328,6 +328,7 @@ class Relay(wiring.Component):
         G), until its tail leaves).
     holding : Out(1)  -- a network input's relay holds flits of a packet (parsed, or being parsed); the
         injection input's, a header whose bitmap words are still coming.
+    vacant : Out(1)  -- no packet at all: none being parsed, waiting for its grant or passing.
     """
 
     def __init__(self, fmt: PacketFormat, outs: int, local: bool, cut: bool = False):
@@ -349,6 +350,7 @@ class Relay(wiring.Component):
                 "active": Out(1),
                 "multi": Out(outs),
                 "holding": Out(1),
+                "vacant": Out(1),
                 **({"shown": In(fmt.flit), "advance": Out(1)} if local else {}),
             }
         )
@@ -472,6 +474,7 @@ class Relay(wiring.Component):
         settled = Signal(outs + 1)  # for the presented flit: not a branch, or a branch that already took it
         want = any_
         m.d.comb += [self.held.eq(Mux(active, branches[:outs], 0)), self.active.eq(active), self.multi.eq(sev)]
+        m.d.comb += self.vacant.eq(parsing & at_header & ~active)
 
         if self.cut:  # stage Q: ``pending`` waits a cycle for the registered route; the header leaves once active
             pend = Signal()

@@ -29,7 +29,7 @@ from functools import partial
 
 from ..rtl.cache import cache_root, json_record
 from ..rtl.packet_network import PacketNetwork, PacketSetup, TrafficLoad, TrafficTop
-from ..rtl.packet_tile import NODE_INPUTS, PacketTile, tile_inputs
+from ..rtl.packet_tile import GATED_DOMAIN, NODE_INPUTS, PacketTile, tile_inputs
 from ..rtl.verilog import flat_ports
 from ..schedules.routing import ForwardingTable
 from .program import words_of
@@ -128,7 +128,10 @@ def tiled_declarations(
     """
     slot = {n: top[0].index(n) for n in _BROADCAST + _TABLE}
     at = {n: _COMMON.index(n) for n in _COMMON}
-    lines = PRELUDE + tile_classes({c: k[1:] for c, k in classes.items()}) + _wiring(classes, nodes, links, lanes, top)
+    # A tile's gated domain is clocked while it is busy or a link into it is valid (rtl/packet_tile.py).
+    gated = {c: (GATED_DOMAIN, ["busy", *(f"i_{p}__valid" for p in k[0])]) for c, k in classes.items()}
+    lines = PRELUDE + tile_classes({c: k[1:] for c, k in classes.items()}, gated)
+    lines += _wiring(classes, nodes, links, lanes, top)
     lines.append(f"static const int NODES = {len(nodes)}, GROUP = {load.group}, FIELD_WORDS = {load.field_bits // 32};")
     lines += [
         "struct Net {",
@@ -243,7 +246,7 @@ def build_tiled(
         c = _class_name(ports)
         if c not in classes:  # the node's own inputs held from the power-on edge on
             make = partial(PacketTile, setup, ports, depth, pipeline)
-            classes[c], class_ports[c] = tile_record(make, [params, ports], NODE_INPUTS), ports
+            classes[c], class_ports[c] = tile_record(make, [params, ports], NODE_INPUTS, GATED_DOMAIN), ports
         nodes.append((c, tile_inputs(setup, v, ports)))
     links = [(lk.src, lk.src_port, lk.dst, lk.dst_port) for lk in topo.links]
     lanes = [(v, k) for v in range(topo.nodes) for k in range(len(topo.ports(v)))]  # PacketNetwork.lanes

@@ -1146,6 +1146,7 @@ def run_compiled(
             "sim_seconds": round(sum(m.seconds for m in marks.values()), 3),
             "threads": threads,
             "solo_cycles": rec["solo_cycles"],
+            "router_clocked": rec["router_clocked"],
         }
     )
     return r

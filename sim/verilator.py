@@ -117,7 +117,9 @@ def without_assertions(text: str) -> str:
 SIM_TOP = "equimesh_sim"  # the compiled model's top module: TOP under a power-on reset
 
 
-def power_on_top(ins: list[str], outs: list[str], widths: dict[str, int], held: tuple[str, ...] = ()) -> str:
+def power_on_top(
+    ins: list[str], outs: list[str], widths: dict[str, int], held: tuple[str, ...] = (), gated: str = ""
+) -> str:
     """The Verilog of :data:`SIM_TOP`: the network's top :data:`TOP`, its ``rst`` driven by a register
     that is 1 until the first clock edge and 0 after it.
 
@@ -139,6 +141,13 @@ def power_on_top(ins: list[str], outs: list[str], widths: dict[str, int], held: 
         Inputs set once before the first clock edge (a tile's node constants, :mod:`~equimesh.sim.tiled_traffic`):
         each reaches the top through a register loaded on the power-on reset's edge, so the logic they
         feed is evaluated with the clocked logic, once per cycle, not with the input logic.
+    gated : str
+        A second clock domain of the top, which the harness clocks only in some cycles (a packet tile's
+        ``net``, :mod:`~equimesh.rtl.packet_tile`), or none: its clock input ``<gated>_clk``, and a
+        power-on reset of its own, a register of that clock, as ``rst`` is ``clk``'s. The held inputs
+        are then loaded on the gated clock's power-on edge (the first edge clocks both domains): a
+        compiled model evaluates the logic they feed with that domain's, not in every cycle. Logic that
+        read ``rst`` or the held inputs as registers of ``clk`` would run whenever ``clk`` ticks.
 
     Returns
     -------
@@ -148,14 +157,20 @@ def power_on_top(ins: list[str], outs: list[str], widths: dict[str, int], held: 
     ports = ins + outs
     # One port per line: Verilator's preprocessor takes at most 40,000 tokens on a line (a 32x32 packet
     # top has over 10,000 ports).
-    lines = [f"module {SIM_TOP}(", "    " + ",\n    ".join(["clk"] + ports), ");", "  input clk;"]
+    domains = [""] + ([f"{gated}_"] if gated else [])  # the prefixes of their clock and reset
+    lines = [f"module {SIM_TOP}(", "    " + ",\n    ".join([f"{d}clk" for d in domains] + ports), ");"]
+    lines += [f"  input {d}clk;" for d in domains]
     lines += [f"  {'input' if n in ins else 'output'} [{widths[n] - 1}:0] {n};" for n in ports]
-    lines += ["  reg rst = 1'b1;", "  always @(posedge clk) rst <= 1'b0;"]
+    for d in domains:
+        lines += [f"  reg {d}rst = 1'b1;", f"  always @(posedge {d}clk) {d}rst <= 1'b0;"]
+    d = domains[-1]
     for n in held:
-        lines += [f"  reg [{widths[n] - 1}:0] {n}__held;", f"  always @(posedge clk) if (rst) {n}__held <= {n};"]
-    conns = ["    .clk(clk)", "    .rst(rst)"] + [
-        f"    .{n}({n}__held)" if n in held else f"    .{n}({n})" for n in ports
-    ]
+        lines += [f"  reg [{widths[n] - 1}:0] {n}__held;", f"  always @(posedge {d}clk) if ({d}rst) {n}__held <= {n};"]
+    conns = (
+        [f"    .{d}clk({d}clk)" for d in domains]
+        + [f"    .{d}rst({d}rst)" for d in domains]
+        + [f"    .{n}({n}__held)" if n in held else f"    .{n}({n})" for n in ports]
+    )
     lines += [f"  {TOP} {TOP} (", ",\n".join(conns), "  );", "endmodule"]
     return "\n".join(lines) + "\n"
 
@@ -599,6 +614,9 @@ class Model:
         # the cycles the tiled model's caller clocked alone (``Shares``, sim/tiles.py); 0 for any other model
         solo = re.search(r"^solo_cycles (\d+)$", proc.stderr, re.M)
         out["solo_cycles"] = int(solo.group(1)) if solo else 0
+        # a packet tiled model's router edges taken, and the tiles' edges (rtl/packet_tile.py); else none
+        gated = re.search(r"^gated_edges (\d+) (\d+)$", proc.stderr, re.M)
+        out["router_clocked"] = round(int(gated.group(1)) / max(1, int(gated.group(2))), 4) if gated else None
         if out.get("timeout"):
             raise VerilatorError("the network was not done within the cycle limit")
         return out
