@@ -864,6 +864,36 @@ def _cycles(x) -> str:
     return "-" if x is None else f"{x:.1f}"
 
 
+def _check_booksim(exe: str, pattern: str, sizes: list) -> None:
+    """``bench packets --booksim``: a binary that can run, a pattern BookSim2 has and square networks
+    (its mesh is ``k`` x ``k``); else one line (:class:`UsageError`)."""
+    from .sim.booksim import BOOKSIM_PATTERNS
+
+    if not (Path(exe).is_file() and os.access(exe, os.X_OK)):
+        raise UsageError(f"--booksim {exe}: not an executable file (build BookSim2 and name its src/booksim)")
+    if pattern not in BOOKSIM_PATTERNS:
+        raise UsageError(f"--booksim compares the patterns {', '.join(BOOKSIM_PATTERNS)}, not {pattern}")
+    for r, c in sizes:
+        if r != c:
+            raise UsageError(f"--booksim needs square networks (BookSim's mesh is k x k), not {r}x{c}")
+
+
+def _booksim_speed(exe: str, k: int, pattern: str, packet_flits: int, load: float, cycles: int) -> float:
+    """Cycles per second of BookSim2 on the same traffic (:mod:`equimesh.sim.booksim`); a failed run is
+    one line (:class:`UsageError`)."""
+    import tempfile
+
+    from .sim.booksim import BookSimError, booksim_config, run_booksim
+
+    with tempfile.TemporaryDirectory(prefix="equimesh-booksim-") as tmp:
+        try:
+            run = run_booksim(exe, booksim_config(k, pattern, packet_flits, load, cycles), Path(tmp))
+        except BookSimError as e:
+            raise UsageError(str(e)) from None
+    print(f"measured BookSim2 {k}x{k} mesh at {load}", file=sys.stderr, flush=True)
+    return cycles / max(run["seconds"], 1e-9)
+
+
 def cmd_bench_packets(args) -> int:
     """``equimesh bench packets``: the speed of the compiled packet network (the tiled model,
     ``sim/tiled_traffic.py``) per size, injection load and thread count, every copy checked; one table.
@@ -891,11 +921,14 @@ def cmd_bench_packets(args) -> int:
         raise UsageError(f"--threads entries must be at least 1 (got {min(threads)})")
     if args.node_cycles < 1:
         raise UsageError(f"--node-cycles must be at least 1 (got {args.node_cycles})")
+    sizes = size_list(args.sizes)
+    if args.booksim:
+        _check_booksim(args.booksim, args.pattern, sizes)
     if args.out:  # before the runs, not after them
         with writing(args.out):
             Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     rows = []
-    for r, c in size_list(args.sizes):
+    for r, c in sizes:
         try:
             topo = build(args.kind, r, c)
         except TopologyError as e:
@@ -904,26 +937,31 @@ def cmd_bench_packets(args) -> int:
         cycles = max(1, args.node_cycles // topo.nodes)
         for load in loads:
             traffic = make_traffic(fmt, args.pattern, rate=load / fmt.packet_flits, grid=(r, c))
+            ref = (
+                _booksim_speed(args.booksim, r, args.pattern, fmt.packet_flits, load, cycles) if args.booksim else None
+            )
             for n in threads:
                 res = packet_run(
                     "verilator", table, traffic, args.payload_flits, None, "soak", threads=n, cycles=cycles
                 )
-                rows.append((topo, load, n, res, _ok(res)))
+                rows.append((topo, load, n, res, _ok(res), ref))
                 print(f"measured {topo.name} at {load} with {n} thread(s)", file=sys.stderr, flush=True)
+    extra = " | BookSim2 cycles/s | x BookSim2" if args.booksim else ""
     lines = [
         f"# equimesh bench packets ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.machine()}, "
         f"{os.cpu_count()} cores): {args.kind}, {args.pattern}, packets of a header, the bitmap flits (one per 64 "
-        f"nodes) and {args.payload_flits} payload flits, {args.node_cycles:,} node-cycles of injection per run",
+        f"nodes) and {args.payload_flits} payload flits, {args.node_cycles:,} node-cycles of injection per run"
+        + (" (BookSim2: the same traffic on its mesh, DOR, 2 VCs of 8 flits, run just before)" if args.booksim else ""),
         "",
-        "| network | load | threads | cycles | packets | latency mean / p99 | build s | cycles/s | every copy |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+        f"| network | load | threads | cycles | packets | latency mean / p99 | build s | cycles/s | every copy{extra} |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|" + ("---:|---:|" if args.booksim else ""),
     ]
-    for topo, load, n, res, ok in rows:
+    for topo, load, n, res, ok, ref in rows:
+        speed = res["completion"] / max(res["sim_seconds"], 1e-9)
+        theirs = f" {ref:,.0f} | {speed / ref:.2f} |" if ref else ""
         lines.append(
             f"| {topo.name} | {load} | {n} | {res['completion']} | {res['packets']} | {_cycles(res['latency_mean'])} / "
-            f"{_cycles(res['latency_p99'])} | {res['build_seconds']} | "
-            f"{res['completion'] / max(res['sim_seconds'], 1e-9):,.0f} | "
-            f"{'yes' if ok else 'NO'} |"
+            f"{_cycles(res['latency_p99'])} | {res['build_seconds']} | {speed:,.0f} | {'yes' if ok else 'NO'} |{theirs}"
         )
     text = "\n".join(lines) + "\n"
     print_and_save(text, args.out)
@@ -1072,6 +1110,11 @@ def register(sub, bench) -> None:
         help="injection cycles per run times nodes (default 3,200,000: 50,000 cycles at 8x8)",
     )
     p.add_argument("--payload-flits", type=PAYLOAD_FLITS, default=7, help="payload flits per packet (default 7)")
+    p.add_argument(
+        "--booksim",
+        help="a BookSim2 binary (src/booksim): run the same traffic on its mesh before each load and add its "
+        "cycles/s and our ratio to it (square networks; unicast, uniform, transpose, bitcomp)",
+    )
     p.add_argument("--out", default="bench/packets.md", help="save the table here (default bench/packets.md)")
     p.set_defaults(func=cmd_bench_packets)
 

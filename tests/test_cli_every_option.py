@@ -209,6 +209,7 @@ BAD = {
     "--threads": "0",
     "--loads": "2",
     "--node-cycles": "0",
+    "--booksim": MISSING,
     "--p-laser": "x",
     "--p-mod": "x",
     "--p-other": "x",

@@ -170,3 +170,40 @@ def test_bench_packets_on_the_compiled_model(capsys, tmp_path):
     assert rows[0][3:6] == rows[1][3:6]  # cycles, packets, latency
     assert all(r[-1].strip() == "yes" for r in rows)
     assert abs(int(rows[0][4]) - 60) <= 4 * 8
+
+
+def test_bench_packets_beside_booksim(capsys, tmp_path):
+    """``bench packets --booksim``: BookSim2 runs the same traffic first, from a configuration of the
+    run (hand-derived here for a 2x2 EquiMesh, 2 payload flits: packets of a header, one bitmap flit
+    and 2 payload flits, 4 flits; 0.1 flits/node/cycle; 2,400 node-cycles over 4 nodes, 600 cycles),
+    and the table adds its speed and ours over it. A stand-in ``booksim`` keeps its configuration and
+    prints BookSim's statistics lines; one that prints none stops the bench in one line."""
+    keep = tmp_path / "got.cfg"
+    fake = tmp_path / "booksim"
+    fake.write_text(f'#!/bin/sh\ncp "$1" {keep}\necho "Packet latency average = 12.5"\necho "Total run time 0.01"\n')
+    fake.chmod(0o755)
+    out = tmp_path / "packets.md"
+    argv = ["bench", "packets", "--sizes", "2x2", "--payload-flits", "2", "--loads", "0.1", "--node-cycles", "2400"]
+    assert main([*argv, "--booksim", str(fake), "--out", str(out)]) == 0
+    got = dict(line.rstrip(";").split(" = ") for line in keep.read_text().splitlines())
+    assert {k: got[k] for k in ("topology", "k", "n", "routing_function", "traffic", "packet_size")} == {
+        "topology": "mesh",
+        "k": "2",
+        "n": "2",
+        "routing_function": "dor",
+        "traffic": "uniform",
+        "packet_size": "4",
+    }
+    assert (got["injection_rate"], got["injection_rate_uses_flits"], got["sample_period"]) == ("0.1", "1", "600")
+    text = capsys.readouterr().out
+    header = next(line for line in text.splitlines() if line.startswith("| network"))
+    assert header.endswith("| BookSim2 cycles/s | x BookSim2 |")
+    row = [
+        x.strip().replace(",", "") for x in next(x for x in text.splitlines() if x.startswith("| 2x2")).split("|")[1:-1]
+    ]
+    ours, theirs, ratio = float(row[7]), float(row[9]), float(row[10])
+    assert theirs > 0 and abs(ratio - ours / theirs) <= 0.01 * max(1.0, ratio)
+    fake.write_text("#!/bin/sh\necho 'Could not open configuration file'\n")
+    assert main([*argv, "--booksim", str(fake), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "did not finish its run: Could not open configuration file" in err
