@@ -38,10 +38,12 @@ def _seeded(state: Signal, seed: Value) -> Value:
     return Mux(state == 0, seed, state)
 
 
-def _lfsr_step(m: Module, lfsr: Signal, seed: Value) -> Value:
-    """16-bit Galois LFSR (taps 0xB400), one step per cycle (the sinks' backpressure); returns the state."""
+def _lfsr_step(m: Module, lfsr: Signal, seed: Value, step: Value) -> Value:
+    """16-bit Galois LFSR (taps 0xB400), one step in each cycle with ``step`` (the sinks' backpressure);
+    returns the state."""
     x = _seeded(lfsr, seed)
-    m.d.sync += lfsr.eq(Mux(x[0], (x >> 1) ^ 0xB400, x >> 1))
+    with m.If(step):
+        m.d.sync += lfsr.eq(Mux(x[0], (x >> 1) ^ 0xB400, x >> 1))
     return x
 
 
@@ -206,8 +208,10 @@ class Generator(wiring.Component):
 
 
 class Sink(wiring.Component):
-    """Takes every local copy of one node; each lane refuses a flit with probability ``stall / 2**16``
-    (a free-running LFSR per lane, independent of the traffic).
+    """Takes every local copy of one node; each lane refuses a flit with probability ``stall / 2**16``:
+    an LFSR per lane, stepped in each cycle in which the lane offers a flit (one draw per offer, so a
+    lane with nothing to offer changes no register: the tiled model's resting routers, whose clock the
+    sinks share, ``rtl/packet_tile.py``).
 
     Parameters
     ----------
@@ -237,7 +241,7 @@ class Sink(wiring.Component):
         m = Module()
         for k in range(self.lanes):
             lfsr = Signal(RATE_BITS, name=f"lfsr_{k}")
-            m.d.comb += self.i[k].ready.eq(_lfsr_step(m, lfsr, self.seed[k]) >= self.stall)
+            m.d.comb += self.i[k].ready.eq(_lfsr_step(m, lfsr, self.seed[k], self.i[k].valid) >= self.stall)
         return m
 
 

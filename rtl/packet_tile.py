@@ -13,10 +13,12 @@ Every signal that crosses from one tile to another is a register output: a link'
 network therefore computes the same cycle as the flat top when every tile samples, at the clock edge,
 its neighbours' outputs of the cycle before.
 
-Two clock domains. ``sync`` clocks what runs every cycle whatever the traffic: the cycle count, the
-generator (its random source and source queue) and the sinks (their random stalls). ``net`` clocks the
-router, the checker and the link and ejection counters, which change only while a packet is in the
-router or offered to it. The flat top has one clock; the tiled model gives ``net`` a clock of its own
+Two clock domains. ``sync`` clocks what runs every cycle whatever the traffic: the cycle count and
+the generator (its random source and source queue). ``net`` clocks the router, the sinks (a sink draws
+its random stall only for a flit offered to it), the checker and the link and ejection counters, which
+change only while a packet is in the router or offered to it. Nothing the router reads comes from
+``sync`` registers but the generator's flit, so a compiled model evaluates little of the router on
+``sync``'s edges alone. The flat top has one clock; the tiled model gives ``net`` a clock of its own
 (``net_clk``) and skips its edge while the tile rests:
 
 * a cycle is *quiet* when the router holds no packet and no header waits at its injection input
@@ -119,7 +121,10 @@ class PacketTile(wiring.Component):
         now = Signal(COUNTER_BITS)
         m.d.sync += now.eq(now + 1)
         stop, rate, stall = Signal(init=1), Signal.like(self.rate), Signal.like(self.stall)
-        m.d.sync += [stop.eq(self.stop), rate.eq(self.rate), stall.eq(self.stall)]
+        # ``stall`` as a ``net`` register: the host sets it before the traffic, and no flit is ejected in a
+        # router's first edge after a rest (its packet must arrive first), so it has been loaded by then.
+        m.d.sync += [stop.eq(self.stop), rate.eq(self.rate)]
+        m.d[GATED_DOMAIN] += stall.eq(self.stall)
         m.d.comb += [router.own.eq(self.own), router.reach.eq(self.reach)]
         for k, p in enumerate(self.ports):
             wiring.connect(m, wiring.flipped(getattr(self, f"i_{p}")), getattr(router, f"i_{p}"))
@@ -144,7 +149,8 @@ class PacketTile(wiring.Component):
             self.created.eq(gen.created),
             self.sent.eq(gen.sent),
         ]
-        m.submodules.sink = sink = Sink(fmt, lanes)
+        sink = Sink(fmt, lanes)
+        m.submodules.sink = DomainRenamer(GATED_DOMAIN)(sink)
         chk = Checker(fmt, lanes)
         m.submodules.check = DomainRenamer(GATED_DOMAIN)(chk)
         m.d.comb += [sink.stall.eq(stall), chk.own.eq(self.own)]
