@@ -210,6 +210,7 @@ BAD = {
     "--loads": "2",
     "--node-cycles": "0",
     "--booksim": MISSING,
+    "--repeat": "0",
     "--p-laser": "x",
     "--p-mod": "x",
     "--p-other": "x",

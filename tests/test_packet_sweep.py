@@ -184,7 +184,7 @@ def test_bench_packets_beside_booksim(capsys, tmp_path):
     fake.chmod(0o755)
     out = tmp_path / "packets.md"
     argv = ["bench", "packets", "--sizes", "2x2", "--payload-flits", "2", "--loads", "0.1", "--node-cycles", "2400"]
-    assert main([*argv, "--booksim", str(fake), "--out", str(out)]) == 0
+    assert main([*argv, "--booksim", str(fake), "--repeat", "2", "--out", str(out)]) == 0
     got = dict(line.rstrip(";").split(" = ") for line in keep.read_text().splitlines())
     assert {k: got[k] for k in ("topology", "k", "n", "routing_function", "traffic", "packet_size")} == {
         "topology": "mesh",
@@ -196,6 +196,7 @@ def test_bench_packets_beside_booksim(capsys, tmp_path):
     }
     assert (got["injection_rate"], got["injection_rate_uses_flits"], got["sample_period"]) == ("0.1", "1", "600")
     text = capsys.readouterr().out
+    assert "the fastest of 2 runs" in text and sum(x.startswith("| 2x2") for x in text.splitlines()) == 1
     header = next(line for line in text.splitlines() if line.startswith("| network"))
     assert header.endswith("| BookSim2 cycles/s | x BookSim2 |")
     row = [
