@@ -48,7 +48,7 @@ import operator
 from dataclasses import dataclass
 from functools import reduce
 
-from amaranth.hdl import Assert, Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Assert, Cat, Const, DomainRenamer, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -67,6 +67,7 @@ __all__ = [
     "PacketPath",
     "PacketRouter",
     "packet_ports",
+    "port_domain",
 ]
 
 
@@ -343,6 +344,23 @@ def packet_ports(fmt: PacketFormat, ports: list[str]) -> dict:
     return members
 
 
+def port_domain(port: str) -> str:
+    """The clock domain of network input ``port``'s buffer and relay in a :class:`PacketPath` built with
+    ``port_domains``.
+
+    Parameters
+    ----------
+    port : str
+        The network port, e.g. ``N``.
+
+    Returns
+    -------
+    str
+        ``in_<port>``.
+    """
+    return f"in_{port}"
+
+
 class PacketPath(wiring.Component):
     """The packet datapath of one router except its crossbar: input buffers, relays, allocator,
     header rewrite and local lanes. :class:`PacketRouter` gives it a crossbar of its own; the
@@ -356,6 +374,9 @@ class PacketPath(wiring.Component):
     fmt, depth : as :class:`PacketConfig`.
     ports : the network ports (each carries one link in and one link out).
     xbar_bits : width of the crossbar flits (a multiple of 32 bits, at least ``fmt.flit.size``).
+    port_domains : each network input's :class:`InputBuffer` and :class:`~equimesh.rtl.relay.Relay` in a
+        clock domain of their own, :func:`port_domain` (``sync`` else), which the tiled packet model
+        clocks only while that input holds or receives a packet (:mod:`~equimesh.rtl.packet_tile`).
 
     Ports
     -----
@@ -369,15 +390,25 @@ class PacketPath(wiring.Component):
     quiet : Out(1)  -- ``idle``, and no header waiting at ``inject`` either: every relay ``vacant``.
         With no flit offered on a link or at ``inject``, a clock edge then moves no packet (the tiled
         model skips the path's clock, docs/packets.md).
+    port_quiet : Out(ports)  -- with ``port_domains`` only: per network input, its buffer holds no flit
+        and its relay is ``vacant``. With no flit offered on its link, a clock edge of the input's domain
+        then changes none of its registers but those computed a cycle late from others (the buffer's
+        registered ``ready``), which one more edge settles.
     """
 
     def __init__(
-        self, fmt: PacketFormat, ports: list[str], depth: int, xbar_bits: int, pipeline: int = DEFAULT_PIPELINE
+        self,
+        fmt: PacketFormat,
+        ports: list[str],
+        depth: int,
+        xbar_bits: int,
+        pipeline: int = DEFAULT_PIPELINE,
+        port_domains: bool = False,
     ):
         if xbar_bits < fmt.flit.size:
             raise ValueError(f"a {xbar_bits}-bit crossbar cannot carry {fmt.flit.size}-bit packet flits")
         self.fmt, self.ports, self.depth = fmt, list(ports), depth
-        self.pipeline = pipeline
+        self.pipeline, self.port_domains = pipeline, port_domains
         inputs, outs = len(self.ports) + 1, len(self.ports)
         members = packet_ports(fmt, self.ports)
         members.update(
@@ -388,6 +419,7 @@ class PacketPath(wiring.Component):
                 "hold": In(1),
                 "idle": Out(1),
                 "quiet": Out(1),
+                **({"port_quiet": Out(outs)} if port_domains else {}),
             }
         )
         super().__init__(members)
@@ -422,18 +454,21 @@ class PacketPath(wiring.Component):
         relays = []
         empty = []
         cut = self.pipeline > 0
-        for p in ports:
+        domains = [port_domain(p) if self.port_domains else "sync" for p in ports] + ["sync"]
+        for k, p in enumerate(ports):
             buf = InputBuffer(fmt, self.depth, registered=cut)
-            m.submodules[f"buf_{p}"] = buf
+            m.submodules[f"buf_{p}"] = DomainRenamer(domains[k])(buf)
             wiring.connect(m, wiring.flipped(getattr(self, f"i_{p}")), buf.i)
             sources.append(buf.o)
             empty.append(buf.empty)
             relays.append(relay := Relay(fmt, outs, local=True, cut=cut))
             m.d.comb += [relay.shown.eq(buf.shown), buf.advance.eq(relay.advance)]
+            if self.port_domains:
+                m.d.comb += self.port_quiet[k].eq(buf.empty & relay.vacant)
         sources.append(self.inject)
         relays.append(Relay(fmt, outs, local=False, cut=cut))
         for j, (src, relay) in enumerate(zip(sources, relays)):
-            m.submodules[f"relay_{j}"] = relay
+            m.submodules[f"relay_{j}"] = DomainRenamer(domains[j])(relay)
             m.d.comb += [relay.own.eq(self.own), relay.reach.eq(self.reach)]
             if src is self.inject:  # ``hold`` stops a new header; a granted packet completes
                 m.d.comb += relay.hold.eq(self.hold)
@@ -561,6 +596,7 @@ class PacketRouter(wiring.Component):
     ports : its network ports (each carries one link in and one link out).
     pipeline : the router's pipeline depth (``rtl/relay.py``; a network's, or its
         :class:`~equimesh.rtl.design.Design`'s for the router carrying both modes).
+    port_domains : as :class:`PacketPath`'s.
 
     Ports
     -----
@@ -575,8 +611,10 @@ class PacketRouter(wiring.Component):
     eject_<port> : Out(stream) -- local copies that arrived on ``port``.
     """
 
-    def __init__(self, cfg: PacketConfig, ports: list[str], pipeline: int = DEFAULT_PIPELINE):
-        self.path = PacketPath(cfg.fmt, ports, cfg.depth, cfg.flit_bits, pipeline)
+    def __init__(
+        self, cfg: PacketConfig, ports: list[str], pipeline: int = DEFAULT_PIPELINE, port_domains: bool = False
+    ):
+        self.path = PacketPath(cfg.fmt, ports, cfg.depth, cfg.flit_bits, pipeline, port_domains)
         self.ports = list(ports)
         super().__init__(packet_ports(cfg.fmt, self.ports))
 

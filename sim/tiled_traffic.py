@@ -29,6 +29,7 @@ from functools import partial
 
 from ..rtl.cache import cache_root, json_record
 from ..rtl.packet_network import PacketNetwork, PacketSetup, TrafficLoad, TrafficTop
+from ..rtl.packet_router import port_domain
 from ..rtl.packet_tile import GATED_DOMAIN, NODE_INPUTS, PacketTile, tile_inputs
 from ..rtl.verilog import flat_ports
 from ..schedules.routing import ForwardingTable
@@ -36,7 +37,7 @@ from .program import words_of
 from .tiles import PRELUDE, c_array, compile_tiles, tile_classes, tile_record
 from .verilator import Model, harness_cpp, rtl_digest
 
-__all__ = ["build_tiled", "tiled_declarations"]
+__all__ = ["build_tiled", "gated_domains", "tiled_declarations"]
 
 _BROADCAST = ("stop", "rate", "stall", "table_len", "backlog")  # the top's inputs every tile takes as they are
 _TABLE_PORT = ("table_we", "table_addr", "table_data", "table_limit")  # a tile's generator table write port
@@ -101,6 +102,27 @@ def _wiring(classes: dict, nodes: list, links: list, lanes: list, top: tuple) ->
     ]
 
 
+def gated_domains(ports: list[str]) -> list[tuple[str, list[str]]]:
+    """A packet tile's gated clock domains and the 1-bit ports that wake each (rtl/packet_tile.py):
+    ``net`` while the tile is busy or a link into it is valid, each network input's domain while that
+    input is busy or its link is valid.
+
+    Parameters
+    ----------
+    ports : list of str
+        The tile's network ports.
+
+    Returns
+    -------
+    list of tuple
+        ``(domain, ports)`` per domain, ``net`` first (:func:`~equimesh.sim.tiles.tile_classes`).
+    """
+    return [
+        (GATED_DOMAIN, ["busy", *(f"i_{p}__valid" for p in ports)]),
+        *((port_domain(p), [f"busy_{p}", f"i_{p}__valid"]) for p in ports),
+    ]
+
+
 def tiled_declarations(
     classes: dict, nodes: list, links: list, lanes: list, top: tuple, load: TrafficLoad
 ) -> list[str]:
@@ -128,8 +150,7 @@ def tiled_declarations(
     """
     slot = {n: top[0].index(n) for n in _BROADCAST + _TABLE}
     at = {n: _COMMON.index(n) for n in _COMMON}
-    # A tile's gated domain is clocked while it is busy or a link into it is valid (rtl/packet_tile.py).
-    gated = {c: (GATED_DOMAIN, ["busy", *(f"i_{p}__valid" for p in k[0])]) for c, k in classes.items()}
+    gated = {c: gated_domains(k[0]) for c, k in classes.items()}
     lines = PRELUDE + tile_classes({c: k[1:] for c, k in classes.items()}, gated)
     lines += _wiring(classes, nodes, links, lanes, top)
     lines.append(f"static const int NODES = {len(nodes)}, GROUP = {load.group}, FIELD_WORDS = {load.field_bits // 32};")
@@ -246,7 +267,8 @@ def build_tiled(
         c = _class_name(ports)
         if c not in classes:  # the node's own inputs held from the power-on edge on
             make = partial(PacketTile, setup, ports, depth, pipeline)
-            classes[c], class_ports[c] = tile_record(make, [params, ports], NODE_INPUTS, GATED_DOMAIN), ports
+            domains = tuple(d for d, _ in gated_domains(ports))
+            classes[c], class_ports[c] = tile_record(make, [params, ports], NODE_INPUTS, domains), ports
         nodes.append((c, tile_inputs(setup, v, ports)))
     links = [(lk.src, lk.src_port, lk.dst, lk.dst_port) for lk in topo.links]
     lanes = [(v, k) for v in range(topo.nodes) for k in range(len(topo.ports(v)))]  # PacketNetwork.lanes

@@ -16,7 +16,7 @@ tile: the harness clears Verilator's record of the clock (:data:`EDGE_RECORD`) i
 the falling edge, and calls the model's evaluation itself, without ``eval()``'s wrapper (which takes
 two locks per call for dynamic objects and messages a tile does not have: 7 % of an 8x8 packet run's
 ``perf`` profile, 3 % of its user time). A
-tile may have a second, gated clock domain (:func:`tile_classes`), clocked only in some cycles.
+tile may have gated clock domains (:func:`tile_classes`), each clocked only in some cycles.
 """
 
 from __future__ import annotations
@@ -129,11 +129,13 @@ PRELUDE = [
     "    for (int i = 0; i < n;) { int a = slo + i, b = dlo + i, k = std::min({32 - a % 32, 32 - b % 32, n - i});",
     "        uint32_t m = k == 32 ? ~0u : (1u << k) - 1, x = s[a / 32] >> (a % 32) & m;",
     "        d[b / 32] = (d[b / 32] & ~(m << (b % 32))) | x << (b % 32); i += k; } }",
-    "struct Tile {  // a model, its rising edge (``net``: its gated domain clocked too), end, and a pointer and size per port",
-    "    void* m; void (*edge)(void*, bool net); void (*fin)(void*); std::vector<void*> p; std::vector<int> b;",
-    "    std::vector<const uint8_t*> wake;  // the gated domain is clocked when one of these is high",
-    "    uint64_t woke = 0;  // the gated domain's edges",
-    "    void clock() { bool net = false; for (auto* w : wake) net |= *w; woke += net; edge(m, net); } };",
+    "struct Tile {  // a model, its rising edge (bit d of ``on``: gated domain d clocked too), end, a pointer and size per port",
+    "    void* m; void (*edge)(void*, uint32_t on); void (*fin)(void*); std::vector<void*> p; std::vector<int> b;",
+    "    std::vector<const uint8_t*> wake; std::vector<int> ends;  // domain d is clocked when one of its wake ports is high:",
+    "    uint64_t woke = 0, woke_more = 0;  // the first gated domain's edges, the others'    wake[ends[d - 1] .. ends[d]]",
+    "    void clock() { uint32_t on = 0; for (size_t d = 0, i = 0; d < ends.size(); d++) {",
+    "        uint32_t w = 0; for (; i < size_t(ends[d]); i++) w |= *wake[i]; on |= w << d; }",
+    "        woke += on & 1; woke_more += __builtin_popcount(on >> 1); edge(m, on); } };",
     "struct Copy { void* d; const void* s; int b; };",
     "struct Copies {  // a link's signals, copied from one tile's outputs to another's inputs",
     "    std::vector<Copy> bytes, words, other;",
@@ -205,9 +207,10 @@ PRELUDE = [
     "    void stop() { { std::lock_guard<std::mutex> l(mu); quit = true; } cv.notify_all();",
     "        for (auto& th : pool) th.join(); pool.clear();",
     '        if (threads > 1) std::fprintf(stderr, "solo_cycles %llu\\n", (unsigned long long)solo_cycles);',
-    "        uint64_t woke = 0; size_t gated = 0; for (auto& x : *t) { woke += x.woke; gated += x.wake.size(); }",
-    '        if (gated) std::fprintf(stderr, "gated_edges %llu %llu\\n", (unsigned long long)woke,',
-    "            (unsigned long long)(cycles * t->size())); }",
+    "        uint64_t woke = 0, more = 0, tiles = 0, others = 0;",
+    "        for (auto& x : *t) if (!x.ends.empty()) { woke += x.woke; more += x.woke_more; tiles++; others += x.ends.size() - 1; }",
+    '        if (tiles) std::fprintf(stderr, "gated_edges %llu %llu %llu %llu\\n", (unsigned long long)woke,',
+    "            (unsigned long long)(cycles * tiles), (unsigned long long)more, (unsigned long long)(cycles * others)); }",
     "    void drop() { for (size_t k = 1; k < ctxs.size(); k++) delete ctxs[k]; ctxs.resize(1); }  // after the tiles",
     "};",
 ]
@@ -303,7 +306,7 @@ def auto_threads(kind: str, nodes: int) -> int:
 TILE_RECORD = ("ins", "outs", "widths", "verilog")  # a cached tile's Verilog record
 
 
-def tile_record(make, params: list, held: tuple[str, ...] = (), gated: str = "") -> dict:
+def tile_record(make, params: list, held: tuple[str, ...] = (), gated: tuple[str, ...] = ()) -> dict:
     """The cached Verilog of one tile: its component as module :data:`~equimesh.rtl.verilog.TOP` under
     the power-on top (:func:`~equimesh.sim.verilator.power_on_top`), and its flattened ports.
 
@@ -316,8 +319,8 @@ def tile_record(make, params: list, held: tuple[str, ...] = (), gated: str = "")
     held : tuple of str
         Inputs set once per node (the node's constants): each input whose name, before any ``__``,
         is one of them reaches the tile through a register loaded at the power-on edge.
-    gated : str
-        The tile's clock domain besides ``sync``, if any, clocked by an input of its own
+    gated : tuple of str
+        The tile's clock domains besides ``sync``, each clocked by an input of its own
         (:func:`~equimesh.sim.verilator.power_on_top`).
 
     Returns
@@ -325,7 +328,7 @@ def tile_record(make, params: list, held: tuple[str, ...] = (), gated: str = "")
     dict
         ``ins``, ``outs``, ``widths`` (:func:`~equimesh.rtl.verilog.flat_ports`) and ``verilog``.
     """
-    what = json.dumps(["tile", params, list(held), gated])
+    what = json.dumps(["tile", params, list(held), list(gated)])
     key = hashlib.sha256((rtl_digest() + "\0" + what).encode()).hexdigest()[:24]
 
     def export() -> dict:
@@ -353,9 +356,10 @@ def tile_classes(classes: dict, gated: dict | None = None) -> list[str]:
     classes : dict
         Class name -> ``(ins, outs, widths)`` of its tile; the tile's ports are ``ins + outs`` in order.
     gated : dict, optional
-        Class name -> ``(domain, ports)``: the tile's domain ``domain`` (clock input ``<domain>_clk``) is
-        clocked only in the cycles in which one of the 1-bit ``ports`` is high (a packet tile's ``net``,
-        :mod:`~equimesh.rtl.packet_tile`); every other domain of a tile, in every cycle.
+        Class name -> a list of ``(domain, ports)``: the tile's domain ``domain`` (clock input
+        ``<domain>_clk``) is clocked only in the cycles in which one of the 1-bit ``ports`` is high (a
+        packet tile's ``net`` and its inputs' domains, :mod:`~equimesh.rtl.packet_tile`); every other
+        domain of a tile, in every cycle. The first is the one whose edges ``gated_edges`` counts.
 
     Returns
     -------
@@ -366,20 +370,22 @@ def tile_classes(classes: dict, gated: dict | None = None) -> list[str]:
     for c, (ins, outs, w) in classes.items():
         ptrs = ", ".join(f"(void*)&m->{port_member(n)}" for n in ins + outs)
         sizes = ", ".join(str(_bytes(w[n])) for n in ins + outs)
-        domain, wake = (gated or {}).get(c, (None, []))
+        domains = (gated or {}).get(c, [])
         edge = f"y->rootp->{EDGE_RECORD} = 0; y->clk = 1;"
-        if domain:
-            edge += f" y->rootp->{edge_record(f'{domain}_clk')} = 0; y->{domain}_clk = net;"
+        for d, (domain, _) in enumerate(domains):
+            edge += f" y->rootp->{edge_record(f'{domain}_clk')} = 0; y->{domain}_clk = on >> {d} & 1;"
+        wake = [f"&m->{port_member(n)}" for _, ports in domains for n in ports]
+        ends = [sum(len(ports) for _, ports in domains[: d + 1]) for d in range(len(domains))]
         lines += [
             f'#include "{c}.h"',
             f'#include "{c}___024root.h"',
             f"void {c}___024root___eval({c}___024root* vlSelf);  // the model's evaluation, as eval() calls it",
             f"static Tile make_{c}(VerilatedContext* ctx) {{",
             f"    auto* m = new {c}{{ctx}}; m->clk = 0; m->eval(); Tile t; t.m = m;",
-            f"    t.edge = [](void* x, bool net) {{ auto* y = ({c}*)x; {edge} {c}___024root___eval(y->rootp); }};",
+            f"    t.edge = [](void* x, uint32_t on) {{ auto* y = ({c}*)x; {edge} {c}___024root___eval(y->rootp); }};",
             f"    t.fin = [](void* x) {{ auto* y = ({c}*)x; y->final(); delete y; }};",
             f"    t.p = {{{ptrs}}}; t.b = {{{sizes}}};",
-            f"    t.wake = {{{', '.join(f'&m->{port_member(n)}' for n in wake)}}}; return t; }}",
+            f"    t.wake = {{{', '.join(wake)}}}; t.ends = {{{', '.join(map(str, ends))}}}; return t; }}",
         ]
     return lines
 

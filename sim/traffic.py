@@ -1147,6 +1147,7 @@ def run_compiled(
             "threads": threads,
             "solo_cycles": rec["solo_cycles"],
             "router_clocked": rec["router_clocked"],
+            "input_clocked": rec["input_clocked"],
         }
     )
     return r

@@ -118,7 +118,7 @@ SIM_TOP = "equimesh_sim"  # the compiled model's top module: TOP under a power-o
 
 
 def power_on_top(
-    ins: list[str], outs: list[str], widths: dict[str, int], held: tuple[str, ...] = (), gated: str = ""
+    ins: list[str], outs: list[str], widths: dict[str, int], held: tuple[str, ...] = (), gated: tuple[str, ...] = ()
 ) -> str:
     """The Verilog of :data:`SIM_TOP`: the network's top :data:`TOP`, its ``rst`` driven by a register
     that is 1 until the first clock edge and 0 after it.
@@ -141,13 +141,14 @@ def power_on_top(
         Inputs set once before the first clock edge (a tile's node constants, :mod:`~equimesh.sim.tiled_traffic`):
         each reaches the top through a register loaded on the power-on reset's edge, so the logic they
         feed is evaluated with the clocked logic, once per cycle, not with the input logic.
-    gated : str
-        A second clock domain of the top, which the harness clocks only in some cycles (a packet tile's
-        ``net``, :mod:`~equimesh.rtl.packet_tile`), or none: its clock input ``<gated>_clk``, and a
-        power-on reset of its own, a register of that clock, as ``rst`` is ``clk``'s. The held inputs
-        are then loaded on the gated clock's power-on edge (the first edge clocks both domains): a
-        compiled model evaluates the logic they feed with that domain's, not in every cycle. Logic that
-        read ``rst`` or the held inputs as registers of ``clk`` would run whenever ``clk`` ticks.
+    gated : tuple of str
+        The top's other clock domains, which the harness clocks only in some cycles (a packet tile's
+        ``net`` and its inputs' domains, :mod:`~equimesh.rtl.packet_tile`): each a clock input
+        ``<domain>_clk`` and a power-on reset of its own, a register of that clock, as ``rst`` is
+        ``clk``'s. The held inputs are then loaded on the first gated clock's power-on edge (the first
+        edge clocks every domain): a compiled model evaluates the logic they feed with that domain's,
+        not in every cycle. Logic that read ``rst`` or the held inputs as registers of ``clk`` would run
+        whenever ``clk`` ticks.
 
     Returns
     -------
@@ -157,13 +158,13 @@ def power_on_top(
     ports = ins + outs
     # One port per line: Verilator's preprocessor takes at most 40,000 tokens on a line (a 32x32 packet
     # top has over 10,000 ports).
-    domains = [""] + ([f"{gated}_"] if gated else [])  # the prefixes of their clock and reset
+    domains = ["", *(f"{d}_" for d in gated)]  # the prefixes of their clock and reset
     lines = [f"module {SIM_TOP}(", "    " + ",\n    ".join([f"{d}clk" for d in domains] + ports), ");"]
     lines += [f"  input {d}clk;" for d in domains]
     lines += [f"  {'input' if n in ins else 'output'} [{widths[n] - 1}:0] {n};" for n in ports]
     for d in domains:
         lines += [f"  reg {d}rst = 1'b1;", f"  always @(posedge {d}clk) {d}rst <= 1'b0;"]
-    d = domains[-1]
+    d = domains[1] if gated else ""
     for n in held:
         lines += [f"  reg [{widths[n] - 1}:0] {n}__held;", f"  always @(posedge {d}clk) if ({d}rst) {n}__held <= {n};"]
     conns = (
@@ -614,9 +615,11 @@ class Model:
         # the cycles the tiled model's caller clocked alone (``Shares``, sim/tiles.py); 0 for any other model
         solo = re.search(r"^solo_cycles (\d+)$", proc.stderr, re.M)
         out["solo_cycles"] = int(solo.group(1)) if solo else 0
-        # a packet tiled model's router edges taken, and the tiles' edges (rtl/packet_tile.py); else none
-        gated = re.search(r"^gated_edges (\d+) (\d+)$", proc.stderr, re.M)
-        out["router_clocked"] = round(int(gated.group(1)) / max(1, int(gated.group(2))), 4) if gated else None
+        # a packet tiled model's router edges taken over the tiles' edges, and its input domains' edges taken
+        # over theirs (rtl/packet_tile.py); else none
+        gated = re.search(r"^gated_edges (\d+) (\d+) (\d+) (\d+)$", proc.stderr, re.M)
+        shares = [round(int(gated.group(k)) / max(1, int(gated.group(k + 1))), 4) if gated else None for k in (1, 3)]
+        out["router_clocked"], out["input_clocked"] = shares
         if out.get("timeout"):
             raise VerilatorError("the network was not done within the cycle limit")
         return out

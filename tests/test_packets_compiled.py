@@ -30,7 +30,16 @@ from equimesh.sim.traffic import (
 
 icarus = pytest.mark.skipif(shutil.which("iverilog") is None, reason="Icarus Verilog not installed")
 # what differs by model and run: timings, and the tiled model's own figures
-PER_MODEL = ("simulator", "build_seconds", "sim_seconds", "cached", "threads", "solo_cycles", "router_clocked")
+PER_MODEL = (
+    "simulator",
+    "build_seconds",
+    "sim_seconds",
+    "cached",
+    "threads",
+    "solo_cycles",
+    "router_clocked",
+    "input_clocked",
+)
 COPIES = ("packets", "expected", "delivered", "duplicates", "lost", "corrupted", "misdelivered", "flit_hops")
 EDGES = ("completion", "cycles")  # the edge that took the last flit; the run's length
 LATENCY = ("latency_mean", "latency_p99")  # per copy, injection to the last flit's delivery
@@ -476,6 +485,8 @@ def test_resting_tiles_skip_their_router_clock_and_change_no_record(tmp_path):
     _clean(runs["flat"])
     assert runs["flat"]["packets"] > 300 and runs["flat"]["router_clocked"] is None
     assert runs["tiled"]["router_clocked"] < 0.5
+    # each network input's domain rests apart: an input is clocked only while it holds or receives a packet
+    assert runs["tiled"]["input_clocked"] < runs["tiled"]["router_clocked"]
     assert {k: v for k, v in runs["tiled"].items() if k not in PER_MODEL} == {
         k: v for k, v in runs["flat"].items() if k not in PER_MODEL
     }
