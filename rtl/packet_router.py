@@ -351,7 +351,7 @@ def port_domain(port: str) -> str:
     Parameters
     ----------
     port : str
-        The network port, e.g. ``N``.
+        The network port, e.g. ``N``, or ``inject`` (the injection relay).
 
     Returns
     -------
@@ -374,9 +374,10 @@ class PacketPath(wiring.Component):
     fmt, depth : as :class:`PacketConfig`.
     ports : the network ports (each carries one link in and one link out).
     xbar_bits : width of the crossbar flits (a multiple of 32 bits, at least ``fmt.flit.size``).
-    port_domains : each network input's :class:`InputBuffer` and :class:`~equimesh.rtl.relay.Relay` in a
-        clock domain of their own, :func:`port_domain` (``sync`` else), which the tiled packet model
-        clocks only while that input holds or receives a packet (:mod:`~equimesh.rtl.packet_tile`).
+    port_domains : each network input's :class:`InputBuffer` and :class:`~equimesh.rtl.relay.Relay`, and
+        the injection relay, in a clock domain of their own, :func:`port_domain` (``sync`` else), which
+        the tiled packet model clocks only while that input holds or receives a packet
+        (:mod:`~equimesh.rtl.packet_tile`).
 
     Ports
     -----
@@ -390,10 +391,11 @@ class PacketPath(wiring.Component):
     quiet : Out(1)  -- ``idle``, and no header waiting at ``inject`` either: every relay ``vacant``.
         With no flit offered on a link or at ``inject``, a clock edge then moves no packet (the tiled
         model skips the path's clock, docs/packets.md).
-    port_quiet : Out(ports)  -- with ``port_domains`` only: per network input, its buffer holds no flit
-        and its relay is ``vacant``. With no flit offered on its link, a clock edge of the input's domain
-        then changes none of its registers but those computed a cycle late from others (the buffer's
-        registered ``ready``), which one more edge settles.
+    port_quiet : Out(ports + 1)  -- with ``port_domains`` only: per network input, its buffer holds no
+        flit and its relay is ``vacant``; the last bit, the injection relay is ``vacant``. With no flit
+        offered to the input, a clock edge of its domain then changes none of its registers but those
+        computed a cycle late from others (the buffer's registered ``ready``), which one more edge
+        settles.
     """
 
     def __init__(
@@ -419,7 +421,7 @@ class PacketPath(wiring.Component):
                 "hold": In(1),
                 "idle": Out(1),
                 "quiet": Out(1),
-                **({"port_quiet": Out(outs)} if port_domains else {}),
+                **({"port_quiet": Out(outs + 1)} if port_domains else {}),
             }
         )
         super().__init__(members)
@@ -454,7 +456,7 @@ class PacketPath(wiring.Component):
         relays = []
         empty = []
         cut = self.pipeline > 0
-        domains = [port_domain(p) if self.port_domains else "sync" for p in ports] + ["sync"]
+        domains = [port_domain(p) if self.port_domains else "sync" for p in [*ports, "inject"]]
         for k, p in enumerate(ports):
             buf = InputBuffer(fmt, self.depth, registered=cut)
             m.submodules[f"buf_{p}"] = DomainRenamer(domains[k])(buf)
@@ -467,6 +469,8 @@ class PacketPath(wiring.Component):
                 m.d.comb += self.port_quiet[k].eq(buf.empty & relay.vacant)
         sources.append(self.inject)
         relays.append(Relay(fmt, outs, local=False, cut=cut))
+        if self.port_domains:
+            m.d.comb += self.port_quiet[outs].eq(relays[-1].vacant)
         for j, (src, relay) in enumerate(zip(sources, relays)):
             m.submodules[f"relay_{j}"] = DomainRenamer(domains[j])(relay)
             m.d.comb += [relay.own.eq(self.own), relay.reach.eq(self.reach)]

@@ -13,10 +13,9 @@ Every signal that crosses from one tile to another is a register output: a link'
 network therefore computes the same cycle as the flat top when every tile samples, at the clock edge,
 its neighbours' outputs of the cycle before.
 
-Two clock domains. ``sync`` clocks what runs every cycle whatever the traffic: the cycle count and
-the generator (its random source and source queue). ``net`` clocks the router, the sinks (a sink draws
-its random stall only for a flit offered to it), the checker and the link and ejection counters, which
-change only while a packet is in the router or offered to it. Nothing the router reads comes from
+Gated clock domains. ``sync`` clocks what runs every cycle whatever the traffic: the cycle count and
+the generator (its random source and source queue). ``net`` clocks the router and the link counters,
+which change only while a packet is in the router or offered to it. Nothing the router reads comes from
 ``sync`` registers but the generator's flit, so a compiled model evaluates little of the router on
 ``sync``'s edges alone. The flat top has one clock; the tiled model gives ``net`` a clock of its own
 (``net_clk``) and skips its edge while the tile rests:
@@ -34,15 +33,23 @@ change only while a packet is in the router or offered to it. Nothing the router
 A rested tile's ``net`` edge would leave every register as it is, so skipping it changes no record; the
 tiled model's records equal the flat top's word for word (``tests/test_packets_compiled.py``).
 
-Each network input rests the same way within a busy tile. Its input buffer and relay are in a domain
-of their own (:func:`~equimesh.rtl.packet_router.port_domain`, ``in_<port>``; ``PacketPath``'s
-``port_domains``), which the tiled model clocks when ``busy_<port>`` or that input's link is valid:
-``busy_<port>`` is ``~(port_quiet & rested_<port>)``, with ``port_quiet`` the path's (the buffer holds
-no flit, the relay is ``vacant``) and ``rested_<port>`` the same record as ``rested``, of that domain.
-A busy router mostly holds one packet on one input: at 8x8, 0.05 flits/node/cycle, the inputs' domains
-take 11 % of their edges, the router's 42 % (``input_clocked``, ``router_clocked`` in ``--json``). An
-input domain's registers read the router's (the grant, the local lane's ``ready``) only while it holds
-a packet, so a rested input's skipped edge changes nothing either.
+Within a busy tile the parts rest apart, each in a domain of its own:
+
+* each network input's buffer and relay, and the injection relay
+  (:func:`~equimesh.rtl.packet_router.port_domain`, ``in_<port>`` and ``in_inject``; ``PacketPath``'s
+  ``port_domains``), clocked while ``busy_<port>`` or the input's link is valid. ``busy_<port>`` is
+  ``~(port_quiet & rested_<port>)``, with ``port_quiet`` the path's (the buffer holds no flit, the
+  relay is ``vacant``) and ``rested_<port>`` the same record as ``rested``, of that domain;
+  ``busy_inject`` is also up while the generator offers a flit. An input's registers read the
+  router's (the grant, the local lane's ``ready``) only while it holds a packet;
+* the sinks, the checker and the ejection count (:data:`EJECT_DOMAIN`), clocked while a local lane is
+  valid (``busy_eject``): a sink's random source steps, and the checker counts, only for a flit
+  offered to them.
+
+Every one of them is busy only while ``net`` is, so the harness looks at them only in the cycles it
+clocks ``net``. A busy router mostly holds one packet on one input: at 8x8, 0.05 flits/node/cycle, the
+inputs' domains take 11 % of their edges, the router's 42 % (``input_clocked``, ``router_clocked`` in
+``--json``).
 """
 
 from __future__ import annotations
@@ -55,10 +62,11 @@ from .packet_endpoints import COUNTER_BITS, RATE_BITS, Checker, Generator, Sink,
 from .packet_network import PacketSetup, tree_sum
 from .packet_router import PacketRouter, port_domain
 
-__all__ = ["GATED_DOMAIN", "NODE_INPUTS", "PacketTile", "tile_inputs"]
+__all__ = ["EJECT_DOMAIN", "GATED_DOMAIN", "NODE_INPUTS", "PacketTile", "tile_inputs"]
 
 NODE_INPUTS = ("own", "reach", "node", "gen_seed", "sink_seed")  # what tells the nodes' tiles apart
 GATED_DOMAIN = "net"  # the domain the tiled model clocks only while the tile is busy (module docstring)
+EJECT_DOMAIN = "eject"  # the sinks' and the checker's, clocked while a local lane is valid (module docstring)
 
 
 class PacketTile(wiring.Component):
@@ -91,7 +99,8 @@ class PacketTile(wiring.Component):
     copy_done : Out(lanes), copy_stamp : Out(32).array(lanes)  -- this node's lanes, one per port.
     busy : Out(1)  -- the ``net`` domain's edge is needed even if no link into the tile is valid (see the
         module docstring); a function of registers only.
-    busy_<port> : Out(1)  -- the same for network input ``port``'s domain.
+    busy_<port> : Out(1)  -- the same for network input ``port``'s domain, ``busy_inject`` for the injection
+        input's and ``busy_eject`` for :data:`EJECT_DOMAIN` (see the module docstring).
     """
 
     def __init__(self, setup: PacketSetup, ports: list[str], depth: int, pipeline: int):
@@ -121,7 +130,7 @@ class PacketTile(wiring.Component):
                 "copy_done": Out(lanes),
                 "copy_stamp": Out(COUNTER_BITS).array(lanes),
                 "busy": Out(1),
-                **{f"busy_{p}": Out(1) for p in self.ports},
+                **{f"busy_{p}": Out(1) for p in [*self.ports, "inject", "eject"]},
             }
         )
         super().__init__(members)
@@ -162,9 +171,9 @@ class PacketTile(wiring.Component):
             self.sent.eq(gen.sent),
         ]
         sink = Sink(fmt, lanes)
-        m.submodules.sink = DomainRenamer(GATED_DOMAIN)(sink)
+        m.submodules.sink = DomainRenamer(EJECT_DOMAIN)(sink)
         chk = Checker(fmt, lanes)
-        m.submodules.check = DomainRenamer(GATED_DOMAIN)(chk)
+        m.submodules.check = DomainRenamer(EJECT_DOMAIN)(chk)
         m.d.comb += [sink.stall.eq(stall), chk.own.eq(self.own)]
         ejects = [getattr(router, f"eject_{p}") for p in self.ports]
         for k, e in enumerate(ejects):
@@ -181,17 +190,21 @@ class PacketTile(wiring.Component):
         m.d.comb += [getattr(self, n).eq(getattr(chk, n)) for n in _COUNTERS[2:]]
         took = Signal(range(lanes + 1))
         m.d.comb += took.eq(tree_sum([e.valid & e.ready for e in ejects]))
-        m.d[GATED_DOMAIN] += self.ejected.eq(self.ejected + took)
+        m.d[EJECT_DOMAIN] += self.ejected.eq(self.ejected + took)
+        m.d.comb += self.busy_eject.eq(Cat(e.valid for e in ejects).any())
         resting = Signal()  # quiet but for the links
         rested = Signal()  # the last ``net`` edge was taken in a quiet cycle
         arriving = Cat(getattr(self, f"i_{p}").valid for p in self.ports).any()
         m.d.comb += [resting.eq(router.path.quiet & ~gen.o.valid), self.busy.eq(~(resting & rested))]
         m.d[GATED_DOMAIN] += rested.eq(resting & ~arriving)
-        for k, p in enumerate(self.ports):  # each network input's domain rests the same way
+        offered = [getattr(self, f"i_{p}").valid for p in self.ports] + [gen.o.valid]
+        for k, p in enumerate([*self.ports, "inject"]):  # each input's domain rests the same way
             port_rested = Signal(name=f"rested_{p}")
             quiet = router.path.port_quiet[k]
-            m.d.comb += getattr(self, f"busy_{p}").eq(~(quiet & port_rested))
-            m.d[port_domain(p)] += port_rested.eq(quiet & ~getattr(self, f"i_{p}").valid)
+            # the injection input's flit comes from a register of the tile: it wakes the input through ``busy``
+            wake = offered[k] if p == "inject" else 0
+            m.d.comb += getattr(self, f"busy_{p}").eq(~(quiet & port_rested) | wake)
+            m.d[port_domain(p)] += port_rested.eq(quiet & ~offered[k])
         return m
 
 

@@ -152,7 +152,7 @@ def network_declarations(design: Design, classes: dict, names: list[str], top: t
         *[f"            case {i}: t.push_back(make_{c}(sh.context(v))); break;" for i, c in enumerate(classes)],
         "        }",
         "        for (int w : IN_WORDS) in.emplace_back(w, 0u);",
-        "        for (const auto& k : LINK) sh.link(k[0], t[k[0]].p[k[1]], t[k[2]].p[k[3]], t[k[0]].b[k[1]]);",
+        "        for (const auto& k : LINK) sh.link(k[0], t[k[0]].p[k[1]], t[k[2]].p[k[3]], t[k[0]].b[k[1]], t[k[2]]);",
         "        for (int v = 0; v < NODES; v++) dones.push_back((const uint8_t*)t[v].p[DONE[v]]);",
         "        buf.resize(BUF_WORDS); sh.start(t);",
         "    }",

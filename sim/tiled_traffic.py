@@ -30,7 +30,7 @@ from functools import partial
 from ..rtl.cache import cache_root, json_record
 from ..rtl.packet_network import PacketNetwork, PacketSetup, TrafficLoad, TrafficTop
 from ..rtl.packet_router import port_domain
-from ..rtl.packet_tile import GATED_DOMAIN, NODE_INPUTS, PacketTile, tile_inputs
+from ..rtl.packet_tile import EJECT_DOMAIN, GATED_DOMAIN, NODE_INPUTS, PacketTile, tile_inputs
 from ..rtl.verilog import flat_ports
 from ..schedules.routing import ForwardingTable
 from .program import words_of
@@ -105,7 +105,8 @@ def _wiring(classes: dict, nodes: list, links: list, lanes: list, top: tuple) ->
 def gated_domains(ports: list[str]) -> list[tuple[str, list[str]]]:
     """A packet tile's gated clock domains and the 1-bit ports that wake each (rtl/packet_tile.py):
     ``net`` while the tile is busy or a link into it is valid, each network input's domain while that
-    input is busy or its link is valid.
+    input is busy or its link is valid, the injection input's while it is busy, and the local lanes'
+    while one is valid.
 
     Parameters
     ----------
@@ -120,6 +121,8 @@ def gated_domains(ports: list[str]) -> list[tuple[str, list[str]]]:
     return [
         (GATED_DOMAIN, ["busy", *(f"i_{p}__valid" for p in ports)]),
         *((port_domain(p), [f"busy_{p}", f"i_{p}__valid"]) for p in ports),
+        (port_domain("inject"), ["busy_inject"]),
+        (EJECT_DOMAIN, ["busy_eject"]),
     ]
 
 
@@ -167,7 +170,7 @@ def tiled_declarations(
         "        for (size_t i = 0; i < sizeof(INIT) / 4;) { Tile& x = t[INIT[i]]; int p = INIT[i + 1], n = INIT[i + 2];",
         "            wr(x.p[p], x.b[p], &INIT[i + 3]); i += 3 + n; }",
         "        for (int w : IN_WORDS) in.emplace_back(w, 0u);",
-        "        for (auto& c : COPIES) sh.link(c[0], t[c[0]].p[c[1]], t[c[2]].p[c[3]], t[c[0]].b[c[1]]);",
+        "        for (auto& c : COPIES) sh.link(c[0], t[c[0]].p[c[1]], t[c[2]].p[c[3]], t[c[0]].b[c[1]], t[c[2]]);",
         f"        for (int v = 0; v < NODES; v++) {{ int p = COMMON[CLASS[v]][{at['copy_done']}];",
         "            done.push_back({nullptr, t[v].p[p], t[v].b[p]}); }",
         "        sh.start(t);",

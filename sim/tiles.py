@@ -133,17 +133,23 @@ PRELUDE = [
     "    void* m; void (*edge)(void*, uint32_t on); void (*fin)(void*); std::vector<void*> p; std::vector<int> b;",
     "    std::vector<const uint8_t*> wake; std::vector<int> ends;  // domain d is clocked when one of its wake ports is high:",
     "    uint64_t woke = 0, woke_more = 0;  // the first gated domain's edges, the others'    wake[ends[d - 1] .. ends[d]]",
-    "    void clock() { uint32_t on = 0; for (size_t d = 0, i = 0; d < ends.size(); d++) {",
-    "        uint32_t w = 0; for (; i < size_t(ends[d]); i++) w |= *wake[i]; on |= w << d; }",
-    "        woke += on & 1; woke_more += __builtin_popcount(on >> 1); edge(m, on); } };",
-    "struct Copy { void* d; const void* s; int b; };",
-    "struct Copies {  // a link's signals, copied from one tile's outputs to another's inputs",
+    "    uint32_t first = ~0u;  // the first edge clocks every domain: their power-on resets",
+    "    // ``last``: the gated domains of the last edge (always all for a tile without any). A tile's link outputs",
+    "    // are registers of its gated domains: after an edge that clocked none of them, they are as they were.",
+    "    uint32_t last = ~0u;",
+    "    void clock() { uint32_t on = 0;  // the first domain's edges include the others': they wait for it",
+    "        for (size_t d = 0, i = 0; d < ends.size() && (d == 0 || on); d++) {",
+    "            uint32_t w = first >> d & 1; for (; i < size_t(ends[d]); i++) w |= *wake[i]; on |= w << d; woke_more += d ? w : 0; }",
+    "        first = 0; woke += on & 1; if (!ends.empty()) last = on; edge(m, on); } };",
+    "struct Copy { void* d; const void* s; int b; const uint32_t* fresh; };",
+    "struct Copies {  // a link's signals, copied from one tile's outputs to another's inputs when the sender's changed",
     "    std::vector<Copy> bytes, words, other;",
-    "    void add(void* d, const void* s, int b) { (b == 1 ? bytes : b % 4 == 0 ? words : other).push_back({d, s, b}); }",
+    "    void add(void* d, const void* s, int b, const uint32_t* fresh) {",
+    "        (b == 1 ? bytes : b % 4 == 0 ? words : other).push_back({d, s, b, fresh}); }",
     "    void run() const {",
-    "        for (auto& c : bytes) *(uint8_t*)c.d = *(const uint8_t*)c.s;",
-    "        for (auto& c : words) for (int i = 0; i < c.b / 4; i++) ((uint32_t*)c.d)[i] = ((const uint32_t*)c.s)[i];",
-    "        for (auto& c : other) std::memcpy(c.d, c.s, c.b);",
+    "        for (auto& c : bytes) if (*c.fresh) *(uint8_t*)c.d = *(const uint8_t*)c.s;",
+    "        for (auto& c : words) if (*c.fresh) for (int i = 0; i < c.b / 4; i++) ((uint32_t*)c.d)[i] = ((const uint32_t*)c.s)[i];",
+    "        for (auto& c : other) if (*c.fresh) std::memcpy(c.d, c.s, c.b);",
     "    }",
     "};",
     "template <class F> static void spin_until(F ok) {  // a short spin, then yield the core",
@@ -167,7 +173,7 @@ PRELUDE = [
     "        links.resize(threads); }",
     "    int share(int v) const { return int(int64_t(v) * threads / nodes); }",
     "    VerilatedContext* context(int v) const { return ctxs[share(v)]; }",
-    "    void link(int to, void* d, const void* s, int b) { links[share(to)].add(d, s, b); }  // into tile `to`",
+    "    void link(int to, void* d, const void* s, int b, const Tile& from) { links[share(to)].add(d, s, b, &from.last); }",
     "    void start(std::vector<Tile>& tiles) { t = &tiles; since = std::chrono::steady_clock::now();",
     "        for (int k = 1; k < threads; k++) pool.emplace_back([this, k] {",
     "        for (uint32_t seen = 0;;) { uint32_t g = 0;",
@@ -359,7 +365,8 @@ def tile_classes(classes: dict, gated: dict | None = None) -> list[str]:
         Class name -> a list of ``(domain, ports)``: the tile's domain ``domain`` (clock input
         ``<domain>_clk``) is clocked only in the cycles in which one of the 1-bit ``ports`` is high (a
         packet tile's ``net`` and its inputs' domains, :mod:`~equimesh.rtl.packet_tile`); every other
-        domain of a tile, in every cycle. The first is the one whose edges ``gated_edges`` counts.
+        domain of a tile, in every cycle. The first is the one whose edges ``gated_edges`` counts, and
+        no other is woken in a cycle in which the first is not (the harness then looks no further).
 
     Returns
     -------
