@@ -54,7 +54,7 @@ inputs' domains take 11 % of their edges, the router's 42 % (``input_clocked``, 
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, DomainRenamer, Module, Signal
+from amaranth.hdl import Cat, DomainRenamer, Module, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -192,20 +192,23 @@ class PacketTile(wiring.Component):
         m.d.comb += took.eq(tree_sum([e.valid & e.ready for e in ejects]))
         m.d[EJECT_DOMAIN] += self.ejected.eq(self.ejected + took)
         m.d.comb += self.busy_eject.eq(Cat(e.valid for e in ejects).any())
-        resting = Signal()  # quiet but for the links
-        rested = Signal()  # the last ``net`` edge was taken in a quiet cycle
-        arriving = Cat(getattr(self, f"i_{p}").valid for p in self.ports).any()
-        m.d.comb += [resting.eq(router.path.quiet & ~gen.o.valid), self.busy.eq(~(resting & rested))]
-        m.d[GATED_DOMAIN] += rested.eq(resting & ~arriving)
-        offered = [getattr(self, f"i_{p}").valid for p in self.ports] + [gen.o.valid]
-        for k, p in enumerate([*self.ports, "inject"]):  # each input's domain rests the same way
-            port_rested = Signal(name=f"rested_{p}")
-            quiet = router.path.port_quiet[k]
-            # the injection input's flit comes from a register of the tile: it wakes the input through ``busy``
-            wake = offered[k] if p == "inject" else 0
-            m.d.comb += getattr(self, f"busy_{p}").eq(~(quiet & port_rested) | wake)
-            m.d[port_domain(p)] += port_rested.eq(quiet & ~offered[k])
+        # The router and each input rest the same way (module docstring); the generator's flit, a register of
+        # the tile, counts against quiet, a link's ``valid`` only against the record (the harness wakes on it).
+        links = [getattr(self, f"i_{p}").valid for p in self.ports]
+        _rest(m, GATED_DOMAIN, router.path.quiet & ~gen.o.valid, Cat(*links).any(), self.busy, "rested")
+        for k, p in enumerate(self.ports):
+            _rest(m, port_domain(p), router.path.port_quiet[k], links[k], getattr(self, f"busy_{p}"), f"rested_{p}")
+        quiet = router.path.port_quiet[len(self.ports)] & ~gen.o.valid
+        _rest(m, port_domain("inject"), quiet, 0, self.busy_inject, "rested_inject")
         return m
+
+
+def _rest(m: Module, domain: str, quiet: Value, arriving: Value, busy: Value, name: str) -> None:
+    """Drive ``busy`` (``~(quiet & rested)``) for ``domain``: ``rested`` (a register of the domain, named
+    ``name``) records that its last edge was taken in a quiet cycle with nothing ``arriving``."""
+    rested = Signal(name=name)
+    m.d.comb += busy.eq(~(quiet & rested))
+    m.d[domain] += rested.eq(quiet & ~arriving)
 
 
 # The node's counters: the generator's two, then the checker's.
